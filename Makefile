@@ -1,0 +1,65 @@
+# wick — build. `make` builds the library (static and shared), the `wick`
+# command and the test runner; `make test` runs the tests; `make asan`
+# builds and runs them under AddressSanitizer + UBSan; `make fault-check`
+# proves the tests can fail (a build with an injected fault must fail).
+# GPU plugins: `make cuda`, `make rocm` (see src/gpu/gpu.mk).
+
+CC      ?= cc
+BUILD   ?= build
+OPT     ?= -O3 -march=x86-64-v2 -mtune=native
+WARN    := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wno-unused-parameter -Werror=implicit-function-declaration
+CFLAGS  ?= $(OPT) -g
+ALL_CFLAGS := -std=c11 -D_GNU_SOURCE -fPIC -fvisibility=hidden -pthread $(WARN) -Iinclude -Isrc $(CFLAGS) $(EXTRA_CFLAGS)
+LDLIBS  := -lm -ldl -pthread
+
+LIB_SRC   := $(sort $(wildcard src/core/*.c src/cpu/*.c))
+LIB_OBJ   := $(LIB_SRC:%.c=$(BUILD)/%.o)
+TEST_SRC  := $(sort $(wildcard tests/*.c))
+TEST_OBJ  := $(TEST_SRC:%.c=$(BUILD)/%.o)
+TOOL_SRC  := $(sort $(wildcard tools/*.c))
+
+.PHONY: all lib test asan fault-check clean cuda rocm
+all: lib $(BUILD)/wick $(BUILD)/wick-tests
+
+lib: $(BUILD)/libwick.a $(BUILD)/libwick.so
+
+$(BUILD)/%.o: %.c $(wildcard include/*.h src/*.h src/*/*.h tests/*.h tests/data/*.h) Makefile
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -c $< -o $@
+
+$(BUILD)/libwick.a: $(LIB_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(BUILD)/libwick.so: $(LIB_OBJ)
+	$(CC) -shared -o $@ $^ $(LDLIBS)
+
+$(BUILD)/wick: $(TOOL_SRC:%.c=$(BUILD)/%.o) $(BUILD)/libwick.a
+	$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDLIBS)
+
+$(BUILD)/wick-tests: $(TEST_OBJ) $(BUILD)/libwick.a
+	$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDLIBS)
+
+# The README's test command.
+test: all
+	$(BUILD)/wick-tests
+
+asan:
+	$(MAKE) BUILD=build-asan OPT="-O1 -fno-omit-frame-pointer" EXTRA_CFLAGS="-fsanitize=address,undefined -fno-sanitize-recover=undefined" \
+	    LDLIBS="$(LDLIBS) -fsanitize=address,undefined" build-asan/wick-tests
+	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 build-asan/wick-tests
+
+# A build whose exp is perturbed (WK_FAULT_INJECT) must make the runner fail,
+# and name exp in its failures.
+fault-check:
+	$(MAKE) BUILD=build-fault EXTRA_CFLAGS="-DWK_FAULT_INJECT=WK_OP_EXP" build-fault/wick-tests
+	@if build-fault/wick-tests --filter exp > build-fault/log.txt 2>&1; then \
+	    echo "fault-check: FAILED: the runner passed a build with a fault in exp"; exit 1; \
+	 elif grep -q 'FAIL.*exp' build-fault/log.txt; then \
+	    echo "fault-check: ok: the injected fault in exp was caught"; \
+	 else echo "fault-check: FAILED: the runner failed but did not name exp"; tail -20 build-fault/log.txt; exit 1; fi
+
+clean:
+	rm -rf build build-asan build-fault
+
+-include src/gpu/gpu.mk

@@ -1,0 +1,334 @@
+/* wick.h — the public C API of wick, a tensor library with a CPU backend and
+ * one GPU kernel source for AMD (ROCm) and NVIDIA (CUDA).
+ *
+ * Conventions
+ *   - Every name starts with wk_ / WK_. Objects are opaque handles.
+ *   - Functions that make a tensor return it, or NULL on error; functions
+ *     that act return a wk_status. After an error wk_last_error() gives a
+ *     message naming the op and the offending values (thread-local).
+ *     No function aborts or exits on user error.
+ *   - Tensors are reference counted: every tensor a function returns is
+ *     owned by the caller (release it with wk_release), unless a scope is
+ *     open (see wk_scope_begin), in which case the scope owns it.
+ *   - Ops accept any strided, broadcast or offset view and return a new
+ *     contiguous tensor. In-place ops (wk_const_set, wk_scatter_set,
+ *     wk_scatter_add, wk_index_add, wk_copy_into) write the destination's
+ *     storage, so every view of it sees the change.
+ *   - Thread safety: see docs/threads.md. In short: every function may be
+ *     called from several threads at once, on distinct or shared tensors,
+ *     as long as no tensor is written (in-place op) by one thread while
+ *     another reads or writes it. Errors and scopes are per thread.
+ */
+#ifndef WICK_H
+#define WICK_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdbool.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define WK_VERSION_MAJOR 0
+#define WK_VERSION_MINOR 1
+#define WK_VERSION_PATCH 0
+#define WK_MAX_RANK 8
+
+/* ------------------------------------------------------------------ */
+/* status and errors                                                   */
+
+typedef enum wk_status {
+    WK_OK = 0,
+    WK_ERR_ARGUMENT,      /* a NULL handle, a bad value                  */
+    WK_ERR_SHAPE,         /* shapes or ranks that do not fit             */
+    WK_ERR_DTYPE,         /* a dtype the op does not take, or mismatched */
+    WK_ERR_DEVICE,        /* no such device, or tensors on two devices   */
+    WK_ERR_INDEX,         /* an id or a dim out of range                 */
+    WK_ERR_MEMORY,        /* allocation failed                           */
+    WK_ERR_UNSUPPORTED,   /* the backend does not implement this op      */
+    WK_ERR_BACKEND,       /* a runtime (HIP/CUDA/BLAS) call failed       */
+    WK_ERR_IO,            /* a file could not be read or is corrupt      */
+    WK_STATUS_COUNT
+} wk_status;
+
+const char *wk_last_error(void);      /* "" when there is none        */
+wk_status wk_last_status(void);
+void wk_clear_error(void);
+const char *wk_status_name(wk_status s);
+
+/* ------------------------------------------------------------------ */
+/* dtypes                                                              */
+
+typedef enum wk_dtype {
+    WK_U8 = 0,
+    WK_U32,
+    WK_I16,
+    WK_I32,
+    WK_I64,
+    WK_BF16,
+    WK_F16,
+    WK_F32,
+    WK_F64,
+    WK_F8E4M3,          /* OCP E4M3FN: no Inf, saturating to +-448 */
+    WK_DTYPE_COUNT
+} wk_dtype;
+
+const char *wk_dtype_name(wk_dtype dt);   /* "f32", ...; "?" if invalid */
+size_t wk_dtype_size(wk_dtype dt);        /* bytes; 0 if invalid         */
+bool wk_dtype_is_float(wk_dtype dt);
+bool wk_dtype_from_name(const char *name, wk_dtype *out);
+
+/* ------------------------------------------------------------------ */
+/* shapes                                                              */
+
+typedef struct wk_shape {
+    int rank;
+    int64_t dims[WK_MAX_RANK];
+} wk_shape;
+
+#define WK_NARGS_(a, b, c, d, e, f, g, h, N, ...) N
+#define WK_NARGS(...) WK_NARGS_(__VA_ARGS__, 8, 7, 6, 5, 4, 3, 2, 1, 0)
+/* WK_SHAPE(4, 3) is a rank-2 shape; WK_SCALAR is rank 0. */
+#define WK_SHAPE(...) ((wk_shape){ WK_NARGS(__VA_ARGS__), { __VA_ARGS__ } })
+#define WK_SCALAR ((wk_shape){ 0, { 0 } })
+
+/* ------------------------------------------------------------------ */
+/* devices                                                             */
+
+typedef struct wk_device wk_device;
+
+typedef struct wk_device_info {
+    char name[64];          /* "cpu", "cuda:0", "rocm:1"                */
+    char model[128];        /* "NVIDIA H100 80GB HBM3", CPU model, ...  */
+    uint64_t total_memory;  /* bytes                                    */
+    uint64_t free_memory;   /* bytes                                    */
+    int compute_units;      /* multiprocessors / CUs / CPU threads      */
+    int warp_size;          /* 32 or 64 on GPUs; 1 on the CPU            */
+} wk_device_info;
+
+/* "cpu", "cuda:N", "rocm:N" (N defaults to 0). NULL + error if absent.
+ * Opening the same name twice returns the same device with a new
+ * reference; each open needs one close. */
+wk_device *wk_device_open(const char *name);
+void wk_device_close(wk_device *dev);
+const char *wk_device_name(const wk_device *dev);
+wk_status wk_device_info_get(wk_device *dev, wk_device_info *out);
+wk_status wk_device_synchronize(wk_device *dev);
+/* Number of devices of a kind ("cpu", "cuda", "rocm"); 0 when the plugin
+ * is absent or finds none. */
+int wk_device_count(const char *kind);
+/* Why a GPU plugin did not load ("" when it loaded or was not looked for). */
+const char *wk_plugin_status(const char *kind);
+/* Seed the device's generator; also resets its offset to 0. */
+wk_status wk_device_set_seed(wk_device *dev, uint64_t seed);
+
+/* ------------------------------------------------------------------ */
+/* tensors                                                             */
+
+typedef struct wk_tensor wk_tensor;
+
+wk_tensor *wk_retain(wk_tensor *t);   /* returns t                       */
+void wk_release(wk_tensor *t);        /* NULL is fine                    */
+
+wk_dtype wk_tensor_dtype(const wk_tensor *t);
+int wk_tensor_rank(const wk_tensor *t);
+wk_shape wk_tensor_shape(const wk_tensor *t);
+int64_t wk_tensor_dim(const wk_tensor *t, int dim);     /* dim may be < 0 */
+int64_t wk_tensor_stride(const wk_tensor *t, int dim);  /* in elements    */
+int64_t wk_tensor_offset(const wk_tensor *t);           /* in elements    */
+int64_t wk_tensor_numel(const wk_tensor *t);
+bool wk_tensor_is_contiguous(const wk_tensor *t);
+wk_device *wk_tensor_device(const wk_tensor *t);
+/* true when both views share one storage */
+bool wk_tensor_same_storage(const wk_tensor *a, const wk_tensor *b);
+
+/* Scopes: model code makes many temporaries. Every tensor made while a
+ * scope is open belongs to the innermost scope; wk_scope_end releases them
+ * all except those passed to wk_keep, which move to the enclosing scope
+ * (or to the caller when no scope encloses it). Scopes are per thread and
+ * nest. wk_release on a scope-owned tensor is allowed: the scope then
+ * forgets it. */
+void wk_scope_begin(void);
+void wk_scope_end(void);
+wk_tensor *wk_keep(wk_tensor *t);     /* returns t */
+
+/* ------------------------------------------------------------------ */
+/* creation and transfer                                               */
+
+wk_tensor *wk_empty(wk_device *dev, wk_dtype dt, wk_shape shape);
+wk_tensor *wk_zeros(wk_device *dev, wk_dtype dt, wk_shape shape);
+wk_tensor *wk_ones(wk_device *dev, wk_dtype dt, wk_shape shape);
+wk_tensor *wk_full(wk_device *dev, wk_dtype dt, wk_shape shape, double value);
+/* start, start+step, ... while < end (> end for a negative step); 1-d */
+wk_tensor *wk_arange(wk_device *dev, wk_dtype dt, double start, double end, double step);
+/* Copies numel * dtype-size bytes from host memory (row-major). */
+wk_tensor *wk_from_host(wk_device *dev, wk_dtype dt, wk_shape shape, const void *data);
+/* Copies the tensor (any view) to host memory, row-major, synchronizing.
+ * bytes must be at least numel * dtype-size. */
+wk_status wk_to_host(const wk_tensor *t, void *dst, size_t bytes);
+/* One element as a double (for tests and scalars). */
+wk_status wk_item(const wk_tensor *t, const int64_t *index, double *out);
+wk_tensor *wk_to_device(const wk_tensor *t, wk_device *dev);
+/* Uniform in [lo, hi) and normal(mean, std), from the device's
+ * counter-based generator (docs/random.md): the same seed gives the same
+ * values on every device. Float dtypes only. */
+wk_tensor *wk_rand_uniform(wk_device *dev, wk_dtype dt, wk_shape shape, double lo, double hi);
+wk_tensor *wk_rand_normal(wk_device *dev, wk_dtype dt, wk_shape shape, double mean, double std);
+
+/* ------------------------------------------------------------------ */
+/* views (share storage) and layout ops                                */
+
+wk_tensor *wk_reshape(const wk_tensor *t, wk_shape shape);  /* copies only when strides forbid a view; one dim may be -1 */
+wk_tensor *wk_narrow(const wk_tensor *t, int dim, int64_t start, int64_t len);
+wk_tensor *wk_transpose(const wk_tensor *t, int dim0, int dim1);
+wk_tensor *wk_permute(const wk_tensor *t, const int *perm);  /* rank entries */
+wk_tensor *wk_broadcast_as(const wk_tensor *t, wk_shape shape);
+wk_tensor *wk_squeeze(const wk_tensor *t, int dim);          /* dim must have size 1 */
+wk_tensor *wk_unsqueeze(const wk_tensor *t, int dim);        /* dim in [-rank-1, rank] */
+wk_tensor *wk_flatten(const wk_tensor *t, int start_dim, int end_dim);
+wk_tensor *wk_contiguous(const wk_tensor *t);  /* a new reference to t when already contiguous */
+wk_tensor *wk_copy(const wk_tensor *t);        /* always a fresh contiguous copy */
+wk_tensor *wk_to_dtype(const wk_tensor *t, wk_dtype dt);
+wk_tensor *wk_cat(wk_tensor *const *ts, int n, int dim);
+wk_tensor *wk_stack(wk_tensor *const *ts, int n, int dim);
+/* Splits dim into n chunks of ceil(size/n) (the last smaller, as many as
+ * needed); writes up to n views into out and returns how many, or -1. */
+int wk_chunk(const wk_tensor *t, int n, int dim, wk_tensor **out);
+
+/* ------------------------------------------------------------------ */
+/* elementwise ops                                                     */
+
+typedef enum wk_unary_op {
+    WK_EXP, WK_LOG, WK_SIN, WK_COS, WK_TANH, WK_ABS, WK_NEG, WK_RECIP,
+    WK_SQR, WK_SQRT, WK_GELU, WK_GELU_ERF, WK_ERF, WK_RELU, WK_SILU,
+    WK_FLOOR, WK_CEIL, WK_ROUND, WK_SIGN,
+    WK_UNARY_COUNT
+} wk_unary_op;
+
+typedef enum wk_binary_op {
+    WK_ADD, WK_SUB, WK_MUL, WK_DIV, WK_MINIMUM, WK_MAXIMUM,
+    WK_BINARY_COUNT
+} wk_binary_op;
+
+typedef enum wk_cmp_op {
+    WK_EQ, WK_NE, WK_LT, WK_LE, WK_GT, WK_GE,
+    WK_CMP_COUNT
+} wk_cmp_op;
+
+const char *wk_unary_name(wk_unary_op op);
+const char *wk_binary_name(wk_binary_op op);
+const char *wk_cmp_name(wk_cmp_op op);
+
+wk_tensor *wk_unary(wk_unary_op op, const wk_tensor *t);
+wk_tensor *wk_exp(const wk_tensor *t);
+wk_tensor *wk_log(const wk_tensor *t);
+wk_tensor *wk_sin(const wk_tensor *t);
+wk_tensor *wk_cos(const wk_tensor *t);
+wk_tensor *wk_tanh(const wk_tensor *t);
+wk_tensor *wk_abs(const wk_tensor *t);
+wk_tensor *wk_neg(const wk_tensor *t);
+wk_tensor *wk_recip(const wk_tensor *t);
+wk_tensor *wk_sqr(const wk_tensor *t);
+wk_tensor *wk_sqrt(const wk_tensor *t);
+wk_tensor *wk_gelu(const wk_tensor *t);      /* tanh approximation */
+wk_tensor *wk_gelu_erf(const wk_tensor *t);
+wk_tensor *wk_erf(const wk_tensor *t);
+wk_tensor *wk_relu(const wk_tensor *t);
+wk_tensor *wk_silu(const wk_tensor *t);
+wk_tensor *wk_floor(const wk_tensor *t);
+wk_tensor *wk_ceil(const wk_tensor *t);
+wk_tensor *wk_round(const wk_tensor *t);     /* half to even */
+wk_tensor *wk_sign(const wk_tensor *t);
+wk_tensor *wk_affine(const wk_tensor *t, double mul, double add);  /* x*mul+add */
+wk_tensor *wk_powf(const wk_tensor *t, double e);                  /* x^e      */
+wk_tensor *wk_elu(const wk_tensor *t, double alpha);
+
+/* Binary ops broadcast both operands (numpy rules); same dtype required.
+ * Integer division by zero gives 0; integers wrap. */
+wk_tensor *wk_binary(wk_binary_op op, const wk_tensor *a, const wk_tensor *b);
+wk_tensor *wk_add(const wk_tensor *a, const wk_tensor *b);
+wk_tensor *wk_sub(const wk_tensor *a, const wk_tensor *b);
+wk_tensor *wk_mul(const wk_tensor *a, const wk_tensor *b);
+wk_tensor *wk_div(const wk_tensor *a, const wk_tensor *b);
+wk_tensor *wk_minimum(const wk_tensor *a, const wk_tensor *b);
+wk_tensor *wk_maximum(const wk_tensor *a, const wk_tensor *b);
+/* Comparisons broadcast and give u8 (1 true, 0 false). */
+wk_tensor *wk_cmp(wk_cmp_op op, const wk_tensor *a, const wk_tensor *b);
+/* cond (u8, u32 or i64; nonzero is true) ? a : b, all three broadcast. */
+wk_tensor *wk_where(const wk_tensor *cond, const wk_tensor *a, const wk_tensor *b);
+
+/* ------------------------------------------------------------------ */
+/* reductions                                                          */
+
+typedef enum wk_reduce_op {
+    WK_SUM, WK_MIN, WK_MAX, WK_ARGMIN, WK_ARGMAX,
+    WK_REDUCE_COUNT
+} wk_reduce_op;
+
+/* Reduce over the listed dims (negative allowed, no repeats); dims ==
+ * NULL reduces over every dim. An empty reduced extent gives 0 for sum and
+ * is an error for min/max/argmin/argmax.
+ * Sum/min/max keep the dtype; argmin/argmax give u32 indices into the
+ * reduced dims flattened in row-major order. */
+wk_tensor *wk_reduce(wk_reduce_op op, const wk_tensor *t, const int *dims, int ndims, bool keepdim);
+wk_tensor *wk_sum(const wk_tensor *t, const int *dims, int ndims, bool keepdim);
+wk_tensor *wk_mean(const wk_tensor *t, const int *dims, int ndims, bool keepdim);  /* float dtypes */
+wk_tensor *wk_max(const wk_tensor *t, const int *dims, int ndims, bool keepdim);
+wk_tensor *wk_min(const wk_tensor *t, const int *dims, int ndims, bool keepdim);
+wk_tensor *wk_argmax(const wk_tensor *t, int dim, bool keepdim);
+wk_tensor *wk_argmin(const wk_tensor *t, int dim, bool keepdim);
+
+/* ------------------------------------------------------------------ */
+/* matmul                                                              */
+
+/* a [..., m, k] x b [..., k, n] -> [..., m, n]; batch dims broadcast;
+ * f16, bf16, f32, f64 (f16/bf16 accumulate in f32). Rank >= 2. */
+wk_tensor *wk_matmul(const wk_tensor *a, const wk_tensor *b);
+
+/* ------------------------------------------------------------------ */
+/* indexing (ids: u8, u32 or i64; an id out of range is an error and,   */
+/* for in-place ops, leaves the destination unchanged)                 */
+
+/* ids 1-d; result has t's shape with dim replaced by len(ids). */
+wk_tensor *wk_index_select(const wk_tensor *t, const wk_tensor *ids, int dim);
+/* ids has t's rank (and t's sizes except on dim); result has ids' shape:
+ * out[i][j][k] = t[i][ids[i][j][k]][k] for dim 1. */
+wk_tensor *wk_gather(const wk_tensor *t, const wk_tensor *ids, int dim);
+/* dst[... ids[i,j,k] ...] = src[i,j,k] (set) or += (add), along dim;
+ * ids and src have the same shape; in place on dst. Where two ids name
+ * one element, scatter_set keeps one of the values (unspecified which). */
+wk_status wk_scatter_set(wk_tensor *dst, const wk_tensor *ids, const wk_tensor *src, int dim);
+wk_status wk_scatter_add(wk_tensor *dst, const wk_tensor *ids, const wk_tensor *src, int dim);
+/* dst.narrow(dim, ids[i], 1) += src.narrow(dim, i, 1); ids 1-d; in place. */
+wk_status wk_index_add(wk_tensor *dst, const wk_tensor *ids, const wk_tensor *src, int dim);
+
+/* ------------------------------------------------------------------ */
+/* in-place copies and fills                                           */
+
+/* Every element of dst (any view without overlapping elements) = value. */
+wk_status wk_const_set(wk_tensor *dst, double value);
+/* dst (a view) = src broadcast to dst's shape, converted to dst's dtype. */
+wk_status wk_copy_into(wk_tensor *dst, const wk_tensor *src);
+/* Row copy: for r < rows, copy cols elements from src's storage at
+ * src_offset + r*src_stride to dst's storage at dst_offset + r*dst_stride
+ * (offsets and strides in elements of the shared dtype, relative to each
+ * storage's start). Bounds are checked. */
+wk_status wk_copy2d(wk_tensor *dst, const wk_tensor *src, int64_t rows, int64_t cols,
+                    int64_t src_stride, int64_t dst_stride, int64_t src_offset, int64_t dst_offset);
+
+/* ------------------------------------------------------------------ */
+/* introspection                                                       */
+
+/* Whether the device's backend implements op (an operation name such as
+ * "exp", "add", "matmul", "index_select"; see wk_op_names) for dtype. */
+bool wk_supports(wk_device *dev, const char *op, wk_dtype dt);
+/* All op names, NULL-terminated. */
+const char *const *wk_op_names(void);
+/* Build description: version, compiler, BLAS, plugins found. */
+const char *wk_build_info(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* WICK_H */

@@ -1,0 +1,212 @@
+/* cpu_internal.h — what the files of the CPU backend share: the entry
+ * points the vtable (cpu_backend.c) points at, the thread pool, element
+ * access helpers and a strided multi-operand iterator.
+ *
+ * File map of src/cpu/:
+ *   cpu_backend.c     vtable, device functions (alloc, read, write), supports()
+ *   threadpool.c      wk_parallel_for: a persistent pthread pool
+ *   cpu_elementwise.c unary/affine/powf/elu, binary, cmp, where_cond
+ *   cpu_copy.c        copy (strided, with dtype conversion), copy2d, const_set
+ *   cpu_reduce.c      sum/min/max/argmin/argmax over a dim mask
+ *   cpu_matmul.c      batched strided matmul; BLAS (OpenBLAS, loaded at run
+ *                     time) when present, own blocked kernel otherwise
+ *   cpu_index.c       index_select, gather, scatter_set/add, index_add
+ *   cpu_random.c      Philox4x32-10 uniform/normal (docs/random.md)
+ */
+#ifndef WICK_CPU_INTERNAL_H
+#define WICK_CPU_INTERNAL_H
+
+#include <stdint.h>
+#include <string.h>
+#include "../backend.h"
+#include "../core/scalar.h"
+
+/* The core's services (error reporting), set when the backend is made. */
+extern const wk_host_api *wk_cpu_host;
+#define WK_CPU_ERROR(st, ...) (wk_cpu_host->set_error((st), __VA_ARGS__))
+
+/* The backend's vtable; host gives the error service. */
+const wk_backend_iface *wk_cpu_backend(const wk_host_api *host);
+
+/* ---- thread pool (threadpool.c) ----------------------------------- */
+
+/* Calls fn(arg, begin, end) over [0, n) split into chunks of at least
+ * grain items, on the pool's threads and the caller's; returns when all
+ * are done. Runs inline when n <= grain, when there is one thread, or
+ * when called from inside a pool task (no nested parallelism). Safe to
+ * call from several user threads at once (calls are serialised). */
+typedef void (*wk_range_fn)(void *arg, int64_t begin, int64_t end);
+void wk_parallel_for(int64_t n, int64_t grain, wk_range_fn fn, void *arg);
+/* Threads used (the caller counts); WICK_NUM_THREADS overrides. */
+int wk_cpu_num_threads(void);
+
+/* Work below this many elements stays on the calling thread. */
+#define WK_CPU_GRAIN 32768
+
+/* ---- op entry points ---------------------------------------------- */
+
+bool wk_cpu_supports(void *ctx, wk_op op, wk_dtype dt);
+wk_status wk_cpu_unary(void *ctx, wk_op op, const wk_view *dst, const wk_view *src, double p0, double p1);
+wk_status wk_cpu_binary(void *ctx, wk_op op, const wk_view *dst, const wk_view *a, const wk_view *b);
+wk_status wk_cpu_where_cond(void *ctx, const wk_view *dst, const wk_view *cond, const wk_view *a, const wk_view *b);
+wk_status wk_cpu_copy(void *ctx, const wk_view *dst, const wk_view *src);
+wk_status wk_cpu_copy2d(void *ctx, void *dst_base, const void *src_base, wk_dtype dtype,
+                        int64_t rows, int64_t cols, int64_t dst_stride, int64_t src_stride,
+                        int64_t dst_offset, int64_t src_offset);
+wk_status wk_cpu_const_set(void *ctx, const wk_view *dst, const void *value);
+wk_status wk_cpu_reduce(void *ctx, wk_op op, const wk_view *dst, const wk_view *src, uint32_t dim_mask);
+wk_status wk_cpu_matmul(void *ctx, const wk_view *dst, const wk_view *a, const wk_view *b);
+wk_status wk_cpu_index_select(void *ctx, const wk_view *dst, const wk_view *src, const wk_view *ids, int dim);
+wk_status wk_cpu_gather(void *ctx, const wk_view *dst, const wk_view *src, const wk_view *ids, int dim);
+wk_status wk_cpu_scatter(void *ctx, wk_op op, const wk_view *dst, const wk_view *ids, const wk_view *src, int dim);
+wk_status wk_cpu_index_add(void *ctx, const wk_view *dst, const wk_view *ids, const wk_view *src, int dim);
+wk_status wk_cpu_rand_uniform(void *ctx, const wk_view *dst, uint64_t seed, uint64_t offset, double lo, double hi);
+wk_status wk_cpu_rand_normal(void *ctx, const wk_view *dst, uint64_t seed, uint64_t offset, double mean, double std);
+/* Name of the BLAS matmul uses ("openblas" or "none"), for wick info. */
+const char *wk_cpu_blas_name(void);
+
+/* ---- element access ------------------------------------------------ */
+
+static inline size_t wk_cpu_dtype_size(wk_dtype dt)
+{
+    static const unsigned char sz[WK_DTYPE_COUNT] = { 1, 4, 2, 4, 8, 2, 2, 4, 8, 1 };
+    return sz[dt];
+}
+
+/* Element idx (in elements from base) as a double. Exact for every dtype
+ * except i64 beyond 2^53 (use wk_cpu_load_i64 for integer paths). */
+static inline double wk_cpu_load_f64(const void *base, wk_dtype dt, int64_t idx)
+{
+    switch (dt) {
+    case WK_U8: return ((const uint8_t *)base)[idx];
+    case WK_U32: return ((const uint32_t *)base)[idx];
+    case WK_I16: return ((const int16_t *)base)[idx];
+    case WK_I32: return ((const int32_t *)base)[idx];
+    case WK_I64: return (double)((const int64_t *)base)[idx];
+    case WK_BF16: return wk_bf16_to_f32(((const uint16_t *)base)[idx]);
+    case WK_F16: return wk_f16_to_f32(((const uint16_t *)base)[idx]);
+    case WK_F32: return ((const float *)base)[idx];
+    case WK_F64: return ((const double *)base)[idx];
+    case WK_F8E4M3: return wk_f8e4m3_to_f32(((const uint8_t *)base)[idx]);
+    default: return 0;
+    }
+}
+
+/* Integer element as i64 (floats truncate/saturate as in a cast). */
+static inline int64_t wk_cpu_load_i64(const void *base, wk_dtype dt, int64_t idx)
+{
+    switch (dt) {
+    case WK_U8: return ((const uint8_t *)base)[idx];
+    case WK_U32: return ((const uint32_t *)base)[idx];
+    case WK_I16: return ((const int16_t *)base)[idx];
+    case WK_I32: return ((const int32_t *)base)[idx];
+    case WK_I64: return ((const int64_t *)base)[idx];
+    default: return wk_f64_to_i64(wk_cpu_load_f64(base, dt, idx));
+    }
+}
+
+/* Store a double with the cast rules (round to nearest even for narrow
+ * floats, truncate + saturate + NaN->0 for integers). */
+static inline void wk_cpu_store_f64(void *base, wk_dtype dt, int64_t idx, double v)
+{
+    switch (dt) {
+    case WK_U8: ((uint8_t *)base)[idx] = wk_f64_to_u8(v); break;
+    case WK_U32: ((uint32_t *)base)[idx] = wk_f64_to_u32(v); break;
+    case WK_I16: ((int16_t *)base)[idx] = wk_f64_to_i16(v); break;
+    case WK_I32: ((int32_t *)base)[idx] = wk_f64_to_i32(v); break;
+    case WK_I64: ((int64_t *)base)[idx] = wk_f64_to_i64(v); break;
+    case WK_BF16: ((uint16_t *)base)[idx] = wk_f64_to_bf16(v); break;
+    case WK_F16: ((uint16_t *)base)[idx] = wk_f64_to_f16(v); break;
+    case WK_F32: ((float *)base)[idx] = (float)v; break;
+    case WK_F64: ((double *)base)[idx] = v; break;
+    case WK_F8E4M3: ((uint8_t *)base)[idx] = wk_f64_to_f8e4m3(v); break;
+    default: break;
+    }
+}
+
+/* Store an integer value with wrap-around for integer dtypes (two's
+ * complement) and one rounding for float dtypes. */
+static inline void wk_cpu_store_i64(void *base, wk_dtype dt, int64_t idx, int64_t v)
+{
+    switch (dt) {
+    case WK_U8: ((uint8_t *)base)[idx] = (uint8_t)v; break;
+    case WK_U32: ((uint32_t *)base)[idx] = (uint32_t)v; break;
+    case WK_I16: ((int16_t *)base)[idx] = (int16_t)(uint16_t)v; break;
+    case WK_I32: ((int32_t *)base)[idx] = (int32_t)(uint32_t)v; break;
+    case WK_I64: ((int64_t *)base)[idx] = v; break;
+    case WK_BF16: ((uint16_t *)base)[idx] = (uint16_t)wk_i64_to_narrow(WK_NARROW_BF16, v); break;
+    case WK_F16: ((uint16_t *)base)[idx] = (uint16_t)wk_i64_to_narrow(WK_NARROW_F16, v); break;
+    case WK_F32: ((float *)base)[idx] = (float)v; break;
+    case WK_F64: ((double *)base)[idx] = (double)v; break;
+    case WK_F8E4M3: ((uint8_t *)base)[idx] = (uint8_t)wk_i64_to_narrow(WK_NARROW_F8E4M3, v); break;
+    default: break;
+    }
+}
+
+/* ---- strided iteration -------------------------------------------- */
+
+/* Walks the elements of up to 4 views that share dims, in row-major
+ * order, keeping each view's element offset. Start anywhere with
+ * wk_cpu_iter_seek; advance with wk_cpu_iter_next. */
+typedef struct wk_cpu_iter {
+    int rank, nops;
+    int64_t dims[WK_MAX_RANK];
+    int64_t idx[WK_MAX_RANK];
+    int64_t strides[4][WK_MAX_RANK];
+    int64_t base[4];
+    int64_t off[4];
+} wk_cpu_iter;
+
+static inline void wk_cpu_iter_init(wk_cpu_iter *it, int nops, const wk_view *const *views)
+{
+    it->rank = views[0]->rank;
+    it->nops = nops;
+    for (int d = 0; d < it->rank; d++) it->dims[d] = views[0]->dims[d];
+    for (int k = 0; k < nops; k++) {
+        it->base[k] = views[k]->offset;
+        for (int d = 0; d < it->rank; d++) it->strides[k][d] = views[k]->strides[d];
+    }
+}
+
+static inline void wk_cpu_iter_seek(wk_cpu_iter *it, int64_t linear)
+{
+    for (int k = 0; k < it->nops; k++) it->off[k] = it->base[k];
+    for (int d = it->rank - 1; d >= 0; d--) {
+        int64_t n = it->dims[d] ? it->dims[d] : 1;
+        it->idx[d] = linear % n;
+        linear /= n;
+        for (int k = 0; k < it->nops; k++) it->off[k] += it->idx[d] * it->strides[k][d];
+    }
+}
+
+static inline void wk_cpu_iter_next(wk_cpu_iter *it)
+{
+    for (int d = it->rank - 1; d >= 0; d--) {
+        if (++it->idx[d] < it->dims[d]) {
+            for (int k = 0; k < it->nops; k++) it->off[k] += it->strides[k][d];
+            return;
+        }
+        it->idx[d] = 0;
+        for (int k = 0; k < it->nops; k++) it->off[k] -= (it->dims[d] - 1) * it->strides[k][d];
+    }
+}
+
+static inline int64_t wk_view_numel(const wk_view *v)
+{
+    int64_t n = 1;
+    for (int d = 0; d < v->rank; d++) n *= v->dims[d];
+    return n;
+}
+
+/* true when the view's elements are dense in row-major order */
+static inline bool wk_view_is_contiguous(const wk_view *v)
+{
+    int64_t s = 1;
+    for (int d = v->rank - 1; d >= 0; d--) {
+        if (v->dims[d] != 1 && v->strides[d] != s) return false;
+        s *= v->dims[d];
+    }
+    return true;
+}
+
+#endif /* WICK_CPU_INTERNAL_H */
