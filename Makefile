@@ -23,9 +23,12 @@ all: lib $(BUILD)/wick $(BUILD)/wick-tests
 
 lib: $(BUILD)/libwick.a $(BUILD)/libwick.so
 
+Q := $(if $(V),,@)
+
 $(BUILD)/%.o: %.c $(wildcard include/*.h src/*.h src/*/*.h tests/*.h tests/data/*.h) Makefile
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -c $< -o $@
+	@$(if $(V),,echo "  CC $<")
+	$(Q)$(CC) $(ALL_CFLAGS) -c $< -o $@
 
 $(BUILD)/libwick.a: $(LIB_OBJ)
 	@rm -f $@

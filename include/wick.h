@@ -30,6 +30,10 @@
 extern "C" {
 #endif
 
+#if defined(__GNUC__)
+#pragma GCC visibility push(default)
+#endif
+
 #define WK_VERSION_MAJOR 0
 #define WK_VERSION_MINOR 1
 #define WK_VERSION_PATCH 0
@@ -327,6 +331,10 @@ bool wk_supports(wk_device *dev, const char *op, wk_dtype dt);
 const char *const *wk_op_names(void);
 /* Build description: version, compiler, BLAS, plugins found. */
 const char *wk_build_info(void);
+
+#if defined(__GNUC__)
+#pragma GCC visibility pop
+#endif
 
 #ifdef __cplusplus
 }

@@ -1,7 +1,6 @@
 /* cpu_backend.c — the CPU backend's vtable: device functions (host memory
  * is the device memory), the (op, dtype) support table, and the wiring of
  * the op entry points implemented in the other files of src/cpu/. */
-#define _GNU_SOURCE
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -16,6 +16,4 @@ STUB(wk_cpu_scatter, void *c, wk_op o, const wk_view *d, const wk_view *i, const
 STUB(wk_cpu_index_add, void *c, const wk_view *d, const wk_view *i, const wk_view *s, int dim)
 STUB(wk_cpu_rand_uniform, void *c, const wk_view *d, uint64_t seed, uint64_t off, double lo, double hi)
 STUB(wk_cpu_rand_normal, void *c, const wk_view *d, uint64_t seed, uint64_t off, double m, double s)
-__attribute__((weak)) void wk_parallel_for(int64_t n, int64_t grain, wk_range_fn fn, void *arg) { (void)grain; if (n > 0) fn(arg, 0, n); }
-__attribute__((weak)) int wk_cpu_num_threads(void) { return 1; }
 __attribute__((weak)) const char *wk_cpu_blas_name(void) { return "none"; }

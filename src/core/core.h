@@ -1,0 +1,135 @@
+/* core.h — the core's internal types and helpers, shared by the files of
+ * src/core/. Nothing here is public.
+ *
+ * File map of src/core/:
+ *   error.c          thread-local error state, the host API given to backends
+ *   dtype.c          dtype names and sizes
+ *   ops_table.c      names of the backend ops (wk_op), wk_supports
+ *   device.c         device registry, GPU plugin loading, seeds
+ *   tensor.c         storage and tensors: refcounts, scopes, accessors,
+ *                    host transfers
+ *   layout.c         shape/stride arithmetic: broadcasting, coalescing,
+ *                    views of tensors as wk_view
+ *   views.c          view ops (reshape, narrow, transpose, ...), contiguous,
+ *                    to_dtype, cat, stack, chunk
+ *   ops_elementwise.c unary, binary, cmp, where, creation fills, copies
+ *   ops_reduce.c     reductions and matmul
+ *   ops_index.c      index_select, gather, scatter, index_add
+ *   random.c         rand_uniform / rand_normal front-end
+ */
+#ifndef WICK_CORE_H
+#define WICK_CORE_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include "../backend.h"
+
+/* ---- errors (error.c) --------------------------------------------- */
+
+/* Set the thread's error, prefixed with the current op's name when one is
+ * set. Returns status. */
+wk_status wk_error(wk_status status, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* The op a public function is running (for error messages); returns the
+ * previous one so calls can nest. */
+const char *wk_op_enter(const char *name);
+void wk_op_leave(const char *prev);
+extern const wk_host_api wk_host;
+
+/* Enter a public op: sets the name used in error messages. Use with
+ * WK_LEAVE on every return path, or the WK_OP_BEGIN/END pair. */
+#define WK_ENTER(name) const char *wk_prev_op_ = wk_op_enter(name)
+#define WK_LEAVE() wk_op_leave(wk_prev_op_)
+
+/* ---- devices (device.c) -------------------------------------------- */
+
+struct wk_device {
+    const wk_backend_iface *be;
+    void *ctx;
+    int index;
+    char name[32];
+    atomic_int refs;                 /* opens + tensors alive on it      */
+    int opens;                       /* under the registry lock          */
+    pthread_mutex_t rng_lock;
+    uint64_t seed, rng_offset;
+};
+
+wk_device *wk_device_retain(wk_device *dev);
+void wk_device_release(wk_device *dev);
+/* Reserve n Philox blocks of the device's generator: returns the offset
+ * to use and advances it (thread-safe). */
+uint64_t wk_device_rng_take(wk_device *dev, uint64_t blocks, uint64_t *seed);
+
+/* ---- storage and tensors (tensor.c) -------------------------------- */
+
+typedef struct wk_storage {
+    atomic_int refs;
+    wk_device *dev;
+    void *ptr;           /* backend pointer (device address for GPUs)    */
+    size_t bytes;
+} wk_storage;
+
+struct wk_tensor {
+    atomic_int refs;
+    int scoped;          /* owned by a scope (0 or 1)                     */
+    wk_storage *st;
+    wk_dtype dtype;
+    int rank;
+    int64_t offset;
+    int64_t dims[WK_MAX_RANK];
+    int64_t strides[WK_MAX_RANK];
+};
+
+/* New contiguous tensor with uninitialised storage. */
+wk_tensor *wk_tensor_alloc(wk_device *dev, wk_dtype dt, int rank, const int64_t *dims);
+/* New view of t's storage with the given layout (retains storage). */
+wk_tensor *wk_tensor_view(const wk_tensor *t, int rank, const int64_t *dims, const int64_t *strides, int64_t offset);
+/* Register a freshly made tensor with the thread's scope (if any); returns t. */
+wk_tensor *wk_track(wk_tensor *t);
+
+/* ---- layout helpers (layout.c) ------------------------------------ */
+
+int64_t wk_numel(int rank, const int64_t *dims);
+bool wk_shape_valid(const char *what, wk_shape s);     /* sets an error  */
+void wk_contiguous_strides(int rank, const int64_t *dims, int64_t *strides);
+bool wk_layout_is_contiguous(int rank, const int64_t *dims, const int64_t *strides);
+/* Normalise dim (may be negative) for a rank; -1 + error if out of range. */
+int wk_norm_dim(int dim, int rank);
+/* numpy broadcasting of two shapes; false + error on mismatch. */
+bool wk_broadcast_shapes(int ra, const int64_t *da, int rb, const int64_t *db, int *rout, int64_t *dout);
+/* t's layout expanded to (rank, dims) with stride 0 on broadcast dims. */
+bool wk_broadcast_strides(const wk_tensor *t, int rank, const int64_t *dims, int64_t *strides);
+/* t as a wk_view (layout unchanged). */
+wk_view wk_view_of(const wk_tensor *t);
+/* Merge dims that are contiguous in every view, drop size-1 dims; the n
+ * views must share dims. Keeps element order. */
+void wk_views_coalesce(int n, wk_view **views);
+/* true when some two distinct indices of the view hit one element */
+bool wk_view_overlaps(int rank, const int64_t *dims, const int64_t *strides);
+
+/* ---- helpers shared by op files ------------------------------------- */
+
+/* Check that n tensors are non-NULL and on one device; sets an error. */
+bool wk_check_tensors(int n, const wk_tensor *const *ts, const char *const *names);
+/* Check that dev's backend implements op for dt; sets an error. */
+bool wk_check_supported(wk_device *dev, wk_op op, wk_dtype dt);
+/* Status from a backend call; on failure releases out (if any). */
+wk_tensor *wk_finish(wk_status st, wk_tensor *out);
+/* dst (any layout) = src broadcast to dst's dims, converted to dst's
+ * dtype; both on one device, no checks beyond shapes. */
+wk_status wk_copy_raw(wk_tensor *dst, const wk_tensor *src);
+/* Common argument check of one-tensor ops: sets an error for NULL. */
+#define WK_CHECK_T(t) ((t) ? true : (wk_error(WK_ERR_ARGUMENT, "NULL tensor"), false))
+/* Convert a double to one element of dt (cast rules) into buf[8]. */
+void wk_scalar_to_bytes(double v, wk_dtype dt, void *buf);
+bool wk_dtype_valid(wk_dtype dt);
+
+#ifdef WK_FAULT_INJECT
+/* Fault-injection build: perturbs the result of one op so the test suite
+ * can prove it notices (see Makefile: fault-check). */
+void wk_fault_perturb(wk_op op, wk_tensor *out);
+#define WK_FAULT(op, out) wk_fault_perturb((op), (out))
+#else
+#define WK_FAULT(op, out) ((void)0)
+#endif
+
+#endif /* WICK_CORE_H */

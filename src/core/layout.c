@@ -1,0 +1,165 @@
+/* layout.c — shape and stride arithmetic: element counts, contiguity,
+ * numpy broadcasting, dim normalisation, overlap detection, and the
+ * coalescing of dims that lets backends see most inputs as flat runs. */
+#include <stdlib.h>
+#include "core.h"
+
+int64_t wk_numel(int rank, const int64_t *dims)
+{
+    int64_t n = 1;
+    for (int d = 0; d < rank; d++) n *= dims[d];
+    return n;
+}
+
+bool wk_shape_valid(const char *what, wk_shape s)
+{
+    if (s.rank < 0 || s.rank > WK_MAX_RANK) {
+        wk_error(WK_ERR_SHAPE, "%s has rank %d, outside 0..%d", what, s.rank, WK_MAX_RANK);
+        return false;
+    }
+    for (int d = 0; d < s.rank; d++) {
+        if (s.dims[d] < 0) {
+            wk_error(WK_ERR_SHAPE, "%s has negative size %lld at dim %d", what, (long long)s.dims[d], d);
+            return false;
+        }
+    }
+    return true;
+}
+
+void wk_contiguous_strides(int rank, const int64_t *dims, int64_t *strides)
+{
+    int64_t s = 1;
+    for (int d = rank - 1; d >= 0; d--) {
+        strides[d] = s;
+        s *= dims[d] ? dims[d] : 1;
+    }
+}
+
+bool wk_layout_is_contiguous(int rank, const int64_t *dims, const int64_t *strides)
+{
+    int64_t s = 1;
+    for (int d = rank - 1; d >= 0; d--) {
+        if (dims[d] == 0) return true;
+        if (dims[d] != 1 && strides[d] != s) return false;
+        s *= dims[d];
+    }
+    return true;
+}
+
+int wk_norm_dim(int dim, int rank)
+{
+    int d = dim < 0 ? dim + rank : dim;
+    if (d < 0 || d >= rank) {
+        wk_error(WK_ERR_INDEX, "dim %d out of range for rank %d", dim, rank);
+        return -1;
+    }
+    return d;
+}
+
+bool wk_broadcast_shapes(int ra, const int64_t *da, int rb, const int64_t *db, int *rout, int64_t *dout)
+{
+    int r = ra > rb ? ra : rb;
+    for (int i = 0; i < r; i++) {
+        int ia = i - (r - ra), ib = i - (r - rb);
+        int64_t a = ia >= 0 ? da[ia] : 1, b = ib >= 0 ? db[ib] : 1;
+        if (a != b && a != 1 && b != 1) {
+            wk_error(WK_ERR_SHAPE, "shapes do not broadcast: size %lld vs %lld at dim %d of the result",
+                     (long long)a, (long long)b, i);
+            return false;
+        }
+        dout[i] = a == 1 ? b : a;
+    }
+    *rout = r;
+    return true;
+}
+
+bool wk_broadcast_strides(const wk_tensor *t, int rank, const int64_t *dims, int64_t *strides)
+{
+    if (t->rank > rank) {
+        wk_error(WK_ERR_SHAPE, "cannot broadcast rank %d to rank %d", t->rank, rank);
+        return false;
+    }
+    for (int i = 0; i < rank; i++) {
+        int it = i - (rank - t->rank);
+        if (it < 0) {
+            strides[i] = 0;
+        } else if (t->dims[it] == dims[i]) {
+            strides[i] = dims[i] == 1 ? 0 : t->strides[it];
+        } else if (t->dims[it] == 1) {
+            strides[i] = 0;
+        } else {
+            wk_error(WK_ERR_SHAPE, "cannot broadcast size %lld to %lld at dim %d",
+                     (long long)t->dims[it], (long long)dims[i], i);
+            return false;
+        }
+    }
+    return true;
+}
+
+wk_view wk_view_of(const wk_tensor *t)
+{
+    wk_view v;
+    v.base = t->st->ptr;
+    v.dtype = t->dtype;
+    v.rank = t->rank;
+    v.offset = t->offset;
+    for (int d = 0; d < WK_MAX_RANK; d++) {
+        v.dims[d] = d < t->rank ? t->dims[d] : 0;
+        v.strides[d] = d < t->rank ? t->strides[d] : 0;
+    }
+    return v;
+}
+
+void wk_views_coalesce(int n, wk_view **views)
+{
+    int rank = views[0]->rank;
+    for (int d = 0; d < rank; d++)
+        if (views[0]->dims[d] == 0) return;      /* empty: leave as is */
+    int64_t dims[WK_MAX_RANK];
+    int64_t strides[4][WK_MAX_RANK];
+    int r = 0;
+    for (int d = 0; d < rank; d++) {
+        int64_t size = views[0]->dims[d];
+        if (size == 1) continue;
+        bool merge = r > 0;
+        for (int k = 0; k < n && merge; k++)
+            if (strides[k][r - 1] != views[k]->strides[d] * size) merge = false;
+        if (merge) {
+            dims[r - 1] *= size;
+            for (int k = 0; k < n; k++) strides[k][r - 1] = views[k]->strides[d];
+        } else {
+            dims[r] = size;
+            for (int k = 0; k < n; k++) strides[k][r] = views[k]->strides[d];
+            r++;
+        }
+    }
+    for (int k = 0; k < n; k++) {
+        views[k]->rank = r;
+        for (int d = 0; d < WK_MAX_RANK; d++) {
+            views[k]->dims[d] = d < r ? dims[d] : 0;
+            views[k]->strides[d] = d < r ? strides[k][d] : 0;
+        }
+    }
+}
+
+bool wk_view_overlaps(int rank, const int64_t *dims, const int64_t *strides)
+{
+    /* Sort the non-trivial dims by stride; the view is free of overlap when
+     * each stride exceeds the extent of all smaller-strided dims. */
+    int idx[WK_MAX_RANK], m = 0;
+    for (int d = 0; d < rank; d++) {
+        if (dims[d] == 0) return false;
+        if (dims[d] > 1) idx[m++] = d;
+    }
+    for (int i = 1; i < m; i++)
+        for (int j = i; j > 0 && strides[idx[j]] < strides[idx[j - 1]]; j--) {
+            int tmp = idx[j]; idx[j] = idx[j - 1]; idx[j - 1] = tmp;
+        }
+    int64_t extent = 1;
+    for (int i = 0; i < m; i++) {
+        int64_t s = strides[idx[i]];
+        if (s < extent) return true;
+        extent = s * (dims[idx[i]] - 1) + extent;
+    }
+    return false;
+}

@@ -1,0 +1,215 @@
+/* ops_reduce.c — front-end of the reductions (sum, min, max, argmin,
+ * argmax over any set of dims; mean) and of matmul (batched, broadcast
+ * batch dims, any strides). */
+#include <string.h>
+#include "core.h"
+
+/* Drops size-1 dims and merges neighbours of one class (reduced or kept)
+ * that are contiguous in src; fills the backend's src and dst views. */
+static uint32_t reduce_views(const wk_tensor *t, uint32_t mask, const wk_tensor *out, wk_view *vs, wk_view *vd)
+{
+    int64_t dims[WK_MAX_RANK], strides[WK_MAX_RANK];
+    bool red[WK_MAX_RANK];
+    int r = 0;
+    for (int d = 0; d < t->rank; d++) {
+        if (t->dims[d] == 1) continue;
+        bool rd = (mask >> d) & 1;
+        if (r > 0 && red[r - 1] == rd && strides[r - 1] == t->strides[d] * t->dims[d]) {
+            dims[r - 1] *= t->dims[d];
+            strides[r - 1] = t->strides[d];
+        } else {
+            dims[r] = t->dims[d];
+            strides[r] = t->strides[d];
+            red[r++] = rd;
+        }
+    }
+    *vs = wk_view_of(t);
+    *vd = wk_view_of(out);
+    vs->rank = vd->rank = r;
+    uint32_t m = 0;
+    for (int d = 0; d < WK_MAX_RANK; d++) {
+        vs->dims[d] = d < r ? dims[d] : 0;
+        vs->strides[d] = d < r ? strides[d] : 0;
+        vd->dims[d] = d < r ? (red[d] ? 1 : dims[d]) : 0;
+        if (d < r && red[d]) m |= 1u << d;
+    }
+    wk_contiguous_strides(r, vd->dims, vd->strides);
+    return m;
+}
+
+static wk_tensor *reduce_impl(wk_op op, const wk_tensor *t, const int *dims, int ndims, bool keepdim)
+{
+    if (!WK_CHECK_T(t)) return NULL;
+    uint32_t mask = 0;
+    if (!dims) {
+        mask = t->rank ? (1u << t->rank) - 1 : 0;
+    } else {
+        if (ndims < 0 || ndims > t->rank) {
+            wk_error(WK_ERR_ARGUMENT, "%d dims given for a rank-%d tensor", ndims, t->rank);
+            return NULL;
+        }
+        for (int i = 0; i < ndims; i++) {
+            int d = wk_norm_dim(dims[i], t->rank);
+            if (d < 0) return NULL;
+            if (mask & (1u << d)) {
+                wk_error(WK_ERR_ARGUMENT, "dim %d is listed twice", dims[i]);
+                return NULL;
+            }
+            mask |= 1u << d;
+        }
+    }
+    wk_device *dev = t->st->dev;
+    if (!wk_check_supported(dev, op, t->dtype)) return NULL;
+    int64_t odims[WK_MAX_RANK], extent = 1;
+    for (int d = 0; d < t->rank; d++) {
+        odims[d] = (mask >> d) & 1 ? 1 : t->dims[d];
+        if ((mask >> d) & 1) extent *= t->dims[d];
+    }
+    bool arg = op == WK_OP_ARGMIN || op == WK_OP_ARGMAX;
+    int64_t on = wk_numel(t->rank, odims);
+    if (extent == 0 && on > 0 && op != WK_OP_SUM) {
+        wk_error(WK_ERR_SHAPE, "cannot take %s over an empty extent", wk_op_name(op));
+        return NULL;
+    }
+    if (arg && extent > (int64_t)UINT32_MAX) {
+        wk_error(WK_ERR_SHAPE, "reduced extent %lld does not fit u32 indices", (long long)extent);
+        return NULL;
+    }
+    wk_tensor *out = wk_tensor_alloc(dev, arg ? WK_U32 : t->dtype, t->rank, odims);
+    if (!out) return NULL;
+    wk_status st = WK_OK;
+    if (on > 0) {
+        if (extent == 0) {
+            unsigned char zero[8] = { 0 };
+            wk_view d = wk_view_of(out);
+            st = dev->be->const_set(dev->ctx, &d, zero);
+        } else {
+            wk_view vs, vd;
+            uint32_t m = reduce_views(t, mask, out, &vs, &vd);
+            st = dev->be->reduce(dev->ctx, op, &vd, &vs, m);
+        }
+    }
+    if (st == WK_OK) WK_FAULT(op, out);
+    if (st == WK_OK && !keepdim && mask) {
+        int64_t kd[WK_MAX_RANK], ks[WK_MAX_RANK];
+        int r = 0;
+        for (int d = 0; d < t->rank; d++)
+            if (!((mask >> d) & 1)) kd[r++] = t->dims[d];
+        wk_contiguous_strides(r, kd, ks);
+        wk_tensor *v = wk_tensor_view(out, r, kd, ks, 0);
+        wk_release(out);
+        return v;
+    }
+    return wk_finish(st, out);
+}
+
+wk_tensor *wk_reduce(wk_reduce_op op, const wk_tensor *t, const int *dims, int ndims, bool keepdim)
+{
+    if ((unsigned)op >= WK_REDUCE_COUNT) {
+        wk_error(WK_ERR_ARGUMENT, "reduce: invalid op %d", (int)op);
+        return NULL;
+    }
+    wk_op o = (wk_op)(WK_OP_REDUCE_FIRST + op);
+    WK_ENTER(wk_op_name(o));
+    wk_tensor *r = reduce_impl(o, t, dims, ndims, keepdim);
+    WK_LEAVE();
+    return r;
+}
+
+wk_tensor *wk_sum(const wk_tensor *t, const int *dims, int ndims, bool keepdim) { return wk_reduce(WK_SUM, t, dims, ndims, keepdim); }
+wk_tensor *wk_max(const wk_tensor *t, const int *dims, int ndims, bool keepdim) { return wk_reduce(WK_MAX, t, dims, ndims, keepdim); }
+wk_tensor *wk_min(const wk_tensor *t, const int *dims, int ndims, bool keepdim) { return wk_reduce(WK_MIN, t, dims, ndims, keepdim); }
+wk_tensor *wk_argmax(const wk_tensor *t, int dim, bool keepdim) { return wk_reduce(WK_ARGMAX, t, &dim, 1, keepdim); }
+wk_tensor *wk_argmin(const wk_tensor *t, int dim, bool keepdim) { return wk_reduce(WK_ARGMIN, t, &dim, 1, keepdim); }
+
+wk_tensor *wk_mean(const wk_tensor *t, const int *dims, int ndims, bool keepdim)
+{
+    WK_ENTER("mean");
+    wk_tensor *r = NULL;
+    if (WK_CHECK_T(t)) {
+        if (!wk_dtype_is_float(t->dtype)) {
+            wk_error(WK_ERR_DTYPE, "mean needs a float dtype, not %s", wk_dtype_name(t->dtype));
+        } else {
+            wk_tensor *s = reduce_impl(WK_OP_SUM, t, dims, ndims, keepdim);
+            if (s) {
+                int64_t n = wk_numel(t->rank, t->dims), m = wk_numel(s->rank, s->dims);
+                double count = m ? (double)n / (double)m : 0.0;
+                r = wk_affine(s, count > 0 ? 1.0 / count : 0.0 / 0.0, 0.0);
+                wk_release(s);
+            }
+        }
+    }
+    WK_LEAVE();
+    return r;
+}
+
+/* ---- matmul ------------------------------------------------------------------ */
+
+static wk_tensor *matmul_impl(const wk_tensor *a, const wk_tensor *b)
+{
+    const wk_tensor *ts[2] = { a, b };
+    static const char *const names[2] = { "a", "b" };
+    if (!wk_check_tensors(2, ts, names)) return NULL;
+    if (a->dtype != b->dtype) {
+        wk_error(WK_ERR_DTYPE, "dtypes differ: a is %s, b is %s", wk_dtype_name(a->dtype), wk_dtype_name(b->dtype));
+        return NULL;
+    }
+    if (a->rank < 2 || b->rank < 2) {
+        wk_error(WK_ERR_SHAPE, "operands need rank >= 2 (a has %d, b has %d)", a->rank, b->rank);
+        return NULL;
+    }
+    int64_t m = a->dims[a->rank - 2], k = a->dims[a->rank - 1], n = b->dims[b->rank - 1];
+    if (b->dims[b->rank - 2] != k) {
+        wk_error(WK_ERR_SHAPE, "inner dims differ: a is [.., %lld, %lld], b is [.., %lld, %lld]", (long long)m,
+                 (long long)k, (long long)b->dims[b->rank - 2], (long long)n);
+        return NULL;
+    }
+    wk_device *dev = a->st->dev;
+    if (!wk_check_supported(dev, WK_OP_MATMUL, a->dtype)) return NULL;
+    int br;
+    int64_t dims[WK_MAX_RANK];
+    if (!wk_broadcast_shapes(a->rank - 2, a->dims, b->rank - 2, b->dims, &br, dims)) return NULL;
+    int rank = br + 2;
+    dims[br] = m;
+    dims[br + 1] = n;
+    wk_tensor *out = wk_tensor_alloc(dev, a->dtype, rank, dims);
+    if (!out) return NULL;
+    wk_status st = WK_OK;
+    if (wk_numel(rank, dims) > 0) {
+        wk_view d = wk_view_of(out);
+        if (k == 0) {
+            unsigned char zero[8] = { 0 };
+            st = dev->be->const_set(dev->ctx, &d, zero);
+        } else {
+            wk_view v[2];
+            for (int i = 0; i < 2; i++) {
+                const wk_tensor *t = ts[i];
+                v[i] = wk_view_of(t);
+                v[i].rank = rank;
+                /* batch dims broadcast (stride 0); the last two keep theirs */
+                int tb = t->rank - 2;
+                for (int q = 0; q < br; q++) {
+                    int qt = q - (br - tb);
+                    v[i].dims[q] = dims[q];
+                    v[i].strides[q] = qt >= 0 && t->dims[qt] == dims[q] && dims[q] != 1 ? t->strides[qt] : 0;
+                }
+                v[i].dims[br] = t->dims[t->rank - 2];
+                v[i].dims[br + 1] = t->dims[t->rank - 1];
+                v[i].strides[br] = t->strides[t->rank - 2];
+                v[i].strides[br + 1] = t->strides[t->rank - 1];
+                for (int q = rank; q < WK_MAX_RANK; q++) v[i].dims[q] = v[i].strides[q] = 0;
+            }
+            st = dev->be->matmul(dev->ctx, &d, &v[0], &v[1]);
+        }
+    }
+    if (st == WK_OK) WK_FAULT(WK_OP_MATMUL, out);
+    return wk_finish(st, out);
+}
+
+wk_tensor *wk_matmul(const wk_tensor *a, const wk_tensor *b)
+{
+    WK_ENTER("matmul");
+    wk_tensor *r = matmul_impl(a, b);
+    WK_LEAVE();
+    return r;
+}

@@ -1,0 +1,389 @@
+/* tensor.c — storage (a refcounted buffer on one device) and tensors (a
+ * refcounted view: storage + dtype + shape/strides/offset), scopes that
+ * own temporaries, accessors, and host transfers. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "core.h"
+#include "scalar.h"
+
+/* ---- storage ---------------------------------------------------------- */
+
+static wk_storage *storage_new(wk_device *dev, size_t bytes)
+{
+    wk_storage *st = calloc(1, sizeof *st);
+    if (!st) {
+        wk_error(WK_ERR_MEMORY, "out of memory");
+        return NULL;
+    }
+    if (dev->be->alloc(dev->ctx, bytes, &st->ptr) != WK_OK) {
+        free(st);
+        return NULL;
+    }
+    atomic_init(&st->refs, 1);
+    st->dev = wk_device_retain(dev);
+    st->bytes = bytes;
+    return st;
+}
+
+static void storage_release(wk_storage *st)
+{
+    if (st && atomic_fetch_sub(&st->refs, 1) == 1) {
+        st->dev->be->free(st->dev->ctx, st->ptr);
+        wk_device_release(st->dev);
+        free(st);
+    }
+}
+
+/* ---- scopes ----------------------------------------------------------- */
+
+typedef struct scope_frame {
+    wk_tensor **items;
+    size_t n, cap;
+} scope_frame;
+
+static _Thread_local scope_frame *tl_scopes;
+static _Thread_local int tl_depth, tl_cap;
+
+static bool frame_push(scope_frame *f, wk_tensor *t)
+{
+    if (f->n == f->cap) {
+        size_t cap = f->cap ? f->cap * 2 : 64;
+        wk_tensor **items = realloc(f->items, cap * sizeof *items);
+        if (!items) return false;
+        f->items = items;
+        f->cap = cap;
+    }
+    f->items[f->n++] = t;
+    return true;
+}
+
+/* Removes t from the innermost frame that holds it; true if found. */
+static bool scopes_forget(wk_tensor *t)
+{
+    for (int d = tl_depth - 1; d >= 0; d--) {
+        scope_frame *f = &tl_scopes[d];
+        for (size_t i = f->n; i-- > 0;) {
+            if (f->items[i] == t) {
+                f->items[i] = f->items[--f->n];
+                return true;
+            }
+        }
+    }
+    return false;
+}
+
+void wk_scope_begin(void)
+{
+    if (tl_depth == tl_cap) {
+        int cap = tl_cap ? tl_cap * 2 : 8;
+        scope_frame *s = realloc(tl_scopes, (size_t)cap * sizeof *s);
+        if (!s) {
+            /* cannot nest deeper: tensors go to the enclosing scope */
+            wk_error(WK_ERR_MEMORY, "scope_begin: out of memory");
+            return;
+        }
+        tl_scopes = s;
+        tl_cap = cap;
+    }
+    tl_scopes[tl_depth++] = (scope_frame){ 0 };
+}
+
+void wk_scope_end(void)
+{
+    if (tl_depth == 0) return;
+    scope_frame f = tl_scopes[--tl_depth];
+    for (size_t i = 0; i < f.n; i++) {
+        f.items[i]->scoped = 0;
+        wk_release(f.items[i]);
+    }
+    free(f.items);
+    if (tl_depth == 0) {
+        free(tl_scopes);
+        tl_scopes = NULL;
+        tl_cap = 0;
+    }
+}
+
+wk_tensor *wk_keep(wk_tensor *t)
+{
+    if (!t || !t->scoped || tl_depth == 0) return t;
+    if (!scopes_forget(t)) return t;
+    if (tl_depth >= 2 && frame_push(&tl_scopes[tl_depth - 2], t)) return t;
+    t->scoped = 0;
+    return t;
+}
+
+wk_tensor *wk_track(wk_tensor *t)
+{
+    if (t && tl_depth > 0 && frame_push(&tl_scopes[tl_depth - 1], t)) t->scoped = 1;
+    return t;
+}
+
+/* ---- tensors ---------------------------------------------------------- */
+
+wk_tensor *wk_retain(wk_tensor *t)
+{
+    if (t) atomic_fetch_add(&t->refs, 1);
+    return t;
+}
+
+void wk_release(wk_tensor *t)
+{
+    if (!t) return;
+    if (atomic_fetch_sub(&t->refs, 1) == 1) {
+        if (t->scoped) scopes_forget(t);
+        storage_release(t->st);
+        free(t);
+    }
+}
+
+static bool dims_bytes(wk_dtype dt, int rank, const int64_t *dims, size_t *bytes)
+{
+    if (rank < 0 || rank > WK_MAX_RANK) {
+        wk_error(WK_ERR_SHAPE, "rank %d is outside 0..%d", rank, WK_MAX_RANK);
+        return false;
+    }
+    uint64_t n = 1;
+    bool zero = false;
+    for (int d = 0; d < rank; d++) {
+        if (dims[d] < 0) {
+            wk_error(WK_ERR_SHAPE, "dim %d has negative size %lld", d, (long long)dims[d]);
+            return false;
+        }
+        if (dims[d] == 0) zero = true;
+    }
+    if (!zero) {
+        for (int d = 0; d < rank; d++) {
+            if (__builtin_mul_overflow(n, (uint64_t)dims[d], &n) || n > (uint64_t)INT64_MAX) {
+                wk_error(WK_ERR_MEMORY, "shape has more than 2^63 elements");
+                return false;
+            }
+        }
+    } else {
+        n = 0;
+    }
+    uint64_t b;
+    if (__builtin_mul_overflow(n, (uint64_t)wk_dtype_size(dt), &b) || b > (uint64_t)SIZE_MAX / 2) {
+        wk_error(WK_ERR_MEMORY, "%llu elements of %s do not fit in memory", (unsigned long long)n, wk_dtype_name(dt));
+        return false;
+    }
+    *bytes = (size_t)b;
+    return true;
+}
+
+wk_tensor *wk_tensor_alloc(wk_device *dev, wk_dtype dt, int rank, const int64_t *dims)
+{
+    if (!dev) {
+        wk_error(WK_ERR_ARGUMENT, "NULL device");
+        return NULL;
+    }
+    if (!wk_dtype_valid(dt)) {
+        wk_error(WK_ERR_DTYPE, "invalid dtype %d", (int)dt);
+        return NULL;
+    }
+    size_t bytes;
+    if (!dims_bytes(dt, rank, dims, &bytes)) return NULL;
+    wk_tensor *t = calloc(1, sizeof *t);
+    if (!t) {
+        wk_error(WK_ERR_MEMORY, "out of memory");
+        return NULL;
+    }
+    t->st = storage_new(dev, bytes);
+    if (!t->st) {
+        free(t);
+        return NULL;
+    }
+    atomic_init(&t->refs, 1);
+    t->dtype = dt;
+    t->rank = rank;
+    for (int d = 0; d < rank; d++) t->dims[d] = dims[d];
+    wk_contiguous_strides(rank, dims, t->strides);
+    return wk_track(t);
+}
+
+wk_tensor *wk_tensor_view(const wk_tensor *src, int rank, const int64_t *dims, const int64_t *strides, int64_t offset)
+{
+    wk_tensor *t = calloc(1, sizeof *t);
+    if (!t) {
+        wk_error(WK_ERR_MEMORY, "out of memory");
+        return NULL;
+    }
+    atomic_init(&t->refs, 1);
+    t->st = src->st;
+    atomic_fetch_add(&t->st->refs, 1);
+    t->dtype = src->dtype;
+    t->rank = rank;
+    t->offset = offset;
+    for (int d = 0; d < rank; d++) {
+        t->dims[d] = dims[d];
+        t->strides[d] = strides[d];
+    }
+    return wk_track(t);
+}
+
+wk_dtype wk_tensor_dtype(const wk_tensor *t) { return t ? t->dtype : WK_DTYPE_COUNT; }
+int wk_tensor_rank(const wk_tensor *t) { return t ? t->rank : -1; }
+wk_shape wk_tensor_shape(const wk_tensor *t)
+{
+    wk_shape s = { 0, { 0 } };
+    if (!t) return s;
+    s.rank = t->rank;
+    for (int d = 0; d < t->rank; d++) s.dims[d] = t->dims[d];
+    return s;
+}
+int64_t wk_tensor_dim(const wk_tensor *t, int dim)
+{
+    if (!t) return -1;
+    int d = dim < 0 ? dim + t->rank : dim;
+    return d >= 0 && d < t->rank ? t->dims[d] : -1;
+}
+int64_t wk_tensor_stride(const wk_tensor *t, int dim)
+{
+    if (!t) return -1;
+    int d = dim < 0 ? dim + t->rank : dim;
+    return d >= 0 && d < t->rank ? t->strides[d] : -1;
+}
+int64_t wk_tensor_offset(const wk_tensor *t) { return t ? t->offset : -1; }
+int64_t wk_tensor_numel(const wk_tensor *t) { return t ? wk_numel(t->rank, t->dims) : -1; }
+bool wk_tensor_is_contiguous(const wk_tensor *t)
+{
+    return t && wk_layout_is_contiguous(t->rank, t->dims, t->strides);
+}
+wk_device *wk_tensor_device(const wk_tensor *t) { return t ? t->st->dev : NULL; }
+bool wk_tensor_same_storage(const wk_tensor *a, const wk_tensor *b) { return a && b && a->st == b->st; }
+
+/* ---- creation and host transfers ------------------------------------------ */
+
+wk_tensor *wk_empty(wk_device *dev, wk_dtype dt, wk_shape shape)
+{
+    WK_ENTER("empty");
+    wk_tensor *t = wk_shape_valid("shape", shape) ? wk_tensor_alloc(dev, dt, shape.rank, shape.dims) : NULL;
+    WK_LEAVE();
+    return t;
+}
+
+wk_tensor *wk_from_host(wk_device *dev, wk_dtype dt, wk_shape shape, const void *data)
+{
+    WK_ENTER("from_host");
+    wk_tensor *t = NULL;
+    if (wk_shape_valid("shape", shape)) t = wk_tensor_alloc(dev, dt, shape.rank, shape.dims);
+    if (t) {
+        size_t bytes = t->st->bytes;
+        if (bytes && !data) {
+            wk_error(WK_ERR_ARGUMENT, "NULL host data for %zu bytes", bytes);
+            wk_release(t);
+            t = NULL;
+        } else if (bytes && dev->be->write(dev->ctx, t->st->ptr, data, bytes) != WK_OK) {
+            wk_release(t);
+            t = NULL;
+        }
+    }
+    WK_LEAVE();
+    return t;
+}
+
+wk_status wk_to_host(const wk_tensor *t, void *dst, size_t bytes)
+{
+    WK_ENTER("to_host");
+    wk_status st = WK_OK;
+    if (!t) st = wk_error(WK_ERR_ARGUMENT, "NULL tensor");
+    else {
+        size_t need = (size_t)wk_numel(t->rank, t->dims) * wk_dtype_size(t->dtype);
+        if (bytes < need) st = wk_error(WK_ERR_ARGUMENT, "buffer of %zu bytes is smaller than the %zu needed", bytes, need);
+        else if (need && !dst) st = wk_error(WK_ERR_ARGUMENT, "NULL destination");
+        else if (need) {
+            wk_device *dev = t->st->dev;
+            if (wk_tensor_is_contiguous(t)) {
+                st = dev->be->read(dev->ctx, dst, (const char *)t->st->ptr + t->offset * wk_dtype_size(t->dtype), need);
+            } else {
+                wk_tensor *c = wk_contiguous(t);
+                st = c ? dev->be->read(dev->ctx, dst, c->st->ptr, need) : wk_last_status();
+                wk_release(c);
+            }
+        }
+    }
+    WK_LEAVE();
+    return st;
+}
+
+static double decode(const void *p, wk_dtype dt)
+{
+    switch (dt) {
+    case WK_U8: return *(const uint8_t *)p;
+    case WK_U32: return *(const uint32_t *)p;
+    case WK_I16: return *(const int16_t *)p;
+    case WK_I32: return *(const int32_t *)p;
+    case WK_I64: return (double)*(const int64_t *)p;
+    case WK_BF16: return wk_bf16_to_f32(*(const uint16_t *)p);
+    case WK_F16: return wk_f16_to_f32(*(const uint16_t *)p);
+    case WK_F32: return *(const float *)p;
+    case WK_F64: return *(const double *)p;
+    case WK_F8E4M3: return wk_f8e4m3_to_f32(*(const uint8_t *)p);
+    default: return 0;
+    }
+}
+
+wk_status wk_item(const wk_tensor *t, const int64_t *index, double *out)
+{
+    WK_ENTER("item");
+    wk_status st = WK_OK;
+    if (!t || !out || (t->rank > 0 && !index)) st = wk_error(WK_ERR_ARGUMENT, "NULL tensor, index or output");
+    else {
+        int64_t off = t->offset;
+        for (int d = 0; d < t->rank && st == WK_OK; d++) {
+            if (index[d] < 0 || index[d] >= t->dims[d])
+                st = wk_error(WK_ERR_INDEX, "index %lld out of range for dim %d of size %lld",
+                              (long long)index[d], d, (long long)t->dims[d]);
+            off += index[d] * t->strides[d];
+        }
+        if (st == WK_OK) {
+            unsigned char buf[8];
+            size_t sz = wk_dtype_size(t->dtype);
+            wk_device *dev = t->st->dev;
+            st = dev->be->read(dev->ctx, buf, (const char *)t->st->ptr + off * (int64_t)sz, sz);
+            if (st == WK_OK) *out = decode(buf, t->dtype);
+        }
+    }
+    WK_LEAVE();
+    return st;
+}
+
+wk_tensor *wk_to_device(const wk_tensor *t, wk_device *dev)
+{
+    WK_ENTER("to_device");
+    wk_tensor *out = NULL;
+    if (!t || !dev) {
+        wk_error(WK_ERR_ARGUMENT, "NULL tensor or device");
+        WK_LEAVE();
+        return NULL;
+    }
+    wk_tensor *c = wk_contiguous(t);
+    if (c) {
+        wk_device *src = t->st->dev;
+        out = wk_tensor_alloc(dev, t->dtype, t->rank, t->dims);
+        size_t bytes = out ? (size_t)wk_numel(t->rank, t->dims) * wk_dtype_size(t->dtype) : 0;
+        const void *sp = (const char *)c->st->ptr + c->offset * (int64_t)wk_dtype_size(t->dtype);
+        wk_status st = WK_OK;
+        if (out && bytes) {
+            if (src->be == dev->be && dev->be->copy_peer) {
+                st = dev->be->copy_peer(dev->ctx, out->st->ptr, src->ctx, sp, bytes);
+            } else {
+                void *host = malloc(bytes);
+                if (!host) st = wk_error(WK_ERR_MEMORY, "out of memory staging %zu bytes", bytes);
+                else {
+                    st = src->be->read(src->ctx, host, sp, bytes);
+                    if (st == WK_OK) st = dev->be->write(dev->ctx, out->st->ptr, host, bytes);
+                    free(host);
+                }
+            }
+        }
+        if (st != WK_OK) {
+            wk_release(out);
+            out = NULL;
+        }
+        wk_release(c);
+    }
+    WK_LEAVE();
+    return out;
+}
