@@ -1,0 +1,165 @@
+/* threadpool.c — wk_parallel_for: the CPU backend's persistent thread pool.
+ *
+ * The pool is made on first use: one thread per online CPU (the
+ * WICK_NUM_THREADS environment variable overrides the count), of which the
+ * calling thread is one, so nthreads - 1 workers are started. A call splits
+ * [0, n) into chunks of at least `grain` items (rounded to a multiple of 64
+ * so vector loops and cache lines of neighbouring chunks stay apart) and
+ * every participant, the caller included, claims chunks from an atomic
+ * counter until none are left; the caller then waits for the workers that
+ * joined the job.
+ *
+ * Small work (n <= grain), a pool of one thread, and calls made from
+ * inside a pool task run inline on the calling thread without locking.
+ * Calls from several user threads are safe: one job runs at a time, and a
+ * call that finds the pool busy runs inline instead of waiting.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <unistd.h>
+#include "cpu_internal.h"
+
+#define WK_POOL_MAX_THREADS 1024
+
+typedef struct pool_job {
+    wk_range_fn fn;
+    void *arg;
+    int64_t n, chunk, nchunks;
+    atomic_int_fast64_t next;   /* next chunk to claim                    */
+    atomic_int_fast64_t left;   /* chunks not yet finished                */
+    int refs;                   /* workers inside this job (under lock)   */
+} pool_job;
+
+static struct {
+    pthread_once_t once;
+    int nthreads;               /* participants, the caller included      */
+    pthread_mutex_t lock;       /* guards job, gen, refs                  */
+    pthread_cond_t wake;        /* workers: a job was posted              */
+    pthread_cond_t done;        /* caller: a worker left the job          */
+    pthread_mutex_t submit;     /* one job at a time                      */
+    pool_job *job;
+    unsigned long gen;
+} pool = {
+    .once = PTHREAD_ONCE_INIT,
+    .nthreads = 1,
+    .lock = PTHREAD_MUTEX_INITIALIZER,
+    .wake = PTHREAD_COND_INITIALIZER,
+    .done = PTHREAD_COND_INITIALIZER,
+    .submit = PTHREAD_MUTEX_INITIALIZER,
+};
+
+/* set on pool threads, and on a caller while it runs its share of a job */
+static _Thread_local int in_pool_task;
+
+static void run_chunks(pool_job *j)
+{
+    for (;;) {
+        int64_t c = atomic_fetch_add_explicit(&j->next, 1, memory_order_relaxed);
+        if (c >= j->nchunks) return;
+        int64_t b = c * j->chunk;
+        int64_t e = b + j->chunk < j->n ? b + j->chunk : j->n;
+        j->fn(j->arg, b, e);
+        atomic_fetch_sub_explicit(&j->left, 1, memory_order_acq_rel);
+    }
+}
+
+static void *worker_main(void *unused)
+{
+    (void)unused;
+    in_pool_task = 1;
+    unsigned long seen = 0;
+    pthread_mutex_lock(&pool.lock);
+    for (;;) {
+        while (!(pool.job && pool.gen != seen)) pthread_cond_wait(&pool.wake, &pool.lock);
+        seen = pool.gen;
+        pool_job *j = pool.job;
+        j->refs++;
+        pthread_mutex_unlock(&pool.lock);
+        run_chunks(j);
+        pthread_mutex_lock(&pool.lock);
+        j->refs--;
+        pthread_cond_signal(&pool.done);
+    }
+    return NULL;
+}
+
+static int threads_wanted(void)
+{
+    const char *env = getenv("WICK_NUM_THREADS");
+    if (env && *env) {
+        char *end;
+        errno = 0;
+        long v = strtol(env, &end, 10);
+        if (errno == 0 && *end == '\0' && v >= 1)
+            return v > WK_POOL_MAX_THREADS ? WK_POOL_MAX_THREADS : (int)v;
+    }
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    if (n < 1) n = 1;
+    return n > WK_POOL_MAX_THREADS ? WK_POOL_MAX_THREADS : (int)n;
+}
+
+static void pool_init(void)
+{
+    int want = threads_wanted();
+    int started = 0;
+    pthread_attr_t attr;
+    if (want > 1 && pthread_attr_init(&attr) == 0) {
+        pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+        for (int i = 1; i < want; i++) {
+            pthread_t t;
+            if (pthread_create(&t, &attr, worker_main, NULL) != 0) break;
+            started++;
+        }
+        pthread_attr_destroy(&attr);
+    }
+    pool.nthreads = started + 1;
+}
+
+int wk_cpu_num_threads(void)
+{
+    pthread_once(&pool.once, pool_init);
+    return pool.nthreads;
+}
+
+void wk_parallel_for(int64_t n, int64_t grain, wk_range_fn fn, void *arg)
+{
+    if (n <= 0) return;
+    if (grain < 1) grain = 1;
+    if (n <= grain || in_pool_task) {
+        fn(arg, 0, n);
+        return;
+    }
+    int nt = wk_cpu_num_threads();
+    if (nt <= 1 || pthread_mutex_trylock(&pool.submit) != 0) {
+        fn(arg, 0, n);  /* one thread, or another user thread holds the pool */
+        return;
+    }
+
+    /* about 4 chunks per thread (for balance), each >= grain items */
+    int64_t chunk = (n + 4 * (int64_t)nt - 1) / (4 * (int64_t)nt);
+    if (chunk < grain) chunk = grain;
+    chunk = (chunk + 63) & ~(int64_t)63;
+    pool_job j = { .fn = fn, .arg = arg, .n = n, .chunk = chunk, .nchunks = (n + chunk - 1) / chunk };
+    atomic_init(&j.next, 0);
+    atomic_init(&j.left, j.nchunks);
+    j.refs = 0;
+
+    pthread_mutex_lock(&pool.lock);
+    pool.job = &j;
+    pool.gen++;
+    pthread_cond_broadcast(&pool.wake);
+    pthread_mutex_unlock(&pool.lock);
+
+    in_pool_task = 1;
+    run_chunks(&j);
+    in_pool_task = 0;
+
+    pthread_mutex_lock(&pool.lock);
+    pool.job = NULL;  /* late workers no longer join */
+    while (j.refs > 0 || atomic_load_explicit(&j.left, memory_order_acquire) > 0)
+        pthread_cond_wait(&pool.done, &pool.lock);
+    pthread_mutex_unlock(&pool.lock);
+    pthread_mutex_unlock(&pool.submit);
+}

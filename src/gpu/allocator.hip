@@ -1,0 +1,401 @@
+/* allocator.hip — device memory for the GPU backend: a caching,
+ * stream-ordered allocator, and pinned staging buffers for host transfers.
+ *
+ * Allocator: cudaMalloc/hipMalloc are slow and synchronize; model code
+ * allocates and frees thousands of temporaries. Freed blocks go to a cache
+ * and are handed out again by size class: sizes up to 4 KiB round up to
+ * 512 bytes, then 8 classes per power of two (at most 12.5% slack); above
+ * 64 MiB sizes round to 2 MiB and a free block is reused when it is at
+ * most 12.5% larger than asked. Every op of a context runs on its one
+ * stream, so a block freed after the launches that use it can be handed
+ * to later launches on that stream without waiting (stream order). When
+ * the runtime runs out of memory the cache is emptied (after the stream
+ * drains) and the allocation retried once; then WK_ERR_MEMORY.
+ *
+ * Staging: two pinned chunks of 4 MiB per context (allocated at the first
+ * transfer). write copies host data into a chunk and queues the DMA, so it
+ * returns as soon as the host data is copied; the next chunk fills while
+ * the previous one transfers. read queues chunk i+1 before copying chunk i
+ * out. Without pinned memory, transfers fall back to plain synchronous
+ * copies.
+ */
+#include "gpu_internal.h"
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define AL_SMALL_MAX 4096u
+#define AL_LARGE_MIN ((size_t)64 << 20)
+#define AL_LARGE_STEP ((size_t)2 << 20)
+#define AL_CLASSES (8 + 52 * 8)
+#define AL_STAGE_CHUNK ((size_t)4 << 20)
+
+typedef struct al_block {
+    void *ptr;
+    size_t size;              /* rounded size actually allocated     */
+    int cls;                  /* size class; -1 for large blocks      */
+    struct al_block *next;
+} al_block;
+
+struct wk_gpu_pool {
+    pthread_mutex_t lock;
+    al_block *free_cls[AL_CLASSES];
+    al_block *free_large;
+    al_block **live;          /* hash of blocks in use, by pointer    */
+    size_t live_cap, live_n;
+    uint64_t cached, in_use;
+};
+
+struct wk_gpu_staging {
+    pthread_mutex_t lock;
+    int state;                /* 0 not tried, 1 ready, -1 unavailable */
+    void *buf[2];
+    hipEvent_t ev[2];
+};
+
+/* ---- size classes ------------------------------------------------------ */
+
+static size_t al_round(size_t b, int *cls)
+{
+    if (b <= AL_SMALL_MAX) {
+        size_t r = b ? (b + 511) & ~(size_t)511 : 512;
+        *cls = (int)(r / 512) - 1;
+        return r;
+    }
+    if (b > AL_LARGE_MIN) {
+        *cls = -1;
+        return (b + AL_LARGE_STEP - 1) & ~(AL_LARGE_STEP - 1);
+    }
+    int p = 63 - __builtin_clzll((unsigned long long)(b - 1));   /* 2^p < b <= 2^(p+1) */
+    size_t step = (size_t)1 << (p - 3);
+    size_t k = (b - ((size_t)1 << p) + step - 1) / step;         /* 1..8 */
+    *cls = 8 + (p - 12) * 8 + (int)(k - 1);
+    return ((size_t)1 << p) + k * step;
+}
+
+/* ---- the live-block hash ------------------------------------------------- */
+
+static size_t al_hash(const void *p, size_t cap)
+{
+    uint64_t x = (uint64_t)(uintptr_t)p >> 8;
+    x *= 0x9E3779B97F4A7C15ull;
+    return (size_t)(x >> 20) & (cap - 1);
+}
+
+static bool al_live_grow(wk_gpu_pool *pl)
+{
+    size_t cap = pl->live_cap ? pl->live_cap * 2 : 1024;
+    al_block **t = (al_block **)calloc(cap, sizeof *t);
+    if (!t) return false;
+    for (size_t i = 0; i < pl->live_cap; i++) {
+        al_block *b = pl->live[i];
+        while (b) {
+            al_block *nx = b->next;
+            size_t h = al_hash(b->ptr, cap);
+            b->next = t[h];
+            t[h] = b;
+            b = nx;
+        }
+    }
+    free(pl->live);
+    pl->live = t;
+    pl->live_cap = cap;
+    return true;
+}
+
+static al_block *al_live_take(wk_gpu_pool *pl, void *p)
+{
+    if (!pl->live_cap) return NULL;
+    al_block **pp = &pl->live[al_hash(p, pl->live_cap)];
+    for (; *pp; pp = &(*pp)->next) {
+        if ((*pp)->ptr == p) {
+            al_block *b = *pp;
+            *pp = b->next;
+            b->next = NULL;
+            pl->live_n--;
+            return b;
+        }
+    }
+    return NULL;
+}
+
+/* ---- the cache ------------------------------------------------------------- */
+
+static al_block *al_cache_take(wk_gpu_pool *pl, size_t r, int cls)
+{
+    if (cls >= 0) {
+        al_block *b = pl->free_cls[cls];
+        if (b) pl->free_cls[cls] = b->next;
+        return b;
+    }
+    al_block **best = NULL;
+    for (al_block **pp = &pl->free_large; *pp; pp = &(*pp)->next)
+        if ((*pp)->size >= r && (*pp)->size - r <= r / 8 && (!best || (*pp)->size < (*best)->size)) best = pp;
+    if (!best) return NULL;
+    al_block *b = *best;
+    *best = b->next;
+    return b;
+}
+
+/* Free every cached block (the caller holds the lock; the stream is idle). */
+static wk_status al_release_cached(wk_gpu_pool *pl)
+{
+    wk_status st = WK_OK;
+    for (int k = -1; k < AL_CLASSES; k++) {
+        al_block **head = k < 0 ? &pl->free_large : &pl->free_cls[k];
+        while (*head) {
+            al_block *b = *head;
+            *head = b->next;
+            WK_GPU_TRY(st, hipFree(b->ptr));
+            pl->cached -= b->size;
+            free(b);
+        }
+    }
+    return st;
+}
+
+wk_status wk_gpu_pool_create(wk_gpu_ctx *c)
+{
+    wk_gpu_pool *pl = (wk_gpu_pool *)calloc(1, sizeof *pl);
+    wk_gpu_staging *sg = (wk_gpu_staging *)calloc(1, sizeof *sg);
+    if (!pl || !sg || !al_live_grow(pl)) {
+        free(pl);
+        free(sg);
+        return wk_gpu_host->set_error(WK_ERR_MEMORY, "out of host memory creating the device allocator");
+    }
+    pthread_mutex_init(&pl->lock, NULL);
+    pthread_mutex_init(&sg->lock, NULL);
+    c->pool = pl;
+    c->staging = sg;
+    return WK_OK;
+}
+
+void wk_gpu_pool_destroy(wk_gpu_ctx *c)
+{
+    wk_gpu_pool *pl = c->pool;
+    if (!pl) return;
+    (void)al_release_cached(pl);
+    for (size_t i = 0; i < pl->live_cap; i++) {
+        while (pl->live[i]) {                  /* blocks never freed: give them back */
+            al_block *b = pl->live[i];
+            pl->live[i] = b->next;
+            (void)hipFree(b->ptr);
+            free(b);
+        }
+    }
+    (void)hipGetLastError();
+    free(pl->live);
+    pthread_mutex_destroy(&pl->lock);
+    free(pl);
+    c->pool = NULL;
+}
+
+wk_status wk_gpu_mem_alloc(wk_gpu_ctx *c, size_t bytes, void **ptr)
+{
+    wk_gpu_pool *pl = c->pool;
+    *ptr = NULL;
+    if (bytes == 0) return WK_OK;
+    if (bytes > ((size_t)1 << 60))
+        return wk_gpu_host->set_error(WK_ERR_MEMORY, "cannot allocate %zu bytes on %s:%d", bytes,
+                                      WK_GPU_PLATFORM, c->device);
+    int cls;
+    size_t r = al_round(bytes, &cls);
+    pthread_mutex_lock(&pl->lock);
+    if (pl->live_n + 1 > pl->live_cap && !al_live_grow(pl)) {
+        pthread_mutex_unlock(&pl->lock);
+        return wk_gpu_host->set_error(WK_ERR_MEMORY, "out of host memory in the device allocator");
+    }
+    al_block *b = al_cache_take(pl, r, cls);
+    if (b) {
+        pl->cached -= b->size;
+    } else {
+        b = (al_block *)malloc(sizeof *b);
+        if (!b) {
+            pthread_mutex_unlock(&pl->lock);
+            return wk_gpu_host->set_error(WK_ERR_MEMORY, "out of host memory in the device allocator");
+        }
+        b->size = r;
+        b->cls = cls;
+        hipError_t e = hipMalloc(&b->ptr, r);
+        if (e == hipErrorOutOfMemory && pl->cached) {
+            /* empty the cache once the stream has drained, then retry */
+            (void)hipGetLastError();
+            wk_status st = WK_OK;
+            WK_GPU_TRY(st, hipStreamSynchronize(c->stream));
+            if (st == WK_OK) st = al_release_cached(pl);
+            if (st != WK_OK) {
+                free(b);
+                pthread_mutex_unlock(&pl->lock);
+                return st;
+            }
+            e = hipMalloc(&b->ptr, r);
+        }
+        if (e != hipSuccess) {
+            free(b);
+            uint64_t in_use = pl->in_use;
+            pthread_mutex_unlock(&pl->lock);
+            (void)hipGetLastError();            /* not sticky: clear it */
+            if (e == hipErrorOutOfMemory)
+                return wk_gpu_host->set_error(WK_ERR_MEMORY,
+                                              "out of device memory on %s:%d allocating %zu bytes (%llu bytes in use by wick)",
+                                              WK_GPU_PLATFORM, c->device, bytes, (unsigned long long)in_use);
+            return wk_gpu_fail(c, e, "hipMalloc(&b->ptr, r)", __FILE__, __LINE__);
+        }
+    }
+    size_t h = al_hash(b->ptr, pl->live_cap);
+    b->next = pl->live[h];
+    pl->live[h] = b;
+    pl->live_n++;
+    pl->in_use += b->size;
+    *ptr = b->ptr;
+    pthread_mutex_unlock(&pl->lock);
+    return WK_OK;
+}
+
+void wk_gpu_mem_free(wk_gpu_ctx *c, void *ptr)
+{
+    if (!ptr) return;
+    wk_gpu_pool *pl = c->pool;
+    pthread_mutex_lock(&pl->lock);
+    al_block *b = al_live_take(pl, ptr);
+    if (b) {
+        pl->in_use -= b->size;
+        pl->cached += b->size;
+        al_block **head = b->cls < 0 ? &pl->free_large : &pl->free_cls[b->cls];
+        b->next = *head;
+        *head = b;
+    }
+    pthread_mutex_unlock(&pl->lock);
+    if (!b)
+        wk_gpu_host->set_error(WK_ERR_ARGUMENT, "free of %p, which %s:%d did not allocate (or freed already)", ptr,
+                               WK_GPU_PLATFORM, c->device);
+}
+
+wk_status wk_gpu_mem_trim(wk_gpu_ctx *c)
+{
+    WK_GPU_ENTER(c);
+    WK_GPU_CHECK_C(c, hipStreamSynchronize(c->stream));
+    pthread_mutex_lock(&c->pool->lock);
+    wk_status st = al_release_cached(c->pool);
+    pthread_mutex_unlock(&c->pool->lock);
+    return st;
+}
+
+uint64_t wk_gpu_mem_cached(wk_gpu_ctx *c)
+{
+    pthread_mutex_lock(&c->pool->lock);
+    uint64_t n = c->pool->cached;
+    pthread_mutex_unlock(&c->pool->lock);
+    return n;
+}
+
+/* ---- host transfers ---------------------------------------------------------- */
+
+/* Pinned chunks on first use; false when pinned memory is unavailable. */
+static bool al_staging_ready(wk_gpu_staging *sg)
+{
+    if (sg->state == 0) {
+        sg->state = -1;
+        for (int k = 0; k < 2; k++) {
+            if (hipHostMalloc(&sg->buf[k], AL_STAGE_CHUNK, hipHostMallocDefault) != hipSuccess) sg->buf[k] = NULL;
+            if (hipEventCreateWithFlags(&sg->ev[k], hipEventDisableTiming) != hipSuccess) sg->ev[k] = NULL;
+        }
+        if (sg->buf[0] && sg->buf[1] && sg->ev[0] && sg->ev[1]) {
+            sg->state = 1;
+        } else {
+            for (int k = 0; k < 2; k++) {
+                if (sg->buf[k]) (void)hipHostFree(sg->buf[k]);
+                if (sg->ev[k]) (void)hipEventDestroy(sg->ev[k]);
+                sg->buf[k] = NULL;
+                sg->ev[k] = NULL;
+            }
+        }
+        (void)hipGetLastError();
+    }
+    return sg->state == 1;
+}
+
+void wk_gpu_staging_destroy(wk_gpu_ctx *c)
+{
+    wk_gpu_staging *sg = c->staging;
+    if (!sg) return;
+    for (int k = 0; k < 2; k++) {
+        if (sg->ev[k]) {
+            (void)hipEventSynchronize(sg->ev[k]);
+            (void)hipEventDestroy(sg->ev[k]);
+        }
+        if (sg->buf[k]) (void)hipHostFree(sg->buf[k]);
+    }
+    (void)hipGetLastError();
+    pthread_mutex_destroy(&sg->lock);
+    free(sg);
+    c->staging = NULL;
+}
+
+static wk_status al_write_locked(wk_gpu_ctx *c, wk_gpu_staging *sg, char *dst, const char *host, size_t bytes)
+{
+    if (!al_staging_ready(sg)) {
+        WK_GPU_CHECK_C(c, hipMemcpyAsync(dst, host, bytes, hipMemcpyHostToDevice, c->stream));
+        WK_GPU_CHECK_C(c, hipStreamSynchronize(c->stream));
+        return WK_OK;
+    }
+    for (size_t off = 0, i = 0; off < bytes; off += AL_STAGE_CHUNK, i++) {
+        int k = (int)(i & 1);
+        size_t n = bytes - off < AL_STAGE_CHUNK ? bytes - off : AL_STAGE_CHUNK;
+        WK_GPU_CHECK_C(c, hipEventSynchronize(sg->ev[k]));     /* chunk k free again */
+        memcpy(sg->buf[k], host + off, n);
+        WK_GPU_CHECK_C(c, hipMemcpyAsync(dst + off, sg->buf[k], n, hipMemcpyHostToDevice, c->stream));
+        WK_GPU_CHECK_C(c, hipEventRecord(sg->ev[k], c->stream));
+    }
+    return WK_OK;
+}
+
+wk_status wk_gpu_write(void *ctx, void *dst, const void *host, size_t bytes)
+{
+    wk_gpu_ctx *c = (wk_gpu_ctx *)ctx;
+    if (bytes == 0) return WK_OK;
+    WK_GPU_ENTER(c);
+    pthread_mutex_lock(&c->staging->lock);
+    wk_status st = al_write_locked(c, c->staging, (char *)dst, (const char *)host, bytes);
+    pthread_mutex_unlock(&c->staging->lock);
+    return st;
+}
+
+static wk_status al_read_locked(wk_gpu_ctx *c, wk_gpu_staging *sg, char *host, const char *src, size_t bytes)
+{
+    if (!al_staging_ready(sg)) {
+        WK_GPU_CHECK_C(c, hipMemcpyAsync(host, src, bytes, hipMemcpyDeviceToHost, c->stream));
+        WK_GPU_CHECK_C(c, hipStreamSynchronize(c->stream));
+        return WK_OK;
+    }
+    size_t nchunks = (bytes + AL_STAGE_CHUNK - 1) / AL_STAGE_CHUNK;
+    for (size_t i = 0; i <= nchunks; i++) {
+        if (i < nchunks) {             /* queue chunk i (its buffer was emptied at i-1) */
+            int k = (int)(i & 1);
+            size_t off = i * AL_STAGE_CHUNK;
+            size_t n = bytes - off < AL_STAGE_CHUNK ? bytes - off : AL_STAGE_CHUNK;
+            WK_GPU_CHECK_C(c, hipMemcpyAsync(sg->buf[k], src + off, n, hipMemcpyDeviceToHost, c->stream));
+            WK_GPU_CHECK_C(c, hipEventRecord(sg->ev[k], c->stream));
+        }
+        if (i > 0) {                   /* copy chunk i-1 out */
+            size_t j = i - 1;
+            int k = (int)(j & 1);
+            size_t off = j * AL_STAGE_CHUNK;
+            size_t n = bytes - off < AL_STAGE_CHUNK ? bytes - off : AL_STAGE_CHUNK;
+            WK_GPU_CHECK_C(c, hipEventSynchronize(sg->ev[k]));
+            memcpy(host + off, sg->buf[k], n);
+        }
+    }
+    return WK_OK;
+}
+
+wk_status wk_gpu_read(void *ctx, void *host, const void *src, size_t bytes)
+{
+    wk_gpu_ctx *c = (wk_gpu_ctx *)ctx;
+    if (bytes == 0) return WK_OK;
+    WK_GPU_ENTER(c);
+    pthread_mutex_lock(&c->staging->lock);
+    wk_status st = al_read_locked(c, c->staging, (char *)host, (const char *)src, bytes);
+    pthread_mutex_unlock(&c->staging->lock);
+    return st;
+}

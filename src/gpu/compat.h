@@ -1,0 +1,330 @@
+/* compat.h — the one place in wick that knows HIP from CUDA.
+ *
+ * Every GPU source (the .hip files of src/gpu/) is written against the HIP names and
+ * includes this header first. Under hipcc it includes <hip/hip_runtime.h>;
+ * under nvcc it includes the CUDA runtime and maps the HIP names wick uses
+ * onto their CUDA twins (only those; add a line here when you need one
+ * more). Both compilers accept the <<<grid, block, shmem, stream>>> launch
+ * syntax, which the kernels use.
+ *
+ * Warps. Wavefronts are 64 lanes on CDNA (gfx90a, gfx940) and 32 on RDNA
+ * and NVIDIA. Code that depends on the width takes it as a template
+ * parameter W (32 or 64); the host instantiates both and picks one from
+ * the device's run-time warp size (wk_gpu_ctx.warp_size). The helpers
+ * below take W too: wk_shfl_xor<W>, wk_shfl_down<W>, wk_shfl<W>,
+ * wk_ballot<W> (always a 64-bit mask), wk_warp_sum<W>/max/min, wk_lane<W>.
+ * No device-only macro may change a kernel's name, template arguments,
+ * parameters or launch bounds (hipcc compiles the host once and the device
+ * once per target: the host would launch a kernel a code object lacks).
+ *
+ * Virtual wave64 (WK_VIRTUAL_WAVE64, nvcc only; `make cuda-wave64`): the
+ * host sees warp size 64, so the W = 64 instantiations run on NVIDIA. A
+ * 64-lane warp is two 32-lane hardware warps; a warp op whose lanes cross
+ * the halves goes through shared memory, the two halves meeting at a named
+ * barrier (one per 64-thread group, ids 1..15, so blocks of at most 960
+ * threads). As on a real wave64 GPU, all 64 lanes must take part in every
+ * warp op (no warp op under lane-divergent control flow).
+ */
+#ifndef WICK_GPU_COMPAT_H
+#define WICK_GPU_COMPAT_H
+
+#include <stdint.h>
+#include <string.h>
+
+#if defined(__HIP__)
+/* ------------------------------------------------------------------ */
+/* HIP (AMD, hipcc)                                                    */
+#define WK_GPU_HIP 1
+#define WK_GPU_PLATFORM "rocm"
+#include <hip/hip_runtime.h>
+#if defined(WK_VIRTUAL_WAVE64)
+#error "WK_VIRTUAL_WAVE64 is an nvcc-only mode"
+#endif
+
+#elif defined(__CUDACC__)
+/* ------------------------------------------------------------------ */
+/* CUDA (NVIDIA, nvcc): the HIP names wick uses, mapped                */
+#define WK_GPU_CUDA 1
+#define WK_GPU_PLATFORM "cuda"
+#include <cuda_runtime.h>
+
+typedef cudaError_t hipError_t;
+typedef cudaStream_t hipStream_t;
+typedef cudaEvent_t hipEvent_t;
+typedef cudaDeviceProp hipDeviceProp_t;
+
+#define hipSuccess                       cudaSuccess
+#define hipErrorNotReady                 cudaErrorNotReady
+#define hipErrorNoDevice                 cudaErrorNoDevice
+#define hipErrorInsufficientDriver       cudaErrorInsufficientDriver
+#define hipErrorOutOfMemory              cudaErrorMemoryAllocation
+#define hipErrorPeerAccessAlreadyEnabled cudaErrorPeerAccessAlreadyEnabled
+#define hipGetErrorString                cudaGetErrorString
+#define hipGetErrorName                  cudaGetErrorName
+#define hipGetLastError                  cudaGetLastError
+#define hipPeekAtLastError               cudaPeekAtLastError
+
+#define hipDriverGetVersion              cudaDriverGetVersion
+#define hipRuntimeGetVersion             cudaRuntimeGetVersion
+#define hipGetDeviceCount                cudaGetDeviceCount
+#define hipSetDevice                     cudaSetDevice
+#define hipGetDevice                     cudaGetDevice
+#define hipDeviceSynchronize             cudaDeviceSynchronize
+#define hipGetDeviceProperties           cudaGetDeviceProperties
+#define hipDeviceGetAttribute            cudaDeviceGetAttribute
+#define hipDeviceAttributeWarpSize                   cudaDevAttrWarpSize
+#define hipDeviceAttributeMultiprocessorCount        cudaDevAttrMultiProcessorCount
+#define hipDeviceAttributeMaxSharedMemoryPerBlock    cudaDevAttrMaxSharedMemoryPerBlock
+#define hipDeviceAttributeMaxThreadsPerBlock         cudaDevAttrMaxThreadsPerBlock
+#define hipDeviceAttributeMaxThreadsPerMultiProcessor cudaDevAttrMaxThreadsPerMultiProcessor
+#define hipDeviceAttributeL2CacheSize                cudaDevAttrL2CacheSize
+#define hipDeviceAttributeComputeCapabilityMajor     cudaDevAttrComputeCapabilityMajor
+#define hipDeviceAttributeComputeCapabilityMinor     cudaDevAttrComputeCapabilityMinor
+#define hipDeviceCanAccessPeer           cudaDeviceCanAccessPeer
+#define hipDeviceEnablePeerAccess        cudaDeviceEnablePeerAccess
+#define hipFuncSetAttribute(f, a, v)     cudaFuncSetAttribute((f), (a), (v))
+#define hipFuncAttributeMaxDynamicSharedMemorySize cudaFuncAttributeMaxDynamicSharedMemorySize
+#define hipOccupancyMaxActiveBlocksPerMultiprocessor cudaOccupancyMaxActiveBlocksPerMultiprocessor
+
+#define hipStreamNonBlocking             cudaStreamNonBlocking
+#define hipStreamCreateWithFlags         cudaStreamCreateWithFlags
+#define hipStreamDestroy                 cudaStreamDestroy
+#define hipStreamSynchronize             cudaStreamSynchronize
+#define hipStreamWaitEvent               cudaStreamWaitEvent
+#define hipEventDefault                  cudaEventDefault
+#define hipEventDisableTiming            cudaEventDisableTiming
+#define hipEventCreate                   cudaEventCreate
+#define hipEventCreateWithFlags          cudaEventCreateWithFlags
+#define hipEventRecord                   cudaEventRecord
+#define hipEventSynchronize              cudaEventSynchronize
+#define hipEventQuery                    cudaEventQuery
+#define hipEventElapsedTime              cudaEventElapsedTime
+#define hipEventDestroy                  cudaEventDestroy
+
+#define hipMalloc                        cudaMalloc
+#define hipFree                          cudaFree
+#define hipHostMalloc(p, n, f)           cudaHostAlloc((p), (n), (f))
+#define hipHostMallocDefault             cudaHostAllocDefault
+#define hipHostFree                      cudaFreeHost
+#define hipMemGetInfo                    cudaMemGetInfo
+#define hipMemcpyHostToDevice            cudaMemcpyHostToDevice
+#define hipMemcpyDeviceToHost            cudaMemcpyDeviceToHost
+#define hipMemcpyDeviceToDevice          cudaMemcpyDeviceToDevice
+#define hipMemcpyDefault                 cudaMemcpyDefault
+#define hipMemcpy                        cudaMemcpy
+#define hipMemcpyAsync                   cudaMemcpyAsync
+#define hipMemcpy2DAsync                 cudaMemcpy2DAsync
+#define hipMemcpyPeerAsync               cudaMemcpyPeerAsync
+#define hipMemsetAsync                   cudaMemsetAsync
+
+#else
+#error "compat.h is for hipcc or nvcc"
+#endif
+
+/* ------------------------------------------------------------------ */
+/* Portable spellings                                                  */
+
+#define WK_DEV __device__ __forceinline__
+#define WK_LAUNCH_BOUNDS(n) __launch_bounds__(n)
+
+/* Flat thread index within the block (any block shape). */
+WK_DEV unsigned wk_flat_tid(void)
+{
+    return threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
+}
+
+/* Lane within a warp of W lanes, and the warp's index in the block. */
+template <int W> WK_DEV int wk_lane(void) { return (int)(wk_flat_tid() % (unsigned)W); }
+template <int W> WK_DEV int wk_warp_id(void) { return (int)(wk_flat_tid() / (unsigned)W); }
+
+/* ------------------------------------------------------------------ */
+/* Warp primitives on 32-bit words (the hardware level)                */
+
+#if defined(WK_GPU_HIP)
+/* AMD: shuffles are plain (no mask); ballot returns 64 bits on every
+ * target (the upper 32 are zero on wave32 RDNA). */
+WK_DEV uint32_t wk_hw_shfl_xor_(uint32_t v, int m, int w) { return (uint32_t)__shfl_xor((int)v, m, w); }
+WK_DEV uint32_t wk_hw_shfl_down_(uint32_t v, unsigned d, int w) { return (uint32_t)__shfl_down((int)v, d, w); }
+WK_DEV uint32_t wk_hw_shfl_idx_(uint32_t v, int src, int w) { return (uint32_t)__shfl((int)v, src, w); }
+WK_DEV uint64_t wk_hw_ballot_(int p) { return (uint64_t)__ballot(p); }
+WK_DEV void wk_hw_syncwarp_(void) { __builtin_amdgcn_wave_barrier(); }
+#else
+/* NVIDIA: hardware warps are 32 lanes; the _sync forms with a full-warp
+ * mask (all 32 lanes take part). */
+#define WK_CUDA_FULL_WARP_ (~0u)
+WK_DEV uint32_t wk_hw_shfl_xor_(uint32_t v, int m, int w) { return __shfl_xor_sync(WK_CUDA_FULL_WARP_, v, m, w); }
+WK_DEV uint32_t wk_hw_shfl_down_(uint32_t v, unsigned d, int w) { return __shfl_down_sync(WK_CUDA_FULL_WARP_, v, d, w); }
+WK_DEV uint32_t wk_hw_shfl_idx_(uint32_t v, int src, int w) { return __shfl_sync(WK_CUDA_FULL_WARP_, v, src, w); }
+WK_DEV uint64_t wk_hw_ballot_(int p) { return (uint64_t)__ballot_sync(WK_CUDA_FULL_WARP_, p); }
+WK_DEV void wk_hw_syncwarp_(void) { __syncwarp(); }
+#endif
+
+/* Largest width the hardware shuffles natively in this build. */
+#if defined(WK_GPU_CUDA)
+#define WK_HW_WARP_MAX 32
+#else
+#define WK_HW_WARP_MAX 64
+#endif
+
+#if defined(WK_VIRTUAL_WAVE64)
+/* ---- 64-lane warps made of two 32-lane NVIDIA warps --------------- */
+#define WK_VW64_GROUPS 15   /* named barriers 1..15; 0 is __syncthreads */
+
+/* Meet the other half of this 64-lane group. */
+WK_DEV void wk_vw64_sync_(void)
+{
+    unsigned g = wk_flat_tid() / 64u;
+    if (g >= WK_VW64_GROUPS) __trap();          /* block larger than 960 */
+    asm volatile("bar.sync %0, 64;" : : "r"(g + 1u) : "memory");
+}
+
+/* Exchange buffer: one 64-bit slot per lane of each group. */
+WK_DEV unsigned long long *wk_vw64_buf_(void)
+{
+    __shared__ unsigned long long buf[WK_VW64_GROUPS * 64];
+    return buf + (wk_flat_tid() / 64u) * 64u;
+}
+
+/* Lane `src` (0..63) of this 64-lane group's value v. */
+WK_DEV uint64_t wk_vw64_fetch_(uint64_t v, int src)
+{
+    unsigned long long *b = wk_vw64_buf_();
+    unsigned lane = wk_flat_tid() % 64u;
+    b[lane] = v;
+    wk_vw64_sync_();
+    uint64_t r = b[src];
+    wk_vw64_sync_();
+    return r;
+}
+#endif
+
+/* ------------------------------------------------------------------ */
+/* Typed warp operations (any T of 1, 2, 4 or 8 bytes)                 */
+
+template <typename T> WK_DEV uint64_t wk_to_bits_(T v)
+{
+    static_assert(sizeof(T) <= 8, "warp ops take values of at most 8 bytes");
+    uint64_t b = 0;
+    memcpy(&b, &v, sizeof(T));
+    return b;
+}
+template <typename T> WK_DEV T wk_from_bits_(uint64_t b)
+{
+    T v;
+    memcpy(&v, &b, sizeof(T));
+    return v;
+}
+
+/* Source lane of each shuffle kind for a lane in a warp of `width`
+ * (a power of two <= W); lanes whose source leaves their width-segment
+ * keep their own value, as on the hardware. */
+WK_DEV int wk_src_xor_(int lane, int mask, int width)
+{
+    int s = lane ^ mask;
+    return (s / width == lane / width) ? s : lane;
+}
+WK_DEV int wk_src_down_(int lane, unsigned d, int width)
+{
+    return (lane % width) + (int)d < width ? lane + (int)d : lane;
+}
+WK_DEV int wk_src_idx_(int lane, int src, int width)
+{
+    return (lane / width) * width + (src % width);
+}
+
+/* Generic 64-bit word shuffle by kind: 0 = xor, 1 = down, 2 = index. */
+template <int W>
+WK_DEV uint64_t wk_shfl_bits_(uint64_t b, int kind, int arg, int width, int nbytes)
+{
+    static_assert(W == 32 || W == 64, "warp width is 32 or 64");
+#if defined(WK_VIRTUAL_WAVE64)
+    /* A 64-wide op whose sources may sit in the other half: shared memory. */
+    if (W == 64 && width > 32 && !(kind == 0 && arg < 32)) {
+        int lane = wk_lane<64>();
+        int src = kind == 0 ? wk_src_xor_(lane, arg, width)
+                : kind == 1 ? wk_src_down_(lane, (unsigned)arg, width)
+                            : wk_src_idx_(lane, arg, width);
+        return wk_vw64_fetch_(b, src);
+    }
+    if (width > 32) width = 32;                 /* xor within a half */
+#elif defined(WK_GPU_CUDA)
+    /* Plain nvcc build: W == 64 kernels are instantiated but never
+     * launched (the host only picks the device's warp size, 32). */
+    if (W > WK_HW_WARP_MAX) __trap();
+#endif
+    uint32_t lo = (uint32_t)b, hi = (uint32_t)(b >> 32);
+    if (kind == 0) {
+        lo = wk_hw_shfl_xor_(lo, arg, width);
+        if (nbytes > 4) hi = wk_hw_shfl_xor_(hi, arg, width);
+    } else if (kind == 1) {
+        lo = wk_hw_shfl_down_(lo, (unsigned)arg, width);
+        if (nbytes > 4) hi = wk_hw_shfl_down_(hi, (unsigned)arg, width);
+    } else {
+        lo = wk_hw_shfl_idx_(lo, arg, width);
+        if (nbytes > 4) hi = wk_hw_shfl_idx_(hi, arg, width);
+    }
+    return (uint64_t)lo | ((uint64_t)hi << 32);
+}
+
+/* v of lane (lane ^ mask); width: segment size (power of two <= W). */
+template <int W, typename T> WK_DEV T wk_shfl_xor(T v, int mask, int width = W)
+{
+    return wk_from_bits_<T>(wk_shfl_bits_<W>(wk_to_bits_(v), 0, mask, width, (int)sizeof(T)));
+}
+/* v of lane (lane + delta), own value past the segment's end. */
+template <int W, typename T> WK_DEV T wk_shfl_down(T v, unsigned delta, int width = W)
+{
+    return wk_from_bits_<T>(wk_shfl_bits_<W>(wk_to_bits_(v), 1, (int)delta, width, (int)sizeof(T)));
+}
+/* v of lane src (within the segment). */
+template <int W, typename T> WK_DEV T wk_shfl(T v, int src, int width = W)
+{
+    return wk_from_bits_<T>(wk_shfl_bits_<W>(wk_to_bits_(v), 2, src, width, (int)sizeof(T)));
+}
+
+/* Bit i set when lane i's predicate is true; 64 bits for every W. */
+template <int W> WK_DEV uint64_t wk_ballot(int pred)
+{
+    static_assert(W == 32 || W == 64, "warp width is 32 or 64");
+#if defined(WK_VIRTUAL_WAVE64)
+    if (W == 64) {
+        /* each half's 32-bit ballot, read back from lanes 0 and 32 */
+        uint64_t half = wk_hw_ballot_(pred);
+        uint64_t lo = wk_vw64_fetch_(half, 0);
+        uint64_t hi = wk_vw64_fetch_(half, 32);
+        return lo | (hi << 32);
+    }
+#elif defined(WK_GPU_CUDA)
+    if (W > WK_HW_WARP_MAX) __trap();
+#endif
+    uint64_t m = wk_hw_ballot_(pred);
+    return m & (~(uint64_t)0 >> (64 - W));
+}
+
+/* Wait for the lanes of this warp (memory visible among them). */
+template <int W> WK_DEV void wk_syncwarp(void)
+{
+#if defined(WK_VIRTUAL_WAVE64)
+    if (W == 64) { wk_vw64_sync_(); return; }
+#endif
+    wk_hw_syncwarp_();
+}
+
+/* Butterfly reductions over the W lanes; every lane gets the result. */
+template <int W, typename T> WK_DEV T wk_warp_sum(T v)
+{
+    for (int m = W / 2; m > 0; m /= 2) v += wk_shfl_xor<W>(v, m);
+    return v;
+}
+template <int W, typename T> WK_DEV T wk_warp_max(T v)
+{
+    for (int m = W / 2; m > 0; m /= 2) { T o = wk_shfl_xor<W>(v, m); v = o > v ? o : v; }
+    return v;
+}
+template <int W, typename T> WK_DEV T wk_warp_min(T v)
+{
+    for (int m = W / 2; m > 0; m /= 2) { T o = wk_shfl_xor<W>(v, m); v = o < v ? o : v; }
+    return v;
+}
+
+#endif /* WICK_GPU_COMPAT_H */

@@ -1,0 +1,472 @@
+/* elementwise.hip — unary ops (incl. affine, powf, elu), binary ops,
+ * comparisons and where_cond on the GPU, every dtype.
+ *
+ * One templated body per op family: typed load -> compute (f32 for the
+ * narrow floats, the dtype itself otherwise) -> typed store. Kernels are
+ * templated on the dtype only; the op is a kernel argument switched on
+ * once per thread OUTSIDE the element loop (each case is its own
+ * specialised loop), so the count stays near families x dtypes x 2.
+ *
+ * How it is made fast: the contiguous path moves 16 bytes per thread per
+ * step (wk_vec: 4 x f32, 8 x bf16, ...) in a grid-stride loop with 64-bit
+ * indices, sized to a few waves of the device; elements past the last
+ * whole vector (or all of them, when a pointer is not 16-byte aligned) go
+ * through the same loop one by one. The strided path (any strides,
+ * stride 0 for broadcast) computes offsets with 32-bit multiply-high
+ * division when the launch is under 2^32 elements (wk_gpu_offsets), after
+ * the host merged every dim the operands allow. Block size is 8 warps
+ * (256 threads on wave32, 512 on wave64). affine uses __fmul_rn/__dmul_rn
+ * so that x*mul+add is never contracted into an fma (the CPU rounds the
+ * product).
+ */
+#include "gpu_internal.h"
+#include <math.h>
+
+/* ---- math by compute type (f32 or f64) ------------------------------------ */
+
+#define EW_MATH1_(name, f32, f64)                                                  \
+    WK_DEV float name(float x) { return f32(x); }                                  \
+    WK_DEV double name(double x) { return f64(x); }
+EW_MATH1_(ew_exp, expf, exp)
+EW_MATH1_(ew_expm1, expm1f, expm1)
+EW_MATH1_(ew_log, logf, log)
+EW_MATH1_(ew_sin, sinf, sin)
+EW_MATH1_(ew_cos, cosf, cos)
+EW_MATH1_(ew_tanh, tanhf, tanh)
+EW_MATH1_(ew_sqrt, sqrtf, sqrt)
+EW_MATH1_(ew_erf, erff, erf)
+EW_MATH1_(ew_fabs, fabsf, fabs)
+EW_MATH1_(ew_floor, floorf, floor)
+EW_MATH1_(ew_ceil, ceilf, ceil)
+EW_MATH1_(ew_rint, rintf, rint)
+#undef EW_MATH1_
+WK_DEV float ew_pow(float x, float e) { return powf(x, e); }
+WK_DEV double ew_pow(double x, double e) { return pow(x, e); }
+WK_DEV float ew_mul_rn(float a, float b) { return __fmul_rn(a, b); }
+WK_DEV double ew_mul_rn(double a, double b) { return __dmul_rn(a, b); }
+
+/* Integer helpers: arithmetic modulo 2^bits, no signed overflow. */
+template <typename T> WK_DEV T ew_wrap(uint64_t v) { return (T)(typename std::make_unsigned<T>::type)v; }
+template <typename T> WK_DEV uint64_t ew_u64(T v) { return (uint64_t)(typename std::make_unsigned<T>::type)v; }
+
+/* ---- unary ------------------------------------------------------------------ */
+
+struct ew_params {
+    double p0, p1;     /* affine: mul, add; powf: exponent; elu: alpha */
+};
+
+/* ops integers take */
+__host__ __device__ constexpr bool ew_int_op(int op)
+{
+    return op == WK_OP_ABS || op == WK_OP_NEG || op == WK_OP_SQR || op == WK_OP_RELU || op == WK_OP_SIGN ||
+           op == WK_OP_FLOOR || op == WK_OP_CEIL || op == WK_OP_ROUND || op == WK_OP_AFFINE;
+}
+template <typename T> __host__ __device__ constexpr bool ew_unary_ok(int op) { return wk_type<T>::is_float || ew_int_op(op); }
+
+template <int OP, typename C> WK_DEV C ew_unary_float(C x, ew_params p)
+{
+    const C one = (C)1, zero = (C)0, half = (C)0.5;
+    if constexpr (OP == WK_OP_EXP) return ew_exp(x);
+    else if constexpr (OP == WK_OP_LOG) return ew_log(x);
+    else if constexpr (OP == WK_OP_SIN) return ew_sin(x);
+    else if constexpr (OP == WK_OP_COS) return ew_cos(x);
+    else if constexpr (OP == WK_OP_TANH) return ew_tanh(x);
+    else if constexpr (OP == WK_OP_ABS) return ew_fabs(x);
+    else if constexpr (OP == WK_OP_NEG) return -x;
+    else if constexpr (OP == WK_OP_RECIP) return one / x;
+    else if constexpr (OP == WK_OP_SQR) return x * x;
+    else if constexpr (OP == WK_OP_SQRT) return ew_sqrt(x);
+    else if constexpr (OP == WK_OP_GELU) {
+        const C k = (C)0.79788456080286535587989211986876, a = (C)0.044715;   /* sqrt(2/pi) */
+        return half * x * (one + ew_tanh(k * (x + a * x * x * x)));
+    } else if constexpr (OP == WK_OP_GELU_ERF) {
+        return half * x * (one + ew_erf(x * (C)0.70710678118654752440084436210485));
+    } else if constexpr (OP == WK_OP_ERF) return ew_erf(x);
+    else if constexpr (OP == WK_OP_RELU) return x < zero ? zero : x;       /* NaN stays NaN */
+    else if constexpr (OP == WK_OP_SILU) return x / (one + ew_exp(-x));
+    else if constexpr (OP == WK_OP_FLOOR) return ew_floor(x);
+    else if constexpr (OP == WK_OP_CEIL) return ew_ceil(x);
+    else if constexpr (OP == WK_OP_ROUND) return ew_rint(x);               /* half to even */
+    else if constexpr (OP == WK_OP_SIGN) return x > zero ? one : x < zero ? -one : x;
+    else if constexpr (OP == WK_OP_AFFINE) return ew_mul_rn(x, (C)p.p0) + (C)p.p1;
+    else if constexpr (OP == WK_OP_POWF) return ew_pow(x, (C)p.p0);
+    else if constexpr (OP == WK_OP_ELU) return x > zero ? x : (C)p.p0 * ew_expm1(x);
+    else return x;
+}
+
+template <int OP, typename T> WK_DEV T ew_unary_int(T x, ew_params p)
+{
+    constexpr bool sgn = std::is_signed<T>::value;
+    if constexpr (OP == WK_OP_ABS) return (sgn && x < (T)0) ? ew_wrap<T>((uint64_t)0 - ew_u64(x)) : x;
+    else if constexpr (OP == WK_OP_NEG) return ew_wrap<T>((uint64_t)0 - ew_u64(x));
+    else if constexpr (OP == WK_OP_SQR) return ew_wrap<T>(ew_u64(x) * ew_u64(x));
+    else if constexpr (OP == WK_OP_RELU) return x < (T)0 ? (T)0 : x;
+    else if constexpr (OP == WK_OP_SIGN) return x > (T)0 ? (T)1 : x < (T)0 ? (T)-1 : (T)0;
+    else if constexpr (OP == WK_OP_AFFINE) return wk_to<T>(__dmul_rn((double)x, p.p0) + p.p1);
+    else return x;                                   /* floor, ceil, round */
+}
+
+template <int OP, typename T> WK_DEV T ew_unary_elem(T x, ew_params p)
+{
+    if constexpr (wk_type<T>::is_float) {
+        typedef typename wk_type<T>::C C;
+        return wk_to<T>(ew_unary_float<OP, C>(wk_load_c(x), p));
+    } else {
+        return ew_unary_int<OP, T>(x, p);
+    }
+}
+
+template <int OP, typename T>
+WK_DEV void ew_unary_contig_run(const T *__restrict__ src, T *__restrict__ dst, int64_t n, int vec, ew_params p)
+{
+    constexpr int V = wk_vec_width<T>;
+    const int64_t nv = vec ? n / V : 0;
+    const wk_vec<T, V> *s = (const wk_vec<T, V> *)src;
+    wk_vec<T, V> *d = (wk_vec<T, V> *)dst;
+    WK_GPU_FOR(i, nv) {
+        wk_vec<T, V> x = s[i], y;
+#pragma unroll
+        for (int k = 0; k < V; k++) y.v[k] = ew_unary_elem<OP>(x.v[k], p);
+        d[i] = y;
+    }
+    WK_GPU_FOR(i, n - nv * V) {
+        int64_t j = nv * V + i;
+        dst[j] = ew_unary_elem<OP>(src[j], p);
+    }
+}
+
+template <int OP, typename T>
+WK_DEV void ew_unary_strided_run(const wk_gpu_layout<2> &L, const T *src, T *dst, ew_params p)
+{
+    WK_GPU_FOR(i, L.d.n) {
+        int64_t o[2];
+        wk_gpu_offsets(L, i, o);
+        dst[o[0]] = ew_unary_elem<OP>(src[o[1]], p);
+    }
+}
+
+/* case list of the unary family; RUN(op) expands to one case */
+#define EW_UNARY_CASES(T, RUN)                                                       \
+    EW_UCASE_(T, RUN, WK_OP_EXP) EW_UCASE_(T, RUN, WK_OP_LOG) EW_UCASE_(T, RUN, WK_OP_SIN) \
+    EW_UCASE_(T, RUN, WK_OP_COS) EW_UCASE_(T, RUN, WK_OP_TANH) EW_UCASE_(T, RUN, WK_OP_ABS) \
+    EW_UCASE_(T, RUN, WK_OP_NEG) EW_UCASE_(T, RUN, WK_OP_RECIP) EW_UCASE_(T, RUN, WK_OP_SQR) \
+    EW_UCASE_(T, RUN, WK_OP_SQRT) EW_UCASE_(T, RUN, WK_OP_GELU) EW_UCASE_(T, RUN, WK_OP_GELU_ERF) \
+    EW_UCASE_(T, RUN, WK_OP_ERF) EW_UCASE_(T, RUN, WK_OP_RELU) EW_UCASE_(T, RUN, WK_OP_SILU) \
+    EW_UCASE_(T, RUN, WK_OP_FLOOR) EW_UCASE_(T, RUN, WK_OP_CEIL) EW_UCASE_(T, RUN, WK_OP_ROUND) \
+    EW_UCASE_(T, RUN, WK_OP_SIGN) EW_UCASE_(T, RUN, WK_OP_AFFINE) EW_UCASE_(T, RUN, WK_OP_POWF) \
+    EW_UCASE_(T, RUN, WK_OP_ELU)
+#define EW_UCASE_(T, RUN, OP)                                                        \
+    case OP:                                                                         \
+        if constexpr (ew_unary_ok<T>(OP)) RUN(OP);                                   \
+        break;
+static_assert(WK_OP_ELU - WK_OP_EXP + 1 == 22, "EW_UNARY_CASES lists every unary op");
+
+template <typename T>
+__global__ void ew_unary_contig(const T *src, T *dst, int64_t n, int op, int vec, ew_params p)
+{
+#define EW_RUN_(OP) ew_unary_contig_run<OP, T>(src, dst, n, vec, p)
+    switch (op) { EW_UNARY_CASES(T, EW_RUN_) default: break; }
+#undef EW_RUN_
+}
+
+template <typename T>
+__global__ void ew_unary_strided(wk_gpu_layout<2> L, const T *src, T *dst, int op, ew_params p)
+{
+#define EW_RUN_(OP) ew_unary_strided_run<OP, T>(L, src, dst, p)
+    switch (op) { EW_UNARY_CASES(T, EW_RUN_) default: break; }
+#undef EW_RUN_
+}
+
+/* Blocks for a contiguous launch of n elements, V per thread-step. */
+static unsigned ew_grid(const wk_gpu_ctx *c, int64_t n, int v, int block)
+{
+    return wk_gpu_grid(c, (n + v - 1) / v, block, 4);
+}
+
+static wk_status ew_bad(const char *what, wk_op op, wk_dtype dt)
+{
+    return wk_gpu_host->set_error(WK_ERR_UNSUPPORTED, "%s: op %d is not supported for %s on %s", what, (int)op,
+                                  wk_gpu_dtype_name(dt), WK_GPU_PLATFORM);
+}
+
+wk_status wk_gpu_unary(void *ctx, wk_op op, const wk_view *dst, const wk_view *src, double p0, double p1)
+{
+    wk_gpu_ctx *c = (wk_gpu_ctx *)ctx;
+    if (op < WK_OP_EXP || op > WK_OP_ELU || !wk_gpu_supports(c, op, dst->dtype) || src->dtype != dst->dtype)
+        return ew_bad("unary", op, dst->dtype);
+    int64_t n = wk_gpu_numel(dst);
+    if (n == 0) return WK_OK;
+    WK_GPU_ENTER(c);
+    const int block = wk_gpu_ew_block(c);
+    ew_params p = { p0, p1 };
+    if (wk_gpu_is_contiguous(dst) && wk_gpu_is_contiguous(src)) {
+        void *d = wk_gpu_view_ptr(dst);
+        const void *s = wk_gpu_view_ptr(src);
+        int vec = wk_gpu_aligned(d, 16) && wk_gpu_aligned(s, 16);
+        WK_GPU_DISPATCH_ALL(dst->dtype, T, {
+            constexpr int V = wk_vec_width<T>;
+            ew_unary_contig<T><<<ew_grid(c, n, vec ? V : 1, block), block, 0, c->stream>>>(
+                (const T *)s, (T *)d, n, (int)op, vec, p);
+        })
+    } else {
+        wk_gpu_layout<2> L;
+        const wk_view *v[2] = { dst, src };
+        wk_gpu_layout_make<2>(&L, v);
+        WK_GPU_DISPATCH_ALL(dst->dtype, T, {
+            ew_unary_strided<T><<<wk_gpu_grid(c, n, block, 4), block, 0, c->stream>>>(
+                L, (const T *)src->base, (T *)dst->base, (int)op, p);
+        })
+    }
+    WK_GPU_LAUNCH_CHECK(c, "unary");
+    return WK_OK;
+}
+
+/* ---- binary and cmp ----------------------------------------------------------- */
+
+template <int OP, typename T> WK_DEV T ew_arith_elem(T a, T b)
+{
+    if constexpr (wk_type<T>::is_float) {
+        typedef typename wk_type<T>::C C;
+        C x = wk_load_c(a), y = wk_load_c(b), r;
+        if constexpr (OP == WK_OP_ADD) r = x + y;
+        else if constexpr (OP == WK_OP_SUB) r = x - y;
+        else if constexpr (OP == WK_OP_MUL) r = x * y;
+        else if constexpr (OP == WK_OP_DIV) r = x / y;
+        else if constexpr (OP == WK_OP_MINIMUM) r = x != x ? x : y != y ? y : (y < x ? y : x);
+        else r = x != x ? x : y != y ? y : (y > x ? y : x);              /* maximum */
+        return wk_to<T>(r);
+    } else {
+        if constexpr (OP == WK_OP_ADD) return ew_wrap<T>(ew_u64(a) + ew_u64(b));
+        else if constexpr (OP == WK_OP_SUB) return ew_wrap<T>(ew_u64(a) - ew_u64(b));
+        else if constexpr (OP == WK_OP_MUL) return ew_wrap<T>(ew_u64(a) * ew_u64(b));
+        else if constexpr (OP == WK_OP_DIV) {
+            if (b == (T)0) return (T)0;                                  /* x / 0 = 0   */
+            if (std::is_signed<T>::value && b == (T)-1) return ew_wrap<T>((uint64_t)0 - ew_u64(a));
+            return (T)(a / b);
+        } else if constexpr (OP == WK_OP_MINIMUM) return b < a ? b : a;
+        else return b > a ? b : a;
+    }
+}
+
+template <int OP, typename T> WK_DEV uint8_t ew_cmp_elem(T a, T b)
+{
+    auto x = wk_load_c(a), y = wk_load_c(b);
+    if constexpr (OP == WK_OP_EQ) return x == y;
+    else if constexpr (OP == WK_OP_NE) return x != y;
+    else if constexpr (OP == WK_OP_LT) return x < y;
+    else if constexpr (OP == WK_OP_LE) return x <= y;
+    else if constexpr (OP == WK_OP_GT) return x > y;
+    else return x >= y;
+}
+
+/* out = f(a, b) over contiguous data; D is T (arith) or uint8_t (cmp). */
+template <bool CMP, int OP, typename T> WK_DEV auto ew_binary_elem(T a, T b)
+{
+    if constexpr (CMP) return ew_cmp_elem<OP, T>(a, b);
+    else return ew_arith_elem<OP, T>(a, b);
+}
+
+template <bool CMP, int OP, typename T, typename D>
+WK_DEV void ew_binary_contig_run(const T *__restrict__ a, const T *__restrict__ b, D *__restrict__ dst, int64_t n,
+                                 int vec)
+{
+    constexpr int V = wk_vec_width<T>;
+    const int64_t nv = vec ? n / V : 0;
+    const wk_vec<T, V> *va = (const wk_vec<T, V> *)a, *vb = (const wk_vec<T, V> *)b;
+    wk_vec<D, V> *vd = (wk_vec<D, V> *)dst;
+    WK_GPU_FOR(i, nv) {
+        wk_vec<T, V> x = va[i], y = vb[i];
+        wk_vec<D, V> r;
+#pragma unroll
+        for (int k = 0; k < V; k++) r.v[k] = ew_binary_elem<CMP, OP>(x.v[k], y.v[k]);
+        vd[i] = r;
+    }
+    WK_GPU_FOR(i, n - nv * V) {
+        int64_t j = nv * V + i;
+        dst[j] = ew_binary_elem<CMP, OP>(a[j], b[j]);
+    }
+}
+
+template <bool CMP, int OP, typename T, typename D>
+WK_DEV void ew_binary_strided_run(const wk_gpu_layout<3> &L, const T *a, const T *b, D *dst)
+{
+    WK_GPU_FOR(i, L.d.n) {
+        int64_t o[3];
+        wk_gpu_offsets(L, i, o);
+        dst[o[0]] = ew_binary_elem<CMP, OP>(a[o[1]], b[o[2]]);
+    }
+}
+
+template <typename T>
+__global__ void ew_arith_contig(const T *a, const T *b, T *dst, int64_t n, int op, int vec)
+{
+    switch (op) {
+#define EW_C_(OP) case OP: ew_binary_contig_run<false, OP, T, T>(a, b, dst, n, vec); break;
+    EW_C_(WK_OP_ADD) EW_C_(WK_OP_SUB) EW_C_(WK_OP_MUL) EW_C_(WK_OP_DIV) EW_C_(WK_OP_MINIMUM) EW_C_(WK_OP_MAXIMUM)
+#undef EW_C_
+    default: break;
+    }
+}
+
+template <typename T>
+__global__ void ew_cmp_contig(const T *a, const T *b, uint8_t *dst, int64_t n, int op, int vec)
+{
+    switch (op) {
+#define EW_C_(OP) case OP: ew_binary_contig_run<true, OP, T, uint8_t>(a, b, dst, n, vec); break;
+    EW_C_(WK_OP_EQ) EW_C_(WK_OP_NE) EW_C_(WK_OP_LT) EW_C_(WK_OP_LE) EW_C_(WK_OP_GT) EW_C_(WK_OP_GE)
+#undef EW_C_
+    default: break;
+    }
+}
+
+template <typename T>
+__global__ void ew_arith_strided(wk_gpu_layout<3> L, const T *a, const T *b, T *dst, int op)
+{
+    switch (op) {
+#define EW_C_(OP) case OP: ew_binary_strided_run<false, OP, T, T>(L, a, b, dst); break;
+    EW_C_(WK_OP_ADD) EW_C_(WK_OP_SUB) EW_C_(WK_OP_MUL) EW_C_(WK_OP_DIV) EW_C_(WK_OP_MINIMUM) EW_C_(WK_OP_MAXIMUM)
+#undef EW_C_
+    default: break;
+    }
+}
+
+template <typename T>
+__global__ void ew_cmp_strided(wk_gpu_layout<3> L, const T *a, const T *b, uint8_t *dst, int op)
+{
+    switch (op) {
+#define EW_C_(OP) case OP: ew_binary_strided_run<true, OP, T, uint8_t>(L, a, b, dst); break;
+    EW_C_(WK_OP_EQ) EW_C_(WK_OP_NE) EW_C_(WK_OP_LT) EW_C_(WK_OP_LE) EW_C_(WK_OP_GT) EW_C_(WK_OP_GE)
+#undef EW_C_
+    default: break;
+    }
+}
+static_assert(WK_OP_MAXIMUM - WK_OP_ADD == 5 && WK_OP_GE - WK_OP_EQ == 5, "binary and cmp cases list every op");
+
+wk_status wk_gpu_binary(void *ctx, wk_op op, const wk_view *dst, const wk_view *a, const wk_view *b)
+{
+    wk_gpu_ctx *c = (wk_gpu_ctx *)ctx;
+    const bool cmp = op >= WK_OP_EQ && op <= WK_OP_GE;
+    const wk_dtype dt = a->dtype;
+    if ((!cmp && (op < WK_OP_ADD || op > WK_OP_MAXIMUM)) || (unsigned)dt >= WK_DTYPE_COUNT || b->dtype != dt ||
+        dst->dtype != (cmp ? WK_U8 : dt))
+        return ew_bad("binary", op, dt);
+    int64_t n = wk_gpu_numel(dst);
+    if (n == 0) return WK_OK;
+    WK_GPU_ENTER(c);
+    const int block = wk_gpu_ew_block(c);
+    if (wk_gpu_is_contiguous(dst) && wk_gpu_is_contiguous(a) && wk_gpu_is_contiguous(b)) {
+        void *d = wk_gpu_view_ptr(dst);
+        const void *pa = wk_gpu_view_ptr(a), *pb = wk_gpu_view_ptr(b);
+        WK_GPU_DISPATCH_ALL(dt, T, {
+            constexpr int V = wk_vec_width<T>;
+            int vec = wk_gpu_aligned(pa, 16) && wk_gpu_aligned(pb, 16) &&
+                      wk_gpu_aligned(d, (cmp ? 1 : sizeof(T)) * V);
+            unsigned grid = ew_grid(c, n, vec ? V : 1, block);
+            if (cmp)
+                ew_cmp_contig<T><<<grid, block, 0, c->stream>>>((const T *)pa, (const T *)pb, (uint8_t *)d, n,
+                                                                (int)op, vec);
+            else
+                ew_arith_contig<T><<<grid, block, 0, c->stream>>>((const T *)pa, (const T *)pb, (T *)d, n, (int)op,
+                                                                  vec);
+        })
+    } else {
+        wk_gpu_layout<3> L;
+        const wk_view *v[3] = { dst, a, b };
+        wk_gpu_layout_make<3>(&L, v);
+        unsigned grid = wk_gpu_grid(c, n, block, 4);
+        WK_GPU_DISPATCH_ALL(dt, T, {
+            if (cmp)
+                ew_cmp_strided<T><<<grid, block, 0, c->stream>>>(L, (const T *)a->base, (const T *)b->base,
+                                                                 (uint8_t *)dst->base, (int)op);
+            else
+                ew_arith_strided<T><<<grid, block, 0, c->stream>>>(L, (const T *)a->base, (const T *)b->base,
+                                                                   (T *)dst->base, (int)op);
+        })
+    }
+    WK_GPU_LAUNCH_CHECK(c, cmp ? "cmp" : "binary");
+    return WK_OK;
+}
+
+/* ---- where_cond ------------------------------------------------------------------ */
+/* A pure select: the value dtype matters only by its size (E: uintN_t);
+ * the condition is u8, u32 or i64 (K). */
+
+template <typename K, typename E>
+__global__ void ew_where_contig(const K *__restrict__ cond, const E *__restrict__ a, const E *__restrict__ b,
+                                E *__restrict__ dst, int64_t n, int vec)
+{
+    constexpr int V = wk_vec_width<K, E>;
+    const int64_t nv = vec ? n / V : 0;
+    const wk_vec<K, V> *vc = (const wk_vec<K, V> *)cond;
+    const wk_vec<E, V> *va = (const wk_vec<E, V> *)a, *vb = (const wk_vec<E, V> *)b;
+    wk_vec<E, V> *vd = (wk_vec<E, V> *)dst;
+    WK_GPU_FOR(i, nv) {
+        wk_vec<K, V> k = vc[i];
+        wk_vec<E, V> x = va[i], y = vb[i], r;
+#pragma unroll
+        for (int j = 0; j < V; j++) r.v[j] = k.v[j] != (K)0 ? x.v[j] : y.v[j];
+        vd[i] = r;
+    }
+    WK_GPU_FOR(i, n - nv * V) {
+        int64_t j = nv * V + i;
+        dst[j] = cond[j] != (K)0 ? a[j] : b[j];
+    }
+}
+
+template <typename K, typename E>
+__global__ void ew_where_strided(wk_gpu_layout<4> L, const K *cond, const E *a, const E *b, E *dst)
+{
+    WK_GPU_FOR(i, L.d.n) {
+        int64_t o[4];
+        wk_gpu_offsets(L, i, o);
+        dst[o[0]] = cond[o[1]] != (K)0 ? a[o[2]] : b[o[3]];
+    }
+}
+
+template <typename K>
+static wk_status ew_where_k(wk_gpu_ctx *c, const wk_view *dst, const wk_view *cond, const wk_view *a,
+                            const wk_view *b, int64_t n)
+{
+    const int block = wk_gpu_ew_block(c);
+    const size_t esz = wk_gpu_dtype_size(dst->dtype);
+    if (wk_gpu_is_contiguous(dst) && wk_gpu_is_contiguous(cond) && wk_gpu_is_contiguous(a) &&
+        wk_gpu_is_contiguous(b)) {
+        void *d = wk_gpu_view_ptr(dst);
+        const void *pc = wk_gpu_view_ptr(cond), *pa = wk_gpu_view_ptr(a), *pb = wk_gpu_view_ptr(b);
+        WK_GPU_DISPATCH_SIZE(esz, E, {
+            constexpr int V = wk_vec_width<K, E>;
+            int vec = wk_gpu_aligned(pc, sizeof(K) * V) && wk_gpu_aligned(pa, sizeof(E) * V) &&
+                      wk_gpu_aligned(pb, sizeof(E) * V) && wk_gpu_aligned(d, sizeof(E) * V);
+            ew_where_contig<K, E><<<ew_grid(c, n, vec ? V : 1, block), block, 0, c->stream>>>(
+                (const K *)pc, (const E *)pa, (const E *)pb, (E *)d, n, vec);
+        })
+    } else {
+        wk_gpu_layout<4> L;
+        const wk_view *v[4] = { dst, cond, a, b };
+        wk_gpu_layout_make<4>(&L, v);
+        WK_GPU_DISPATCH_SIZE(esz, E, {
+            ew_where_strided<K, E><<<wk_gpu_grid(c, n, block, 4), block, 0, c->stream>>>(
+                L, (const K *)cond->base, (const E *)a->base, (const E *)b->base, (E *)dst->base);
+        })
+    }
+    WK_GPU_LAUNCH_CHECK(c, "where_cond");
+    return WK_OK;
+}
+
+wk_status wk_gpu_where_cond(void *ctx, const wk_view *dst, const wk_view *cond, const wk_view *a, const wk_view *b)
+{
+    wk_gpu_ctx *c = (wk_gpu_ctx *)ctx;
+    if ((unsigned)dst->dtype >= WK_DTYPE_COUNT || a->dtype != dst->dtype || b->dtype != dst->dtype)
+        return ew_bad("where_cond", WK_OP_WHERE, dst->dtype);
+    int64_t n = wk_gpu_numel(dst);
+    if (n == 0) return WK_OK;
+    WK_GPU_ENTER(c);
+    switch (cond->dtype) {
+    case WK_U8: return ew_where_k<uint8_t>(c, dst, cond, a, b, n);
+    case WK_U32: return ew_where_k<uint32_t>(c, dst, cond, a, b, n);
+    case WK_I64: return ew_where_k<int64_t>(c, dst, cond, a, b, n);
+    default:
+        return wk_gpu_host->set_error(WK_ERR_DTYPE, "where_cond: condition dtype %s is not u8, u32 or i64",
+                                      wk_gpu_dtype_name(cond->dtype));
+    }
+}

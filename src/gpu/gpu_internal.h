@@ -1,0 +1,505 @@
+/* gpu_internal.h — what the files of the GPU backend share: the device
+ * context, error checking, the caching allocator's interface, typed
+ * element load/store/convert for device code, strided index arithmetic
+ * (64-bit), dtype dispatch, launch-size helpers and the entry points the
+ * vtable (runtime.hip) points at.
+ *
+ * File map of src/gpu/ (one source for AMD and NVIDIA; see compat.h):
+ *   compat.h          HIP <-> CUDA names, warp primitives, virtual wave64
+ *   runtime.hip       devices, contexts, vtable + entry point, alloc/free,
+ *                     read/write/copy_peer, synchronize, supports()
+ *   allocator.hip     caching stream-ordered allocator, pinned staging
+ *   elementwise.hip   unary (incl. affine/powf/elu), binary, cmp, where
+ *   copy.hip          strided copy with dtype conversion, copy2d, const_set
+ *   random.hip        rand_uniform / rand_normal (src/core/philox.h)
+ *   reduce.hip        sum/min/max/argmin/argmax
+ *   matmul.hip        batched strided matmul
+ *   index.hip         index_select, gather, scatter, index_add
+ *
+ * Build note: the ROCm plugin is compiled as ONE translation unit that
+ * includes every .hip file of src/gpu/ (so each gfx target gets one code object
+ * holding every kernel, which tools/check-hip-kernels verifies); the CUDA
+ * plugin compiles the files separately. Names local to a file (static
+ * functions, kernels, types) must therefore be unique across src/gpu/:
+ * give them the file's prefix (ew_, cp_, rnd_, red_, mm_, ix_, ...).
+ *
+ * Streams: each context owns one stream and every op of the context runs
+ * on it, in call order. Device memory freed to the allocator is reused by
+ * later work on that same stream only, so freeing a buffer (scratch
+ * included) right after launching the kernels that use it is safe.
+ */
+#ifndef WICK_GPU_INTERNAL_H
+#define WICK_GPU_INTERNAL_H
+
+#include "compat.h"             /* first: defines __HIPCC__ / __CUDACC__ */
+#include <stddef.h>
+#include <stdint.h>
+#include <type_traits>
+#include "../backend.h"
+#include "../core/scalar.h"
+
+/* ------------------------------------------------------------------ */
+/* Context                                                             */
+
+/* Per-context state of other files (kept opaque here), freed at close. */
+enum { WK_GPU_EXT_BLAS = 0, WK_GPU_EXT_SLOTS = 4 };
+
+struct wk_gpu_pool;       /* allocator.hip */
+struct wk_gpu_staging;    /* allocator.hip */
+
+typedef struct wk_gpu_ctx {
+    int device;                  /* runtime device index                  */
+    hipStream_t stream;          /* every op of this context runs here    */
+    int warp_size;               /* 32 or 64: picks the W instantiation
+                                    (64 in the virtual-wave64 build)      */
+    int hw_warp_size;            /* what the hardware reports             */
+    int sm_count;                /* multiprocessors / compute units       */
+    int max_threads_per_block;
+    int max_threads_per_sm;
+    size_t shared_per_block;     /* bytes of static+dynamic shared memory */
+    size_t l2_bytes;
+    int cc_major, cc_minor;      /* NVIDIA compute capability (0 on AMD)  */
+    char arch[64];               /* "sm_90", "gfx90a", ...                */
+    char model[128];
+    int sync_launches;           /* WICK_GPU_SYNC=1: sync after launches  */
+    char last_op[64];            /* op of the last launch (late errors)   */
+    struct wk_gpu_pool *pool;
+    struct wk_gpu_staging *staging;
+    void *ext[WK_GPU_EXT_SLOTS];
+    void (*ext_free[WK_GPU_EXT_SLOTS])(struct wk_gpu_ctx *c, void *state);
+} wk_gpu_ctx;
+
+/* The core's services (error reporting); set by the entry point. */
+extern const wk_host_api *wk_gpu_host;
+
+/* ------------------------------------------------------------------ */
+/* Errors                                                              */
+
+/* Report a failed runtime call: "<call> failed: <name>: <text> (file:line)"
+ * plus the last launched op when the error may be a late kernel fault.
+ * Returns WK_ERR_BACKEND (WK_ERR_MEMORY for out-of-memory). */
+wk_status wk_gpu_fail(wk_gpu_ctx *c, hipError_t err, const char *call, const char *file, int line);
+/* Same for a library call (BLAS) whose status is not a hipError_t. */
+wk_status wk_gpu_fail_lib(const char *call, const char *what, long code, const char *file, int line);
+
+/* Check a HIP/CUDA call; on failure report it and return its status from
+ * the calling function. WK_GPU_CHECK_C also names the context, so that
+ * the message carries the last launched op (for syncs and copies, where
+ * an earlier kernel's fault surfaces). */
+#define WK_GPU_CHECK(call)                                                   \
+    do {                                                                     \
+        hipError_t wk_e_ = (call);                                           \
+        if (wk_e_ != hipSuccess) return wk_gpu_fail(NULL, wk_e_, #call, __FILE__, __LINE__); \
+    } while (0)
+#define WK_GPU_CHECK_C(c, call)                                              \
+    do {                                                                     \
+        hipError_t wk_e_ = (call);                                           \
+        if (wk_e_ != hipSuccess) return wk_gpu_fail((c), wk_e_, #call, __FILE__, __LINE__); \
+    } while (0)
+/* For cleanup paths: run call only while st is WK_OK; record a failure. */
+#define WK_GPU_TRY(st, call)                                                 \
+    do {                                                                     \
+        if ((st) == WK_OK) {                                                 \
+            hipError_t wk_e_ = (call);                                       \
+            if (wk_e_ != hipSuccess) (st) = wk_gpu_fail(NULL, wk_e_, #call, __FILE__, __LINE__); \
+        }                                                                    \
+    } while (0)
+
+/* After every kernel launch: catches bad launch configurations at once
+ * (and, with WICK_GPU_SYNC=1, faults, by synchronizing); remembers the
+ * op for errors that surface at a later sync. `what` names the kernel. */
+wk_status wk_gpu_launched(wk_gpu_ctx *c, const char *what, const char *file, int line);
+#define WK_GPU_LAUNCH_CHECK(c, what)                                         \
+    do {                                                                     \
+        wk_status wk_s_ = wk_gpu_launched((c), (what), __FILE__, __LINE__); \
+        if (wk_s_ != WK_OK) return wk_s_;                                    \
+    } while (0)
+
+/* Make c's device current on this thread (every entry point first). */
+wk_status wk_gpu_enter(wk_gpu_ctx *c);
+#define WK_GPU_ENTER(c)                                                      \
+    do {                                                                     \
+        wk_status wk_s_ = wk_gpu_enter(c);                                   \
+        if (wk_s_ != WK_OK) return wk_s_;                                    \
+    } while (0)
+
+/* ------------------------------------------------------------------ */
+/* Memory (allocator.hip)                                              */
+
+/* Device memory from the context's cache (size-classed; blocks freed
+ * earlier on this stream are reused). On out-of-memory the cache is
+ * emptied and the allocation retried once; then WK_ERR_MEMORY. bytes == 0
+ * gives NULL. Alignment: 256 bytes. */
+wk_status wk_gpu_mem_alloc(wk_gpu_ctx *c, size_t bytes, void **ptr);
+/* Return a block to the cache (stream-ordered: later work may reuse it). */
+void wk_gpu_mem_free(wk_gpu_ctx *c, void *ptr);
+/* Give every cached free block back to the runtime. */
+wk_status wk_gpu_mem_trim(wk_gpu_ctx *c);
+/* Bytes held in the cache, free for reuse. */
+uint64_t wk_gpu_mem_cached(wk_gpu_ctx *c);
+wk_status wk_gpu_pool_create(wk_gpu_ctx *c);
+void wk_gpu_pool_destroy(wk_gpu_ctx *c);
+
+/* Scratch for an op: the same memory, named for intent. Free it right
+ * after the launches that use it (see "Streams" above). */
+static inline wk_status wk_gpu_scratch_alloc(wk_gpu_ctx *c, size_t bytes, void **ptr)
+{
+    return wk_gpu_mem_alloc(c, bytes, ptr);
+}
+static inline void wk_gpu_scratch_free(wk_gpu_ctx *c, void *ptr) { wk_gpu_mem_free(c, ptr); }
+
+/* Host transfers through pinned staging buffers: write returns once the
+ * host data is copied out; read waits for the data (allocator.hip). */
+wk_status wk_gpu_write(void *ctx, void *dst, const void *host, size_t bytes);
+wk_status wk_gpu_read(void *ctx, void *host, const void *src, size_t bytes);
+void wk_gpu_staging_destroy(wk_gpu_ctx *c);
+
+/* ------------------------------------------------------------------ */
+/* Element types for device code                                       */
+
+/* Storage types: narrow floats are bit patterns in distinct structs so
+ * that templates tell f16 from bf16. */
+struct wk_bf16_t { uint16_t bits; };
+struct wk_f16_t { uint16_t bits; };
+struct wk_f8_t { uint8_t bits; };
+
+/* Traits: C is the compute type (f32 for narrow floats, else itself). */
+template <typename T> struct wk_type;
+#define WK_GPU_TYPE_(T_, C_, ID_, FLOAT_, NARROW_, SIGNED_)                  \
+    template <> struct wk_type<T_> {                                         \
+        typedef C_ C;                                                        \
+        static constexpr wk_dtype id = ID_;                                  \
+        static constexpr bool is_float = FLOAT_;                             \
+        static constexpr bool is_narrow = NARROW_;                           \
+        static constexpr bool is_signed = SIGNED_;                           \
+    };
+WK_GPU_TYPE_(uint8_t, uint8_t, WK_U8, false, false, false)
+WK_GPU_TYPE_(uint32_t, uint32_t, WK_U32, false, false, false)
+WK_GPU_TYPE_(int16_t, int16_t, WK_I16, false, false, true)
+WK_GPU_TYPE_(int32_t, int32_t, WK_I32, false, false, true)
+WK_GPU_TYPE_(int64_t, int64_t, WK_I64, false, false, true)
+WK_GPU_TYPE_(wk_bf16_t, float, WK_BF16, true, true, true)
+WK_GPU_TYPE_(wk_f16_t, float, WK_F16, true, true, true)
+WK_GPU_TYPE_(float, float, WK_F32, true, false, true)
+WK_GPU_TYPE_(double, double, WK_F64, true, false, true)
+WK_GPU_TYPE_(wk_f8_t, float, WK_F8E4M3, true, true, true)
+#undef WK_GPU_TYPE_
+
+/* Storage -> compute type (exact). */
+WK_HD float wk_load_c(wk_bf16_t x) { return wk_bf16_to_f32(x.bits); }
+WK_HD float wk_load_c(wk_f16_t x) { return wk_f16_to_f32(x.bits); }
+WK_HD float wk_load_c(wk_f8_t x) { return wk_f8e4m3_to_f32(x.bits); }
+template <typename T> WK_HD T wk_load_c(T x) { return x; }
+
+/* ---- conversion to D from an exact value (integer or float) -------- */
+/* wk_to<D>(v): the cast rules of docs: integer -> integer wraps; float ->
+ * integer truncates, saturates, NaN -> 0; anything -> narrow float rounds
+ * to nearest even in one rounding; -> f32/f64 one rounding. */
+
+template <typename D> struct wk_to_;
+
+template <> struct wk_to_<double> {
+    template <typename V> static WK_HD double from(V v) { return (double)v; }
+};
+template <> struct wk_to_<float> {
+    template <typename V> static WK_HD float from(V v) { return (float)v; }
+};
+
+#define WK_GPU_TO_INT_(D_, F64_)                                             \
+    template <> struct wk_to_<D_> {                                          \
+        static WK_HD D_ from(float v) { return F64_((double)v); }            \
+        static WK_HD D_ from(double v) { return F64_(v); }                   \
+        template <typename V> static WK_HD D_ from(V v)                      \
+        {                                                                    \
+            static_assert(std::is_integral<V>::value, "integer source");     \
+            return (D_)(std::make_unsigned<D_>::type)v;                      \
+        }                                                                    \
+    };
+WK_GPU_TO_INT_(uint8_t, wk_f64_to_u8)
+WK_GPU_TO_INT_(uint32_t, wk_f64_to_u32)
+WK_GPU_TO_INT_(int16_t, wk_f64_to_i16)
+WK_GPU_TO_INT_(int32_t, wk_f64_to_i32)
+WK_GPU_TO_INT_(int64_t, wk_f64_to_i64)
+#undef WK_GPU_TO_INT_
+
+/* narrow: FMT_ is the scalar.h format; F32_ the fast f32 path */
+#define WK_GPU_TO_NARROW_(D_, FMT_, F32_)                                    \
+    template <> struct wk_to_<D_> {                                          \
+        static WK_HD D_ from(float v) { D_ r; r.bits = F32_(v); return r; }  \
+        static WK_HD D_ from(double v)                                       \
+        { D_ r; r.bits = (decltype(r.bits))wk_f64_to_narrow(FMT_, v); return r; } \
+        template <typename V> static WK_HD D_ from(V v)                      \
+        {                                                                    \
+            static_assert(std::is_integral<V>::value, "integer source");     \
+            D_ r;                                                            \
+            if (sizeof(V) <= 2) r.bits = F32_((float)v); /* exact in f32 */  \
+            else if (std::is_signed<V>::value)                               \
+                r.bits = (decltype(r.bits))wk_i64_to_narrow(FMT_, (int64_t)v); \
+            else r.bits = (decltype(r.bits))wk_u64_to_narrow(FMT_, (uint64_t)v); \
+            return r;                                                        \
+        }                                                                    \
+    };
+WK_GPU_TO_NARROW_(wk_bf16_t, WK_NARROW_BF16, wk_f32_to_bf16)
+WK_GPU_TO_NARROW_(wk_f16_t, WK_NARROW_F16, wk_f32_to_f16)
+WK_GPU_TO_NARROW_(wk_f8_t, WK_NARROW_F8E4M3, wk_f32_to_f8e4m3)
+#undef WK_GPU_TO_NARROW_
+
+/* Compute value -> storage type D (wk_to<wk_bf16_t>(1.5f), ...). */
+template <typename D, typename V> WK_HD D wk_to(V v) { return wk_to_<D>::from(v); }
+
+/* Storage S -> storage D with the cast rules (copy/to_dtype). */
+template <typename D, typename S> WK_HD D wk_cast(S s)
+{
+    if constexpr (std::is_same<D, S>::value) return s;
+    else return wk_to<D>(wk_load_c(s));
+}
+
+/* N elements of T as one aligned unit, for wide (16-byte) loads and
+ * stores on contiguous data: wk_vec<float, 4>, wk_vec<wk_bf16_t, 8>. */
+template <typename T, int N> struct alignas(sizeof(T) * N) wk_vec {
+    T v[N];
+};
+
+/* Elements per 16-byte unit of the widest of the types:
+ * wk_vec_width<float, uint8_t> == 4. */
+template <typename... T> struct wk_maxsize_;
+template <typename T> struct wk_maxsize_<T> { static constexpr size_t v = sizeof(T); };
+template <typename T, typename... R> struct wk_maxsize_<T, R...> {
+    static constexpr size_t v = sizeof(T) > wk_maxsize_<R...>::v ? sizeof(T) : wk_maxsize_<R...>::v;
+};
+template <typename... T> constexpr int wk_vec_width = (int)(16 / wk_maxsize_<T...>::v);
+
+/* true when p is a multiple of `bytes` (a power of two) */
+static inline bool wk_gpu_aligned(const void *p, size_t bytes)
+{
+    return ((uintptr_t)p & (bytes - 1)) == 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* Strided index arithmetic                                            */
+
+/* n / d for n, d < 2^32 by multiply-high: q = (mulhi(n, m) + n) >> s with
+ * s = ceil(log2 d), m = floor(2^32 (2^s - d) / d) + 1 (exact for every
+ * n < 2^32; the sum is taken in 64 bits). */
+struct wk_divmod32 {
+    uint32_t d, m, s;
+};
+static inline wk_divmod32 wk_divmod32_make(uint32_t d)
+{
+    wk_divmod32 r;
+    uint32_t s = 0;
+    while (s < 32 && ((uint64_t)1 << s) < d) s++;
+    r.d = d;
+    r.s = s;
+    r.m = (uint32_t)((((uint64_t)1 << 32) * (((uint64_t)1 << s) - d)) / d + 1);
+    return r;
+}
+WK_DEV uint32_t wk_divmod32_div(wk_divmod32 dm, uint32_t n)
+{
+    return (uint32_t)(((uint64_t)__umulhi(n, dm.m) + n) >> dm.s);
+}
+
+/* The dims of one elementwise launch (shared by its operands), innermost
+ * last, with fast dividers for launches under 2^32 elements. */
+struct wk_gpu_dims {
+    int rank;
+    int64_t n;                           /* elements                 */
+    int64_t dims[WK_MAX_RANK];
+    wk_divmod32 div[WK_MAX_RANK];
+};
+
+/* N operands' element offsets (storage base + offset + sum i_d st_d). */
+template <int N> struct wk_gpu_layout {
+    wk_gpu_dims d;
+    int64_t off[N];
+    int64_t st[N][WK_MAX_RANK];
+};
+
+/* Offsets of linear (row-major) element i in each operand. */
+template <int N> WK_DEV void wk_gpu_offsets(const wk_gpu_layout<N> &L, int64_t i, int64_t (&o)[N])
+{
+    for (int k = 0; k < N; k++) o[k] = L.off[k];
+    if (L.d.n <= (int64_t)UINT32_MAX) {
+        uint32_t r = (uint32_t)i;
+        for (int d = L.d.rank - 1; d >= 0; d--) {
+            uint32_t q = wk_divmod32_div(L.d.div[d], r);
+            int64_t idx = (int64_t)(r - q * L.d.div[d].d);
+            for (int k = 0; k < N; k++) o[k] += idx * L.st[k][d];
+            r = q;
+        }
+    } else {
+        for (int d = L.d.rank - 1; d >= 0; d--) {
+            int64_t q = i / L.d.dims[d];
+            int64_t idx = i - q * L.d.dims[d];
+            for (int k = 0; k < N; k++) o[k] += idx * L.st[k][d];
+            i = q;
+        }
+    }
+}
+
+/* Host: layout of N views sharing views[0]'s dims; size-1 dims dropped
+ * and dims merged where every operand allows. Returns the element count. */
+template <int N> static inline int64_t wk_gpu_layout_make(wk_gpu_layout<N> *L, const wk_view *const *v)
+{
+    int r = 0;
+    int64_t n = 1;
+    int64_t dims[WK_MAX_RANK], st[N][WK_MAX_RANK];
+    for (int d = 0; d < v[0]->rank; d++) {
+        int64_t e = v[0]->dims[d];
+        n *= e;
+        if (e == 1) continue;
+        bool merge = r > 0;
+        for (int k = 0; k < N && merge; k++)
+            if (st[k][r - 1] != v[k]->strides[d] * e) merge = false;
+        if (merge) {
+            dims[r - 1] *= e;
+            for (int k = 0; k < N; k++) st[k][r - 1] = v[k]->strides[d];
+        } else {
+            dims[r] = e;
+            for (int k = 0; k < N; k++) st[k][r] = v[k]->strides[d];
+            r++;
+        }
+    }
+    memset(L, 0, sizeof *L);
+    L->d.rank = r;
+    L->d.n = n;
+    for (int d = 0; d < r; d++) {
+        L->d.dims[d] = dims[d];
+        L->d.div[d] = wk_divmod32_make(dims[d] <= (int64_t)UINT32_MAX ? (uint32_t)dims[d] : 1u);
+        for (int k = 0; k < N; k++) L->st[k][d] = st[k][d];
+    }
+    for (int k = 0; k < N; k++) L->off[k] = v[k]->offset;
+    return n;
+}
+
+static inline int64_t wk_gpu_numel(const wk_view *v)
+{
+    int64_t n = 1;
+    for (int d = 0; d < v->rank; d++) n *= v->dims[d];
+    return n;
+}
+
+/* true when the view's elements are dense in row-major order */
+static inline bool wk_gpu_is_contiguous(const wk_view *v)
+{
+    int64_t s = 1;
+    for (int d = v->rank - 1; d >= 0; d--) {
+        if (v->dims[d] != 1 && v->strides[d] != s) return false;
+        s *= v->dims[d];
+    }
+    return true;
+}
+
+static inline size_t wk_gpu_dtype_size(wk_dtype dt)
+{
+    static const unsigned char sz[WK_DTYPE_COUNT] = { 1, 4, 2, 4, 8, 2, 2, 4, 8, 1 };
+    return (unsigned)dt < WK_DTYPE_COUNT ? sz[dt] : 0;
+}
+
+static inline const char *wk_gpu_dtype_name(wk_dtype dt)
+{
+    static const char *const nm[WK_DTYPE_COUNT] = { "u8", "u32", "i16", "i32", "i64",
+                                                    "bf16", "f16", "f32", "f64", "f8e4m3" };
+    return (unsigned)dt < WK_DTYPE_COUNT ? nm[dt] : "?";
+}
+
+/* Address of element 0 of a view (base + offset elements). */
+static inline char *wk_gpu_view_ptr(const wk_view *v)
+{
+    return (char *)v->base + v->offset * (int64_t)wk_gpu_dtype_size(v->dtype);
+}
+
+/* ------------------------------------------------------------------ */
+/* dtype dispatch (host): run BODY with T the storage type of dt.      */
+
+#define WK_GPU_CASE_(ID_, TY_, T, ...) case ID_: { typedef TY_ T; __VA_ARGS__; } break;
+#define WK_GPU_DISPATCH_ALL(dt, T, ...)                                      \
+    switch (dt) {                                                            \
+    WK_GPU_CASE_(WK_U8, uint8_t, T, __VA_ARGS__)                             \
+    WK_GPU_CASE_(WK_U32, uint32_t, T, __VA_ARGS__)                           \
+    WK_GPU_CASE_(WK_I16, int16_t, T, __VA_ARGS__)                            \
+    WK_GPU_CASE_(WK_I32, int32_t, T, __VA_ARGS__)                            \
+    WK_GPU_CASE_(WK_I64, int64_t, T, __VA_ARGS__)                            \
+    WK_GPU_CASE_(WK_BF16, wk_bf16_t, T, __VA_ARGS__)                         \
+    WK_GPU_CASE_(WK_F16, wk_f16_t, T, __VA_ARGS__)                           \
+    WK_GPU_CASE_(WK_F32, float, T, __VA_ARGS__)                              \
+    WK_GPU_CASE_(WK_F64, double, T, __VA_ARGS__)                             \
+    WK_GPU_CASE_(WK_F8E4M3, wk_f8_t, T, __VA_ARGS__)                         \
+    default: break;                                                          \
+    }
+#define WK_GPU_DISPATCH_FLOAT(dt, T, ...)                                    \
+    switch (dt) {                                                            \
+    WK_GPU_CASE_(WK_BF16, wk_bf16_t, T, __VA_ARGS__)                         \
+    WK_GPU_CASE_(WK_F16, wk_f16_t, T, __VA_ARGS__)                           \
+    WK_GPU_CASE_(WK_F32, float, T, __VA_ARGS__)                              \
+    WK_GPU_CASE_(WK_F64, double, T, __VA_ARGS__)                             \
+    WK_GPU_CASE_(WK_F8E4M3, wk_f8_t, T, __VA_ARGS__)                         \
+    default: break;                                                          \
+    }
+/* By element size only (pure data movement): T is uintN_t. */
+#define WK_GPU_DISPATCH_SIZE(bytes, T, ...)                                  \
+    switch (bytes) {                                                         \
+    WK_GPU_CASE_(1, uint8_t, T, __VA_ARGS__)                                 \
+    WK_GPU_CASE_(2, uint16_t, T, __VA_ARGS__)                                \
+    WK_GPU_CASE_(4, uint32_t, T, __VA_ARGS__)                                \
+    WK_GPU_CASE_(8, uint64_t, T, __VA_ARGS__)                                \
+    default: break;                                                          \
+    }
+
+/* ------------------------------------------------------------------ */
+/* Launch sizes                                                        */
+
+/* Threads per block of the elementwise kernels: 8 warps (256 on wave32,
+ * 512 on wave64), so the wave64 paths run with wave64 shapes. */
+static inline int wk_gpu_ew_block(const wk_gpu_ctx *c) { return 8 * c->warp_size; }
+
+/* Blocks for `items` work items of `block` threads each, grid-striding
+ * beyond `waves` full waves of the device. */
+static inline unsigned wk_gpu_grid(const wk_gpu_ctx *c, int64_t items, int block, int waves)
+{
+    int64_t per_sm = c->max_threads_per_sm > 0 ? c->max_threads_per_sm / block : 1;
+    if (per_sm < 1) per_sm = 1;
+    int64_t cap = (int64_t)c->sm_count * per_sm * waves;
+    int64_t b = (items + block - 1) / block;
+    if (b > cap) b = cap;
+    if (b < 1) b = 1;
+    return (unsigned)b;
+}
+
+/* Grid-stride loop over [0, n) with 64-bit indices. */
+#define WK_GPU_FOR(i, n)                                                     \
+    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < (n); \
+         i += (int64_t)gridDim.x * blockDim.x)
+
+/* ------------------------------------------------------------------ */
+/* Entry points (same signatures as the wk_backend_iface members)      */
+
+bool wk_gpu_supports(void *ctx, wk_op op, wk_dtype dt);
+/* elementwise.hip */
+wk_status wk_gpu_unary(void *ctx, wk_op op, const wk_view *dst, const wk_view *src, double p0, double p1);
+wk_status wk_gpu_binary(void *ctx, wk_op op, const wk_view *dst, const wk_view *a, const wk_view *b);
+wk_status wk_gpu_where_cond(void *ctx, const wk_view *dst, const wk_view *cond, const wk_view *a, const wk_view *b);
+/* copy.hip */
+wk_status wk_gpu_copy(void *ctx, const wk_view *dst, const wk_view *src);
+wk_status wk_gpu_copy2d(void *ctx, void *dst_base, const void *src_base, wk_dtype dtype,
+                        int64_t rows, int64_t cols, int64_t dst_stride, int64_t src_stride,
+                        int64_t dst_offset, int64_t src_offset);
+wk_status wk_gpu_const_set(void *ctx, const wk_view *dst, const void *value);
+/* random.hip */
+wk_status wk_gpu_rand_uniform(void *ctx, const wk_view *dst, uint64_t seed, uint64_t offset, double lo, double hi);
+wk_status wk_gpu_rand_normal(void *ctx, const wk_view *dst, uint64_t seed, uint64_t offset, double mean, double std);
+/* reduce.hip, matmul.hip, index.hip (runtime.hip has weak stubs that
+ * answer WK_ERR_UNSUPPORTED / false until those files define them) */
+wk_status wk_gpu_reduce(void *ctx, wk_op op, const wk_view *dst, const wk_view *src, uint32_t dim_mask);
+wk_status wk_gpu_matmul(void *ctx, const wk_view *dst, const wk_view *a, const wk_view *b);
+wk_status wk_gpu_index_select(void *ctx, const wk_view *dst, const wk_view *src, const wk_view *ids, int dim);
+wk_status wk_gpu_gather(void *ctx, const wk_view *dst, const wk_view *src, const wk_view *ids, int dim);
+wk_status wk_gpu_scatter(void *ctx, wk_op op, const wk_view *dst, const wk_view *ids, const wk_view *src, int dim);
+wk_status wk_gpu_index_add(void *ctx, const wk_view *dst, const wk_view *ids, const wk_view *src, int dim);
+/* supports() asks these for their op families (reduce: SUM..ARGMAX;
+ * matmul: MATMUL; index: INDEX_SELECT..INDEX_ADD). */
+bool wk_gpu_reduce_supports(void *ctx, wk_op op, wk_dtype dt);
+bool wk_gpu_matmul_supports(void *ctx, wk_op op, wk_dtype dt);
+bool wk_gpu_index_supports(void *ctx, wk_op op, wk_dtype dt);
+
+#endif /* WICK_GPU_INTERNAL_H */

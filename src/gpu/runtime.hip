@@ -1,0 +1,367 @@
+/* runtime.hip — the GPU backend's host side: device enumeration and
+ * properties, contexts (one stream each), error reporting, the
+ * (op, dtype) support table, the vtable and the plugin's one exported
+ * symbol, wk_backend_entry_v1. The same file builds the "cuda" plugin
+ * (nvcc) and the "rocm" plugin (hipcc); see compat.h. */
+#include "gpu_internal.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+const wk_host_api *wk_gpu_host;
+
+/* ---- errors ------------------------------------------------------------ */
+
+wk_status wk_gpu_fail(wk_gpu_ctx *c, hipError_t err, const char *call, const char *file, int line)
+{
+    const char *name = hipGetErrorName(err), *text = hipGetErrorString(err);
+    if (c && c->last_op[0])
+        return wk_gpu_host->set_error(WK_ERR_BACKEND, "%s failed: %s: %s (%s:%d; last op launched: %s)",
+                                      call, name ? name : "?", text ? text : "?", file, line, c->last_op);
+    return wk_gpu_host->set_error(WK_ERR_BACKEND, "%s failed: %s: %s (%s:%d)", call, name ? name : "?",
+                                  text ? text : "?", file, line);
+}
+
+wk_status wk_gpu_fail_lib(const char *call, const char *what, long code, const char *file, int line)
+{
+    return wk_gpu_host->set_error(WK_ERR_BACKEND, "%s failed: %s (status %ld) (%s:%d)", call,
+                                  what ? what : "?", code, file, line);
+}
+
+wk_status wk_gpu_launched(wk_gpu_ctx *c, const char *what, const char *file, int line)
+{
+    const char *op = wk_gpu_host->current_op ? wk_gpu_host->current_op() : NULL;
+    snprintf(c->last_op, sizeof c->last_op, "%s", op ? op : what);
+    hipError_t e = hipGetLastError();
+    if (e != hipSuccess) {
+        char call[96];
+        snprintf(call, sizeof call, "launch of %s", what);
+        return wk_gpu_fail(NULL, e, call, file, line);
+    }
+    if (c->sync_launches) {
+        e = hipStreamSynchronize(c->stream);
+        if (e != hipSuccess) {
+            char call[96];
+            snprintf(call, sizeof call, "kernel %s", what);
+            return wk_gpu_fail(NULL, e, call, file, line);
+        }
+    }
+    return WK_OK;
+}
+
+wk_status wk_gpu_enter(wk_gpu_ctx *c)
+{
+    WK_GPU_CHECK(hipSetDevice(c->device));
+    return WK_OK;
+}
+
+/* ---- devices ----------------------------------------------------------- */
+
+static int rt_device_count(void)
+{
+    int n = 0;
+    if (hipGetDeviceCount(&n) != hipSuccess) {
+        (void)hipGetLastError();          /* no driver / no device: none */
+        return 0;
+    }
+    return n;
+}
+
+static wk_status rt_attr(int *out, int attr, int dev)
+{
+    *out = 0;
+    WK_GPU_CHECK(hipDeviceGetAttribute(out, (decltype(hipDeviceAttributeWarpSize))attr, dev));
+    return WK_OK;
+}
+
+static wk_status rt_query(wk_gpu_ctx *c)
+{
+    int v;
+    wk_status st;
+    if ((st = rt_attr(&c->hw_warp_size, hipDeviceAttributeWarpSize, c->device))) return st;
+    if ((st = rt_attr(&c->sm_count, hipDeviceAttributeMultiprocessorCount, c->device))) return st;
+    if ((st = rt_attr(&c->max_threads_per_block, hipDeviceAttributeMaxThreadsPerBlock, c->device))) return st;
+    if ((st = rt_attr(&c->max_threads_per_sm, hipDeviceAttributeMaxThreadsPerMultiProcessor, c->device))) return st;
+    if ((st = rt_attr(&v, hipDeviceAttributeMaxSharedMemoryPerBlock, c->device))) return st;
+    c->shared_per_block = (size_t)v;
+    if ((st = rt_attr(&v, hipDeviceAttributeL2CacheSize, c->device))) return st;
+    c->l2_bytes = (size_t)v;
+    hipDeviceProp_t prop;
+    memset(&prop, 0, sizeof prop);
+    WK_GPU_CHECK(hipGetDeviceProperties(&prop, c->device));
+    snprintf(c->model, sizeof c->model, "%s", prop.name);
+#if defined(WK_GPU_HIP)
+    snprintf(c->arch, sizeof c->arch, "%s", prop.gcnArchName);
+    if (!c->model[0]) snprintf(c->model, sizeof c->model, "%s", prop.gcnArchName);
+#else
+    c->cc_major = prop.major;
+    c->cc_minor = prop.minor;
+    snprintf(c->arch, sizeof c->arch, "sm_%d%d", prop.major, prop.minor);
+#endif
+    if (c->hw_warp_size != 32 && c->hw_warp_size != 64)
+        return wk_gpu_host->set_error(WK_ERR_BACKEND, "device %d reports warp size %d (want 32 or 64)",
+                                      c->device, c->hw_warp_size);
+    c->warp_size = c->hw_warp_size;
+#if defined(WK_VIRTUAL_WAVE64)
+    /* two 32-lane warps make each 64-lane one (compat.h) */
+    if (c->hw_warp_size != 32)
+        return wk_gpu_host->set_error(WK_ERR_BACKEND, "the virtual-wave64 build needs 32-lane warps");
+    c->warp_size = 64;
+#endif
+    return WK_OK;
+}
+
+static void rt_close(void *ctx);
+
+static wk_status rt_open(int index, void **out)
+{
+    *out = NULL;
+    int n = rt_device_count();
+    if (index < 0 || index >= n)
+        return wk_gpu_host->set_error(WK_ERR_DEVICE, "no %s device %d (%d found)", WK_GPU_PLATFORM, index, n);
+    wk_gpu_ctx *c = (wk_gpu_ctx *)calloc(1, sizeof *c);
+    if (!c) return wk_gpu_host->set_error(WK_ERR_MEMORY, "out of host memory opening %s:%d", WK_GPU_PLATFORM, index);
+    c->device = index;
+    const char *sync = getenv("WICK_GPU_SYNC");
+    c->sync_launches = sync && sync[0] && strcmp(sync, "0") != 0;
+    wk_status st = wk_gpu_enter(c);
+    if (st == WK_OK) st = rt_query(c);
+    WK_GPU_TRY(st, hipStreamCreateWithFlags(&c->stream, hipStreamNonBlocking));
+    if (st == WK_OK) st = wk_gpu_pool_create(c);
+    if (st != WK_OK) {
+        rt_close(c);
+        return st;
+    }
+    *out = c;
+    return WK_OK;
+}
+
+static void rt_close(void *ctx)
+{
+    wk_gpu_ctx *c = (wk_gpu_ctx *)ctx;
+    if (!c) return;
+    if (hipSetDevice(c->device) == hipSuccess && c->stream) (void)hipStreamSynchronize(c->stream);
+    for (int k = 0; k < WK_GPU_EXT_SLOTS; k++)
+        if (c->ext[k] && c->ext_free[k]) c->ext_free[k](c, c->ext[k]);
+    wk_gpu_staging_destroy(c);
+    wk_gpu_pool_destroy(c);
+    if (c->stream) (void)hipStreamDestroy(c->stream);
+    (void)hipGetLastError();
+    free(c);
+}
+
+static wk_status rt_info(void *ctx, wk_device_info *out)
+{
+    wk_gpu_ctx *c = (wk_gpu_ctx *)ctx;
+    WK_GPU_ENTER(c);
+    memset(out, 0, sizeof *out);
+    snprintf(out->name, sizeof out->name, "%s:%d", WK_GPU_PLATFORM, c->device);
+    snprintf(out->model, sizeof out->model, "%s", c->model);
+    size_t fr = 0, tot = 0;
+    WK_GPU_CHECK_C(c, hipMemGetInfo(&fr, &tot));
+    out->total_memory = tot;
+    out->free_memory = fr + wk_gpu_mem_cached(c);   /* the cache is ours to reuse */
+    out->compute_units = c->sm_count;
+    out->warp_size = c->warp_size;
+    return WK_OK;
+}
+
+static wk_status rt_synchronize(void *ctx)
+{
+    wk_gpu_ctx *c = (wk_gpu_ctx *)ctx;
+    WK_GPU_ENTER(c);
+    WK_GPU_CHECK_C(c, hipStreamSynchronize(c->stream));
+    return WK_OK;
+}
+
+static wk_status rt_alloc(void *ctx, size_t bytes, void **ptr)
+{
+    wk_gpu_ctx *c = (wk_gpu_ctx *)ctx;
+    *ptr = NULL;
+    if (bytes == 0) return WK_OK;
+    WK_GPU_ENTER(c);
+    return wk_gpu_mem_alloc(c, bytes, ptr);
+}
+
+static void rt_free(void *ctx, void *ptr)
+{
+    if (ptr) wk_gpu_mem_free((wk_gpu_ctx *)ctx, ptr);
+}
+
+/* Device to device: on one device a plain async copy on its stream; across
+ * devices the copy runs on the source's stream after the destination's
+ * pending work, and the destination's stream waits for it. */
+static wk_status rt_copy_peer(void *dst_ctx, void *dst, void *src_ctx, const void *src, size_t bytes)
+{
+    wk_gpu_ctx *d = (wk_gpu_ctx *)dst_ctx, *s = (wk_gpu_ctx *)src_ctx;
+    if (bytes == 0) return WK_OK;
+    if (d->device == s->device) {
+        WK_GPU_ENTER(s);
+        if (d != s) {
+            hipEvent_t ev;
+            WK_GPU_CHECK(hipEventCreateWithFlags(&ev, hipEventDisableTiming));
+            wk_status st = WK_OK;
+            WK_GPU_TRY(st, hipEventRecord(ev, d->stream));
+            WK_GPU_TRY(st, hipStreamWaitEvent(s->stream, ev, 0));
+            WK_GPU_TRY(st, hipMemcpyAsync(dst, src, bytes, hipMemcpyDeviceToDevice, s->stream));
+            WK_GPU_TRY(st, hipEventRecord(ev, s->stream));
+            WK_GPU_TRY(st, hipStreamWaitEvent(d->stream, ev, 0));
+            (void)hipEventDestroy(ev);
+            return st;
+        }
+        WK_GPU_CHECK_C(s, hipMemcpyAsync(dst, src, bytes, hipMemcpyDeviceToDevice, s->stream));
+        return WK_OK;
+    }
+    hipEvent_t ev_d, ev_s;
+    WK_GPU_CHECK(hipSetDevice(d->device));
+    WK_GPU_CHECK(hipEventCreateWithFlags(&ev_d, hipEventDisableTiming));
+    wk_status st = WK_OK;
+    WK_GPU_TRY(st, hipEventRecord(ev_d, d->stream));
+    WK_GPU_TRY(st, hipSetDevice(s->device));
+    if (st != WK_OK) {
+        (void)hipEventDestroy(ev_d);
+        return st;
+    }
+    WK_GPU_TRY(st, hipEventCreateWithFlags(&ev_s, hipEventDisableTiming));
+    if (st != WK_OK) {
+        (void)hipEventDestroy(ev_d);
+        return st;
+    }
+    WK_GPU_TRY(st, hipStreamWaitEvent(s->stream, ev_d, 0));
+    WK_GPU_TRY(st, hipMemcpyPeerAsync(dst, d->device, src, s->device, bytes, s->stream));
+    WK_GPU_TRY(st, hipEventRecord(ev_s, s->stream));
+    WK_GPU_TRY(st, hipSetDevice(d->device));
+    WK_GPU_TRY(st, hipStreamWaitEvent(d->stream, ev_s, 0));
+    (void)hipEventDestroy(ev_s);
+    (void)hipEventDestroy(ev_d);
+    return st;
+}
+
+/* ---- support table ------------------------------------------------------ */
+
+static bool rt_is_float(wk_dtype dt)
+{
+    return dt == WK_BF16 || dt == WK_F16 || dt == WK_F32 || dt == WK_F64 || dt == WK_F8E4M3;
+}
+
+bool wk_gpu_supports(void *ctx, wk_op op, wk_dtype dt)
+{
+    if ((unsigned)dt >= WK_DTYPE_COUNT) return false;
+    switch (op) {
+    case WK_OP_ABS: case WK_OP_NEG: case WK_OP_SQR: case WK_OP_RELU:
+    case WK_OP_SIGN: case WK_OP_FLOOR: case WK_OP_CEIL: case WK_OP_ROUND:
+    case WK_OP_AFFINE:
+        return true;
+    case WK_OP_EXP: case WK_OP_LOG: case WK_OP_SIN: case WK_OP_COS:
+    case WK_OP_TANH: case WK_OP_RECIP: case WK_OP_SQRT: case WK_OP_GELU:
+    case WK_OP_GELU_ERF: case WK_OP_ERF: case WK_OP_SILU: case WK_OP_POWF:
+    case WK_OP_ELU:
+        return rt_is_float(dt);
+    case WK_OP_ADD: case WK_OP_SUB: case WK_OP_MUL: case WK_OP_DIV:
+    case WK_OP_MINIMUM: case WK_OP_MAXIMUM:
+    case WK_OP_EQ: case WK_OP_NE: case WK_OP_LT: case WK_OP_LE:
+    case WK_OP_GT: case WK_OP_GE: case WK_OP_WHERE:
+    case WK_OP_COPY: case WK_OP_COPY2D: case WK_OP_CONST_SET:
+        return true;
+    case WK_OP_RAND_UNIFORM: case WK_OP_RAND_NORMAL:
+        return rt_is_float(dt);
+    case WK_OP_SUM: case WK_OP_MIN: case WK_OP_MAX: case WK_OP_ARGMIN: case WK_OP_ARGMAX:
+        return wk_gpu_reduce_supports(ctx, op, dt);
+    case WK_OP_MATMUL:
+        return wk_gpu_matmul_supports(ctx, op, dt);
+    case WK_OP_INDEX_SELECT: case WK_OP_GATHER: case WK_OP_SCATTER_SET:
+    case WK_OP_SCATTER_ADD: case WK_OP_INDEX_ADD:
+        return wk_gpu_index_supports(ctx, op, dt);
+    default:
+        return false;
+    }
+}
+
+/* ---- stand-ins for ops defined in other files ----------------------------
+ * Weak: reduce.hip, matmul.hip and index.hip replace them when linked. */
+
+static wk_status rt_unsupported(const char *what)
+{
+    return wk_gpu_host->set_error(WK_ERR_UNSUPPORTED, "%s is not implemented by the %s backend", what,
+                                  WK_GPU_PLATFORM);
+}
+
+__attribute__((weak)) wk_status wk_gpu_reduce(void *, wk_op, const wk_view *, const wk_view *, uint32_t)
+{
+    return rt_unsupported("reduce");
+}
+__attribute__((weak)) wk_status wk_gpu_matmul(void *, const wk_view *, const wk_view *, const wk_view *)
+{
+    return rt_unsupported("matmul");
+}
+__attribute__((weak)) wk_status wk_gpu_index_select(void *, const wk_view *, const wk_view *, const wk_view *, int)
+{
+    return rt_unsupported("index_select");
+}
+__attribute__((weak)) wk_status wk_gpu_gather(void *, const wk_view *, const wk_view *, const wk_view *, int)
+{
+    return rt_unsupported("gather");
+}
+__attribute__((weak)) wk_status wk_gpu_scatter(void *, wk_op, const wk_view *, const wk_view *, const wk_view *, int)
+{
+    return rt_unsupported("scatter");
+}
+__attribute__((weak)) wk_status wk_gpu_index_add(void *, const wk_view *, const wk_view *, const wk_view *, int)
+{
+    return rt_unsupported("index_add");
+}
+__attribute__((weak)) bool wk_gpu_reduce_supports(void *, wk_op, wk_dtype) { return false; }
+__attribute__((weak)) bool wk_gpu_matmul_supports(void *, wk_op, wk_dtype) { return false; }
+__attribute__((weak)) bool wk_gpu_index_supports(void *, wk_op, wk_dtype) { return false; }
+
+/* ---- the vtable and the entry point -------------------------------------- */
+
+static wk_backend_iface rt_iface;
+
+static void rt_fill_iface(wk_backend_iface *f)
+{
+    memset(f, 0, sizeof *f);
+    f->abi = WK_BACKEND_ABI;
+    f->kind = WK_GPU_PLATFORM;
+    f->device_count = rt_device_count;
+    f->device_open = rt_open;
+    f->device_close = rt_close;
+    f->device_info = rt_info;
+    f->synchronize = rt_synchronize;
+    f->alloc = rt_alloc;
+    f->free = rt_free;
+    f->write = wk_gpu_write;
+    f->read = wk_gpu_read;
+    f->copy_peer = rt_copy_peer;
+    f->supports = wk_gpu_supports;
+    f->unary = wk_gpu_unary;
+    f->binary = wk_gpu_binary;
+    f->where_cond = wk_gpu_where_cond;
+    f->copy = wk_gpu_copy;
+    f->copy2d = wk_gpu_copy2d;
+    f->const_set = wk_gpu_const_set;
+    f->reduce = wk_gpu_reduce;
+    f->matmul = wk_gpu_matmul;
+    f->index_select = wk_gpu_index_select;
+    f->gather = wk_gpu_gather;
+    f->scatter = wk_gpu_scatter;
+    f->index_add = wk_gpu_index_add;
+    f->rand_uniform = wk_gpu_rand_uniform;
+    f->rand_normal = wk_gpu_rand_normal;
+}
+
+extern "C" __attribute__((visibility("default"))) const wk_backend_iface *WK_BACKEND_ENTRY(const wk_host_api *host)
+{
+    if (!host || !host->set_error) return NULL;
+    if (host->abi != WK_BACKEND_ABI) {
+        host->set_error(WK_ERR_BACKEND, "the %s plugin speaks backend ABI %d, the core %d", WK_GPU_PLATFORM,
+                        WK_BACKEND_ABI, host->abi);
+        return NULL;
+    }
+    wk_gpu_host = host;
+    rt_fill_iface(&rt_iface);
+    return &rt_iface;
+}
+
+static_assert(std::is_same<decltype(&WK_BACKEND_ENTRY), wk_backend_entry_fn>::value,
+              "the entry point has the type backend.h declares");
