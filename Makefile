@@ -43,6 +43,17 @@ $(BUILD)/wick: $(TOOL_SRC:%.c=$(BUILD)/%.o) $(BUILD)/libwick.a
 $(BUILD)/wick-tests: $(TEST_OBJ) $(BUILD)/libwick.a
 	$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDLIBS)
 
+# The op-parity runner: every op on every GPU device against the cpu
+# (cpu against itself when there is no GPU). `$(BUILD)/wick-parity --quick`
+# keeps sizes small for compute-sanitizer runs.
+PARITY_SRC := $(sort $(wildcard tests/parity/*.c))
+PARITY_OBJ := $(PARITY_SRC:%.c=$(BUILD)/%.o)
+$(BUILD)/tests/parity/%.o: tests/parity/%.c $(wildcard include/*.h tests/*.h tests/parity/*.h) Makefile
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -c $< -o $@
+$(BUILD)/wick-parity: $(PARITY_OBJ) $(BUILD)/libwick.a
+	$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDLIBS)
+
 # The README's test command.
 test: all
 	$(BUILD)/wick-tests

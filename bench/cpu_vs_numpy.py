@@ -263,6 +263,7 @@ def main():
     if not os.access(args.wick, os.X_OK):
         sys.exit(f"cpu_vs_numpy: {os.path.relpath(args.wick, ROOT)} not found; run `make` first")
 
+    load_before = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
     dump_dir = None if args.no_check else tempfile.mkdtemp(prefix="wick-bench-")
     rows, failed, missed = [], False, False
     try:
@@ -305,7 +306,9 @@ def main():
             shutil.rmtree(dump_dir, ignore_errors=True)
 
     commit = git("rev-parse", "--short", "HEAD") or "?"
-    if git("status", "--porcelain", "--untracked-files=no"):
+    # what the build is made of: a changed or new file there means the
+    # binary is not exactly the commit
+    if git("status", "--porcelain", "--", "Makefile", "include", "src", "tools"):
         commit += " (with uncommitted changes)"
     cores = os.cpu_count()
     usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else cores
@@ -319,7 +322,8 @@ def main():
         f"## {now}, commit {commit}",
         "",
         f"- machine: {cpu_model()}, {cores} logical CPUs ({usable} usable), "
-        f"{platform.system()} {platform.machine()}",
+        f"{platform.system()} {platform.machine()}"
+        + (f"; 1-minute load average {load_before:.2f} before the run" if load_before is not None else ""),
         f"- wick build: {wick_build_line(args.wick)}",
         f"- numpy {np.__version__} (BLAS: {blas_text()}), ml_dtypes {ml_dtypes.__version__}, "
         f"Python {platform.python_version()}",

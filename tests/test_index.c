@@ -226,6 +226,7 @@ T_SUITE(index)
     for (int o = 0; o < 5; o++)
         for (int k = 0; k < 3; k++) {
             if (t_case("index/%s/f32/%s/out_of_range", ops[o], t_dt_name(id_dts[k]))) out_of_range_case(ops[o], id_dts[k], 7);
+            if (t_case("index/%s/f32/%s/id_equals_size", ops[o], t_dt_name(id_dts[k]))) out_of_range_case(ops[o], id_dts[k], 4);
             if (id_dts[k] != WK_U8 && t_case("index/%s/f32/%s/out_of_range_huge", ops[o], t_dt_name(id_dts[k])))
                 out_of_range_case(ops[o], id_dts[k], 4000000000LL);
             if (id_dts[k] == WK_I64 && t_case("index/%s/f32/i64/negative_id", ops[o])) out_of_range_case(ops[o], WK_I64, -1);

@@ -19,6 +19,16 @@
 #include <time.h>
 #include "test.h"
 
+/* Under AddressSanitizer a huge allocation aborts unless the allocator may
+ * return NULL; the error tests ask for 2^62-element tensors on purpose and
+ * expect a clean WK_ERR_MEMORY. (ASAN_OPTIONS from the environment still
+ * apply on top of this default.) */
+const char *__asan_default_options(void);
+__attribute__((visibility("default"), used)) const char *__asan_default_options(void)
+{
+    return "allocator_may_return_null=1";
+}
+
 /* test_coverage.c */
 bool t_coverage_check(bool print_listing, const char *required_path);
 

@@ -130,13 +130,19 @@ wk_tensor *wk_mean(const wk_tensor *t, const int *dims, int ndims, bool keepdim)
         if (!wk_dtype_is_float(t->dtype)) {
             wk_error(WK_ERR_DTYPE, "mean needs a float dtype, not %s", wk_dtype_name(t->dtype));
         } else {
-            wk_tensor *s = reduce_impl(WK_OP_SUM, t, dims, ndims, keepdim);
+            /* narrow floats: sum and divide in f32, round once at the end */
+            bool narrow = t->dtype != WK_F32 && t->dtype != WK_F64;
+            wk_tensor *wide = narrow ? wk_to_dtype(t, WK_F32) : NULL;
+            wk_tensor *s = (!narrow || wide) ? reduce_impl(WK_OP_SUM, narrow ? wide : t, dims, ndims, keepdim) : NULL;
             if (s) {
                 int64_t n = wk_numel(t->rank, t->dims), m = wk_numel(s->rank, s->dims);
                 double count = m ? (double)n / (double)m : 0.0;
-                r = wk_affine(s, count > 0 ? 1.0 / count : 0.0 / 0.0, 0.0);
+                wk_tensor *q = wk_affine(s, count > 0 ? 1.0 / count : 0.0 / 0.0, 0.0);
+                r = narrow && q ? wk_to_dtype(q, t->dtype) : wk_retain(q);
+                wk_release(q);
                 wk_release(s);
             }
+            wk_release(wide);
         }
     }
     WK_LEAVE();

@@ -274,6 +274,53 @@ typedef int64_t wk_v2l __attribute__((vector_size(16)));
 DEF_EXT_VEC(float, wk_v4f, wk_v4i, 4, f32)
 DEF_EXT_VEC(double, wk_v2d, wk_v2l, 2, f64)
 
+#if defined(__SSE4_1__)
+#include <smmintrin.h>
+/* One-pass arg max/min of f32 (SSE4.1): 8 lanes keep their best value
+ * and its position (strict compare: the first occurrence per lane); the
+ * lanes are folded by value, then smallest position. A NaN anywhere sends
+ * the segment to the first-NaN scan. n < 2^31. */
+#define ARG_LOOP(CMP)                                                        \
+    for (; i + 8 <= n; i += 8) {                                             \
+        __m128 v0 = _mm_loadu_ps(p + i), v1 = _mm_loadu_ps(p + i + 4);      \
+        c0 = _mm_add_epi32(c0, eight); c1 = _mm_add_epi32(c1, eight);        \
+        un = _mm_or_ps(un, _mm_cmpunord_ps(v0, v1));                         \
+        __m128 g0 = CMP(v0, m0), g1 = CMP(v1, m1);                           \
+        m0 = _mm_blendv_ps(m0, v0, g0); m1 = _mm_blendv_ps(m1, v1, g1);      \
+        i0 = _mm_blendv_epi8(i0, c0, _mm_castps_si128(g0));                  \
+        i1 = _mm_blendv_epi8(i1, c1, _mm_castps_si128(g1));                  \
+    }
+static int64_t seg_arg1_f32(const float *p, int64_t n, bool is_max, float *best)
+{
+    if (n < 16 || n >= ((int64_t)1 << 31)) return seg_arg_f32(p, n, is_max, best);
+    __m128 m0 = _mm_loadu_ps(p), m1 = _mm_loadu_ps(p + 4);
+    __m128i c0 = _mm_setr_epi32(0, 1, 2, 3), c1 = _mm_setr_epi32(4, 5, 6, 7);
+    __m128i i0 = c0, i1 = c1, eight = _mm_set1_epi32(8);
+    __m128 un = _mm_cmpunord_ps(m0, m1);
+    int64_t i = 8;
+    if (is_max) { ARG_LOOP(_mm_cmpgt_ps) } else { ARG_LOOP(_mm_cmplt_ps) }
+    float mv[8];
+    int32_t iv[8];
+    _mm_storeu_ps(mv, m0); _mm_storeu_ps(mv + 4, m1);
+    _mm_storeu_si128((__m128i *)iv, i0); _mm_storeu_si128((__m128i *)(iv + 4), i1);
+    bool nan = _mm_movemask_ps(un) != 0;
+    float b = mv[0];
+    int64_t bi = iv[0];
+    for (int j = 1; j < 8; j++)
+        if ((is_max ? mv[j] > b : mv[j] < b) || (mv[j] == b && iv[j] < bi)) { b = mv[j]; bi = iv[j]; }
+    for (; i < n; i++) {
+        nan |= p[i] != p[i];
+        if (is_max ? p[i] > b : p[i] < b) { b = p[i]; bi = i; }
+    }
+    if (nan) return seg_arg_f32(p, n, is_max, best);
+    *best = b;
+    return bi;
+}
+#undef ARG_LOOP
+#else
+#define seg_arg1_f32 seg_arg_f32
+#endif
+
 static int64_t seg_ext_i64(const int64_t *p, int64_t n, bool is_max, int *nan)
 {
     (void)nan;
@@ -386,7 +433,7 @@ static void row_segment(const rplan *P, part *pt, const char *p, int64_t s, int6
             const float *v = (const float *)q;
             if (P->dt != WK_F32 || s != 1) { load_f32(q, P->dt, s, cn, buf.f); v = buf.f; }
             if (P->op == WK_OP_SUM) { pt->f += seg_sum_f32(v, cn); pt->any = true; }
-            else if (arg) { float b; int64_t k = seg_arg_f32(v, cn, is_max, &b); part_add_f(pt, ACC_F32, P->op, b, ib + k * wi); }
+            else if (arg) { float b; int64_t k = seg_arg1_f32(v, cn, is_max, &b); part_add_f(pt, ACC_F32, P->op, b, ib + k * wi); }
             else { int nan = 0; float m = seg_ext_f32(v, cn, is_max, &nan); part_add_f(pt, ACC_F32, P->op, nan ? NAN : m, 0); }
         } else if (P->acc == ACC_F64) {
             const double *v = (const double *)q;

@@ -46,6 +46,17 @@ __global__ void cp_cast_contig(const S *__restrict__ src, D *__restrict__ dst, i
     }
 }
 
+template <typename D, typename S>
+static void cp_cast_launch(wk_gpu_ctx *c, void *d, const void *s, int64_t n, int block)
+{
+    if constexpr (!std::is_same<D, S>::value) {     /* same dtype: a memcpy */
+        constexpr int V = wk_vec_width<S, D>;
+        int vec = wk_gpu_aligned(s, sizeof(S) * V) && wk_gpu_aligned(d, sizeof(D) * V);
+        cp_cast_contig<D, S><<<wk_gpu_grid(c, (n + V - 1) / V, block, 4), block, 0, c->stream>>>((const S *)s,
+                                                                                                 (D *)d, n, vec);
+    }
+}
+
 /* ---- moves (same dtype) --------------------------------------------------------- */
 
 template <typename E>
@@ -153,14 +164,7 @@ wk_status wk_gpu_copy(void *ctx, const wk_view *dst, const wk_view *src)
         void *d = wk_gpu_view_ptr(dst);
         const void *s = wk_gpu_view_ptr(src);
         WK_GPU_DISPATCH_ALL(dst->dtype, D, {
-            WK_GPU_DISPATCH_ALL(src->dtype, S, {
-                if constexpr (!std::is_same<D, S>::value) {
-                    constexpr int V = wk_vec_width<S, D>;
-                    int vec = wk_gpu_aligned(s, sizeof(S) * V) && wk_gpu_aligned(d, sizeof(D) * V);
-                    cp_cast_contig<D, S><<<wk_gpu_grid(c, (n + V - 1) / V, block, 4), block, 0, c->stream>>>(
-                        (const S *)s, (D *)d, n, vec);
-                }
-            })
+            WK_GPU_DISPATCH_ALL(src->dtype, S, { cp_cast_launch<D, S>(c, d, s, n, block); })
         })
         WK_GPU_LAUNCH_CHECK(c, "cast");
         return WK_OK;

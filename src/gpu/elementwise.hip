@@ -14,7 +14,8 @@
  * through the same loop one by one. The strided path (any strides,
  * stride 0 for broadcast) computes offsets with 32-bit multiply-high
  * division when the launch is under 2^32 elements (wk_gpu_offsets), after
- * the host merged every dim the operands allow. Block size is 8 warps
+ * the host merged every dim the operands allow; there the op is switched
+ * per element (a uniform branch) so the offset code exists once. Block size is 8 warps
  * (256 threads on wave32, 512 on wave64). affine uses __fmul_rn/__dmul_rn
  * so that x*mul+add is never contracted into an fma (the CPU rounds the
  * product).
@@ -97,11 +98,19 @@ template <int OP, typename C> WK_DEV C ew_unary_float(C x, ew_params p)
 template <int OP, typename T> WK_DEV T ew_unary_int(T x, ew_params p)
 {
     constexpr bool sgn = std::is_signed<T>::value;
-    if constexpr (OP == WK_OP_ABS) return (sgn && x < (T)0) ? ew_wrap<T>((uint64_t)0 - ew_u64(x)) : x;
+    if constexpr (OP == WK_OP_ABS) {
+        if constexpr (sgn) return x < (T)0 ? ew_wrap<T>((uint64_t)0 - ew_u64(x)) : x;
+        else return x;
+    }
     else if constexpr (OP == WK_OP_NEG) return ew_wrap<T>((uint64_t)0 - ew_u64(x));
     else if constexpr (OP == WK_OP_SQR) return ew_wrap<T>(ew_u64(x) * ew_u64(x));
-    else if constexpr (OP == WK_OP_RELU) return x < (T)0 ? (T)0 : x;
-    else if constexpr (OP == WK_OP_SIGN) return x > (T)0 ? (T)1 : x < (T)0 ? (T)-1 : (T)0;
+    else if constexpr (OP == WK_OP_RELU) {
+        if constexpr (sgn) return x < (T)0 ? (T)0 : x;
+        else return x;
+    } else if constexpr (OP == WK_OP_SIGN) {
+        if constexpr (sgn) return x > (T)0 ? (T)1 : x < (T)0 ? (T)-1 : (T)0;
+        else return x > (T)0 ? (T)1 : (T)0;
+    }
     else if constexpr (OP == WK_OP_AFFINE) return wk_to<T>(__dmul_rn((double)x, p.p0) + p.p1);
     else return x;                                   /* floor, ceil, round */
 }
@@ -116,10 +125,23 @@ template <int OP, typename T> WK_DEV T ew_unary_elem(T x, ew_params p)
     }
 }
 
+/* Elements per thread-step of the contiguous path: a 16-byte unit for the
+ * ops that must run at memory speed; at most 4 for the heavier math (sin,
+ * cos, log, pow, erf, ...), whose bodies unrolled 8 or 16 times would
+ * bloat the narrow-dtype kernels for no gain (they are compute bound). */
+template <typename T> __host__ __device__ constexpr int ew_unary_width(int op)
+{
+    return (op == WK_OP_EXP || op == WK_OP_SILU || op == WK_OP_GELU || op == WK_OP_AFFINE || op == WK_OP_NEG ||
+            op == WK_OP_ABS || op == WK_OP_RELU || op == WK_OP_SQR || op == WK_OP_RECIP || op == WK_OP_SQRT ||
+            !wk_type<T>::is_float || wk_vec_width<T> < 4)
+               ? wk_vec_width<T>
+               : 4;
+}
+
 template <int OP, typename T>
 WK_DEV void ew_unary_contig_run(const T *__restrict__ src, T *__restrict__ dst, int64_t n, int vec, ew_params p)
 {
-    constexpr int V = wk_vec_width<T>;
+    constexpr int V = ew_unary_width<T>(OP);
     const int64_t nv = vec ? n / V : 0;
     const wk_vec<T, V> *s = (const wk_vec<T, V> *)src;
     wk_vec<T, V> *d = (wk_vec<T, V> *)dst;
@@ -135,15 +157,6 @@ WK_DEV void ew_unary_contig_run(const T *__restrict__ src, T *__restrict__ dst, 
     }
 }
 
-template <int OP, typename T>
-WK_DEV void ew_unary_strided_run(const wk_gpu_layout<2> &L, const T *src, T *dst, ew_params p)
-{
-    WK_GPU_FOR(i, L.d.n) {
-        int64_t o[2];
-        wk_gpu_offsets(L, i, o);
-        dst[o[0]] = ew_unary_elem<OP>(src[o[1]], p);
-    }
-}
 
 /* case list of the unary family; RUN(op) expands to one case */
 #define EW_UNARY_CASES(T, RUN)                                                       \
@@ -169,12 +182,19 @@ __global__ void ew_unary_contig(const T *src, T *dst, int64_t n, int op, int vec
 #undef EW_RUN_
 }
 
+/* strided: offsets once per element, then the op (a uniform branch) */
 template <typename T>
 __global__ void ew_unary_strided(wk_gpu_layout<2> L, const T *src, T *dst, int op, ew_params p)
 {
-#define EW_RUN_(OP) ew_unary_strided_run<OP, T>(L, src, dst, p)
-    switch (op) { EW_UNARY_CASES(T, EW_RUN_) default: break; }
+    WK_GPU_FOR(i, L.d.n) {
+        int64_t o[2];
+        wk_gpu_offsets(L, i, o);
+        T x = src[o[1]], y = x;
+#define EW_RUN_(OP) y = ew_unary_elem<OP>(x, p)
+        switch (op) { EW_UNARY_CASES(T, EW_RUN_) default: break; }
 #undef EW_RUN_
+        dst[o[0]] = y;
+    }
 }
 
 /* Blocks for a contiguous launch of n elements, V per thread-step. */
@@ -204,7 +224,7 @@ wk_status wk_gpu_unary(void *ctx, wk_op op, const wk_view *dst, const wk_view *s
         const void *s = wk_gpu_view_ptr(src);
         int vec = wk_gpu_aligned(d, 16) && wk_gpu_aligned(s, 16);
         WK_GPU_DISPATCH_ALL(dst->dtype, T, {
-            constexpr int V = wk_vec_width<T>;
+            const int V = ew_unary_width<T>(op);
             ew_unary_contig<T><<<ew_grid(c, n, vec ? V : 1, block), block, 0, c->stream>>>(
                 (const T *)s, (T *)d, n, (int)op, vec, p);
         })
@@ -287,15 +307,6 @@ WK_DEV void ew_binary_contig_run(const T *__restrict__ a, const T *__restrict__ 
     }
 }
 
-template <bool CMP, int OP, typename T, typename D>
-WK_DEV void ew_binary_strided_run(const wk_gpu_layout<3> &L, const T *a, const T *b, D *dst)
-{
-    WK_GPU_FOR(i, L.d.n) {
-        int64_t o[3];
-        wk_gpu_offsets(L, i, o);
-        dst[o[0]] = ew_binary_elem<CMP, OP>(a[o[1]], b[o[2]]);
-    }
-}
 
 template <typename T>
 __global__ void ew_arith_contig(const T *a, const T *b, T *dst, int64_t n, int op, int vec)
@@ -322,22 +333,35 @@ __global__ void ew_cmp_contig(const T *a, const T *b, uint8_t *dst, int64_t n, i
 template <typename T>
 __global__ void ew_arith_strided(wk_gpu_layout<3> L, const T *a, const T *b, T *dst, int op)
 {
-    switch (op) {
-#define EW_C_(OP) case OP: ew_binary_strided_run<false, OP, T, T>(L, a, b, dst); break;
-    EW_C_(WK_OP_ADD) EW_C_(WK_OP_SUB) EW_C_(WK_OP_MUL) EW_C_(WK_OP_DIV) EW_C_(WK_OP_MINIMUM) EW_C_(WK_OP_MAXIMUM)
+    WK_GPU_FOR(i, L.d.n) {
+        int64_t o[3];
+        wk_gpu_offsets(L, i, o);
+        T x = a[o[1]], y = b[o[2]], r = x;
+        switch (op) {
+#define EW_C_(OP) case OP: r = ew_arith_elem<OP, T>(x, y); break;
+        EW_C_(WK_OP_ADD) EW_C_(WK_OP_SUB) EW_C_(WK_OP_MUL) EW_C_(WK_OP_DIV) EW_C_(WK_OP_MINIMUM) EW_C_(WK_OP_MAXIMUM)
 #undef EW_C_
-    default: break;
+        default: break;
+        }
+        dst[o[0]] = r;
     }
 }
 
 template <typename T>
 __global__ void ew_cmp_strided(wk_gpu_layout<3> L, const T *a, const T *b, uint8_t *dst, int op)
 {
-    switch (op) {
-#define EW_C_(OP) case OP: ew_binary_strided_run<true, OP, T, uint8_t>(L, a, b, dst); break;
-    EW_C_(WK_OP_EQ) EW_C_(WK_OP_NE) EW_C_(WK_OP_LT) EW_C_(WK_OP_LE) EW_C_(WK_OP_GT) EW_C_(WK_OP_GE)
+    WK_GPU_FOR(i, L.d.n) {
+        int64_t o[3];
+        wk_gpu_offsets(L, i, o);
+        T x = a[o[1]], y = b[o[2]];
+        uint8_t r = 0;
+        switch (op) {
+#define EW_C_(OP) case OP: r = ew_cmp_elem<OP, T>(x, y); break;
+        EW_C_(WK_OP_EQ) EW_C_(WK_OP_NE) EW_C_(WK_OP_LT) EW_C_(WK_OP_LE) EW_C_(WK_OP_GT) EW_C_(WK_OP_GE)
 #undef EW_C_
-    default: break;
+        default: break;
+        }
+        dst[o[0]] = r;
     }
 }
 static_assert(WK_OP_MAXIMUM - WK_OP_ADD == 5 && WK_OP_GE - WK_OP_EQ == 5, "binary and cmp cases list every op");

@@ -31,8 +31,15 @@
 enum { GT_KVEC = 0, GT_PVEC = 1, GT_ANY = 2 };
 
 /* accumulation type: f64 for f64, f32 otherwise */
-template <typename T> struct gt_acc { typedef float type; };
-template <> struct gt_acc<double> { typedef double type; };
+/* accumulation type, and blocks per multiprocessor the registers allow */
+template <typename T> struct gt_acc {
+    typedef float type;
+    static constexpr int min_blocks = 2;
+};
+template <> struct gt_acc<double> {
+    typedef double type;
+    static constexpr int min_blocks = 1;
+};
 
 /* 4 consecutive elements, loaded or stored as one vector */
 template <typename T> struct alignas(4 * sizeof(T) > 16 ? 16 : 4 * sizeof(T)) gt_vec4 {
@@ -53,7 +60,7 @@ template <typename T> struct gt_params {
     T *d;
     int64_t m, n, k;
     int64_t a_sm, a_sk, b_sk, b_sn, d_sm, d_sn;
-    int64_t tiles_m, tiles_n, nbatch;
+    int64_t tiles_m, tiles_n, batch0;
     wk_gpu_layout<3> batch;  /* batch index -> element offsets of a, b, d */
     int a_mode, b_mode;
 };
@@ -66,35 +73,56 @@ template <typename T> WK_DEV bool gt_aligned(const T *q)
     return ((uintptr_t)q % alignof(gt_vec4<T>)) == 0;
 }
 
-/* Fetch this thread's 4 elements of the operand slice rows [p0, p0+128) x
- * k [k0, k0+8) of x (x[p][k] at p*sp + k*sk) into registers; zeros outside. */
-template <typename T, typename A>
-WK_DEV void gt_fetch(const T *__restrict__ x, int64_t sp, int64_t sk, int mode, int64_t p0, int64_t P, int64_t k0,
-                     int64_t K, int tid, A r[4])
+/* A thread's cursor over one operand: the 4 elements it fetches per k
+ * slice lie at q + i*se, se the stride along k (GT_KVEC mode: 4 k values
+ * of one row) or along rows (else: 4 rows at one k); koff is the k of
+ * element 0 within the slice. Strides come from the kernel parameters
+ * (uniform), so a cursor holds only a pointer and two small ints. */
+template <typename T> struct gt_cursor {
+    const T *q;
+    int koff;
+    int nvalid;       /* rows in range: KVEC 0 or 4, else 0..4 */
+};
+
+template <typename T>
+WK_DEV gt_cursor<T> gt_cursor_make(const T *x, int64_t sp, int64_t sk, int mode, int64_t p0, int64_t P, int tid)
 {
+    gt_cursor<T> c;
     if (mode == GT_KVEC) {
-        const int64_t p = p0 + (tid >> 1), kb = k0 + (tid & 1) * 4;
-        const T *q = x + p * sp + kb;
-        if (p < P && kb + 3 < K && gt_aligned(q)) {
-            gt_vec4<T> v = *(const gt_vec4<T> *)q;
-#pragma unroll
-            for (int i = 0; i < 4; i++) r[i] = (A)wk_load_c(v.e[i]);
-        } else {
-#pragma unroll
-            for (int i = 0; i < 4; i++) r[i] = p < P && kb + i < K ? (A)wk_load_c(x[p * sp + (kb + i) * sk]) : (A)0;
-        }
+        const int64_t p = p0 + (tid >> 1);
+        c.koff = (tid & 1) * 4;
+        c.q = x + p * sp + c.koff * sk;
+        c.nvalid = p < P ? 4 : 0;
     } else {
-        const int64_t kb = k0 + (tid >> 5), p = p0 + (tid & 31) * 4;
-        const T *q = x + kb * sk + p;
-        if (mode == GT_PVEC && kb < K && p + 3 < P && gt_aligned(q)) {
-            gt_vec4<T> v = *(const gt_vec4<T> *)q;
+        const int64_t p = p0 + (tid & 31) * 4;
+        const int64_t left = P - p;
+        c.koff = tid >> 5;
+        c.q = x + p * sp + c.koff * sk;
+        c.nvalid = left <= 0 ? 0 : left >= 4 ? 4 : (int)left;
+    }
+    return c;
+}
+
+/* Fetch the cursor's 4 elements of the slice at k0 (zeros outside the
+ * matrix) into registers, then advance it by one slice. */
+template <typename T, typename A>
+WK_DEV void gt_fetch(gt_cursor<T> &c, int kvec, int64_t sp, int64_t sk, int64_t k0, int64_t K, A r[4])
+{
+    const int64_t kb = k0 + c.koff;
+    const int64_t se = kvec ? sk : sp;
+    const bool full = c.nvalid == 4 && (kvec ? kb + 3 < K : kb < K);
+    if (full && se == 1 && gt_aligned(c.q)) {
+        const gt_vec4<T> v = *(const gt_vec4<T> *)c.q;
 #pragma unroll
-            for (int i = 0; i < 4; i++) r[i] = (A)wk_load_c(v.e[i]);
-        } else {
+        for (int i = 0; i < 4; i++) r[i] = (A)wk_load_c(v.e[i]);
+    } else {
 #pragma unroll
-            for (int i = 0; i < 4; i++) r[i] = kb < K && p + i < P ? (A)wk_load_c(x[(p + i) * sp + kb * sk]) : (A)0;
+        for (int i = 0; i < 4; i++) {
+            const bool ok = kvec ? (c.nvalid > 0 && kb + i < K) : (i < c.nvalid && kb < K);
+            r[i] = ok ? (A)wk_load_c(c.q[i * se]) : (A)0;
         }
     }
+    c.q += GT_BK * sk;
 }
 
 /* Store the fetched registers into the k-major shared tile s[k][p]. */
@@ -114,7 +142,7 @@ WK_DEV void gt_put(A (*s)[GT_BM + GT_PAD], int mode, int tid, const A r[4])
 }
 
 template <typename T>
-__global__ WK_LAUNCH_BOUNDS(GT_THREADS) void gt_gemm_kernel(gt_params<T> p)
+__global__ __launch_bounds__(GT_THREADS, gt_acc<T>::min_blocks) void gt_gemm_kernel(gt_params<T> p)
 {
     typedef typename gt_acc<T>::type A;
     __shared__ gt_smem<A> sm;
@@ -129,7 +157,8 @@ __global__ WK_LAUNCH_BOUNDS(GT_THREADS) void gt_gemm_kernel(gt_params<T> p)
     const int64_t tm = fm + (t % gsz) % grows, tn = (t % gsz) / grows;
     const int64_t m0 = tm * GT_BM, n0 = tn * GT_BN;
 
-    for (int64_t bi = blockIdx.y; bi < p.nbatch; bi += gridDim.y) {
+    {
+        const int64_t bi = p.batch0 + blockIdx.y;   /* one batch per block row */
         int64_t off[3];
         wk_gpu_offsets<3>(p.batch, bi, off);
         const T *a = p.a + off[0];
@@ -143,8 +172,10 @@ __global__ WK_LAUNCH_BOUNDS(GT_THREADS) void gt_gemm_kernel(gt_params<T> p)
             for (int j = 0; j < 8; j++) acc[i][j] = (A)0;
 
         A ra[4], rb[4];
-        gt_fetch<T, A>(a, p.a_sm, p.a_sk, p.a_mode, m0, p.m, 0, p.k, tid, ra);
-        gt_fetch<T, A>(b, p.b_sn, p.b_sk, p.b_mode, n0, p.n, 0, p.k, tid, rb);
+        gt_cursor<T> ca = gt_cursor_make<T>(a, p.a_sm, p.a_sk, p.a_mode, m0, p.m, tid);
+        gt_cursor<T> cb = gt_cursor_make<T>(b, p.b_sn, p.b_sk, p.b_mode, n0, p.n, tid);
+        gt_fetch<T, A>(ca, p.a_mode == GT_KVEC, p.a_sm, p.a_sk, 0, p.k, ra);
+        gt_fetch<T, A>(cb, p.b_mode == GT_KVEC, p.b_sn, p.b_sk, 0, p.k, rb);
         gt_put<A>(sm.a[0], p.a_mode, tid, ra);
         gt_put<A>(sm.b[0], p.b_mode, tid, rb);
         __syncthreads();
@@ -153,8 +184,8 @@ __global__ WK_LAUNCH_BOUNDS(GT_THREADS) void gt_gemm_kernel(gt_params<T> p)
         for (int64_t k0 = 0; k0 < p.k; k0 += GT_BK) {
             const bool more = k0 + GT_BK < p.k;
             if (more) {
-                gt_fetch<T, A>(a, p.a_sm, p.a_sk, p.a_mode, m0, p.m, k0 + GT_BK, p.k, tid, ra);
-                gt_fetch<T, A>(b, p.b_sn, p.b_sk, p.b_mode, n0, p.n, k0 + GT_BK, p.k, tid, rb);
+                gt_fetch<T, A>(ca, p.a_mode == GT_KVEC, p.a_sm, p.a_sk, k0 + GT_BK, p.k, ra);
+                gt_fetch<T, A>(cb, p.b_mode == GT_KVEC, p.b_sn, p.b_sk, k0 + GT_BK, p.k, rb);
             }
 #pragma unroll
             for (int kk = 0; kk < GT_BK; kk++) {
@@ -241,14 +272,19 @@ static wk_status gt_run(wk_gpu_ctx *c, int64_t m, int64_t n, int64_t k, int nb, 
         p.batch.st[2][i] = bsd[i];
     }
     p.batch.d.n = nbatch;
-    p.nbatch = nbatch;
     const int64_t tiles = p.tiles_m * p.tiles_n;
     if (tiles > 0x7FFFFFFF)
         return wk_gpu_host->set_error(WK_ERR_SHAPE, "matmul of %lld x %lld is too large for one launch",
                                       (long long)m, (long long)n);
-    dim3 grid((unsigned)tiles, (unsigned)(nbatch < 65535 ? nbatch : 65535));
-    gt_gemm_kernel<T><<<grid, GT_THREADS, 0, c->stream>>>(p);
-    return wk_gpu_launched(c, "matmul (tiled)", __FILE__, __LINE__);
+    /* gridDim.y is at most 65535: larger batches take several launches */
+    for (int64_t b0 = 0; b0 < nbatch; b0 += 65535) {
+        p.batch0 = b0;
+        dim3 grid((unsigned)tiles, (unsigned)(nbatch - b0 < 65535 ? nbatch - b0 : 65535));
+        gt_gemm_kernel<T><<<grid, GT_THREADS, 0, c->stream>>>(p);
+        wk_status st = wk_gpu_launched(c, "matmul (tiled)", __FILE__, __LINE__);
+        if (st != WK_OK) return st;
+    }
+    return WK_OK;
 }
 
 /* Called by matmul.hip (declared there). Pointers are at element 0 of

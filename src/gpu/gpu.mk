@@ -58,7 +58,7 @@ rocm: $(BUILD)/libwick_rocm.so
 
 $(GPU_MAP): src/gpu/gpu.mk
 	@mkdir -p $(dir $@)
-	printf 'WICK_BACKEND_1 {\n  global: wk_backend_entry_v1;\n  local: *;\n};\n' > $@
+	printf '{\n  global: wk_backend_entry_v1;\n  local: *;\n};\n' > $@
 
 $(BUILD)/gpu/cuda/%.o: src/gpu/%.hip $(GPU_DEPS)
 	@mkdir -p $(dir $@)

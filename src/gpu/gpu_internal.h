@@ -32,6 +32,7 @@
 #define WICK_GPU_INTERNAL_H
 
 #include "compat.h"             /* first: defines __HIPCC__ / __CUDACC__ */
+#include <math.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <type_traits>
@@ -185,10 +186,89 @@ WK_GPU_TYPE_(double, double, WK_F64, true, false, true)
 WK_GPU_TYPE_(wk_f8_t, float, WK_F8E4M3, true, true, true)
 #undef WK_GPU_TYPE_
 
+/* ---- f32 <-> f16 / f8e4m3 on the device ---------------------------- */
+/* Same results as scalar.h, in fewer instructions: f16 through the
+ * hardware conversions (exact widening; IEEE round to nearest even, with
+ * subnormals) except NaN, which takes scalar.h's path so its bits match;
+ * f32 -> f8e4m3 by an f32-only routine (scalar.h goes through f64). The
+ * host side of each is scalar.h itself. */
+
+/* NaN as scalar.h converts it (payload kept f16 -> f32; f32 -> f16 gives
+ * the quiet NaN 0x7E00 with the sign). */
+WK_HD float wk_f16_nan_(uint16_t h)
+{
+    return wk_bits_f32(((uint32_t)(h & 0x8000u) << 16) | 0x7F800000u | ((uint32_t)(h & 0x3FFu) << 13));
+}
+WK_HD uint16_t wk_f32_nan_f16_(float f) { return (uint16_t)(((wk_f32_bits(f) >> 16) & 0x8000u) | 0x7E00u); }
+
+WK_HD float wk_fast_f16_to_f32(uint16_t h)
+{
+#if defined(__CUDA_ARCH__)
+    if ((h & 0x7FFFu) > 0x7C00u) return wk_f16_nan_(h);
+    float f;
+    asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));
+    return f;
+#elif defined(__HIP_DEVICE_COMPILE__)
+    if ((h & 0x7FFFu) > 0x7C00u) return wk_f16_nan_(h);
+    _Float16 v;
+    memcpy(&v, &h, 2);
+    return (float)v;
+#else
+    return wk_f16_to_f32(h);
+#endif
+}
+
+WK_HD uint16_t wk_fast_f32_to_f16(float f)
+{
+#if defined(__CUDA_ARCH__)
+    if (f != f) return wk_f32_nan_f16_(f);
+    uint16_t h;
+    asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f));
+    return h;
+#elif defined(__HIP_DEVICE_COMPILE__)
+    if (f != f) return wk_f32_nan_f16_(f);
+    _Float16 v = (_Float16)f;
+    uint16_t h;
+    memcpy(&h, &v, 2);
+    return h;
+#else
+    return wk_f32_to_f16(f);
+#endif
+}
+
+/* OCP E4M3FN from f32, round to nearest even, |x| >= 448 and Inf -> 448,
+ * NaN -> 0x7F with the sign (as scalar.h). */
+WK_HD uint8_t wk_fast_f32_to_f8e4m3(float f)
+{
+    uint32_t u = wk_f32_bits(f);
+    uint32_t sign = (u >> 24) & 0x80u, a = u & 0x7FFFFFFFu;
+    if (a > 0x7F800000u) return (uint8_t)(sign | 0x7Fu);          /* NaN           */
+    if (a >= 0x43E00000u) return (uint8_t)(sign | 0x7Eu);         /* >= 448: 448   */
+    if (a >= 0x3C800000u) {                                        /* >= 2^-6: normal */
+        a += 0x7FFFFu + ((a >> 20) & 1u);                          /* round at bit 20 */
+        return (uint8_t)(sign | ((a >> 20) - (120u << 3)));
+    }
+    /* subnormal: m * 2^-9, m = 0..8 (8 is the smallest normal, 0x08) */
+    float q = rintf(wk_bits_f32(a) * 512.0f);
+    return (uint8_t)(sign | (uint32_t)q);
+}
+
+/* f8e4m3 -> f32: the 7 magnitude bits placed at f32 bit 20 read as an f32
+ * (a subnormal one when the f8 exponent is 0) times 2^120 is the value
+ * exactly; 0x7F is NaN. Needs f32 subnormals (wick never builds with
+ * flush-to-zero). */
+WK_HD float wk_fast_f8e4m3_to_f32(uint8_t b)
+{
+    uint32_t a = b & 0x7Fu;
+    float f = wk_bits_f32(a << 20) * 1.329227995784915872903807060280344576e36f;   /* 2^120 */
+    uint32_t r = a == 0x7Fu ? 0x7FC00000u : wk_f32_bits(f);
+    return wk_bits_f32(r | ((uint32_t)(b & 0x80u) << 24));
+}
+
 /* Storage -> compute type (exact). */
 WK_HD float wk_load_c(wk_bf16_t x) { return wk_bf16_to_f32(x.bits); }
-WK_HD float wk_load_c(wk_f16_t x) { return wk_f16_to_f32(x.bits); }
-WK_HD float wk_load_c(wk_f8_t x) { return wk_f8e4m3_to_f32(x.bits); }
+WK_HD float wk_load_c(wk_f16_t x) { return wk_fast_f16_to_f32(x.bits); }
+WK_HD float wk_load_c(wk_f8_t x) { return wk_fast_f8e4m3_to_f32(x.bits); }
 template <typename T> WK_HD T wk_load_c(T x) { return x; }
 
 /* ---- conversion to D from an exact value (integer or float) -------- */
@@ -240,8 +320,8 @@ WK_GPU_TO_INT_(int64_t, wk_f64_to_i64)
         }                                                                    \
     };
 WK_GPU_TO_NARROW_(wk_bf16_t, WK_NARROW_BF16, wk_f32_to_bf16)
-WK_GPU_TO_NARROW_(wk_f16_t, WK_NARROW_F16, wk_f32_to_f16)
-WK_GPU_TO_NARROW_(wk_f8_t, WK_NARROW_F8E4M3, wk_f32_to_f8e4m3)
+WK_GPU_TO_NARROW_(wk_f16_t, WK_NARROW_F16, wk_fast_f32_to_f16)
+WK_GPU_TO_NARROW_(wk_f8_t, WK_NARROW_F8E4M3, wk_fast_f32_to_f8e4m3)
 #undef WK_GPU_TO_NARROW_
 
 /* Compute value -> storage type D (wk_to<wk_bf16_t>(1.5f), ...). */
@@ -315,6 +395,10 @@ template <int N> struct wk_gpu_layout {
     int64_t st[N][WK_MAX_RANK];
 };
 
+/* 64-bit division out of line: its long instruction sequence once per
+ * kernel, not once per dim and op (only launches over 2^32 elements). */
+__device__ __noinline__ static int64_t wk_div64(int64_t a, int64_t b) { return a / b; }
+
 /* Offsets of linear (row-major) element i in each operand. */
 template <int N> WK_DEV void wk_gpu_offsets(const wk_gpu_layout<N> &L, int64_t i, int64_t (&o)[N])
 {
@@ -329,7 +413,7 @@ template <int N> WK_DEV void wk_gpu_offsets(const wk_gpu_layout<N> &L, int64_t i
         }
     } else {
         for (int d = L.d.rank - 1; d >= 0; d--) {
-            int64_t q = i / L.d.dims[d];
+            int64_t q = wk_div64(i, L.d.dims[d]);
             int64_t idx = i - q * L.d.dims[d];
             for (int k = 0; k < N; k++) o[k] += idx * L.st[k][d];
             i = q;
@@ -466,8 +550,10 @@ static inline unsigned wk_gpu_grid(const wk_gpu_ctx *c, int64_t items, int block
     return (unsigned)b;
 }
 
-/* Grid-stride loop over [0, n) with 64-bit indices. */
+/* Grid-stride loop over [0, n) with 64-bit indices (not unrolled: one
+ * copy of the body per kernel). */
 #define WK_GPU_FOR(i, n)                                                     \
+    _Pragma("unroll 1")                                                      \
     for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < (n); \
          i += (int64_t)gridDim.x * blockDim.x)
 

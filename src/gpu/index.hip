@@ -23,7 +23,8 @@
  * Adds: f32, f64, u32, i32 and i64 use the hardware atomicAdd (integers
  * wrap). u8, i16, f16, bf16 and f8e4m3 have no portable atomic add, so
  * they use a compare-and-swap loop on the aligned 32-bit word holding the
- * element (narrow floats add in f32 and round once per add). Where ids
+ * element (narrow floats add in f32 and round once per add; the word never
+ * leaves the allocation, whose size the allocator rounds to 512 bytes). Where ids
  * repeat, float adds happen in an unspecified order, so such results may
  * differ in the last bits from run to run (and scatter_set keeps one of
  * the values, unspecified which).
@@ -125,16 +126,16 @@ template <typename T> WK_DEV void ix_atomic_add(T *p, T v)
 
 template <typename I> WK_DEV int64_t ix_id(const I *ids, int64_t o) { return (int64_t)ids[o]; }
 
-/* read (K = IX_READ) or set (IX_SET): E is a storage unit of 1..16 bytes */
-template <typename E, typename I, int K>
-__global__ void ix_move_kernel(ix_params p, E *x, E *y, const I *__restrict__ ids)
+/* read (set == 0) or set: E is a storage unit of 1..16 bytes */
+template <typename E, typename I>
+__global__ void ix_move_kernel(ix_params p, E *x, E *y, const I *__restrict__ ids, int set)
 {
     WK_GPU_FOR(e, p.n) {
         int64_t o[3];
         ix_offsets(p, e, o);
         const int64_t xo = o[0] + ix_id(ids, o[2]) * p.sd[0];
-        if (K == IX_READ) y[o[1]] = x[xo];
-        else x[xo] = y[o[1]];
+        if (set) x[xo] = y[o[1]];
+        else y[o[1]] = x[xo];
     }
 }
 
@@ -178,7 +179,7 @@ struct ix_spec {
 static bool ix_id_dtype_ok(wk_dtype dt) { return dt == WK_U8 || dt == WK_U32 || dt == WK_I64; }
 
 template <typename I>
-static wk_status ix_check_t(wk_gpu_ctx *c, const wk_view *ids, int64_t limit, int dim, const char *op)
+static wk_status ix_check_t(wk_gpu_ctx *c, const wk_view *ids, int64_t limit, int dim)
 {
     if (std::is_same<I, uint8_t>::value && limit >= 256) return WK_OK;
     if (std::is_same<I, uint32_t>::value && limit > (int64_t)UINT32_MAX) return WK_OK;
@@ -210,17 +211,16 @@ static wk_status ix_check_t(wk_gpu_ctx *c, const wk_view *ids, int64_t limit, in
     I idv = 0;
     st = wk_gpu_read(c, &idv, (const I *)ids->base + off, sizeof idv);
     if (st != WK_OK) return st;
-    (void)op;
     return wk_gpu_host->set_error(WK_ERR_INDEX, "id %lld out of range for dim %d of size %lld", (long long)idv, dim,
                                   (long long)limit);
 }
 
-static wk_status ix_check(wk_gpu_ctx *c, const wk_view *ids, int64_t limit, int dim, const char *op)
+static wk_status ix_check(wk_gpu_ctx *c, const wk_view *ids, int64_t limit, int dim)
 {
     switch (ids->dtype) {
-    case WK_U8: return ix_check_t<uint8_t>(c, ids, limit, dim, op);
-    case WK_U32: return ix_check_t<uint32_t>(c, ids, limit, dim, op);
-    default: return ix_check_t<int64_t>(c, ids, limit, dim, op);
+    case WK_U8: return ix_check_t<uint8_t>(c, ids, limit, dim);
+    case WK_U32: return ix_check_t<uint32_t>(c, ids, limit, dim);
+    default: return ix_check_t<int64_t>(c, ids, limit, dim);
     }
 }
 
@@ -310,17 +310,12 @@ static wk_status ix_run_t(wk_gpu_ctx *c, const ix_spec &S, int mode)
             ix_add_kernel<T, I><<<grid, bs, 0, c->stream>>>(p, (T *)S.base[0], (const T *)S.base[1], ids));
         return wk_gpu_launched(c, "index add", __FILE__, __LINE__);
     }
+    const int set = mode == IX_SET;
     if (unit == 16) {
-        if (mode == IX_READ)
-            ix_move_kernel<ix_v16, I, IX_READ><<<grid, bs, 0, c->stream>>>(p, (ix_v16 *)S.base[0], (ix_v16 *)S.base[1], ids);
-        else
-            ix_move_kernel<ix_v16, I, IX_SET><<<grid, bs, 0, c->stream>>>(p, (ix_v16 *)S.base[0], (ix_v16 *)S.base[1], ids);
+        ix_move_kernel<ix_v16, I><<<grid, bs, 0, c->stream>>>(p, (ix_v16 *)S.base[0], (ix_v16 *)S.base[1], ids, set);
     } else {
         WK_GPU_DISPATCH_SIZE(unit, E,
-            if (mode == IX_READ)
-                ix_move_kernel<E, I, IX_READ><<<grid, bs, 0, c->stream>>>(p, (E *)S.base[0], (E *)S.base[1], ids);
-            else
-                ix_move_kernel<E, I, IX_SET><<<grid, bs, 0, c->stream>>>(p, (E *)S.base[0], (E *)S.base[1], ids));
+            ix_move_kernel<E, I><<<grid, bs, 0, c->stream>>>(p, (E *)S.base[0], (E *)S.base[1], ids, set));
     }
     return wk_gpu_launched(c, mode == IX_READ ? "index read" : "index set", __FILE__, __LINE__);
 }
@@ -370,7 +365,7 @@ static wk_status ix_op(void *ctx, const char *name, int mode, const wk_view *it,
     S.idt = ids->dtype;
     S.limit = x->dims[dim];
 
-    wk_status st = ix_check(c, ids, S.limit, dim, name);
+    wk_status st = ix_check(c, ids, S.limit, dim);
     if (st != WK_OK) return st;
     return ix_run(c, S, mode);
 }

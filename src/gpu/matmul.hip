@@ -289,8 +289,8 @@ static wk_status mm_blas(wk_gpu_ctx *c, const wk_view *dst, const wk_view *a0, c
     /* a' = b as an n x k matrix, b' = a as a k x m matrix; copy if needed */
     wk_view av = *a0, bv = *b0;
     void *abuf = NULL, *bbuf = NULL;
-    bool ta, tb;
-    int64_t lda, ldb;
+    bool ta = false, tb = false;
+    int64_t lda = 1, ldb = 1;
     wk_status st = WK_OK;
     if (!mm_blas_operand(n, k, bv.strides[r - 1], bv.strides[r - 2], &ta, &lda)) {
         st = mm_make_contiguous(c, b0, &bv, &bbuf);

@@ -21,7 +21,7 @@
  *         (G = 1..W lanes of one warp, or the whole block for long rows);
  *         when the reduced run is contiguous each row is read with 16-byte
  *         vector loads (a scalar head up to 16-byte alignment, 4 vectors
- *         in flight per thread, a scalar tail); groups reduce with warp
+ *         in flight per thread (2 for 1-byte types), a scalar tail); groups reduce with warp
  *         butterflies (compat.h) and, for whole-block groups, one shared
  *         memory step across warps.
  *   cols  the kept dims have the smaller stride (e.g. a sum over dim 0):
@@ -34,7 +34,8 @@
  * and a second small kernel combines the chunks in order (two passes,
  * deterministic).
  * Warp width: the rows kernel takes W (32 or 64) as a template parameter;
- * both are instantiated and the host picks the device's (never 32 fixed).
+ * the host picks the device's (never 32 fixed). The AMD build has both;
+ * NVIDIA builds only the one their warps can be (see RED_HAVE_W32).
  * Kernel count: 3 op kinds (sum, min/max, argmin/argmax; max vs min is a
  * run-time flag) x 10 dtypes x (2 widths for rows + cols + finish).
  */
@@ -198,13 +199,15 @@ WK_DEV typename red_k<T, K>::S red_run(typename red_k<T, K>::S s, const T *__res
     const red_v16 *__restrict__ pv = (const red_v16 *)(p + head);
     const int64_t nv = (len - head) / V;
     const int64_t jv = jb + head;
+    /* U vectors in flight per thread (2 for 1-byte types: 32 elements) */
+    constexpr int U = V >= 16 ? 2 : 4;
     int64_t v = t;
-    for (; v + 3 * (int64_t)G < nv; v += 4 * (int64_t)G) {
-        red_v16 x0 = pv[v], x1 = pv[v + G], x2 = pv[v + 2 * (int64_t)G], x3 = pv[v + 3 * (int64_t)G];
-        s = red_vec<T, K>(s, x0, jv + v * V, mx);
-        s = red_vec<T, K>(s, x1, jv + (v + G) * V, mx);
-        s = red_vec<T, K>(s, x2, jv + (v + 2 * (int64_t)G) * V, mx);
-        s = red_vec<T, K>(s, x3, jv + (v + 3 * (int64_t)G) * V, mx);
+    for (; v + (U - 1) * (int64_t)G < nv; v += U * (int64_t)G) {
+        red_v16 x[U];
+#pragma unroll
+        for (int u = 0; u < U; u++) x[u] = pv[v + u * (int64_t)G];
+#pragma unroll
+        for (int u = 0; u < U; u++) s = red_vec<T, K>(s, x[u], jv + (v + u * (int64_t)G) * V, mx);
     }
     for (; v < nv; v += G) s = red_vec<T, K>(s, pv[v], jv + v * V, mx);
     for (int64_t j = head + nv * V + t; j < len; j += G) s = R::combine(s, R::make(p[j], jb + j), mx);
@@ -435,11 +438,31 @@ static wk_status red_launch(wk_gpu_ctx *c, const T *src, void *dst, red_params p
     return st;
 }
 
+/* Warp widths this build can meet: both on AMD (wave64 CDNA, wave32
+ * RDNA); on NVIDIA only 32, or only 64 in the virtual-wave64 build. The
+ * macros are the same in the host and device passes, so every kernel the
+ * host can launch exists in every code object. */
+#if defined(WK_GPU_CUDA) && defined(WK_VIRTUAL_WAVE64)
+#define RED_HAVE_W32 0
+#define RED_HAVE_W64 1
+#elif defined(WK_GPU_CUDA)
+#define RED_HAVE_W32 1
+#define RED_HAVE_W64 0
+#else
+#define RED_HAVE_W32 1
+#define RED_HAVE_W64 1
+#endif
+
 template <typename T, int K>
 static wk_status red_dispatch_w(wk_gpu_ctx *c, const T *src, void *dst, const red_params &p, bool rows)
 {
+#if RED_HAVE_W64
     if (c->warp_size == 64) return red_launch<T, K, 64>(c, src, dst, p, rows);
-    return red_launch<T, K, 32>(c, src, dst, p, rows);
+#endif
+#if RED_HAVE_W32
+    if (c->warp_size == 32) return red_launch<T, K, 32>(c, src, dst, p, rows);
+#endif
+    return wk_gpu_host->set_error(WK_ERR_BACKEND, "reduce: no kernels for warp size %d in this build", c->warp_size);
 }
 
 bool wk_gpu_reduce_supports(void *ctx, wk_op op, wk_dtype dt)
@@ -458,7 +481,7 @@ wk_status wk_gpu_reduce(void *ctx, wk_op op, const wk_view *dst, const wk_view *
 
     /* kept dims (the outputs, row-major) and reduced dims, merged */
     int ko = 0, ro = 0;
-    int64_t kd[WK_MAX_RANK], ks[WK_MAX_RANK], rd[WK_MAX_RANK], rs[WK_MAX_RANK];
+    int64_t kd[WK_MAX_RANK] = { 0 }, ks[WK_MAX_RANK] = { 0 }, rd[WK_MAX_RANK] = { 0 }, rs[WK_MAX_RANK] = { 0 };
     int64_t M = 1, N = 1;
     for (int d = 0; d < src->rank; d++) {
         const int64_t e = src->dims[d];

@@ -89,10 +89,10 @@ static wk_status rt_query(wk_gpu_ctx *c)
     hipDeviceProp_t prop;
     memset(&prop, 0, sizeof prop);
     WK_GPU_CHECK(hipGetDeviceProperties(&prop, c->device));
-    snprintf(c->model, sizeof c->model, "%s", prop.name);
+    snprintf(c->model, sizeof c->model, "%.127s", prop.name);
 #if defined(WK_GPU_HIP)
-    snprintf(c->arch, sizeof c->arch, "%s", prop.gcnArchName);
-    if (!c->model[0]) snprintf(c->model, sizeof c->model, "%s", prop.gcnArchName);
+    snprintf(c->arch, sizeof c->arch, "%.63s", prop.gcnArchName);
+    if (!c->model[0]) snprintf(c->model, sizeof c->model, "%.63s", prop.gcnArchName);
 #else
     c->cc_major = prop.major;
     c->cc_minor = prop.minor;

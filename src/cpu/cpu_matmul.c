@@ -1,0 +1,706 @@
+/* cpu_matmul.c — batched, strided matmul on the CPU:
+ * dst [B.., m, n] = a [B.., m, k] x b [B.., k, n] for f16, bf16, f32, f64.
+ *
+ * Two engines:
+ *  - BLAS: OpenBLAS (or another CBLAS) loaded at run time with dlopen, so
+ *    wick has no build or link dependency on it. Each batch is one
+ *    cblas_sgemm / cblas_dgemm call; operands whose last two dims have a
+ *    unit stride on one side are passed as they are (row- or column-major,
+ *    through lda/ldb and CblasTrans), others are packed first. f16/bf16
+ *    are widened to f32, multiplied by sgemm (f32 accumulation) and
+ *    rounded once. A batch broadcast on b (stride 0) over a row-major a is
+ *    folded into one taller GEMM. BLAS threads a big GEMM itself.
+ *  - own kernel, used when no BLAS is found (or WICK_BLAS=none), for
+ *    shapes BLAS cannot take, and for many small batched GEMMs (which run
+ *    in parallel, one batch per task): GOTO-style cache blocking (a KC x NC
+ *    panel of b and an MC x KC block of a are packed into contiguous
+ *    strips, widening narrow floats on the way) around a 6 x 8 (f32) or
+ *    6 x 4 (f64) register-tiled micro-kernel written with vector
+ *    extensions; MC blocks of one GEMM run in parallel on the pool.
+ *    Accumulation is in f32 (f64 for f64).
+ */
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <limits.h>
+#include "cpu_internal.h"
+
+/* ---- BLAS loaded at run time ------------------------------------------ */
+
+enum { CBLAS_ROW_MAJOR = 101, CBLAS_NO_TRANS = 111, CBLAS_TRANS = 112 };
+
+typedef void (*sgemm_fn)(int order, int ta, int tb, int m, int n, int k, float alpha,
+                         const float *a, int lda, const float *b, int ldb, float beta, float *c, int ldc);
+typedef void (*dgemm_fn)(int order, int ta, int tb, int m, int n, int k, double alpha,
+                         const double *a, int lda, const double *b, int ldb, double beta, double *c, int ldc);
+
+static struct {
+    pthread_once_t once;
+    void *lib;
+    sgemm_fn sgemm;
+    dgemm_fn dgemm;
+    char name[64];
+} blas = { PTHREAD_ONCE_INIT, NULL, NULL, NULL, "none" };
+
+static void blas_load(void)
+{
+    const char *env = getenv("WICK_BLAS");
+    if (env && strcmp(env, "none") == 0) return;
+    static const char *const names[] = { "libopenblas.so.0", "libopenblas.so", "libblas.so.3" };
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        void *lib = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
+        if (!lib) continue;
+        void *s = dlsym(lib, "cblas_sgemm"), *d = dlsym(lib, "cblas_dgemm");
+        if (!s || !d) { dlclose(lib); continue; }
+        /* an OpenBLAS built with 64-bit integers under the plain names
+         * would misread our int arguments: skip it */
+        void *cfg = dlsym(lib, "openblas_get_config");
+        if (cfg) {
+            const char *(*get_config)(void);
+            memcpy(&get_config, &cfg, sizeof cfg);
+            const char *c = get_config();
+            if (c && strstr(c, "USE64BITINT")) { dlclose(lib); continue; }
+        }
+        blas.lib = lib;
+        /* function pointers travel through void * by POSIX dlsym rules */
+        memcpy(&blas.sgemm, &s, sizeof s);
+        memcpy(&blas.dgemm, &d, sizeof d);
+        if (cfg) snprintf(blas.name, sizeof blas.name, "openblas");
+        else snprintf(blas.name, sizeof blas.name, "%s", names[i]);
+        return;
+    }
+}
+
+static bool blas_ready(void)
+{
+    pthread_once(&blas.once, blas_load);
+    return blas.sgemm != NULL;
+}
+
+const char *wk_cpu_blas_name(void)
+{
+    blas_ready();
+    return blas.name;
+}
+
+/* ---- coarse parallel tasks -------------------------------------------- */
+
+/* The pool may round chunks up to a multiple of 64 items, so each task is
+ * handed over as 64 items (chunk boundaries fall on task boundaries). */
+typedef struct coarse { wk_range_fn fn; void *arg; } coarse;
+
+static void coarse_run(void *arg, int64_t begin, int64_t end)
+{
+    const coarse *c = (const coarse *)arg;
+    if (begin / 64 < end / 64) c->fn(c->arg, begin / 64, end / 64);
+}
+
+static void par_tasks(int64_t ntasks, double work_per_task, wk_range_fn fn, void *arg)
+{
+    if (ntasks <= 0) return;
+    if (ntasks == 1 || (double)ntasks * work_per_task <= 4.0 * WK_CPU_GRAIN) {
+        fn(arg, 0, ntasks);
+        return;
+    }
+    int64_t group = (int64_t)(WK_CPU_GRAIN / (work_per_task > 1 ? work_per_task : 1));
+    if (group < 1) group = 1;
+    coarse c = { fn, arg };
+    wk_parallel_for(ntasks * 64, group * 64, coarse_run, &c);
+}
+
+/* ---- one GEMM's operands ----------------------------------------------- */
+
+/* A matrix operand: element (i, j) at base[off + i*s0 + j*s1] of dtype dt. */
+typedef struct mat {
+    const char *base;
+    wk_dtype dt;
+    int64_t off, s0, s1;
+} mat;
+
+static float ld_f32(const mat *x, int64_t idx)
+{
+    switch (x->dt) {
+    case WK_F32: return ((const float *)x->base)[idx];
+    case WK_BF16: return wk_bf16_to_f32(((const uint16_t *)x->base)[idx]);
+    case WK_F16: return wk_f16_to_f32(((const uint16_t *)x->base)[idx]);
+    default: return (float)((const double *)x->base)[idx];
+    }
+}
+
+/* ---- own kernel --------------------------------------------------------- */
+
+#define MR 6
+#define KC 256
+#define MC 72
+#define NC 1024
+
+typedef float v4f __attribute__((vector_size(16)));
+typedef double v2d __attribute__((vector_size(16)));
+
+static inline v4f ldv4f(const float *p) { v4f v; memcpy(&v, p, sizeof v); return v; }
+static inline void stv4f(float *p, v4f v) { memcpy(p, &v, sizeof v); }
+static inline v2d ldv2d(const double *p) { v2d v; memcpy(&v, p, sizeof v); return v; }
+static inline void stv2d(double *p, v2d v) { memcpy(p, &v, sizeof v); }
+
+/* A micro-kernel: C[mr x nr] (=|+=) Ap (kc x MR strip) * Bp (kc x NR
+ * strip), C row-major with leading dim ldc. */
+typedef void (*ukr_fn)(int64_t kc, const void *Ap, const void *Bp, void *C, int64_t ldc, int mr, int nr, bool add);
+
+/* write a full MR x nr tile t (row stride NR) to C, or its mr x nr corner */
+#define TILE_OUT                                                      \
+    for (int i = 0; i < mr; i++)                                             \
+        for (int j = 0; j < nr; j++)                                         \
+            C[i * ldc + j] = add ? C[i * ldc + j] + t[i][j] : t[i][j];
+
+/* portable: 6 x 8 f32 with 16-byte vectors (12 accumulator registers) */
+static void ukr_f32_v4(int64_t kc, const void *Apv, const void *Bpv, void *Cv, int64_t ldc, int mr, int nr, bool add)
+{
+    const float *Ap = (const float *)Apv, *Bp = (const float *)Bpv;
+    float *C = (float *)Cv;
+    v4f c[MR][2];
+    for (int i = 0; i < MR; i++) c[i][0] = c[i][1] = (v4f){ 0, 0, 0, 0 };
+    for (int64_t p = 0; p < kc; p++) {
+        v4f b0 = ldv4f(Bp + p * 8), b1 = ldv4f(Bp + p * 8 + 4);
+        const float *a = Ap + p * MR;
+        for (int i = 0; i < MR; i++) {
+            v4f ai = { a[i], a[i], a[i], a[i] };
+            c[i][0] += ai * b0;
+            c[i][1] += ai * b1;
+        }
+    }
+    if (mr == MR && nr == 8) {
+        for (int i = 0; i < MR; i++) {
+            float *ci = C + i * ldc;
+            if (add) { c[i][0] += ldv4f(ci); c[i][1] += ldv4f(ci + 4); }
+            stv4f(ci, c[i][0]);
+            stv4f(ci + 4, c[i][1]);
+        }
+        return;
+    }
+    float t[MR][8];
+    memcpy(t, c, sizeof t);
+    TILE_OUT
+}
+
+/* portable: 6 x 4 f64 */
+static void ukr_f64_v2(int64_t kc, const void *Apv, const void *Bpv, void *Cv, int64_t ldc, int mr, int nr, bool add)
+{
+    const double *Ap = (const double *)Apv, *Bp = (const double *)Bpv;
+    double *C = (double *)Cv;
+    v2d c[MR][2];
+    for (int i = 0; i < MR; i++) c[i][0] = c[i][1] = (v2d){ 0, 0 };
+    for (int64_t p = 0; p < kc; p++) {
+        v2d b0 = ldv2d(Bp + p * 4), b1 = ldv2d(Bp + p * 4 + 2);
+        const double *a = Ap + p * MR;
+        for (int i = 0; i < MR; i++) {
+            v2d ai = { a[i], a[i] };
+            c[i][0] += ai * b0;
+            c[i][1] += ai * b1;
+        }
+    }
+    if (mr == MR && nr == 4) {
+        for (int i = 0; i < MR; i++) {
+            double *ci = C + i * ldc;
+            if (add) { c[i][0] += ldv2d(ci); c[i][1] += ldv2d(ci + 2); }
+            stv2d(ci, c[i][0]);
+            stv2d(ci + 2, c[i][1]);
+        }
+        return;
+    }
+    double t[MR][4];
+    memcpy(t, c, sizeof t);
+    TILE_OUT
+}
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) && !defined(WK_NO_AVX2_KERNELS)
+#include <immintrin.h>
+#define WK_HAVE_AVX2_KERNELS 1
+
+/* x86 with AVX2 + FMA (chosen at run time): 6 x 16 f32 and 6 x 8 f64,
+ * two 256-bit accumulators per row, fused multiply-adds. The twelve
+ * accumulators are named variables so that they stay in registers. */
+#define AVX_DECL(Z) V c00 = Z, c01 = Z, c10 = Z, c11 = Z, c20 = Z, c21 = Z, \
+                      c30 = Z, c31 = Z, c40 = Z, c41 = Z, c50 = Z, c51 = Z
+#define AVX_ROW(i) { V ai = BCAST(a + i); c##i##0 = FMA(ai, b0, c##i##0); c##i##1 = FMA(ai, b1, c##i##1); }
+#define AVX_OUT(i)                                                           \
+    {                                                                        \
+        S *ci = C + i * ldc;                                                 \
+        if (add) { c##i##0 = ADD(c##i##0, LOADU(ci)); c##i##1 = ADD(c##i##1, LOADU(ci + VW)); } \
+        STOREU(ci, c##i##0);                                                 \
+        STOREU(ci + VW, c##i##1);                                            \
+    }
+#define AVX_TMP(i) { STOREU(t[i], c##i##0); STOREU(t[i] + VW, c##i##1); }
+#define AVX_KERNEL_BODY                                                      \
+    const S *Ap = (const S *)Apv, *Bp = (const S *)Bpv;                      \
+    S *C = (S *)Cv;                                                          \
+    AVX_DECL(ZERO);                                                          \
+    for (int64_t p = 0; p < kc; p++) {                                       \
+        V b0 = LOADU(Bp + p * 2 * VW), b1 = LOADU(Bp + p * 2 * VW + VW);     \
+        const S *a = Ap + p * MR;                                            \
+        AVX_ROW(0) AVX_ROW(1) AVX_ROW(2) AVX_ROW(3) AVX_ROW(4) AVX_ROW(5)     \
+    }                                                                        \
+    if (mr == MR && nr == 2 * VW) {                                          \
+        AVX_OUT(0) AVX_OUT(1) AVX_OUT(2) AVX_OUT(3) AVX_OUT(4) AVX_OUT(5)     \
+        return;                                                              \
+    }                                                                        \
+    S t[MR][2 * VW];                                                         \
+    AVX_TMP(0) AVX_TMP(1) AVX_TMP(2) AVX_TMP(3) AVX_TMP(4) AVX_TMP(5)        \
+    TILE_OUT
+
+#define S float
+#define V __m256
+#define VW 8
+#define ZERO _mm256_setzero_ps()
+#define BCAST(p) _mm256_broadcast_ss(p)
+#define FMA(x, y, z) _mm256_fmadd_ps(x, y, z)
+#define ADD(x, y) _mm256_add_ps(x, y)
+#define LOADU(p) _mm256_loadu_ps(p)
+#define STOREU(p, v) _mm256_storeu_ps(p, v)
+__attribute__((target("avx2,fma")))
+static void ukr_f32_avx2(int64_t kc, const void *Apv, const void *Bpv, void *Cv, int64_t ldc, int mr, int nr, bool add)
+{
+    AVX_KERNEL_BODY
+}
+#undef S
+#undef V
+#undef VW
+#undef ZERO
+#undef BCAST
+#undef FMA
+#undef ADD
+#undef LOADU
+#undef STOREU
+
+#define S double
+#define V __m256d
+#define VW 4
+#define ZERO _mm256_setzero_pd()
+#define BCAST(p) _mm256_broadcast_sd(p)
+#define FMA(x, y, z) _mm256_fmadd_pd(x, y, z)
+#define ADD(x, y) _mm256_add_pd(x, y)
+#define LOADU(p) _mm256_loadu_pd(p)
+#define STOREU(p, v) _mm256_storeu_pd(p, v)
+__attribute__((target("avx2,fma")))
+static void ukr_f64_avx2(int64_t kc, const void *Apv, const void *Bpv, void *Cv, int64_t ldc, int mr, int nr, bool add)
+{
+    AVX_KERNEL_BODY
+}
+#undef S
+#undef V
+#undef VW
+#undef ZERO
+#undef BCAST
+#undef FMA
+#undef ADD
+#undef LOADU
+#undef STOREU
+#endif
+
+typedef struct ukr_desc { ukr_fn fn; int nr; } ukr_desc;
+
+static struct {
+    pthread_once_t once;
+    ukr_desc f32, f64;
+} ukrs = { PTHREAD_ONCE_INIT, { ukr_f32_v4, 8 }, { ukr_f64_v2, 4 } };
+
+static void ukr_pick(void)
+{
+#ifdef WK_HAVE_AVX2_KERNELS
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
+        ukrs.f32 = (ukr_desc){ ukr_f32_avx2, 16 };
+        ukrs.f64 = (ukr_desc){ ukr_f64_avx2, 8 };
+    }
+#endif
+}
+
+/* Pack rows [i0, i0+mc) x cols [p0, p0+kc) of a into MR-row strips
+ * (p-major inside a strip), zero padded; f32 or (f64) f64. */
+static void pack_a(const mat *a, bool f64, int64_t i0, int64_t mc, int64_t p0, int64_t kc, void *Apv)
+{
+    for (int64_t s = 0; s < mc; s += MR) {
+        for (int i = 0; i < MR; i++) {
+            int64_t base = a->off + (i0 + s + i) * a->s0 + p0 * a->s1;
+            if (f64) {
+                double *dst = (double *)Apv + s * kc;
+                if (s + i >= mc) { for (int64_t p = 0; p < kc; p++) dst[p * MR + i] = 0; continue; }
+                const double *src = (const double *)a->base + base;
+                for (int64_t p = 0; p < kc; p++) dst[p * MR + i] = src[p * a->s1];
+                continue;
+            }
+            float *dst = (float *)Apv + s * kc;
+            if (s + i >= mc) { for (int64_t p = 0; p < kc; p++) dst[p * MR + i] = 0; continue; }
+            if (a->dt == WK_F32) {
+                const float *src = (const float *)a->base + base;
+                for (int64_t p = 0; p < kc; p++) dst[p * MR + i] = src[p * a->s1];
+            } else {
+                for (int64_t p = 0; p < kc; p++) dst[p * MR + i] = ld_f32(a, base + p * a->s1);
+            }
+        }
+    }
+}
+
+/* Pack rows [p0, p0+kc) x cols [j0, j0+nc) of b into nr-column strips
+ * (row-major inside a strip), zero padded. */
+static void pack_b(const mat *b, bool f64, int nr, int64_t p0, int64_t kc, int64_t j0, int64_t nc, void *Bpv)
+{
+    for (int64_t s = 0; s < nc; s += nr) {
+        int64_t w = nc - s < nr ? nc - s : nr;
+        for (int64_t p = 0; p < kc; p++) {
+            int64_t base = b->off + (p0 + p) * b->s0 + (j0 + s) * b->s1;
+            int64_t j = 0;
+            if (f64) {
+                double *d = (double *)Bpv + s * kc + p * nr;
+                const double *src = (const double *)b->base + base;
+                for (; j < w; j++) d[j] = src[j * b->s1];
+                for (; j < nr; j++) d[j] = 0;
+                continue;
+            }
+            float *d = (float *)Bpv + s * kc + p * nr;
+            if (b->dt == WK_F32) {
+                const float *src = (const float *)b->base + base;
+                if (b->s1 == 1) { memcpy(d, src, (size_t)w * sizeof(float)); j = w; }
+                for (; j < w; j++) d[j] = src[j * b->s1];
+            } else {
+                for (; j < w; j++) d[j] = ld_f32(b, base + j * b->s1);
+            }
+            for (; j < nr; j++) d[j] = 0;
+        }
+    }
+}
+
+/* One GEMM into an accumulator matrix C (f32, or f64 for f64 inputs),
+ * row-major with leading dim ldc. */
+typedef struct own_gemm {
+    mat a, b;
+    int64_t m, n, k;
+    void *C;
+    int64_t ldc;
+    bool f64;
+    ukr_desc u;
+    /* current panel, for the parallel MC loop */
+    const void *Bp;
+    int64_t p0, kc, j0, nc;
+    bool failed;
+} own_gemm;
+
+/* MC blocks [begin, end) of the current (p0, j0) panel */
+static void own_mc_task(void *arg, int64_t begin, int64_t end)
+{
+    own_gemm *g = (own_gemm *)arg;
+    size_t es = g->f64 ? sizeof(double) : sizeof(float);
+    void *Ap = malloc((size_t)MC * (size_t)g->kc * es);
+    if (!Ap) { g->failed = true; return; }
+    int nr_w = g->u.nr;
+    for (int64_t blk = begin; blk < end; blk++) {
+        int64_t i0 = blk * MC, mc = g->m - i0 < MC ? g->m - i0 : MC;
+        pack_a(&g->a, g->f64, i0, mc, g->p0, g->kc, Ap);
+        for (int64_t js = 0; js < g->nc; js += nr_w) {
+            int nr = (int)(g->nc - js < nr_w ? g->nc - js : nr_w);
+            for (int64_t is = 0; is < mc; is += MR) {
+                int mr = (int)(mc - is < MR ? mc - is : MR);
+                int64_t coff = (i0 + is) * g->ldc + g->j0 + js;
+                g->u.fn(g->kc, (const char *)Ap + (size_t)(is * g->kc) * es,
+                        (const char *)g->Bp + (size_t)(js * g->kc) * es,
+                        (char *)g->C + (size_t)coff * es, g->ldc, mr, nr, g->p0 > 0);
+            }
+        }
+    }
+    free(Ap);
+}
+
+/* Runs the blocked GEMM; parallel over MC blocks when `parallel`. */
+static bool own_gemm_run(own_gemm *g, bool parallel)
+{
+    pthread_once(&ukrs.once, ukr_pick);
+    g->u = g->f64 ? ukrs.f64 : ukrs.f32;
+    size_t es = g->f64 ? sizeof(double) : sizeof(float);
+    int64_t kcmax = g->k < KC ? g->k : KC, ncmax = g->n < NC ? g->n : NC;
+    int64_t ncpad = (ncmax + g->u.nr - 1) / g->u.nr * g->u.nr;
+    void *Bp = malloc((size_t)kcmax * (size_t)ncpad * es);
+    if (!Bp) return false;
+    g->failed = false;
+    for (int64_t j0 = 0; j0 < g->n; j0 += NC) {
+        g->j0 = j0;
+        g->nc = g->n - j0 < NC ? g->n - j0 : NC;
+        for (int64_t p0 = 0; p0 < g->k; p0 += KC) {
+            g->p0 = p0;
+            g->kc = g->k - p0 < KC ? g->k - p0 : KC;
+            pack_b(&g->b, g->f64, g->u.nr, p0, g->kc, j0, g->nc, Bp);
+            g->Bp = Bp;
+            int64_t nblk = (g->m + MC - 1) / MC;
+            if (parallel) par_tasks(nblk, 2.0 * MC * (double)g->nc * (double)g->kc, own_mc_task, g);
+            else own_mc_task(g, 0, nblk);
+        }
+    }
+    free(Bp);
+    return !g->failed;
+}
+
+/* ---- storing an accumulator matrix into dst ---------------------------- */
+
+static void store_acc(const mat *d, const void *C, int64_t ldc, bool f64, int64_t m, int64_t n)
+{
+    char *base = (char *)d->base;
+    for (int64_t i = 0; i < m; i++) {
+        for (int64_t j = 0; j < n; j++) {
+            int64_t idx = d->off + i * d->s0 + j * d->s1;
+            if (f64) { ((double *)base)[idx] = ((const double *)C)[i * ldc + j]; continue; }
+            float v = ((const float *)C)[i * ldc + j];
+            switch (d->dt) {
+            case WK_F32: ((float *)base)[idx] = v; break;
+            case WK_BF16: ((uint16_t *)base)[idx] = wk_f32_to_bf16(v); break;
+            case WK_F16: ((uint16_t *)base)[idx] = wk_f32_to_f16(v); break;
+            default: break;
+            }
+        }
+    }
+}
+
+/* d = a x b for one batch with the own kernel; `parallel` spreads the MC
+ * blocks over the pool. */
+static bool own_matmul(const mat *d, const mat *a, const mat *b, int64_t m, int64_t n, int64_t k, bool parallel)
+{
+    own_gemm g;
+    memset(&g, 0, sizeof g);
+    g.a = *a; g.b = *b; g.m = m; g.n = n; g.k = k;
+    g.f64 = d->dt == WK_F64;
+    bool direct = (d->dt == WK_F32 || d->dt == WK_F64) && (d->s1 == 1 || n == 1) && (d->s0 >= n || m == 1);
+    void *tmp = NULL;
+    if (direct) {
+        size_t es = g.f64 ? sizeof(double) : sizeof(float);
+        g.C = (char *)d->base + (size_t)d->off * es;
+        g.ldc = m == 1 ? n : d->s0;
+    } else {
+        tmp = malloc((size_t)m * (size_t)n * (g.f64 ? sizeof(double) : sizeof(float)));
+        if (!tmp) return false;
+        g.C = tmp;
+        g.ldc = n;
+    }
+    bool ok = own_gemm_run(&g, parallel);
+    if (ok && tmp) store_acc(d, tmp, n, g.f64, m, n);
+    free(tmp);
+    return ok;
+}
+
+/* ---- BLAS path ---------------------------------------------------------- */
+
+/* How BLAS can read a rows x cols operand with strides (s0, s1) in
+ * row-major terms: transposed or not, and its leading dim. */
+static bool blas_layout(int64_t rows, int64_t cols, int64_t s0, int64_t s1, int *trans, int64_t *ld)
+{
+    if ((cols == 1 || s1 == 1) && (rows == 1 || s0 >= (cols > 1 ? cols : 1))) {
+        *trans = CBLAS_NO_TRANS;
+        *ld = rows == 1 ? (cols > 1 ? cols : 1) : s0;
+        return *ld <= INT_MAX;
+    }
+    if ((rows == 1 || s0 == 1) && (cols == 1 || s1 >= (rows > 1 ? rows : 1))) {
+        *trans = CBLAS_TRANS;
+        *ld = cols == 1 ? (rows > 1 ? rows : 1) : s1;
+        return *ld <= INT_MAX;
+    }
+    return false;
+}
+
+/* Copy a rows x cols operand into a row-major buffer of f32 (or f64). */
+static void pack_full(const mat *x, int64_t rows, int64_t cols, void *out, bool f64)
+{
+    for (int64_t i = 0; i < rows; i++) {
+        int64_t base = x->off + i * x->s0;
+        if (f64) {
+            const double *src = (const double *)x->base;
+            double *o = (double *)out + i * cols;
+            for (int64_t j = 0; j < cols; j++) o[j] = src[base + j * x->s1];
+        } else if (x->dt == WK_F32) {
+            const float *src = (const float *)x->base;
+            float *o = (float *)out + i * cols;
+            for (int64_t j = 0; j < cols; j++) o[j] = src[base + j * x->s1];
+        } else {
+            float *o = (float *)out + i * cols;
+            for (int64_t j = 0; j < cols; j++) o[j] = ld_f32(x, base + j * x->s1);
+        }
+    }
+}
+
+/* Scratch kept across the batches of one call. */
+typedef struct scratch { void *p[3]; size_t n[3]; } scratch;
+
+static void *scratch_get(scratch *s, int i, size_t bytes)
+{
+    if (s->n[i] < bytes) {
+        free(s->p[i]);
+        s->p[i] = malloc(bytes ? bytes : 1);
+        s->n[i] = s->p[i] ? bytes : 0;
+    }
+    return s->p[i];
+}
+
+/* d = a x b for one batch through BLAS. Returns false on a memory error. */
+static bool blas_matmul(const mat *d, const mat *a, const mat *b, int64_t m, int64_t n, int64_t k, scratch *s)
+{
+    bool f64 = d->dt == WK_F64;
+    size_t es = f64 ? sizeof(double) : sizeof(float);
+    bool native = d->dt == WK_F32 || d->dt == WK_F64;
+    int ta, tb;
+    int64_t lda, ldb, ldc;
+    const void *A, *B;
+    if (native && blas_layout(m, k, a->s0, a->s1, &ta, &lda)) {
+        A = a->base + (size_t)a->off * es;
+    } else {
+        void *buf = scratch_get(s, 0, (size_t)m * (size_t)k * es);
+        if (!buf) return false;
+        pack_full(a, m, k, buf, f64);
+        A = buf; ta = CBLAS_NO_TRANS; lda = k;
+    }
+    if (native && blas_layout(k, n, b->s0, b->s1, &tb, &ldb)) {
+        B = b->base + (size_t)b->off * es;
+    } else {
+        void *buf = scratch_get(s, 1, (size_t)k * (size_t)n * es);
+        if (!buf) return false;
+        pack_full(b, k, n, buf, f64);
+        B = buf; tb = CBLAS_NO_TRANS; ldb = n;
+    }
+    void *C;
+    bool direct = native && (d->s1 == 1 || n == 1) && (m == 1 || d->s0 >= n) && d->s0 <= INT_MAX;
+    if (direct) {
+        C = (char *)d->base + (size_t)d->off * es;
+        ldc = m == 1 ? n : d->s0;
+    } else {
+        C = scratch_get(s, 2, (size_t)m * (size_t)n * es);
+        if (!C) return false;
+        ldc = n;
+    }
+    if (f64)
+        blas.dgemm(CBLAS_ROW_MAJOR, ta, tb, (int)m, (int)n, (int)k, 1.0, (const double *)A, (int)lda,
+                   (const double *)B, (int)ldb, 0.0, (double *)C, (int)ldc);
+    else
+        blas.sgemm(CBLAS_ROW_MAJOR, ta, tb, (int)m, (int)n, (int)k, 1.0f, (const float *)A, (int)lda,
+                   (const float *)B, (int)ldb, 0.0f, (float *)C, (int)ldc);
+    if (!direct) store_acc(d, C, n, f64, m, n);
+    return true;
+}
+
+/* ---- batches -------------------------------------------------------- */
+
+typedef struct batch_job {
+    const wk_view *d, *a, *b;
+    int nb;                    /* batch dims                              */
+    int64_t m, n, k;
+    bool failed;
+} batch_job;
+
+/* the three matrices of batch number t */
+static void batch_mats(const batch_job *J, int64_t t, mat *d, mat *a, mat *b)
+{
+    const wk_view *v[3] = { J->d, J->a, J->b };
+    mat *x[3] = { d, a, b };
+    int r = J->d->rank;
+    for (int q = 0; q < 3; q++) {
+        x[q]->base = (const char *)v[q]->base;
+        x[q]->dt = v[q]->dtype;
+        x[q]->off = v[q]->offset;
+        x[q]->s0 = v[q]->strides[r - 2];
+        x[q]->s1 = v[q]->strides[r - 1];
+    }
+    for (int dd = J->nb - 1; dd >= 0; dd--) {
+        int64_t i = t % J->d->dims[dd];
+        t /= J->d->dims[dd];
+        for (int q = 0; q < 3; q++) x[q]->off += i * v[q]->strides[dd];
+    }
+}
+
+static void batch_task(void *arg, int64_t begin, int64_t end)
+{
+    batch_job *J = (batch_job *)arg;
+    for (int64_t t = begin; t < end; t++) {
+        mat d, a, b;
+        batch_mats(J, t, &d, &a, &b);
+        if (!own_matmul(&d, &a, &b, J->m, J->n, J->k, false)) J->failed = true;
+    }
+}
+
+static void zero_task(void *arg, int64_t begin, int64_t end)
+{
+    const batch_job *J = (const batch_job *)arg;
+    size_t es = wk_cpu_dtype_size(J->d->dtype);
+    for (int64_t t = begin; t < end; t++) {
+        mat d, a, b;
+        batch_mats(J, t, &d, &a, &b);
+        for (int64_t i = 0; i < J->m; i++)
+            for (int64_t j = 0; j < J->n; j++)
+                memset((char *)d.base + (size_t)(d.off + i * d.s0 + j * d.s1) * es, 0, es);
+    }
+}
+
+wk_status wk_cpu_matmul(void *ctx, const wk_view *dst, const wk_view *a, const wk_view *b)
+{
+    (void)ctx;
+    wk_dtype dt = dst->dtype;
+    if (dt != WK_F32 && dt != WK_F64 && dt != WK_F16 && dt != WK_BF16)
+        return WK_CPU_ERROR(WK_ERR_DTYPE, "matmul takes f16, bf16, f32 or f64");
+    int r = dst->rank;
+    if (r < 2) return WK_CPU_ERROR(WK_ERR_SHAPE, "matmul needs rank >= 2, got %d", r);
+    batch_job J;
+    memset(&J, 0, sizeof J);
+    J.d = dst; J.a = a; J.b = b;
+    J.nb = r - 2;
+    J.m = dst->dims[r - 2];
+    J.n = dst->dims[r - 1];
+    J.k = a->dims[r - 1];
+    int64_t nbatch = 1;
+    for (int d = 0; d < J.nb; d++) nbatch *= dst->dims[d];
+    if (nbatch == 0 || J.m == 0 || J.n == 0) return WK_OK;
+    if (J.k == 0) {
+        par_tasks(nbatch, (double)J.m * (double)J.n, zero_task, &J);
+        return WK_OK;
+    }
+
+    /* b shared by every batch and a, dst row-major across the batches:
+     * one GEMM of nbatch * m rows */
+    wk_view fd, fa, fb;
+    if (nbatch > 1) {
+        bool fold = true;
+        int64_t sa = a->strides[r - 2], sd = dst->strides[r - 2], rows = J.m;
+        for (int d = J.nb - 1; d >= 0 && fold; d--) {
+            if (dst->dims[d] == 1) continue;
+            fold = b->strides[d] == 0 && a->strides[d] == sa * rows && dst->strides[d] == sd * rows;
+            rows *= dst->dims[d];
+        }
+        if (fold) {
+            fd = *dst; fa = *a; fb = *b;
+            fd.rank = fa.rank = fb.rank = 2;
+            fd.dims[0] = fa.dims[0] = nbatch * J.m;
+            fd.dims[1] = J.n; fa.dims[1] = J.k; fb.dims[0] = J.k; fb.dims[1] = J.n;
+            fd.strides[0] = dst->strides[r - 2]; fd.strides[1] = dst->strides[r - 1];
+            fa.strides[0] = a->strides[r - 2]; fa.strides[1] = a->strides[r - 1];
+            fb.strides[0] = b->strides[r - 2]; fb.strides[1] = b->strides[r - 1];
+            J.d = &fd; J.a = &fa; J.b = &fb;
+            J.nb = 0;
+            J.m *= nbatch;
+            nbatch = 1;
+        }
+    }
+
+    double flops = 2.0 * (double)J.m * (double)J.n * (double)J.k;
+    bool fits_int = J.m <= INT_MAX && J.n <= INT_MAX && J.k <= INT_MAX;
+    bool use_blas = blas_ready() && fits_int && (nbatch == 1 || flops >= 2.0 * 128 * 128 * 128);
+    if (!use_blas && nbatch > 1) {
+        /* many small GEMMs: one batch per task */
+        par_tasks(nbatch, flops / 8, batch_task, &J);
+        if (J.failed) return WK_CPU_ERROR(WK_ERR_MEMORY, "matmul: out of memory for scratch");
+        return WK_OK;
+    }
+    scratch s;
+    memset(&s, 0, sizeof s);
+    bool ok = true;
+    for (int64_t t = 0; t < nbatch && ok; t++) {
+        mat md, ma, mb;
+        batch_mats(&J, t, &md, &ma, &mb);
+        if (use_blas) ok = blas_matmul(&md, &ma, &mb, J.m, J.n, J.k, &s);
+        else ok = own_matmul(&md, &ma, &mb, J.m, J.n, J.k, true);
+    }
+    for (int i = 0; i < 3; i++) free(s.p[i]);
+    if (!ok) return WK_CPU_ERROR(WK_ERR_MEMORY, "matmul: out of memory for scratch");
+    return WK_OK;
+}

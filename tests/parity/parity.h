@@ -1,0 +1,66 @@
+/* parity.h — the op-parity runner (build/wick-parity): every op x dtype x
+ * layout case runs on every available device (cuda:N, rocm:N; the cpu
+ * itself when there is no GPU) and on the cpu with the same inputs, and
+ * the two results must agree (normalized squared error with a per-dtype
+ * bound, exact for integer and copy-like results, NaN and Inf in the same
+ * places). Inputs are made on the host from the case's seed and uploaded
+ * to both devices, where the same view ops give the same layout
+ * (transposed, narrowed, broadcast). In-place destinations live inside a
+ * poisoned storage; the whole storage is compared.
+ *
+ * Self-contained apart from the header-only codecs of tests/t_dtype.h.
+ */
+#ifndef WICK_PARITY_H
+#define WICK_PARITY_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include "wick.h"
+#include "../t_dtype.h"
+
+/* how an input's view is made from its base storage */
+typedef enum p_kind { PK_CONTIG, PK_TRANSPOSED, PK_NARROWED, PK_BROADCAST } p_kind;
+
+/* how an input's values are drawn */
+typedef enum p_gen { PG_UNIFORM, PG_POSITIVE, PG_AWAY, PG_SMALLSET, PG_FULL, PG_IDS, PG_MASK, PG_POISON } p_gen;
+
+typedef struct p_input {
+    wk_dtype dt;
+    wk_shape shape;    /* logical shape of the view */
+    p_kind kind;
+    p_gen gen;
+    double lo, hi;     /* PG_UNIFORM range; PG_IDS: ids in [0, hi) */
+} p_input;
+
+/* the op families the runner knows how to call */
+typedef enum p_family {
+    PF_UNARY, PF_AFFINE, PF_POWF, PF_ELU, PF_BINARY, PF_CMP, PF_WHERE, PF_CAST, PF_REDUCE, PF_MATMUL,
+    PF_INDEX_SELECT, PF_GATHER, PF_SCATTER_SET, PF_SCATTER_ADD, PF_INDEX_ADD, PF_COPY_INTO, PF_CONST_SET,
+    PF_COPY2D, PF_CAT, PF_RAND_UNIFORM, PF_RAND_NORMAL
+} p_family;
+
+typedef struct p_case {
+    char name[160];        /* op/dtype/layout/size */
+    const char *op;        /* wk_op_names() name, for filters and coverage */
+    wk_dtype dt;           /* the dtype the coverage table files it under */
+    p_family fam;
+    int sub;               /* unary/binary/cmp/reduce op */
+    double p0, p1;         /* parameters */
+    int dim;               /* dim argument; for reduce: ndims (-1: all) */
+    int dims[4];
+    bool keepdim;
+    wk_dtype to;           /* PF_CAST target */
+    int nin;
+    p_input in[4];         /* in[0] is the destination of in-place ops */
+    bool accum;            /* accumulating op: the looser bound */
+    bool exact;            /* results must agree bit for bit */
+} p_case;
+
+/* parity_main.c: run one case on every selected device (checks filters) */
+void p_run(p_case *c);
+/* parity_main.c: true in --quick mode (no size above 1023) */
+bool p_quick(void);
+/* parity_cases.c: enumerate every case, calling p_run */
+void p_all_cases(void);
+
+#endif /* WICK_PARITY_H */

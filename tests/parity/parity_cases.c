@@ -1,0 +1,377 @@
+/* parity_cases.c — every case of build/wick-parity: the unary family
+ * (19 ops + affine, powf, elu), binary, cmp, where_cond (u8/u32/i64
+ * masks), to_dtype (all 100 pairs, filed under "copy"), reductions over
+ * one, several and all dims, matmul (odd, transposed, batched, broadcast
+ * batch, k = 0, large), index_select / gather / scatter_set / scatter_add /
+ * index_add with u8/u32/i64 ids, copy_into, const_set, copy2d, cat, and
+ * rand_uniform / rand_normal, over sizes 1, 7, 33, 1023, 65537, empty and
+ * rank 0 and over transposed, narrowed and broadcast inputs. --quick
+ * drops every case with an input above 4096 elements.
+ */
+#include <stdio.h>
+#include <string.h>
+#include "parity.h"
+
+#define N_(a) ((int)(sizeof(a) / sizeof((a)[0])))
+
+typedef struct p_lay { const char *name; p_kind kind; wk_shape shape; } p_lay;
+
+static const p_lay lays[] = {
+    { "size1", PK_CONTIG, { 1, { 1 } } },
+    { "size7", PK_CONTIG, { 1, { 7 } } },
+    { "size33", PK_CONTIG, { 1, { 33 } } },
+    { "size1023", PK_CONTIG, { 1, { 1023 } } },
+    { "size65537", PK_CONTIG, { 1, { 65537 } } },
+    { "empty", PK_CONTIG, { 1, { 0 } } },
+    { "empty2d", PK_TRANSPOSED, { 2, { 3, 0 } } },
+    { "scalar", PK_CONTIG, { 0, { 0 } } },
+    { "transposed", PK_TRANSPOSED, { 2, { 33, 31 } } },
+    { "strided1023", PK_TRANSPOSED, { 1, { 1023 } } },
+    { "narrowed", PK_NARROWED, { 2, { 33, 7 } } },
+    { "broadcast", PK_BROADCAST, { 2, { 33, 31 } } },
+    { "narrowed3d", PK_NARROWED, { 3, { 5, 7, 9 } } },
+    { "big_transposed", PK_TRANSPOSED, { 2, { 257, 255 } } },
+};
+
+static const wk_dtype all_dts[WK_DTYPE_COUNT] = { WK_U8, WK_U32, WK_I16, WK_I32, WK_I64, WK_BF16, WK_F16, WK_F32, WK_F64, WK_F8E4M3 };
+static const wk_dtype id_dts[3] = { WK_U8, WK_U32, WK_I64 };
+
+static int64_t numel(wk_shape s)
+{
+    int64_t n = 1;
+    for (int d = 0; d < s.rank; d++) n *= s.dims[d];
+    return n;
+}
+
+static p_input IN(wk_dtype dt, wk_shape s, p_kind k, p_gen g, double lo, double hi)
+{
+    p_input in = { dt, s, k, g, lo, hi };
+    return in;
+}
+
+/* run c unless --quick excludes it */
+static void go(p_case *c)
+{
+    if (p_quick())
+        for (int i = 0; i < c->nin; i++)
+            if (numel(c->in[i].shape) > 4096) return;
+    p_run(c);
+}
+
+static p_case start(const char *op, wk_dtype dt, p_family fam)
+{
+    p_case c;
+    memset(&c, 0, sizeof c);
+    c.op = op;
+    c.dt = dt;
+    c.fam = fam;
+    return c;
+}
+
+/* ---- elementwise ---------------------------------------------------------------- */
+
+static const struct { const char *name; int sub; p_family fam; bool ints; p_gen gen; double lo, hi, p0, p1; } unary_ops[] = {
+    { "exp", WK_EXP, PF_UNARY, false, PG_UNIFORM, -5, 5, 0, 0 },   { "log", WK_LOG, PF_UNARY, false, PG_POSITIVE, 0.05, 20, 0, 0 },
+    { "sin", WK_SIN, PF_UNARY, false, PG_UNIFORM, -6, 6, 0, 0 },   { "cos", WK_COS, PF_UNARY, false, PG_UNIFORM, -6, 6, 0, 0 },
+    { "tanh", WK_TANH, PF_UNARY, false, PG_UNIFORM, -4, 4, 0, 0 }, { "abs", WK_ABS, PF_UNARY, true, PG_UNIFORM, -10, 10, 0, 0 },
+    { "neg", WK_NEG, PF_UNARY, true, PG_UNIFORM, -10, 10, 0, 0 },  { "recip", WK_RECIP, PF_UNARY, false, PG_AWAY, 0.1, 10, 0, 0 },
+    { "sqr", WK_SQR, PF_UNARY, true, PG_UNIFORM, -10, 10, 0, 0 },  { "sqrt", WK_SQRT, PF_UNARY, false, PG_POSITIVE, 0, 20, 0, 0 },
+    { "gelu", WK_GELU, PF_UNARY, false, PG_UNIFORM, -5, 5, 0, 0 }, { "gelu_erf", WK_GELU_ERF, PF_UNARY, false, PG_UNIFORM, -5, 5, 0, 0 },
+    { "erf", WK_ERF, PF_UNARY, false, PG_UNIFORM, -3, 3, 0, 0 },   { "relu", WK_RELU, PF_UNARY, true, PG_UNIFORM, -5, 5, 0, 0 },
+    { "silu", WK_SILU, PF_UNARY, false, PG_UNIFORM, -6, 6, 0, 0 }, { "floor", WK_FLOOR, PF_UNARY, true, PG_UNIFORM, -10, 10, 0, 0 },
+    { "ceil", WK_CEIL, PF_UNARY, true, PG_UNIFORM, -10, 10, 0, 0 }, { "round", WK_ROUND, PF_UNARY, true, PG_SMALLSET, 0, 0, 0, 0 },
+    { "sign", WK_SIGN, PF_UNARY, true, PG_SMALLSET, 0, 0, 0, 0 },  { "affine", 0, PF_AFFINE, true, PG_UNIFORM, -8, 8, 1.5, -0.25 },
+    { "powf", 0, PF_POWF, false, PG_POSITIVE, 0.1, 4, 2.5, 0 },    { "elu", 0, PF_ELU, false, PG_UNIFORM, -4, 4, 0.7, 0 },
+};
+
+static void elementwise(void)
+{
+    for (int o = 0; o < N_(unary_ops); o++)
+        for (int d = 0; d < WK_DTYPE_COUNT; d++) {
+            wk_dtype dt = all_dts[d];
+            if (!t_is_float(dt) && !unary_ops[o].ints) continue;
+            for (int l = 0; l < N_(lays); l++) {
+                p_case c = start(unary_ops[o].name, dt, unary_ops[o].fam);
+                snprintf(c.name, sizeof c.name, "%s/%s/%s", c.op, wk_dtype_name(dt), lays[l].name);
+                c.sub = unary_ops[o].sub;
+                c.p0 = unary_ops[o].p0;
+                c.p1 = unary_ops[o].p1;
+                if (!t_is_float(dt) && c.fam == PF_AFFINE) { c.p0 = 3; c.p1 = -7; }
+                c.exact = !t_is_float(dt);
+                c.nin = 1;
+                c.in[0] = IN(dt, lays[l].shape, lays[l].kind, t_is_float(dt) ? unary_ops[o].gen : PG_FULL, unary_ops[o].lo, unary_ops[o].hi);
+                if (!t_is_float(dt) && c.fam == PF_AFFINE && dt == WK_I64) c.in[0].gen = PG_UNIFORM, c.in[0].lo = -1e12, c.in[0].hi = 1e12;
+                go(&c);
+            }
+        }
+    for (int o = 0; o < WK_BINARY_COUNT + WK_CMP_COUNT; o++)
+        for (int d = 0; d < WK_DTYPE_COUNT; d++) {
+            wk_dtype dt = all_dts[d];
+            bool cmp = o >= WK_BINARY_COUNT;
+            const char *op = cmp ? wk_cmp_name((wk_cmp_op)(o - WK_BINARY_COUNT)) : wk_binary_name((wk_binary_op)o);
+            for (int l = 0; l <= N_(lays); l++) {
+                p_case c = start(op, dt, cmp ? PF_CMP : PF_BINARY);
+                c.sub = cmp ? o - WK_BINARY_COUNT : o;
+                c.exact = !t_is_float(dt) || cmp || o == WK_MINIMUM || o == WK_MAXIMUM;
+                c.nin = 2;
+                p_gen g = cmp || o >= WK_MINIMUM ? PG_SMALLSET : t_is_float(dt) ? PG_UNIFORM : PG_FULL;
+                p_gen gb = o == WK_DIV ? (t_is_float(dt) ? PG_AWAY : PG_SMALLSET) : g;
+                if (l == N_(lays)) {      /* numpy broadcasting of a row */
+                    snprintf(c.name, sizeof c.name, "%s/%s/bcast_row", op, wk_dtype_name(dt));
+                    c.in[0] = IN(dt, WK_SHAPE(33, 31), PK_TRANSPOSED, g, -10, 10);
+                    c.in[1] = IN(dt, WK_SHAPE(31), PK_CONTIG, gb, 0.5, 4);
+                } else {
+                    snprintf(c.name, sizeof c.name, "%s/%s/%s", op, wk_dtype_name(dt), lays[l].name);
+                    c.in[0] = IN(dt, lays[l].shape, lays[l].kind, g, -10, 10);
+                    c.in[1] = IN(dt, lays[l].shape, PK_CONTIG, gb, 0.5, 4);
+                }
+                go(&c);
+            }
+        }
+    for (int m = 0; m < 3; m++)
+        for (int d = 0; d < WK_DTYPE_COUNT; d++)
+            for (int l = 0; l < N_(lays); l++) {
+                wk_dtype dt = all_dts[d];
+                p_case c = start("where_cond", dt, PF_WHERE);
+                snprintf(c.name, sizeof c.name, "where_cond/%s/%s/%s", wk_dtype_name(dt), wk_dtype_name(id_dts[m]), lays[l].name);
+                c.exact = true;
+                c.nin = 3;
+                c.in[0] = IN(id_dts[m], lays[l].shape, lays[l].kind, PG_MASK, 0, 0);
+                c.in[1] = IN(dt, lays[l].shape, PK_CONTIG, PG_FULL, 0, 0);
+                c.in[2] = IN(dt, lays[l].shape, PK_NARROWED, PG_FULL, 0, 0);
+                go(&c);
+            }
+}
+
+/* ---- conversions and copies ------------------------------------------------------------ */
+
+static void copies(void)
+{
+    static const int cast_lays[] = { 3, 4, 5, 7, 8, 11 };   /* size1023 size65537 empty scalar transposed broadcast */
+    for (int a = 0; a < WK_DTYPE_COUNT; a++)
+        for (int b = 0; b < WK_DTYPE_COUNT; b++)
+            for (int k = 0; k < N_(cast_lays); k++) {
+                const p_lay *L = &lays[cast_lays[k]];
+                p_case c = start("copy", all_dts[a], PF_CAST);
+                snprintf(c.name, sizeof c.name, "copy/%s->%s/%s", wk_dtype_name(all_dts[a]), wk_dtype_name(all_dts[b]), L->name);
+                c.to = all_dts[b];
+                c.exact = true;
+                c.nin = 1;
+                c.in[0] = IN(all_dts[a], L->shape, L->kind, PG_FULL, 0, 0);
+                go(&c);
+            }
+    static const int dst_lays[] = { 3, 6, 7, 8, 10, 12, 13 };
+    for (int d = 0; d < WK_DTYPE_COUNT; d++)
+        for (int k = 0; k < N_(dst_lays); k++) {
+            const p_lay *L = &lays[dst_lays[k]];
+            wk_dtype dt = all_dts[d];
+            /* copy_into from a broadcast source of the dst's dtype and from f32 */
+            for (int conv = 0; conv < 2; conv++) {
+                p_case c = start("copy", dt, PF_COPY_INTO);
+                snprintf(c.name, sizeof c.name, "copy_into/%s%s/%s", wk_dtype_name(dt), conv ? "<-f32" : "", L->name);
+                c.exact = true;
+                c.nin = 2;
+                c.in[0] = IN(dt, L->shape, L->kind, PG_POISON, 0, 0);
+                c.in[1] = IN(conv ? WK_F32 : dt, L->shape, L->shape.rank ? PK_BROADCAST : PK_CONTIG, PG_FULL, 0, 0);
+                go(&c);
+            }
+            static const double vals[] = { 1.5, -2.5, 1e10 };
+            for (int v = 0; v < 3; v++) {
+                p_case c = start("const_set", dt, PF_CONST_SET);
+                snprintf(c.name, sizeof c.name, "const_set/%s/%s/%g", wk_dtype_name(dt), L->name, vals[v]);
+                c.exact = true;
+                c.p0 = vals[v];
+                c.nin = 1;
+                c.in[0] = IN(dt, L->shape, L->kind, PG_POISON, 0, 0);
+                go(&c);
+            }
+        }
+    static const int64_t c2[][4] = { { 5, 7, 9, 11 }, { 1, 1, 1, 1 }, { 0, 5, 5, 5 }, { 33, 1023, 1030, 1025 }, { 257, 255, 260, 255 } };
+    for (int d = 0; d < WK_DTYPE_COUNT; d++)
+        for (int k = 0; k < N_(c2); k++) {
+            wk_dtype dt = all_dts[d];
+            p_case c = start("copy2d", dt, PF_COPY2D);
+            snprintf(c.name, sizeof c.name, "copy2d/%s/%lldx%lld", wk_dtype_name(dt), (long long)c2[k][0], (long long)c2[k][1]);
+            c.exact = true;
+            for (int i = 0; i < 4; i++) c.dims[i] = (int)c2[k][i];
+            int64_t srcn = c2[k][0] * c2[k][2] + 8, dstn = c2[k][0] * c2[k][3] + 8;
+            c.nin = 2;
+            c.in[0] = IN(dt, WK_SHAPE(dstn), PK_CONTIG, PG_POISON, 0, 0);
+            c.in[1] = IN(dt, WK_SHAPE(srcn), PK_CONTIG, PG_FULL, 0, 0);
+            go(&c);
+        }
+    for (int d = 0; d < WK_DTYPE_COUNT; d++)
+        for (int dim = 0; dim < 2; dim++) {
+            wk_dtype dt = all_dts[d];
+            p_case c = start("copy", dt, PF_CAT);
+            snprintf(c.name, sizeof c.name, "cat/%s/dim%d", wk_dtype_name(dt), dim);
+            c.exact = true;
+            c.dims[0] = dim;
+            c.nin = 3;
+            c.in[0] = IN(dt, dim ? WK_SHAPE(33, 5) : WK_SHAPE(5, 31), PK_TRANSPOSED, PG_FULL, 0, 0);
+            c.in[1] = IN(dt, dim ? WK_SHAPE(33, 0) : WK_SHAPE(0, 31), PK_CONTIG, PG_FULL, 0, 0);
+            c.in[2] = IN(dt, dim ? WK_SHAPE(33, 7) : WK_SHAPE(7, 31), PK_NARROWED, PG_FULL, 0, 0);
+            go(&c);
+        }
+}
+
+/* ---- reductions and matmul -------------------------------------------------------------- */
+
+static void reductions_matmul(void)
+{
+    static const struct { const char *name; p_kind kind; wk_shape shape; int nd; int dims[3]; bool keep; } rc[] = {
+        { "all/size1023", PK_CONTIG, { 1, { 1023 } }, -1, { 0 }, false },
+        { "all/size65537", PK_CONTIG, { 1, { 65537 } }, -1, { 0 }, false },
+        { "all/scalar", PK_CONTIG, { 0, { 0 } }, -1, { 0 }, false },
+        { "dim1/transposed", PK_TRANSPOSED, { 2, { 33, 31 } }, 1, { 1 }, false },
+        { "dim0/narrowed", PK_NARROWED, { 2, { 33, 7 } }, 1, { 0 }, true },
+        { "dims02/narrowed3d", PK_NARROWED, { 3, { 5, 7, 9 } }, 2, { 0, 2 }, false },
+        { "dimneg1/broadcast", PK_BROADCAST, { 2, { 33, 31 } }, 1, { -1 }, true },
+        { "dim0/big_transposed", PK_TRANSPOSED, { 2, { 257, 255 } }, 1, { 0 }, false },
+        { "dim1/empty_kept", PK_CONTIG, { 2, { 0, 5 } }, 1, { 1 }, false },
+        { "dim1/empty_extent", PK_CONTIG, { 2, { 3, 0 } }, 1, { 1 }, false },
+    };
+    static const char *rnames[] = { "sum", "min", "max", "argmin", "argmax" };
+    for (int o = 0; o < WK_REDUCE_COUNT; o++)
+        for (int d = 0; d < WK_DTYPE_COUNT; d++)
+            for (int k = 0; k < N_(rc); k++) {
+                wk_dtype dt = all_dts[d];
+                if (o != WK_SUM && !strcmp(rc[k].name, "dim1/empty_extent")) continue;
+                p_case c = start(rnames[o], dt, PF_REDUCE);
+                snprintf(c.name, sizeof c.name, "%s/%s/%s", rnames[o], wk_dtype_name(dt), rc[k].name);
+                c.sub = o;
+                c.dim = rc[k].nd;
+                memcpy(c.dims, rc[k].dims, sizeof rc[k].dims);
+                c.keepdim = rc[k].keep;
+                c.accum = o == WK_SUM;
+                c.exact = o != WK_SUM || !t_is_float(dt);
+                c.nin = 1;
+                c.in[0] = IN(dt, rc[k].shape, rc[k].kind, o == WK_SUM ? (t_is_float(dt) ? PG_UNIFORM : PG_FULL) : PG_SMALLSET, -1, 1);
+                go(&c);
+            }
+    static const struct { const char *name; p_kind ka; wk_shape sa; p_kind kb; wk_shape sb; } mc[] = {
+        { "1x1x1", PK_CONTIG, { 2, { 1, 1 } }, PK_CONTIG, { 2, { 1, 1 } } },
+        { "7x33x1", PK_CONTIG, { 2, { 7, 33 } }, PK_CONTIG, { 2, { 33, 1 } } },
+        { "33x17x7", PK_CONTIG, { 2, { 33, 17 } }, PK_CONTIG, { 2, { 17, 7 } } },
+        { "a_transposed", PK_TRANSPOSED, { 2, { 65, 33 } }, PK_CONTIG, { 2, { 33, 31 } } },
+        { "b_transposed", PK_CONTIG, { 2, { 65, 33 } }, PK_TRANSPOSED, { 2, { 33, 31 } } },
+        { "narrowed", PK_NARROWED, { 2, { 9, 13 } }, PK_NARROWED, { 2, { 13, 6 } } },
+        { "batched", PK_CONTIG, { 3, { 3, 5, 7 } }, PK_TRANSPOSED, { 3, { 3, 7, 4 } } },
+        { "batch_broadcast", PK_CONTIG, { 4, { 2, 1, 5, 7 } }, PK_CONTIG, { 3, { 3, 7, 4 } } },
+        { "batch_stride0", PK_BROADCAST, { 3, { 3, 5, 7 } }, PK_CONTIG, { 3, { 3, 7, 4 } } },
+        { "k0", PK_CONTIG, { 2, { 5, 0 } }, PK_CONTIG, { 2, { 0, 3 } } },
+        { "m0", PK_CONTIG, { 2, { 0, 4 } }, PK_CONTIG, { 2, { 4, 3 } } },
+        { "130x257x65", PK_CONTIG, { 2, { 130, 257 } }, PK_CONTIG, { 2, { 257, 65 } } },
+        { "512x512x512", PK_TRANSPOSED, { 2, { 512, 512 } }, PK_CONTIG, { 2, { 512, 512 } } },
+        { "1x4096x1023", PK_CONTIG, { 2, { 1, 4096 } }, PK_CONTIG, { 2, { 4096, 1023 } } },
+    };
+    static const wk_dtype mdts[] = { WK_F16, WK_BF16, WK_F32, WK_F64 };
+    for (int d = 0; d < 4; d++)
+        for (int k = 0; k < N_(mc); k++) {
+            p_case c = start("matmul", mdts[d], PF_MATMUL);
+            snprintf(c.name, sizeof c.name, "matmul/%s/%s", wk_dtype_name(mdts[d]), mc[k].name);
+            c.accum = true;
+            c.nin = 2;
+            c.in[0] = IN(mdts[d], mc[k].sa, mc[k].ka, PG_UNIFORM, -1, 1);
+            c.in[1] = IN(mdts[d], mc[k].sb, mc[k].kb, PG_UNIFORM, -1, 1);
+            go(&c);
+        }
+}
+
+/* ---- indexing ---------------------------------------------------------------------------- */
+
+static void indexing(void)
+{
+    for (int d = 0; d < WK_DTYPE_COUNT; d++)
+        for (int k = 0; k < 3; k++) {
+            wk_dtype dt = all_dts[d], it = id_dts[k];
+            const char *dn = wk_dtype_name(dt), *in = wk_dtype_name(it);
+            struct { const char *lname; p_kind kind; wk_shape s; int dim; int64_t nid; } cfg[] = {
+                { "dim0/contiguous", PK_CONTIG, WK_SHAPE(33, 7), 0, 40 },
+                { "dim1/transposed", PK_TRANSPOSED, WK_SHAPE(33, 31), 1, 9 },
+                { "dim0/big", PK_NARROWED, WK_SHAPE(300, 255), 0, 1023 },
+                { "empty_ids", PK_CONTIG, WK_SHAPE(7, 5), 1, 0 },
+            };
+            for (int j = 0; j < N_(cfg); j++) {
+                int64_t lim = cfg[j].s.dims[cfg[j].dim];
+                if (it == WK_U8 && lim > 256) lim = 256;
+                wk_shape gs = cfg[j].s;
+                gs.dims[cfg[j].dim] = cfg[j].nid;
+                /* index_select: 1-d ids */
+                p_case c = start("index_select", dt, PF_INDEX_SELECT);
+                snprintf(c.name, sizeof c.name, "index_select/%s/%s/%s", dn, in, cfg[j].lname);
+                c.exact = true;
+                c.dims[0] = cfg[j].dim;
+                c.nin = 2;
+                c.in[0] = IN(dt, cfg[j].s, cfg[j].kind, PG_FULL, 0, 0);
+                c.in[1] = IN(it, WK_SHAPE(cfg[j].nid), PK_TRANSPOSED, PG_IDS, 0, (double)lim);
+                go(&c);
+                /* gather: ids of the source's shape except on dim */
+                c = start("gather", dt, PF_GATHER);
+                snprintf(c.name, sizeof c.name, "gather/%s/%s/%s", dn, in, cfg[j].lname);
+                c.exact = true;
+                c.dims[0] = cfg[j].dim;
+                c.nin = 2;
+                c.in[0] = IN(dt, cfg[j].s, cfg[j].kind, PG_FULL, 0, 0);
+                c.in[1] = IN(it, gs, PK_CONTIG, PG_IDS, 0, (double)lim);
+                go(&c);
+                /* scatter_set: one id per line (no duplicates); scatter_add: many */
+                for (int add = 0; add < 2; add++) {
+                    wk_shape ss = cfg[j].s;
+                    ss.dims[cfg[j].dim] = add ? cfg[j].nid : (cfg[j].nid ? 1 : 0);
+                    c = start(add ? "scatter_add" : "scatter_set", dt, add ? PF_SCATTER_ADD : PF_SCATTER_SET);
+                    snprintf(c.name, sizeof c.name, "%s/%s/%s/%s", c.op, dn, in, cfg[j].lname);
+                    c.exact = !add || !t_is_float(dt);
+                    c.accum = true;
+                    c.dims[0] = cfg[j].dim;
+                    c.nin = 3;
+                    c.in[0] = IN(dt, cfg[j].s, cfg[j].kind, PG_SMALLSET, 0, 0);
+                    c.in[1] = IN(it, ss, PK_CONTIG, PG_IDS, 0, (double)lim);
+                    c.in[2] = IN(dt, ss, PK_TRANSPOSED, add ? PG_SMALLSET : PG_FULL, 0, 0);
+                    go(&c);
+                }
+                /* index_add: 1-d ids, src with nid rows on dim */
+                c = start("index_add", dt, PF_INDEX_ADD);
+                snprintf(c.name, sizeof c.name, "index_add/%s/%s/%s", dn, in, cfg[j].lname);
+                c.exact = !t_is_float(dt);
+                c.accum = true;
+                c.dims[0] = cfg[j].dim;
+                c.nin = 3;
+                c.in[0] = IN(dt, cfg[j].s, cfg[j].kind, PG_SMALLSET, 0, 0);
+                c.in[1] = IN(it, WK_SHAPE(cfg[j].nid), PK_CONTIG, PG_IDS, 0, (double)lim);
+                c.in[2] = IN(dt, gs, PK_NARROWED, PG_SMALLSET, 0, 0);
+                go(&c);
+            }
+        }
+}
+
+/* ---- random numbers ------------------------------------------------------------------------ */
+
+static void randoms(void)
+{
+    static const wk_dtype fl[] = { WK_BF16, WK_F16, WK_F32, WK_F64, WK_F8E4M3 };
+    static const int64_t sizes[] = { 1, 7, 33, 1023, 65537 };
+    for (int nrm = 0; nrm < 2; nrm++)
+        for (int d = 0; d < 5; d++)
+            for (int k = nrm; k < 5; k++) {
+                p_case c = start(nrm ? "rand_normal" : "rand_uniform", fl[d], nrm ? PF_RAND_NORMAL : PF_RAND_UNIFORM);
+                snprintf(c.name, sizeof c.name, "%s/%s/size%lld", c.op, wk_dtype_name(fl[d]), (long long)sizes[k]);
+                c.exact = !nrm;
+                c.accum = true;
+                c.p0 = nrm ? 1.0 : -2.0;
+                c.p1 = nrm ? 2.0 : 3.0;
+                c.in[0].shape = WK_SHAPE(sizes[k]);   /* the output shape (no inputs) */
+                c.nin = 0;
+                if (p_quick() && sizes[k] > 4096) continue;
+                p_run(&c);
+            }
+}
+
+void p_all_cases(void)
+{
+    elementwise();
+    copies();
+    reductions_matmul();
+    indexing();
+    randoms();
+}
