@@ -50,7 +50,8 @@ PARITY_SRC := $(sort $(wildcard tests/parity/*.c))
 PARITY_OBJ := $(PARITY_SRC:%.c=$(BUILD)/%.o)
 $(BUILD)/tests/parity/%.o: tests/parity/%.c $(wildcard include/*.h tests/*.h tests/parity/*.h) Makefile
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -c $< -o $@
+	@$(if $(V),,echo "  CC $<")
+	$(Q)$(CC) $(ALL_CFLAGS) -c $< -o $@
 $(BUILD)/wick-parity: $(PARITY_OBJ) $(BUILD)/libwick.a
 	$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDLIBS)
 

@@ -1,6 +1,8 @@
 /* test_index.c — index_select, gather, scatter_set, scatter_add and
  * index_add with u8, u32 and i64 ids, on every value dtype, over
- * contiguous, transposed, narrowed, reversed and broadcast sources,
+ * contiguous, transposed, narrowed, reversed and broadcast sources (a
+ * broadcast destination becomes a narrowed one: overlapping destinations
+ * are refused, see test_semantics.c),
  * strided id views, destinations that are views into a poisoned storage
  * (elements outside the view must stay poisoned), negative dims, empty id
  * lists, size 1, odd and large sizes. Out-of-range ids (the dim size, and
@@ -28,7 +30,7 @@ static const icase icases[] = {
     { "dim1/transposed", LK_TRANSPOSED, { 2, { 5, 7 } }, 1, 4, LK_CONTIG, LK_TRANSPOSED },
     { "dimneg1/narrowed", LK_NARROWED, { 3, { 5, 7, 3 } }, -1, 5, LK_NARROWED, LK_NARROWED },
     { "dim1/reversed3d", LK_REVERSED, { 3, { 3, 5, 7 } }, 1, 8, LK_TRANSPOSED, LK_CONTIG },
-    { "dim0/src_broadcast", LK_CONTIG, { 2, { 4, 33 } }, 0, 6, LK_CONTIG, LK_BROADCAST },
+    { "dim0/broadcast", LK_BROADCAST, { 2, { 4, 33 } }, 0, 6, LK_CONTIG, LK_BROADCAST },
     { "empty_ids", LK_CONTIG, { 2, { 6, 5 } }, 0, 0, LK_CONTIG, LK_CONTIG },
     { "empty_other_dim", LK_CONTIG, { 2, { 6, 0 } }, 0, 3, LK_CONTIG, LK_CONTIG },
     { "size1", LK_CONTIG, { 1, { 1 } }, 0, 1, LK_CONTIG, LK_CONTIG },

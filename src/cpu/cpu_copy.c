@@ -4,7 +4,8 @@
  * uses (cpu_ew.h).
  *
  * How it is made fast: dims are coalesced so contiguous views become one
- * row per thread-pool chunk; a same-dtype contiguous copy is memcpy per
+ * row per thread-pool chunk, and views transposed in their last two dims
+ * are walked in cache-sized tiles; a same-dtype contiguous copy is memcpy per
  * chunk; conversions are one macro-generated row function per (src, dst)
  * pair whose contiguous loop the compiler vectorizes (narrow floats go
  * through the branch-free conversions of cpu_ew.h); on x86-64 the hot
@@ -74,6 +75,45 @@ static void ew_range(void *arg, int64_t begin, int64_t end)
     }
 }
 
+/* Tiled walk for views transposed in their last two dims (one operand
+ * steps by 1 along dim r-2 and not along dim r-1): blocks of EW_TILE x
+ * EW_TILE elements, so that the cache lines of every operand are reused
+ * across the rows of a block instead of being fetched once per element. */
+#define EW_TILE 64
+
+typedef struct ew_tiled {
+    const ew_job *j;
+    int64_t ti, tj;   /* tiles along dims r-2 and r-1 */
+} ew_tiled;
+
+static void ew_tiles(void *arg, int64_t begin, int64_t end)
+{
+    const ew_tiled *t = arg;
+    const ew_job *j = t->j;
+    const int r = j->rank, nops = j->nops;
+    const int64_t M = j->dims[r - 2], N = j->dims[r - 1];
+    int64_t inner[4];
+    char *p[4];
+    for (int k = 0; k < nops; k++) inner[k] = j->st[k][r - 1];
+    for (int64_t b = begin; b < end; b++) {
+        int64_t rest = b / (t->ti * t->tj), in = b % (t->ti * t->tj);
+        int64_t i0 = (in / t->tj) * EW_TILE, j0 = (in % t->tj) * EW_TILE;
+        int64_t i1 = i0 + EW_TILE < M ? i0 + EW_TILE : M;
+        int64_t len = j0 + EW_TILE < N ? EW_TILE : N - j0;
+        int64_t off[4] = { 0, 0, 0, 0 };
+        for (int d = r - 3; d >= 0; d--) {
+            int64_t id = rest % j->dims[d];
+            rest /= j->dims[d];
+            for (int k = 0; k < nops; k++) off[k] += id * j->st[k][d];
+        }
+        for (int64_t i = i0; i < i1; i++) {
+            for (int k = 0; k < nops; k++)
+                p[k] = j->base[k] + (off[k] + i * j->st[k][r - 2] + j0 * inner[k]) * j->esz[k];
+            j->fn(p, inner, len, j->params);
+        }
+    }
+}
+
 void wk_ew_run(int nops, const wk_view *const *views, wk_ew_row_fn fn, const void *params)
 {
     const wk_view *v0 = views[0];
@@ -111,6 +151,19 @@ void wk_ew_run(int nops, const wk_view *const *views, wk_ew_row_fn fn, const voi
         r = 1;
         j.dims[0] = 1;
         for (int k = 0; k < nops; k++) j.st[k][0] = 0;
+    }
+    if (r >= 2 && j.dims[r - 1] >= 16 && j.dims[r - 2] >= 16) {
+        bool transposed = false;
+        for (int k = 0; k < nops; k++)
+            transposed |= j.st[k][r - 2] == 1 && j.st[k][r - 1] != 1;
+        if (transposed) {
+            j.rank = r;
+            ew_tiled t = { &j, (j.dims[r - 2] + EW_TILE - 1) / EW_TILE, (j.dims[r - 1] + EW_TILE - 1) / EW_TILE };
+            int64_t tiles = n / (j.dims[r - 2] * j.dims[r - 1]) * t.ti * t.tj;
+            int64_t grain = WK_CPU_GRAIN / (EW_TILE * EW_TILE);
+            wk_parallel_for(tiles, grain > 0 ? grain : 1, ew_tiles, &t);
+            return;
+        }
     }
     /* a short innermost dim makes many tiny rows: walk the longest dim
      * innermost instead (any order visits every element once) */

@@ -42,6 +42,7 @@ typedef struct ix_plan {
     int64_t J;                 /* extent of the indexed dim in the loop   */
     int64_t js[3];             /* strides along the indexed dim: W, R, I  */
     int64_t n_pre, n_post, nchunks, chunk;
+    int64_t jb;                /* loop positions per unit (read kinds)    */
 } ix_plan;
 
 static inline int64_t load_id(const char *ids, wk_dtype idt, int64_t off)
@@ -182,41 +183,55 @@ static void post_range(const ix_plan *P, const int64_t b[3], int64_t q0, int64_t
     }
 }
 
-/* one (pre, j, post chunk) or (pre, post chunk) unit */
-static void do_unit(const ix_plan *P, int64_t p, int64_t j, int64_t ch)
+/* loop positions j in [j0, j1) of pre position p, post chunk ch */
+static void do_units(const ix_plan *P, int64_t p, int64_t j0, int64_t j1, int64_t ch)
 {
     int64_t b[3];
     pre_offsets(P, p, b);
-    int64_t tstride = P->js[P->target];   /* target's stride along dim   */
-    b[I] += j * P->js[I];
-    if (P->target == R) b[W] += j * P->js[W];
-    else b[R] += j * P->js[R];
-    if (!P->ids_full) {
-        int64_t id = load_id(P->ids, P->idt, j * P->js[I]);
-        b[P->target] += id * tstride;
+    int tv = P->target;
+    int64_t ts = P->js[tv];                /* target's stride along dim  */
+    int64_t ls = P->js[tv == W ? R : W];   /* the loop side's stride     */
+    int lv = tv == W ? R : W;
+    if (P->npost == 0) {
+        /* one element per j: a tight loop */
+        size_t es = P->es;
+        for (int64_t j = j0; j < j1; j++) {
+            int64_t id = load_id(P->ids, P->idt, b[I] + j * P->js[I]);
+            int64_t o[3];
+            o[tv] = b[tv] + id * ts;
+            o[lv] = b[lv] + j * ls;
+            if (P->add) elem_add(P->w + (size_t)o[W] * es, P->r + (size_t)o[R] * es, P->dt);
+            else elem_set(P->w + (size_t)o[W] * es, P->r + (size_t)o[R] * es, es);
+        }
+        return;
     }
     int64_t q0 = ch * P->chunk, q1 = q0 + P->chunk < P->n_post ? q0 + P->chunk : P->n_post;
-    post_range(P, b, q0, q1, tstride);
+    for (int64_t j = j0; j < j1; j++) {
+        int64_t bb[3] = { b[0], b[1], b[2] };
+        bb[lv] += j * ls;
+        bb[I] += j * P->js[I];
+        if (!P->ids_full) bb[tv] += load_id(P->ids, P->idt, j * P->js[I]) * ts;
+        post_range(P, bb, q0, q1, ts);
+    }
 }
 
-/* select / gather: units (pre, j, chunk) in any order */
+/* select / gather: units (pre, block of jb positions, post chunk), any order */
 static void read_task(void *arg, int64_t begin, int64_t end)
 {
     const ix_plan *P = (const ix_plan *)arg;
+    int64_t njb = (P->J + P->jb - 1) / P->jb;
     for (int64_t t = begin; t < end; t++) {
-        int64_t ch = t % P->nchunks, pj = t / P->nchunks;
-        do_unit(P, pj / P->J, pj % P->J, ch);
+        int64_t ch = t % P->nchunks, u = t / P->nchunks;
+        int64_t p = u / njb, j0 = (u % njb) * P->jb;
+        do_units(P, p, j0, j0 + P->jb < P->J ? j0 + P->jb : P->J, ch);
     }
 }
 
-/* scatter / index_add: units (pre, chunk), j in order inside */
+/* scatter / index_add: units (pre, post chunk), every j in order inside */
 static void write_task(void *arg, int64_t begin, int64_t end)
 {
     const ix_plan *P = (const ix_plan *)arg;
-    for (int64_t t = begin; t < end; t++) {
-        int64_t ch = t % P->nchunks, p = t / P->nchunks;
-        for (int64_t j = 0; j < P->J; j++) do_unit(P, p, j, ch);
-    }
+    for (int64_t t = begin; t < end; t++) do_units(P, t / P->nchunks, 0, P->J, t % P->nchunks);
 }
 
 /* The pool may round chunks up to a multiple of 64 items, so each unit is
@@ -320,9 +335,21 @@ static wk_status ix_run(int kind, bool add, const wk_view *dst, const wk_view *s
     P.n_post = 1;
     for (int k = 0; k < P.npost; k++) P.n_post *= P.post[k].n;
     P.chunk = P.n_post < POST_CHUNK ? P.n_post : POST_CHUNK;
+    if (!read_kind && P.npost > 0) {
+        /* write kinds split over pre and post only: cut post finer when
+         * that is too few units for the threads */
+        int64_t want = 4 * (int64_t)wk_cpu_num_threads();
+        if (P.n_pre * ((P.n_post + P.chunk - 1) / P.chunk) < want) {
+            int64_t per_pre = (want + P.n_pre - 1) / P.n_pre;
+            int64_t c = (P.n_post + per_pre - 1) / per_pre;
+            P.chunk = c < 64 ? (P.n_post < 64 ? P.n_post : 64) : c;
+        }
+    }
     P.nchunks = (P.n_post + P.chunk - 1) / P.chunk;
+    /* read kinds: enough j per unit for about POST_CHUNK elements */
+    P.jb = P.n_post >= POST_CHUNK ? 1 : POST_CHUNK / P.n_post;
 
-    if (read_kind) par_tasks(P.n_pre * P.J * P.nchunks, P.chunk, read_task, &P);
+    if (read_kind) par_tasks(P.n_pre * ((P.J + P.jb - 1) / P.jb) * P.nchunks, P.chunk * P.jb, read_task, &P);
     else par_tasks(P.n_pre * P.nchunks, P.chunk * P.J, write_task, &P);
     return WK_OK;
 }

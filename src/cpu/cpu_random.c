@@ -32,7 +32,7 @@ static void store_f32_as(void *base, wk_dtype dt, int64_t i, float v)
 }
 
 /* blocks [begin, end) of the call */
-static void rand_range(void *arg, int64_t begin, int64_t end)
+static inline __attribute__((always_inline)) void rand_range_body(void *arg, int64_t begin, int64_t end)
 {
     const rand_job *j = (const rand_job *)arg;
     if (j->dt == WK_F64) {
@@ -61,6 +61,24 @@ static void rand_range(void *arg, int64_t begin, int64_t end)
     }
 }
 
+static void rand_range(void *arg, int64_t begin, int64_t end) { rand_range_body(arg, begin, end); }
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) && !defined(__FMA__)
+/* The same code with FMA enabled, so fmaf/fma become one instruction
+ * instead of a library call (the result is the same: fma is exactly
+ * rounded either way); picked at run time. */
+__attribute__((target("fma")))
+static void rand_range_fma(void *arg, int64_t begin, int64_t end) { rand_range_body(arg, begin, end); }
+
+static wk_range_fn pick_range(void)
+{
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("fma") ? rand_range_fma : rand_range;
+}
+#else
+static wk_range_fn pick_range(void) { return rand_range; }
+#endif
+
 static wk_status rand_fill(const wk_view *dst, uint64_t seed, uint64_t offset, bool normal, double a, double b)
 {
     wk_dtype dt = dst->dtype;
@@ -80,7 +98,7 @@ static wk_status rand_fill(const wk_view *dst, uint64_t seed, uint64_t offset, b
     j.p32 = normal ? wk_rand_normal_params_f32(a, b) : wk_rand_uniform_params_f32(a, b);
     int64_t blocks = (int64_t)wk_rand_blocks(dt, n, normal);
     /* a block costs about as much as 100 simple element ops */
-    wk_parallel_for(blocks, normal ? 64 : 256, rand_range, &j);
+    wk_parallel_for(blocks, normal ? 64 : 256, pick_range(), &j);
     return WK_OK;
 }
 

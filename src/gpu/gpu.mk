@@ -12,6 +12,8 @@
 # they need only the driver at run time). The ROCm plugin compiles one
 # translation unit that includes every .hip file, so each gfx target gets
 # one code object holding every kernel (what check-hip-kernels verifies).
+# src/gpu/stubs.c (weak stand-ins for entry points other files define) is
+# plain C, compiled apart by $(CC).
 
 NVCC         ?= nvcc
 HIPCC        ?= hipcc
@@ -23,6 +25,7 @@ CUDA_LIBS    ?=
 ROCM_LIBS    ?=
 
 GPU_SRC  := $(sort $(wildcard src/gpu/*.hip))
+GPU_STUB := $(BUILD)/gpu/stubs.o
 GPU_DEPS := $(wildcard include/*.h src/*.h src/core/scalar.h src/core/philox.h src/gpu/*.h) src/gpu/gpu.mk
 
 # sm_XX code for every arch, plus PTX of the newest for later GPUs
@@ -60,6 +63,10 @@ $(GPU_MAP): src/gpu/gpu.mk
 	@mkdir -p $(dir $@)
 	printf '{\n  global: wk_backend_entry_v1;\n  local: *;\n};\n' > $@
 
+$(GPU_STUB): src/gpu/stubs.c $(GPU_DEPS)
+	@mkdir -p $(dir $@)
+	$(CC) -std=c11 $(GPU_OPT) -fPIC -fvisibility=hidden -Wall -Wextra -Wmissing-prototypes -Iinclude -Isrc -c $< -o $@
+
 $(BUILD)/gpu/cuda/%.o: src/gpu/%.hip $(GPU_DEPS)
 	@mkdir -p $(dir $@)
 	$(NVCC) $(NVCC_FLAGS) $(NVCC_FLAGS_$*) -c $< -o $@
@@ -68,12 +75,12 @@ $(BUILD)/gpu/cuda_w64/%.o: src/gpu/%.hip $(GPU_DEPS)
 	@mkdir -p $(dir $@)
 	$(NVCC) $(NVCC_FLAGS) $(NVCC_FLAGS_$*) -DWK_VIRTUAL_WAVE64 -c $< -o $@
 
-$(BUILD)/libwick_cuda.so: $(GPU_CUDA_OBJ) $(GPU_MAP)
-	$(NVCC) -shared $(NVCC_GENCODE) -o $@ $(GPU_CUDA_OBJ) -Xlinker --version-script=$(GPU_MAP) $(CUDA_LIBS)
+$(BUILD)/libwick_cuda.so: $(GPU_CUDA_OBJ) $(GPU_STUB) $(GPU_MAP)
+	$(NVCC) -shared $(NVCC_GENCODE) -o $@ $(GPU_CUDA_OBJ) $(GPU_STUB) -Xlinker --version-script=$(GPU_MAP) $(CUDA_LIBS)
 	$(call gpu_check_exports,$@)
 
-$(BUILD)/libwick_cuda_w64.so: $(GPU_W64_OBJ) $(GPU_MAP)
-	$(NVCC) -shared $(NVCC_GENCODE) -o $@ $(GPU_W64_OBJ) -Xlinker --version-script=$(GPU_MAP) $(CUDA_LIBS)
+$(BUILD)/libwick_cuda_w64.so: $(GPU_W64_OBJ) $(GPU_STUB) $(GPU_MAP)
+	$(NVCC) -shared $(NVCC_GENCODE) -o $@ $(GPU_W64_OBJ) $(GPU_STUB) -Xlinker --version-script=$(GPU_MAP) $(CUDA_LIBS)
 	$(call gpu_check_exports,$@)
 
 # the one translation unit of the ROCm plugin
@@ -85,6 +92,6 @@ $(BUILD)/gpu/rocm/wick_gpu.hip: $(GPU_SRC) src/gpu/gpu.mk
 $(BUILD)/gpu/rocm/wick_gpu.o: $(BUILD)/gpu/rocm/wick_gpu.hip $(GPU_SRC) $(GPU_DEPS)
 	$(HIPCC) $(HIPCC_FLAGS) -c $< -o $@
 
-$(BUILD)/libwick_rocm.so: $(BUILD)/gpu/rocm/wick_gpu.o $(GPU_MAP)
-	$(HIPCC) -shared -fPIC $(HIPCC_ARCH) -o $@ $< -Wl,--version-script=$(GPU_MAP) $(ROCM_LIBS)
+$(BUILD)/libwick_rocm.so: $(BUILD)/gpu/rocm/wick_gpu.o $(GPU_STUB) $(GPU_MAP)
+	$(HIPCC) -shared -fPIC $(HIPCC_ARCH) -o $@ $< $(GPU_STUB) -Wl,--version-script=$(GPU_MAP) $(ROCM_LIBS)
 	$(call gpu_check_exports,$@)

@@ -6,6 +6,8 @@
  *
  * File map of src/gpu/ (one source for AMD and NVIDIA; see compat.h):
  *   compat.h          HIP <-> CUDA names, warp primitives, virtual wave64
+ *   gpu_entry.h       the op entry points (C linkage)
+ *   stubs.c           weak stand-ins for entry points not yet written
  *   runtime.hip       devices, contexts, vtable + entry point, alloc/free,
  *                     read/write/copy_peer, synchronize, supports()
  *   allocator.hip     caching stream-ordered allocator, pinned staging
@@ -38,6 +40,7 @@
 #include <type_traits>
 #include "../backend.h"
 #include "../core/scalar.h"
+#include "gpu_entry.h"          /* the op entry points (C linkage) */
 
 /* ------------------------------------------------------------------ */
 /* Context                                                             */
@@ -69,9 +72,6 @@ typedef struct wk_gpu_ctx {
     void *ext[WK_GPU_EXT_SLOTS];
     void (*ext_free[WK_GPU_EXT_SLOTS])(struct wk_gpu_ctx *c, void *state);
 } wk_gpu_ctx;
-
-/* The core's services (error reporting); set by the entry point. */
-extern const wk_host_api *wk_gpu_host;
 
 /* ------------------------------------------------------------------ */
 /* Errors                                                              */
@@ -556,36 +556,5 @@ static inline unsigned wk_gpu_grid(const wk_gpu_ctx *c, int64_t items, int block
     _Pragma("unroll 1")                                                      \
     for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < (n); \
          i += (int64_t)gridDim.x * blockDim.x)
-
-/* ------------------------------------------------------------------ */
-/* Entry points (same signatures as the wk_backend_iface members)      */
-
-bool wk_gpu_supports(void *ctx, wk_op op, wk_dtype dt);
-/* elementwise.hip */
-wk_status wk_gpu_unary(void *ctx, wk_op op, const wk_view *dst, const wk_view *src, double p0, double p1);
-wk_status wk_gpu_binary(void *ctx, wk_op op, const wk_view *dst, const wk_view *a, const wk_view *b);
-wk_status wk_gpu_where_cond(void *ctx, const wk_view *dst, const wk_view *cond, const wk_view *a, const wk_view *b);
-/* copy.hip */
-wk_status wk_gpu_copy(void *ctx, const wk_view *dst, const wk_view *src);
-wk_status wk_gpu_copy2d(void *ctx, void *dst_base, const void *src_base, wk_dtype dtype,
-                        int64_t rows, int64_t cols, int64_t dst_stride, int64_t src_stride,
-                        int64_t dst_offset, int64_t src_offset);
-wk_status wk_gpu_const_set(void *ctx, const wk_view *dst, const void *value);
-/* random.hip */
-wk_status wk_gpu_rand_uniform(void *ctx, const wk_view *dst, uint64_t seed, uint64_t offset, double lo, double hi);
-wk_status wk_gpu_rand_normal(void *ctx, const wk_view *dst, uint64_t seed, uint64_t offset, double mean, double std);
-/* reduce.hip, matmul.hip, index.hip (runtime.hip has weak stubs that
- * answer WK_ERR_UNSUPPORTED / false until those files define them) */
-wk_status wk_gpu_reduce(void *ctx, wk_op op, const wk_view *dst, const wk_view *src, uint32_t dim_mask);
-wk_status wk_gpu_matmul(void *ctx, const wk_view *dst, const wk_view *a, const wk_view *b);
-wk_status wk_gpu_index_select(void *ctx, const wk_view *dst, const wk_view *src, const wk_view *ids, int dim);
-wk_status wk_gpu_gather(void *ctx, const wk_view *dst, const wk_view *src, const wk_view *ids, int dim);
-wk_status wk_gpu_scatter(void *ctx, wk_op op, const wk_view *dst, const wk_view *ids, const wk_view *src, int dim);
-wk_status wk_gpu_index_add(void *ctx, const wk_view *dst, const wk_view *ids, const wk_view *src, int dim);
-/* supports() asks these for their op families (reduce: SUM..ARGMAX;
- * matmul: MATMUL; index: INDEX_SELECT..INDEX_ADD). */
-bool wk_gpu_reduce_supports(void *ctx, wk_op op, wk_dtype dt);
-bool wk_gpu_matmul_supports(void *ctx, wk_op op, wk_dtype dt);
-bool wk_gpu_index_supports(void *ctx, wk_op op, wk_dtype dt);
 
 #endif /* WICK_GPU_INTERNAL_H */

@@ -6,11 +6,14 @@
  * accumulate in f32 (f64 for f64); min/max/arg* compare in the compute
  * type; NaN wins every comparison for both max and min (so it propagates)
  * and argmin/argmax give the FIRST index of the extremum, as u32, counting
- * the reduced dims flattened row-major. Every state is combined with a
- * total order (ties broken by the smaller index), so results do not
- * depend on the order in which threads meet; float sums use a fixed tree
- * for a given launch shape, so they are deterministic run to run (no
- * float atomics anywhere).
+ * the reduced dims flattened row-major. min/argmin are computed as
+ * max/argmax of order-reversed values (-x for floats, ~x for integers), so
+ * every kernel compares one way. A thread folds its elements in index
+ * order (a tie keeps the earlier one); states of different threads merge
+ * with a total order (NaN, then larger value, then smaller index), so
+ * results do not depend on the order in which threads meet; float sums use
+ * a fixed tree for a given launch shape, so they are deterministic run to
+ * run (no float atomics anywhere).
  *
  * How it is made fast. The host drops size-1 dims and merges adjacent
  * kept dims and adjacent reduced dims where the strides allow, leaving M
@@ -85,56 +88,72 @@ template <typename C> struct red_pair {
     uint32_t i;
 };
 
+/* min and argmin run as max and argmax of order-reversed values: -x for
+ * floats (NaN stays NaN, so it still wins), ~x for integers (signed or
+ * not; no overflow). Kernels then have one comparison direction. */
+template <typename C> WK_DEV C red_flip(C v, int mx)
+{
+    if constexpr (std::is_floating_point<C>::value) return mx ? v : -v;
+    else return mx ? v : (C)~v;
+}
+
+/* Each op kind: identity; step(s, x, j) folds element x of index j into a
+ * thread's state, elements arriving in increasing j (so a tie keeps the
+ * state); combine(a, b) merges two states in any order. */
 template <typename T, int K> struct red_k;
 
 template <typename T> struct red_k<T, RED_SUM> {
     typedef typename red_sum_acc<T>::type S;
-    static WK_DEV S identity(int) { return (S)0; }
-    static WK_DEV S make(T x, int64_t) { return (S)wk_load_c(x); }
-    static WK_DEV S combine(S a, S b, int) { return a + b; }
+    static WK_DEV S identity() { return (S)0; }
+    static WK_DEV S step(S s, T x, uint32_t, int) { return s + (S)wk_load_c(x); }
+    static WK_DEV S combine(S a, S b) { return a + b; }
     template <int W> static WK_DEV S shfl_xor(S s, int m) { return wk_shfl_xor<W>(s, m); }
-    static WK_DEV void store(void *out, int64_t o, S s) { ((T *)out)[o] = wk_to<T>(s); }
+    static WK_DEV void store(void *out, int64_t o, S s, int) { ((T *)out)[o] = wk_to<T>(s); }
 };
 
 template <typename T> struct red_k<T, RED_MINMAX> {
     typedef typename wk_type<T>::C S;
-    static WK_DEV S identity(int mx) { return mx ? red_lim<S>::lo() : red_lim<S>::hi(); }
-    static WK_DEV S make(T x, int64_t) { return wk_load_c(x); }
-    /* NaN wins (it is the largest for max, the smallest for min) */
-    static WK_DEV S combine(S a, S b, int mx)
+    static WK_DEV S identity() { return red_lim<S>::lo(); }
+    /* NaN wins and stays */
+    static WK_DEV S step(S s, T x, uint32_t, int mx)
     {
-        if (red_isnan(a)) return a;
-        if (red_isnan(b)) return b;
-        return (mx ? b > a : b < a) ? b : a;
+        const S v = red_flip<S>(wk_load_c(x), mx);
+        return (v > s || red_isnan(v)) && !red_isnan(s) ? v : s;
     }
+    static WK_DEV S combine(S a, S b) { return (b > a || red_isnan(b)) && !red_isnan(a) ? b : a; }
     template <int W> static WK_DEV S shfl_xor(S s, int m) { return wk_shfl_xor<W>(s, m); }
-    static WK_DEV void store(void *out, int64_t o, S s) { ((T *)out)[o] = wk_to<T>(s); }
+    static WK_DEV void store(void *out, int64_t o, S s, int mx) { ((T *)out)[o] = wk_to<T>(red_flip<S>(s, mx)); }
 };
 
 template <typename T> struct red_k<T, RED_ARG> {
     typedef typename wk_type<T>::C C;
     typedef red_pair<C> S;
-    static WK_DEV S identity(int mx)
+    static WK_DEV S identity()
     {
         S s;
-        s.v = mx ? red_lim<C>::lo() : red_lim<C>::hi();
-        s.i = 0xFFFFFFFFu;
+        s.v = red_lim<C>::lo();
+        s.i = 0xFFFFFFFFu;   /* no element yet */
         return s;
     }
-    static WK_DEV S make(T x, int64_t j)
+    /* in index order: a strictly larger value, or the first NaN */
+    static WK_DEV S step(S s, T x, uint32_t j, int mx)
     {
-        S s;
-        s.v = wk_load_c(x);
-        s.i = (uint32_t)j;
+        const C v = red_flip<C>(wk_load_c(x), mx);
+        const bool sn = red_isnan(s.v);
+        if ((!sn && (v > s.v || red_isnan(v))) || s.i == 0xFFFFFFFFu) {
+            s.v = v;
+            s.i = j;
+        }
         return s;
     }
-    /* total order: NaN first, then the extremum, then the smaller index */
-    static WK_DEV S combine(S a, S b, int mx)
+    /* total order: NaN first, then the larger value, then the smaller index */
+    static WK_DEV S combine(S a, S b)
     {
-        bool an = red_isnan(a.v), bn = red_isnan(b.v), take;
+        const bool an = red_isnan(a.v), bn = red_isnan(b.v);
+        bool take;
         if (an || bn) take = (an && bn) ? b.i < a.i : bn;
         else if (b.v == a.v) take = b.i < a.i;
-        else take = mx ? b.v > a.v : b.v < a.v;
+        else take = b.v > a.v;
         return take ? b : a;
     }
     template <int W> static WK_DEV S shfl_xor(S s, int m)
@@ -144,7 +163,7 @@ template <typename T> struct red_k<T, RED_ARG> {
         r.i = wk_shfl_xor<W>(s.i, m);
         return r;
     }
-    static WK_DEV void store(void *out, int64_t o, S s) { ((uint32_t *)out)[o] = s.i; }
+    static WK_DEV void store(void *out, int64_t o, S s, int) { ((uint32_t *)out)[o] = s.i; }
 };
 
 /* ------------------------------------------------------------------ */
@@ -181,7 +200,7 @@ WK_DEV typename red_k<T, K>::S red_vec(typename red_k<T, K>::S s, const red_v16 
     T e[V];
     memcpy(e, &x, sizeof e);
 #pragma unroll
-    for (int k = 0; k < V; k++) s = R::combine(s, R::make(e[k], j + k), mx);
+    for (int k = 0; k < V; k++) s = R::step(s, e[k], (uint32_t)j + (uint32_t)k, mx);
     return s;
 }
 
@@ -195,7 +214,7 @@ WK_DEV typename red_k<T, K>::S red_run(typename red_k<T, K>::S s, const T *__res
     constexpr int V = 16 / (int)sizeof(T);
     int64_t head = (int64_t)((16u - (unsigned)((uintptr_t)p & 15u)) & 15u) / (int64_t)sizeof(T);
     if (head > len) head = len;
-    for (int64_t j = t; j < head; j += G) s = R::combine(s, R::make(p[j], jb + j), mx);
+    for (int64_t j = t; j < head; j += G) s = R::step(s, p[j], (uint32_t)(jb + j), mx);
     const red_v16 *__restrict__ pv = (const red_v16 *)(p + head);
     const int64_t nv = (len - head) / V;
     const int64_t jv = jb + head;
@@ -210,7 +229,7 @@ WK_DEV typename red_k<T, K>::S red_run(typename red_k<T, K>::S s, const T *__res
         for (int u = 0; u < U; u++) s = red_vec<T, K>(s, x[u], jv + (v + u * (int64_t)G) * V, mx);
     }
     for (; v < nv; v += G) s = red_vec<T, K>(s, pv[v], jv + v * V, mx);
-    for (int64_t j = head + nv * V + t; j < len; j += G) s = R::combine(s, R::make(p[j], jb + j), mx);
+    for (int64_t j = head + nv * V + t; j < len; j += G) s = R::step(s, p[j], (uint32_t)(jb + j), mx);
     return s;
 }
 
@@ -228,7 +247,7 @@ __global__ void red_rows_kernel(const T *__restrict__ src, void *__restrict__ ou
     const int64_t j0 = (int64_t)blockIdx.y * p.chunk;
     const int64_t j1 = j0 + p.chunk < p.N ? j0 + p.chunk : p.N;
     const int mx = p.is_max;
-    S s = R::identity(mx);
+    S s = R::identity();
     if (row < p.M) {
         int64_t o[1];
         wk_gpu_offsets<1>(p.kept, row, o);
@@ -238,27 +257,27 @@ __global__ void red_rows_kernel(const T *__restrict__ src, void *__restrict__ ou
             for (int64_t j = j0 + t; j < j1; j += G) {
                 int64_t q[1];
                 wk_gpu_offsets<1>(p.red, j, q);
-                s = R::combine(s, R::make(src[o[0] + q[0]], j), mx);
+                s = R::step(s, src[o[0] + q[0]], (uint32_t)j, mx);
             }
         }
     }
     if (G <= W) {
-        for (int m = G / 2; m > 0; m /= 2) s = R::combine(s, R::template shfl_xor<W>(s, m), mx);
+        for (int m = G / 2; m > 0; m /= 2) s = R::combine(s, R::template shfl_xor<W>(s, m));
     } else {
         /* whole block: warps, then the first warp over the warps' results */
         __shared__ S red_sh[1024 / W];
-        for (int m = W / 2; m > 0; m /= 2) s = R::combine(s, R::template shfl_xor<W>(s, m), mx);
+        for (int m = W / 2; m > 0; m /= 2) s = R::combine(s, R::template shfl_xor<W>(s, m));
         const int nw = (int)blockDim.x / W;
         if (wk_lane<W>() == 0) red_sh[wk_warp_id<W>()] = s;
         __syncthreads();
         if (wk_warp_id<W>() == 0) {
-            s = wk_lane<W>() < nw ? red_sh[wk_lane<W>()] : R::identity(mx);
-            for (int m = W / 2; m > 0; m /= 2) s = R::combine(s, R::template shfl_xor<W>(s, m), mx);
+            s = wk_lane<W>() < nw ? red_sh[wk_lane<W>()] : R::identity();
+            for (int m = W / 2; m > 0; m /= 2) s = R::combine(s, R::template shfl_xor<W>(s, m));
         }
     }
     if (t == 0 && row < p.M) {
         if (p.partial) ((S *)out)[row * p.part_so + (int64_t)blockIdx.y * p.part_sc] = s;
-        else R::store(out, row, s);
+        else R::store(out, row, s, mx);
     }
 }
 
@@ -277,7 +296,7 @@ __global__ void red_cols_kernel(const T *__restrict__ src, void *__restrict__ ou
     const int64_t j0 = (int64_t)blockIdx.y * p.chunk;
     const int64_t j1 = j0 + p.chunk < p.N ? j0 + p.chunk : p.N;
     const int mx = p.is_max;
-    S s = R::identity(mx);
+    S s = R::identity();
     if (o < p.M) {
         int64_t b[1];
         wk_gpu_offsets<1>(p.kept, o, b);
@@ -290,27 +309,27 @@ __global__ void red_cols_kernel(const T *__restrict__ src, void *__restrict__ ou
 #pragma unroll
                 for (int u = 0; u < RED_COLS_UNROLL; u++) x[u] = q[(j + u * (int64_t)by) * rs];
 #pragma unroll
-                for (int u = 0; u < RED_COLS_UNROLL; u++) s = R::combine(s, R::make(x[u], j + u * (int64_t)by), mx);
+                for (int u = 0; u < RED_COLS_UNROLL; u++) s = R::step(s, x[u], (uint32_t)(j + u * (int64_t)by), mx);
             }
-            for (; j < j1; j += by) s = R::combine(s, R::make(q[j * rs], j), mx);
+            for (; j < j1; j += by) s = R::step(s, q[j * rs], (uint32_t)j, mx);
         } else {
             for (int64_t j = j0 + ty; j < j1; j += by) {
                 int64_t q[1];
                 wk_gpu_offsets<1>(p.red, j, q);
-                s = R::combine(s, R::make(src[b[0] + q[0]], j), mx);
+                s = R::step(s, src[b[0] + q[0]], (uint32_t)j, mx);
             }
         }
     }
     red_csh[ty * bx + tx] = s;
     __syncthreads();
     for (int h = by / 2; h > 0; h /= 2) {
-        if (ty < h) red_csh[ty * bx + tx] = R::combine(red_csh[ty * bx + tx], red_csh[(ty + h) * bx + tx], mx);
+        if (ty < h) red_csh[ty * bx + tx] = R::combine(red_csh[ty * bx + tx], red_csh[(ty + h) * bx + tx]);
         __syncthreads();
     }
     if (ty == 0 && o < p.M) {
         s = red_csh[tx];
         if (p.partial) ((S *)out)[o * p.part_so + (int64_t)blockIdx.y * p.part_sc] = s;
-        else R::store(out, o, s);
+        else R::store(out, o, s, mx);
     }
 }
 
@@ -325,9 +344,9 @@ __global__ void red_finish_kernel(const void *__restrict__ part, void *__restric
     typedef typename R::S S;
     const S *P = (const S *)part;
     WK_GPU_FOR(o, M) {
-        S s = R::identity(mx);
-        for (int64_t c = 0; c < nchunks; c++) s = R::combine(s, P[o * so + c * sc], mx);
-        R::store(out, o, s);
+        S s = R::identity();
+        for (int64_t c = 0; c < nchunks; c++) s = R::combine(s, P[o * so + c * sc]);
+        R::store(out, o, s, mx);
     }
 }
 

@@ -277,43 +277,6 @@ bool wk_gpu_supports(void *ctx, wk_op op, wk_dtype dt)
     }
 }
 
-/* ---- stand-ins for ops defined in other files ----------------------------
- * Weak: reduce.hip, matmul.hip and index.hip replace them when linked. */
-
-static wk_status rt_unsupported(const char *what)
-{
-    return wk_gpu_host->set_error(WK_ERR_UNSUPPORTED, "%s is not implemented by the %s backend", what,
-                                  WK_GPU_PLATFORM);
-}
-
-__attribute__((weak)) wk_status wk_gpu_reduce(void *, wk_op, const wk_view *, const wk_view *, uint32_t)
-{
-    return rt_unsupported("reduce");
-}
-__attribute__((weak)) wk_status wk_gpu_matmul(void *, const wk_view *, const wk_view *, const wk_view *)
-{
-    return rt_unsupported("matmul");
-}
-__attribute__((weak)) wk_status wk_gpu_index_select(void *, const wk_view *, const wk_view *, const wk_view *, int)
-{
-    return rt_unsupported("index_select");
-}
-__attribute__((weak)) wk_status wk_gpu_gather(void *, const wk_view *, const wk_view *, const wk_view *, int)
-{
-    return rt_unsupported("gather");
-}
-__attribute__((weak)) wk_status wk_gpu_scatter(void *, wk_op, const wk_view *, const wk_view *, const wk_view *, int)
-{
-    return rt_unsupported("scatter");
-}
-__attribute__((weak)) wk_status wk_gpu_index_add(void *, const wk_view *, const wk_view *, const wk_view *, int)
-{
-    return rt_unsupported("index_add");
-}
-__attribute__((weak)) bool wk_gpu_reduce_supports(void *, wk_op, wk_dtype) { return false; }
-__attribute__((weak)) bool wk_gpu_matmul_supports(void *, wk_op, wk_dtype) { return false; }
-__attribute__((weak)) bool wk_gpu_index_supports(void *, wk_op, wk_dtype) { return false; }
-
 /* ---- the vtable and the entry point -------------------------------------- */
 
 static wk_backend_iface rt_iface;
