@@ -19,7 +19,7 @@ TEST_OBJ  := $(TEST_SRC:%.c=$(BUILD)/%.o)
 TOOL_SRC  := $(sort $(wildcard tools/*.c))
 
 .PHONY: all lib test asan fault-check clean cuda rocm
-all: lib $(BUILD)/wick $(BUILD)/wick-tests
+all: lib $(BUILD)/wick $(BUILD)/wick-tests $(BUILD)/wick-parity
 
 lib: $(BUILD)/libwick.a $(BUILD)/libwick.so
 

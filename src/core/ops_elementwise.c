@@ -375,8 +375,9 @@ static wk_status copy2d_impl(wk_tensor *dst, const wk_tensor *src, int64_t rows,
     if (rows == 0 || cols == 0) return WK_OK;
     int64_t sz = (int64_t)wk_dtype_size(src->dtype);
     int64_t s_need, d_need;
-    if (__builtin_mul_overflow(rows - 1, ss, &s_need) || __builtin_add_overflow(s_need, so + cols, &s_need) ||
-        __builtin_mul_overflow(rows - 1, ds, &d_need) || __builtin_add_overflow(d_need, dof + cols, &d_need))
+    if (__builtin_mul_overflow(rows - 1, ss, &s_need) || __builtin_add_overflow(s_need, so, &s_need) ||
+        __builtin_add_overflow(s_need, cols, &s_need) || __builtin_mul_overflow(rows - 1, ds, &d_need) ||
+        __builtin_add_overflow(d_need, dof, &d_need) || __builtin_add_overflow(d_need, cols, &d_need))
         return wk_error(WK_ERR_INDEX, "rows, strides and offsets overflow");
     if (s_need > (int64_t)src->st->bytes / sz)
         return wk_error(WK_ERR_INDEX, "src storage has %lld elements, the copy reads up to %lld",

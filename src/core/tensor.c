@@ -335,7 +335,8 @@ wk_status wk_item(const wk_tensor *t, const int64_t *index, double *out)
             if (index[d] < 0 || index[d] >= t->dims[d])
                 st = wk_error(WK_ERR_INDEX, "index %lld out of range for dim %d of size %lld",
                               (long long)index[d], d, (long long)t->dims[d]);
-            off += index[d] * t->strides[d];
+            else
+                off += index[d] * t->strides[d];
         }
         if (st == WK_OK) {
             unsigned char buf[8];

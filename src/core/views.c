@@ -53,8 +53,9 @@ static wk_tensor *reshape_impl(const wk_tensor *t, wk_shape shape)
         } else if (shape.dims[d] < 0) {
             wk_error(WK_ERR_SHAPE, "negative size %lld at dim %d", (long long)shape.dims[d], d);
             return NULL;
-        } else {
-            known *= shape.dims[d];
+        } else if (__builtin_mul_overflow(known, shape.dims[d], &known)) {
+            wk_error(WK_ERR_SHAPE, "the shape has more than 2^63 elements");
+            return NULL;
         }
     }
     int64_t n = wk_numel(t->rank, t->dims);
@@ -165,7 +166,15 @@ wk_tensor *wk_broadcast_as(const wk_tensor *t, wk_shape shape)
     WK_ENTER("broadcast_as");
     wk_tensor *r = NULL;
     int64_t strides[WK_MAX_RANK];
-    if (WK_CHECK_T(t) && wk_shape_valid("shape", shape) && wk_broadcast_strides(t, shape.rank, shape.dims, strides))
+    int64_t n = 1;
+    bool big = false, empty = false;
+    for (int d = 0; d < shape.rank && d < WK_MAX_RANK; d++) {
+        if (shape.dims[d] == 0) empty = true;
+        else if (shape.dims[d] > 0 && !big && __builtin_mul_overflow(n, shape.dims[d], &n)) big = true;
+    }
+    if (big && !empty)
+        wk_error(WK_ERR_SHAPE, "shape has more than 2^63 elements");
+    else if (WK_CHECK_T(t) && wk_shape_valid("shape", shape) && wk_broadcast_strides(t, shape.rank, shape.dims, strides))
         r = wk_tensor_view(t, shape.rank, shape.dims, strides, t->offset);
     WK_LEAVE();
     return r;

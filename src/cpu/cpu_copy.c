@@ -166,11 +166,14 @@ void wk_ew_run(int nops, const wk_view *const *views, wk_ew_row_fn fn, const voi
         }
     }
     /* a short innermost dim makes many tiny rows: walk the longest dim
-     * innermost instead (any order visits every element once) */
+     * innermost instead (any order visits every element once), when every
+     * operand steps through it in small strides (so locality holds) */
     if (r > 1 && j.dims[r - 1] < 64) {
         int best = r - 1;
         for (int d = 0; d < r - 1; d++)
             if (j.dims[d] > j.dims[best]) best = d;
+        for (int k = 0; k < nops && best != r - 1; k++)
+            if (j.st[k][best] > 16) best = r - 1;
         if (best != r - 1) {
             int64_t bd = j.dims[best], bs[4];
             for (int k = 0; k < nops; k++) bs[k] = j.st[k][best];

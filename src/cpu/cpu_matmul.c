@@ -216,6 +216,8 @@ static void ukr_f64_v2(int64_t kc, const void *Apv, const void *Bpv, void *Cv, i
     TILE_OUT
 }
 
+/* (building with -DWK_NO_AVX2_KERNELS leaves only the portable kernels,
+ * so they can be tested on a machine with AVX2) */
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) && !defined(WK_NO_AVX2_KERNELS)
 #include <immintrin.h>
 #define WK_HAVE_AVX2_KERNELS 1

@@ -11,13 +11,19 @@
  * sorted by source stride so the innermost memory dim comes last, adjacent
  * dims merged when their strides allow). Then one of two kernels runs:
  *  - row: the innermost dim is reduced: each output reduces contiguous
- *    segments with many independent accumulators (vectorised by the
- *    compiler), outputs spread over the thread pool; when there are fewer
- *    outputs than threads the reduced range itself is split and the
- *    partial results combined in order.
- *  - column: the innermost dim is kept: a chunk of outputs is accumulated
- *    across the reduced rows, vectorised along the contiguous inner dim,
- *    (outer output, chunk) pairs spread over the pool.
+ *    segments with many independent accumulators (32 lanes for sums,
+ *    vectorised by the compiler; SSE max/min and a one-pass SSE4.1 arg
+ *    kernel that keeps a best value and position per lane), outputs
+ *    spread over the thread pool; when there are fewer outputs than
+ *    threads the reduced range itself is split and the partial results
+ *    combined in order (ties keep the smaller index).
+ *  - column: the innermost dim is kept: a 16 KiB strip of outputs is
+ *    accumulated across the reduced rows (sums four rows per pass),
+ *    vectorised along the contiguous inner dim; strips are spread over the
+ *    pool, or, when there are too few, the reduced rows are cut among the
+ *    threads and the partial strips merged.
+ * The sum over the last dim of a large f32 matrix is bound by memory
+ * bandwidth: the pool's threads together read it near the memory's rate.
  * Narrow floats and small integers are widened chunk by chunk into an f32 /
  * i64 buffer and reduced by the same kernels.
  */

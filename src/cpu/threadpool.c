@@ -12,7 +12,9 @@
  * Small work (n <= grain), a pool of one thread, and calls made from
  * inside a pool task run inline on the calling thread without locking.
  * Calls from several user threads are safe: one job runs at a time, and a
- * call that finds the pool busy runs inline instead of waiting.
+ * call that finds the pool busy runs inline instead of waiting. In a
+ * child process made by fork() the pool's threads are gone, and every
+ * call runs inline.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -100,6 +102,9 @@ static int threads_wanted(void)
     return n > WK_POOL_MAX_THREADS ? WK_POOL_MAX_THREADS : (int)n;
 }
 
+/* A forked child has only the forking thread: run everything inline. */
+static void pool_after_fork_child(void) { pool.nthreads = 1; }
+
 static void pool_init(void)
 {
     int want = threads_wanted();
@@ -115,6 +120,7 @@ static void pool_init(void)
         pthread_attr_destroy(&attr);
     }
     pool.nthreads = started + 1;
+    if (started > 0) pthread_atfork(NULL, NULL, pool_after_fork_child);
 }
 
 int wk_cpu_num_threads(void)

@@ -9,7 +9,8 @@
  *  - same dtype, both contiguous: one device memcpy (copy engine speed);
  *  - casts between contiguous views: a kernel per (dst, src) dtype pair,
  *    each thread converting one 16-byte unit of the wider side per step
- *    (wk_vec), grid-stride, 64-bit indices;
+ *    (wk_vec), the next unit's load issued before the current one is
+ *    converted (wk_gpu_map_prefetch), grid-stride, 64-bit indices;
  *  - same dtype, strided: a kernel per element size (a pure move), offsets
  *    by multiply-high division (wk_gpu_offsets) over merged dims;
  *  - casts between strided views: one kernel that switches on both dtypes
@@ -22,7 +23,11 @@
  */
 #include "gpu_internal.h"
 
-typedef wk_vec<uint32_t, 4> cp_u128;   /* a 16-byte unit of raw data */
+/* a 16-byte unit of raw data (a plain struct, not a wk_vec, so that the
+ * kernel's name carries no nested template) */
+struct alignas(16) cp_u128 {
+    uint32_t w[4];
+};
 
 /* ---- casts between contiguous views ------------------------------------------ */
 
@@ -31,15 +36,13 @@ __global__ void cp_cast_contig(const S *__restrict__ src, D *__restrict__ dst, i
 {
     constexpr int V = wk_vec_width<S, D>;
     const int64_t nv = vec ? n / V : 0;
-    const wk_vec<S, V> *vs = (const wk_vec<S, V> *)src;
     wk_vec<D, V> *vd = (wk_vec<D, V> *)dst;
-    WK_GPU_FOR(i, nv) {
-        wk_vec<S, V> x = vs[i];
+    wk_gpu_map_prefetch((const wk_vec<S, V> *)src, nv, [&](int64_t i, const wk_vec<S, V> &x) {
         wk_vec<D, V> y;
 #pragma unroll
         for (int k = 0; k < V; k++) y.v[k] = wk_cast<D>(x.v[k]);
         vd[i] = y;
-    }
+    });
     WK_GPU_FOR(i, n - nv * V) {
         int64_t j = nv * V + i;
         dst[j] = wk_cast<D>(src[j]);

@@ -9,7 +9,9 @@
  *
  * How it is made fast: the contiguous path moves 16 bytes per thread per
  * step (wk_vec: 4 x f32, 8 x bf16, ...) in a grid-stride loop with 64-bit
- * indices, sized to a few waves of the device; elements past the last
+ * indices, sized to a few waves of the device; unary kernels load the
+ * next unit before computing the current one (wk_gpu_map_prefetch: two
+ * loads in flight per thread, as binary ops have by nature); elements past the last
  * whole vector (or all of them, when a pointer is not 16-byte aligned) go
  * through the same loop one by one. The strided path (any strides,
  * stride 0 for broadcast) computes offsets with 32-bit multiply-high
@@ -18,7 +20,12 @@
  * per element (a uniform branch) so the offset code exists once. Block size is 8 warps
  * (256 threads on wave32, 512 on wave64). affine uses __fmul_rn/__dmul_rn
  * so that x*mul+add is never contracted into an fma (the CPU rounds the
- * product).
+ * product). gelu is computed as x / (1 + exp(-2u)), which equals
+ * 0.5 x (1 + tanh u) and costs what silu costs. The narrow dtypes (whose
+ * kernels must move twice the elements per byte of f32) use the
+ * hardware's approximate f32 exp and division for exp, silu and gelu: a
+ * few f32 ulp, far below the half ulp of bf16/f16/f8 their result is
+ * rounded to.
  */
 #include "gpu_internal.h"
 #include <math.h>
@@ -28,7 +35,6 @@
 #define EW_MATH1_(name, f32, f64)                                                  \
     WK_DEV float name(float x) { return f32(x); }                                  \
     WK_DEV double name(double x) { return f64(x); }
-EW_MATH1_(ew_exp, expf, exp)
 EW_MATH1_(ew_expm1, expm1f, expm1)
 EW_MATH1_(ew_log, logf, log)
 EW_MATH1_(ew_sin, sinf, sin)
@@ -64,10 +70,24 @@ __host__ __device__ constexpr bool ew_int_op(int op)
 }
 template <typename T> __host__ __device__ constexpr bool ew_unary_ok(int op) { return wk_type<T>::is_float || ew_int_op(op); }
 
-template <int OP, typename C> WK_DEV C ew_unary_float(C x, ew_params p)
+/* exp and x / y for the narrow dtypes: the hardware's approximate f32
+ * forms (a few ulp of f32, far below half an ulp of bf16/f16/f8, whose
+ * rounding follows); full-precision library calls otherwise. They keep
+ * the narrow kernels memory bound (twice the elements per byte of f32). */
+template <bool FAST> WK_DEV float ew_exp_n(float x) { if constexpr (FAST) return __expf(x); else return expf(x); }
+template <bool FAST> WK_DEV double ew_exp_n(double x) { return exp(x); }
+template <bool FAST> WK_DEV float ew_div_n(float x, float y)
+{
+    if constexpr (FAST) return __fdividef(x, y);
+    else return x / y;
+}
+template <bool FAST> WK_DEV double ew_div_n(double x, double y) { return x / y; }
+
+/* OP on the compute value x (f32 or f64); FAST for narrow dtypes. */
+template <int OP, bool FAST, typename C> WK_DEV C ew_unary_float(C x, ew_params p)
 {
     const C one = (C)1, zero = (C)0, half = (C)0.5;
-    if constexpr (OP == WK_OP_EXP) return ew_exp(x);
+    if constexpr (OP == WK_OP_EXP) return ew_exp_n<FAST>(x);
     else if constexpr (OP == WK_OP_LOG) return ew_log(x);
     else if constexpr (OP == WK_OP_SIN) return ew_sin(x);
     else if constexpr (OP == WK_OP_COS) return ew_cos(x);
@@ -78,13 +98,15 @@ template <int OP, typename C> WK_DEV C ew_unary_float(C x, ew_params p)
     else if constexpr (OP == WK_OP_SQR) return x * x;
     else if constexpr (OP == WK_OP_SQRT) return ew_sqrt(x);
     else if constexpr (OP == WK_OP_GELU) {
-        const C k = (C)0.79788456080286535587989211986876, a = (C)0.044715;   /* sqrt(2/pi) */
-        return half * x * (one + ew_tanh(k * (x + a * x * x * x)));
+        /* 0.5 x (1 + tanh u) = x / (1 + exp(-2u)): the same function
+         * without tanh's cost or the cancellation of 1 + tanh u near -1 */
+        const C k2 = (C)1.5957691216057307117597842397375, a = (C)0.044715;   /* 2 sqrt(2/pi) */
+        return ew_div_n<FAST>(x, one + ew_exp_n<FAST>(-k2 * (x + a * x * x * x)));
     } else if constexpr (OP == WK_OP_GELU_ERF) {
         return half * x * (one + ew_erf(x * (C)0.70710678118654752440084436210485));
     } else if constexpr (OP == WK_OP_ERF) return ew_erf(x);
     else if constexpr (OP == WK_OP_RELU) return x < zero ? zero : x;       /* NaN stays NaN */
-    else if constexpr (OP == WK_OP_SILU) return x / (one + ew_exp(-x));
+    else if constexpr (OP == WK_OP_SILU) return ew_div_n<FAST>(x, one + ew_exp_n<FAST>(-x));
     else if constexpr (OP == WK_OP_FLOOR) return ew_floor(x);
     else if constexpr (OP == WK_OP_CEIL) return ew_ceil(x);
     else if constexpr (OP == WK_OP_ROUND) return ew_rint(x);               /* half to even */
@@ -119,7 +141,7 @@ template <int OP, typename T> WK_DEV T ew_unary_elem(T x, ew_params p)
 {
     if constexpr (wk_type<T>::is_float) {
         typedef typename wk_type<T>::C C;
-        return wk_to<T>(ew_unary_float<OP, C>(wk_load_c(x), p));
+        return wk_to<T>(ew_unary_float<OP, wk_type<T>::is_narrow, C>(wk_load_c(x), p));
     } else {
         return ew_unary_int<OP, T>(x, p);
     }
@@ -143,14 +165,13 @@ WK_DEV void ew_unary_contig_run(const T *__restrict__ src, T *__restrict__ dst, 
 {
     constexpr int V = ew_unary_width<T>(OP);
     const int64_t nv = vec ? n / V : 0;
-    const wk_vec<T, V> *s = (const wk_vec<T, V> *)src;
     wk_vec<T, V> *d = (wk_vec<T, V> *)dst;
-    WK_GPU_FOR(i, nv) {
-        wk_vec<T, V> x = s[i], y;
+    wk_gpu_map_prefetch((const wk_vec<T, V> *)src, nv, [&](int64_t i, const wk_vec<T, V> &x) {
+        wk_vec<T, V> y;
 #pragma unroll
         for (int k = 0; k < V; k++) y.v[k] = ew_unary_elem<OP>(x.v[k], p);
         d[i] = y;
-    }
+    });
     WK_GPU_FOR(i, n - nv * V) {
         int64_t j = nv * V + i;
         dst[j] = ew_unary_elem<OP>(src[j], p);

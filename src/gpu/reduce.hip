@@ -31,7 +31,7 @@
  *         threads run across consecutive outputs, so each step of the
  *         reduction is one coalesced row read; a block is bx outputs x by
  *         slices of the reduction, combined in shared memory; 8 loads in
- *         flight per thread.
+ *         flight per thread (16 for types under 4 bytes).
  * When M alone cannot fill the device, both kernels split the reduction
  * into chunks over blockIdx.y, write per-chunk partial states to scratch
  * and a second small kernel combines the chunks in order (two passes,
@@ -303,13 +303,15 @@ __global__ void red_cols_kernel(const T *__restrict__ src, void *__restrict__ ou
         if (p.red.d.rank <= 1) {
             const int64_t rs = p.red.d.rank ? p.red.st[0][0] : 0;
             const T *__restrict__ q = src + b[0];
+            /* U loads in flight per thread: 8, or 16 for types under 4 bytes */
+            constexpr int U = sizeof(T) >= 4 ? RED_COLS_UNROLL : 2 * RED_COLS_UNROLL;
             int64_t j = j0 + ty;
-            for (; j + (RED_COLS_UNROLL - 1) * (int64_t)by < j1; j += RED_COLS_UNROLL * (int64_t)by) {
-                T x[RED_COLS_UNROLL];
+            for (; j + (U - 1) * (int64_t)by < j1; j += U * (int64_t)by) {
+                T x[U];
 #pragma unroll
-                for (int u = 0; u < RED_COLS_UNROLL; u++) x[u] = q[(j + u * (int64_t)by) * rs];
+                for (int u = 0; u < U; u++) x[u] = q[(j + u * (int64_t)by) * rs];
 #pragma unroll
-                for (int u = 0; u < RED_COLS_UNROLL; u++) s = R::step(s, x[u], (uint32_t)(j + u * (int64_t)by), mx);
+                for (int u = 0; u < U; u++) s = R::step(s, x[u], (uint32_t)(j + u * (int64_t)by), mx);
             }
             for (; j < j1; j += by) s = R::step(s, q[j * rs], (uint32_t)j, mx);
         } else {
