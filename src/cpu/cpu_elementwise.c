@@ -240,10 +240,9 @@ _Static_assert(N_UNARY == 22, "unary tables list 22 ops (exp .. elu)");
 #define HOTNESS_HOT_COLD 0
 #define HOTNESS_COLD_HOT 0
 #define HOTNESS_COLD_COLD 0
+/* one more expansion step, so that H (a HOTNESS_ name) becomes 0 or 1 */
 #define DEF_UROW_H(NAME, H, ...) DEF_UROW_X(NAME, H, __VA_ARGS__)
-#define DEF_UROW_X(NAME, H, T, CT, PT, LD, ST, EXPR)                            \
-    DEF_UROW_Y(NAME, H, T, CT, PT, LD, ST, EXPR)
-#define DEF_UROW_Y(NAME, H, T, CT, PT, LD, ST, EXPR) DEF_UROW(NAME, H, T, CT, PT, LD, ST, EXPR)
+#define DEF_UROW_X(NAME, H, T, CT, PT, LD, ST, EXPR) DEF_UROW(NAME, H, T, CT, PT, LD, ST, EXPR)
 
 #define INST_FU(OP, OPH, DN, T, CT, FS, LD, ST, DH)                             \
     DEF_UROW_H(u_##OP##_##DN, HOTNESS_##OPH##_##DH, T, CT, CT, LD, ST, UF_##OP(x, FS, a, b))

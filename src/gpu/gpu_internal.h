@@ -559,8 +559,8 @@ static inline unsigned wk_gpu_grid(const wk_gpu_ctx *c, int64_t items, int block
 
 /* Grid-stride over units 0..nv-1 of src, calling f(i, src[i]), with the
  * thread's next unit loaded before f runs on the current one: two loads
- * in flight per thread, one copy of f's body. For streaming kernels with
- * one input (a single load per step leaves a few percent of bandwidth). */
+ * in flight per thread, one copy of f's body (for streaming kernels with
+ * one input). */
 template <typename In, typename F> WK_DEV void wk_gpu_map_prefetch(const In *__restrict__ src, int64_t nv, F f)
 {
     int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
