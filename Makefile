@@ -55,6 +55,10 @@ $(BUILD)/tests/parity/%.o: tests/parity/%.c $(wildcard include/*.h tests/*.h tes
 $(BUILD)/wick-parity: $(PARITY_OBJ) $(BUILD)/libwick.a
 	$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDLIBS)
 
+# The GPU benchmark's C driver (bench/gpu_vs_torch.py runs it).
+$(BUILD)/wick-gpu-bench: bench/gpu_bench.c $(BUILD)/libwick.a
+	$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDLIBS)
+
 # The README's test command.
 test: all
 	$(BUILD)/wick-tests

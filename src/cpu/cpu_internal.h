@@ -12,6 +12,8 @@
  *                     time) when present, own blocked kernel otherwise
  *   cpu_index.c       index_select, gather, scatter_set/add, index_add
  *   cpu_random.c      Philox4x32-10 uniform/normal (docs/random.md)
+ *   cpu_ew.h          private to cpu_elementwise.c and cpu_copy.c: the
+ *                     strided elementwise driver and fast conversions
  */
 #ifndef WICK_CPU_INTERNAL_H
 #define WICK_CPU_INTERNAL_H

@@ -3,8 +3,8 @@
  * The pool is made on first use: one thread per online CPU (the
  * WICK_NUM_THREADS environment variable overrides the count), of which the
  * calling thread is one, so nthreads - 1 workers are started. A call splits
- * [0, n) into chunks of at least `grain` items (rounded to a multiple of 64
- * so vector loops and cache lines of neighbouring chunks stay apart) and
+ * [0, n) into chunks of at least `grain` items (of 64 or more items,
+ * rounded to a multiple of 64, so vector loops and cache lines of neighbouring chunks stay apart) and
  * every participant, the caller included, claims chunks from an atomic
  * counter until none are left; the caller then waits for the workers that
  * joined the job.
@@ -146,7 +146,7 @@ void wk_parallel_for(int64_t n, int64_t grain, wk_range_fn fn, void *arg)
     /* about 4 chunks per thread (for balance), each >= grain items */
     int64_t chunk = (n + 4 * (int64_t)nt - 1) / (4 * (int64_t)nt);
     if (chunk < grain) chunk = grain;
-    chunk = (chunk + 63) & ~(int64_t)63;
+    if (chunk >= 64) chunk = (chunk + 63) & ~(int64_t)63;  /* coarse tasks (few items) keep their size */
     pool_job j = { .fn = fn, .arg = arg, .n = n, .chunk = chunk, .nchunks = (n + chunk - 1) / chunk };
     atomic_init(&j.next, 0);
     atomic_init(&j.left, j.nchunks);

@@ -82,47 +82,106 @@ template <> struct red_sum_acc<int32_t> { typedef uint32_t type; };
 template <> struct red_sum_acc<uint32_t> { typedef uint32_t type; };
 template <> struct red_sum_acc<int64_t> { typedef uint64_t type; };
 
+/* max/min state: the running max of the non-NaN values and whether a NaN
+ * was seen (a max instruction ignores NaN; a flag is one compare) */
+template <typename C> struct red_mm {
+    C v;
+    uint32_t nan;
+};
+
 /* argmin/argmax state: value in the compute type and its reduced index */
 template <typename C> struct red_pair {
     C v;
     uint32_t i;
 };
 
+template <typename C> WK_DEV C red_max(C a, C b)
+{
+    if constexpr (std::is_same<C, float>::value) return fmaxf(a, b);
+    else if constexpr (std::is_same<C, double>::value) return fmax(a, b);
+    else return b > a ? b : a;
+}
+
+template <typename C> WK_DEV C red_nan_value(void)
+{
+    if constexpr (std::is_same<C, float>::value) return wk_bits_f32(0x7FC00000u);
+    else if constexpr (std::is_same<C, double>::value) return wk_bits_f64(0x7FF8000000000000ull);
+    else return (C)0;
+}
+
 /* min and argmin run as max and argmax of order-reversed values: -x for
  * floats (NaN stays NaN, so it still wins), ~x for integers (signed or
- * not; no overflow). Kernels then have one comparison direction. */
+ * not; no overflow). Kernels then have one comparison direction. On the
+ * vector path the reversal is one XOR per 32-bit word (red_flipmask). */
 template <typename C> WK_DEV C red_flip(C v, int mx)
 {
     if constexpr (std::is_floating_point<C>::value) return mx ? v : -v;
     else return mx ? v : (C)~v;
 }
 
-/* Each op kind: identity; step(s, x, j) folds element x of index j into a
- * thread's state, elements arriving in increasing j (so a tie keeps the
- * state); combine(a, b) merges two states in any order. */
+/* Each op kind: identity; step(s, x, j, mx) folds element x of index j into
+ * a thread's state, elements arriving in increasing j (so a tie keeps the
+ * state); vec(s, e, j) folds V already order-reversed elements of indices
+ * j.. (the 16-byte vector path); combine(a, b) merges two states in any
+ * order. */
 template <typename T, int K> struct red_k;
 
 template <typename T> struct red_k<T, RED_SUM> {
     typedef typename red_sum_acc<T>::type S;
     static WK_DEV S identity() { return (S)0; }
     static WK_DEV S step(S s, T x, uint32_t, int) { return s + (S)wk_load_c(x); }
+    template <int V> static WK_DEV S vec(S s, const T (&e)[V], uint32_t)
+    {
+#pragma unroll
+        for (int k = 0; k < V; k++) s += (S)wk_load_c(e[k]);
+        return s;
+    }
     static WK_DEV S combine(S a, S b) { return a + b; }
     template <int W> static WK_DEV S shfl_xor(S s, int m) { return wk_shfl_xor<W>(s, m); }
     static WK_DEV void store(void *out, int64_t o, S s, int) { ((T *)out)[o] = wk_to<T>(s); }
 };
 
 template <typename T> struct red_k<T, RED_MINMAX> {
-    typedef typename wk_type<T>::C S;
-    static WK_DEV S identity() { return red_lim<S>::lo(); }
-    /* NaN wins and stays */
-    static WK_DEV S step(S s, T x, uint32_t, int mx)
+    typedef typename wk_type<T>::C C;
+    typedef red_mm<C> S;
+    static WK_DEV S identity()
     {
-        const S v = red_flip<S>(wk_load_c(x), mx);
-        return (v > s || red_isnan(v)) && !red_isnan(s) ? v : s;
+        S s;
+        s.v = red_lim<C>::lo();
+        s.nan = 0;
+        return s;
     }
-    static WK_DEV S combine(S a, S b) { return (b > a || red_isnan(b)) && !red_isnan(a) ? b : a; }
-    template <int W> static WK_DEV S shfl_xor(S s, int m) { return wk_shfl_xor<W>(s, m); }
-    static WK_DEV void store(void *out, int64_t o, S s, int mx) { ((T *)out)[o] = wk_to<T>(red_flip<S>(s, mx)); }
+    static WK_DEV S fold(S s, C v)
+    {
+        s.v = red_max(s.v, v);
+        s.nan |= red_isnan(v);
+        return s;
+    }
+    static WK_DEV S step(S s, T x, uint32_t, int mx) { return fold(s, red_flip<C>(wk_load_c(x), mx)); }
+    template <int V> static WK_DEV S vec(S s, const T (&e)[V], uint32_t)
+    {
+#pragma unroll
+        for (int k = 0; k < V; k++) s = fold(s, wk_load_c(e[k]));
+        return s;
+    }
+    static WK_DEV S combine(S a, S b)
+    {
+        a.v = red_max(a.v, b.v);
+        a.nan |= b.nan;
+        return a;
+    }
+    template <int W> static WK_DEV S shfl_xor(S s, int m)
+    {
+        S r;
+        r.v = wk_shfl_xor<W>(s.v, m);
+        r.nan = wk_shfl_xor<W>(s.nan, m);
+        return r;
+    }
+    static WK_DEV void store(void *out, int64_t o, S s, int mx)
+    {
+        const C v = s.nan ? red_nan_value<C>() : red_flip<C>(s.v, mx);
+        ((T *)out)[o] = wk_to<T>(v);
+    }
 };
 
 template <typename T> struct red_k<T, RED_ARG> {
@@ -136,13 +195,31 @@ template <typename T> struct red_k<T, RED_ARG> {
         return s;
     }
     /* in index order: a strictly larger value, or the first NaN */
-    static WK_DEV S step(S s, T x, uint32_t j, int mx)
+    static WK_DEV S fold(S s, C v, uint32_t j)
     {
-        const C v = red_flip<C>(wk_load_c(x), mx);
         const bool sn = red_isnan(s.v);
         if ((!sn && (v > s.v || red_isnan(v))) || s.i == 0xFFFFFFFFu) {
             s.v = v;
             s.i = j;
+        }
+        return s;
+    }
+    static WK_DEV S step(S s, T x, uint32_t j, int mx) { return fold(s, red_flip<C>(wk_load_c(x), mx), j); }
+    /* the vector's max (and whether it holds a NaN) first; the elements
+     * are walked for their index only when that beats the state */
+    template <int V> static WK_DEV S vec(S s, const T (&e)[V], uint32_t j)
+    {
+        C vm = wk_load_c(e[0]);
+        bool vn = red_isnan(vm);
+#pragma unroll
+        for (int k = 1; k < V; k++) {
+            const C v = wk_load_c(e[k]);
+            vm = red_max(vm, v);
+            vn = vn || red_isnan(v);
+        }
+        if (s.i == 0xFFFFFFFFu || (vn ? !red_isnan(s.v) : vm > s.v)) {
+#pragma unroll
+            for (int k = 0; k < V; k++) s = fold(s, wk_load_c(e[k]), j + (uint32_t)k);
         }
         return s;
     }
@@ -192,16 +269,35 @@ struct alignas(16) red_v16 {
 /* ------------------------------------------------------------------ */
 /* rows: G threads per output along a contiguous or decoded reduction   */
 
-template <typename T, int K>
-WK_DEV typename red_k<T, K>::S red_vec(typename red_k<T, K>::S s, const red_v16 &x, int64_t j, int mx)
+/* 16 bytes XOR this order-reverse every element (min/argmin; zero for
+ * max/argmax and sums): the sign bit of each float, every bit of an int */
+template <typename T> WK_DEV red_v16 red_flipmask(int K, int mx)
 {
-    typedef red_k<T, K> R;
+    red_v16 m;
+    uint64_t pat = 0;
+    if (K != RED_SUM && !mx) {
+        if (!wk_type<T>::is_float) pat = ~0ull;
+        else if (sizeof(T) == 1) pat = 0x8080808080808080ull;
+        else if (sizeof(T) == 2) pat = 0x8000800080008000ull;
+        else if (sizeof(T) == 4) pat = 0x8000000080000000ull;
+        else pat = 0x8000000000000000ull;
+    }
+    m.w[0] = m.w[2] = (uint32_t)pat;
+    m.w[1] = m.w[3] = (uint32_t)(pat >> 32);
+    return m;
+}
+
+template <typename T, int K>
+WK_DEV typename red_k<T, K>::S red_vec(typename red_k<T, K>::S s, red_v16 x, const red_v16 &fm, int64_t j)
+{
     constexpr int V = 16 / (int)sizeof(T);
+    if constexpr (K != RED_SUM) {
+#pragma unroll
+        for (int i = 0; i < 4; i++) x.w[i] ^= fm.w[i];
+    }
     T e[V];
     memcpy(e, &x, sizeof e);
-#pragma unroll
-    for (int k = 0; k < V; k++) s = R::step(s, e[k], (uint32_t)j + (uint32_t)k, mx);
-    return s;
+    return red_k<T, K>::template vec<V>(s, e, (uint32_t)j);
 }
 
 /* One group member's share of a contiguous run p[0, len) whose first
@@ -218,6 +314,7 @@ WK_DEV typename red_k<T, K>::S red_run(typename red_k<T, K>::S s, const T *__res
     const red_v16 *__restrict__ pv = (const red_v16 *)(p + head);
     const int64_t nv = (len - head) / V;
     const int64_t jv = jb + head;
+    const red_v16 fm = red_flipmask<T>(K, mx);
     /* U vectors in flight per thread (2 for 1-byte types: 32 elements) */
     constexpr int U = V >= 16 ? 2 : 4;
     int64_t v = t;
@@ -226,9 +323,9 @@ WK_DEV typename red_k<T, K>::S red_run(typename red_k<T, K>::S s, const T *__res
 #pragma unroll
         for (int u = 0; u < U; u++) x[u] = pv[v + u * (int64_t)G];
 #pragma unroll
-        for (int u = 0; u < U; u++) s = red_vec<T, K>(s, x[u], jv + (v + u * (int64_t)G) * V, mx);
+        for (int u = 0; u < U; u++) s = red_vec<T, K>(s, x[u], fm, jv + (v + u * (int64_t)G) * V);
     }
-    for (; v < nv; v += G) s = red_vec<T, K>(s, pv[v], jv + v * V, mx);
+    for (; v < nv; v += G) s = red_vec<T, K>(s, pv[v], fm, jv + v * V);
     for (int64_t j = head + nv * V + t; j < len; j += G) s = R::step(s, p[j], (uint32_t)(jb + j), mx);
     return s;
 }

@@ -1,0 +1,810 @@
+/* gpu_bench.c — wick-gpu-bench: the wick side of the GPU benchmark
+ * (bench/gpu_vs_torch.py drives it and times the same ops in PyTorch).
+ *
+ * Every case calls wick's public C API the way a user does. Inputs come
+ * from wk_rand_uniform on the device (seeded; never zeros) and are made
+ * once per run, shared by the cases that name the same input key.
+ *
+ * Timing. The C API has no device events, so wick is timed with the host's
+ * monotonic clock and wk_device_synchronize:
+ *   - per rep (the headline figure): synchronize; t0; out = op(...);
+ *     synchronize; t1; the median of `reps` such reps after `warmup`
+ *     untimed calls. This includes one launch and one synchronization
+ *     latency per rep (a few microseconds).
+ *   - batch: synchronize; t0; `reps` calls back to back (each output
+ *     released as soon as the call returns); synchronize; t1; divided by
+ *     reps. Launch and synchronization latency are then hidden behind the
+ *     device work, as they are for a stream timed with device events.
+ * Each op allocates its output (wick ops return new tensors); that is part
+ * of what is timed, as it is in PyTorch.
+ *
+ * Checking. With --dump DIR the driver writes, outside the timing, every
+ * input it made (DIR/KEY.bin) and the output of the last timed rep
+ * (DIR/CASE.out.bin) as raw little-endian row-major data, so the script
+ * can compare wick's output with PyTorch's for the very same input.
+ *
+ * Special cases: `launch_chain` issues 10,000 dependent 1-element adds
+ * (x = x + 1) and compares the time per add with a bare chain of 10,000
+ * launches of a 1-element kernel through the CUDA driver API (opened with
+ * dlopen; the kernel is a few lines of PTX), both in this process.
+ * `h2d_d2h` copies 1 GiB of pageable host memory to the device
+ * (wk_from_host) and back (wk_to_host).
+ *
+ * Output: one JSON object per line per case on stdout (see case_json);
+ * messages on stderr. Usage: wick-gpu-bench --help.
+ */
+#include <dlfcn.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include "wick.h"
+
+/* ---- sizes ---------------------------------------------------------------- */
+
+typedef struct sizes {
+    int64_t n_elem;              /* contiguous elementwise: elements        */
+    int64_t sq;                  /* square [sq, sq] f32                     */
+    int64_t red_rows, red_cols;  /* last-dim reductions                     */
+    int64_t tab_rows, tab_cols;  /* index_select table                      */
+    int64_t n_ids;
+    int64_t mm_s, mm_l;          /* square matmuls                          */
+    int64_t mm_b, mm_bd;         /* batched: mm_b x [mm_bd, mm_bd]          */
+    int64_t chain;               /* dependent adds                          */
+    int64_t xfer;                /* host <-> device bytes                   */
+} sizes;
+
+static const sizes full_sizes = {
+    (int64_t)1 << 28, 16384, 65536, 4096, 128256, 4096, 8192, 4096, 8192, 64, 512, 10000, (int64_t)1 << 30,
+};
+/* --small: the same cases at sizes a CPU runs in a moment (tests) */
+static const sizes small_sizes = {
+    (int64_t)1 << 16, 256, 512, 256, 1000, 64, 64, 128, 192, 4, 64, 200, (int64_t)1 << 20,
+};
+
+/* ---- inputs --------------------------------------------------------------- */
+
+typedef enum shape_id { SH_ELEM, SH_SQ, SH_ROW, SH_COL, SH_RED, SH_TABLE, SH_IDS, SH_MM_S, SH_MM_L, SH_MM_B } shape_id;
+
+typedef struct input_spec {
+    const char *key;
+    wk_dtype dt;
+    shape_id shape;
+} input_spec;
+
+static const input_spec input_specs[] = {
+    { "x_f32", WK_F32, SH_ELEM },        { "y_f32", WK_F32, SH_ELEM },
+    { "x_bf16", WK_BF16, SH_ELEM },      { "y_bf16", WK_BF16, SH_ELEM },
+    { "sq_f32", WK_F32, SH_SQ },         { "row_f32", WK_F32, SH_ROW },
+    { "col_f32", WK_F32, SH_COL },       { "red_f32", WK_F32, SH_RED },
+    { "red_bf16", WK_BF16, SH_RED },     { "table_bf16", WK_BF16, SH_TABLE },
+    { "ids_i64", WK_I64, SH_IDS },
+    { "mms_bf16_a", WK_BF16, SH_MM_S },  { "mms_bf16_b", WK_BF16, SH_MM_S },
+    { "mml_bf16_a", WK_BF16, SH_MM_L },  { "mml_bf16_b", WK_BF16, SH_MM_L },
+    { "mmb_bf16_a", WK_BF16, SH_MM_B },  { "mmb_bf16_b", WK_BF16, SH_MM_B },
+    { "mms_f16_a", WK_F16, SH_MM_S },    { "mms_f16_b", WK_F16, SH_MM_S },
+    { "mml_f16_a", WK_F16, SH_MM_L },    { "mml_f16_b", WK_F16, SH_MM_L },
+    { "mmb_f16_a", WK_F16, SH_MM_B },    { "mmb_f16_b", WK_F16, SH_MM_B },
+    { "mms_f32_a", WK_F32, SH_MM_S },    { "mms_f32_b", WK_F32, SH_MM_S },
+    { "mml_f32_a", WK_F32, SH_MM_L },    { "mml_f32_b", WK_F32, SH_MM_L },
+    { "mmb_f32_a", WK_F32, SH_MM_B },    { "mmb_f32_b", WK_F32, SH_MM_B },
+};
+#define N_INPUTS (int)(sizeof input_specs / sizeof input_specs[0])
+
+static wk_shape shape_of(shape_id id, const sizes *s)
+{
+    switch (id) {
+    case SH_ELEM: return WK_SHAPE(s->n_elem);
+    case SH_SQ: return WK_SHAPE(s->sq, s->sq);
+    case SH_ROW: return WK_SHAPE(s->sq);
+    case SH_COL: return WK_SHAPE(s->sq, 1);
+    case SH_RED: return WK_SHAPE(s->red_rows, s->red_cols);
+    case SH_TABLE: return WK_SHAPE(s->tab_rows, s->tab_cols);
+    case SH_IDS: return WK_SHAPE(s->n_ids);
+    case SH_MM_S: return WK_SHAPE(s->mm_s, s->mm_s);
+    case SH_MM_L: return WK_SHAPE(s->mm_l, s->mm_l);
+    case SH_MM_B: return WK_SHAPE(s->mm_b, s->mm_bd, s->mm_bd);
+    }
+    return WK_SCALAR;
+}
+
+/* ---- cases ---------------------------------------------------------------- */
+
+typedef enum case_kind {
+    CK_UNARY, CK_AFFINE, CK_BINARY, CK_CAST, CK_CONTIG_T, CK_UNARY_T, CK_REDUCE, CK_INDEX, CK_MATMUL,
+    CK_CHAIN, CK_XFER
+} case_kind;
+
+typedef struct gcase {
+    const char *name;
+    const char *call;        /* the public function timed                 */
+    case_kind kind;
+    int op;                  /* wk_unary_op / wk_binary_op / wk_reduce_op */
+    int dim;                 /* reductions                                */
+    wk_dtype out_dt;         /* casts                                     */
+    const char *in0, *in1;   /* input keys                                */
+    bool tiled;              /* matmul with WICK_GEMM=tiled               */
+} gcase;
+
+#define UN(name, op, x) { name, "wk_unary", CK_UNARY, op, 0, WK_F32, x, NULL, false }
+#define BI(name, op, x, y) { name, "wk_binary", CK_BINARY, op, 0, WK_F32, x, y, false }
+#define RED(name, op, x, dim) { name, "wk_reduce", CK_REDUCE, op, dim, WK_F32, x, NULL, false }
+#define MM(name, a, b, tiled) { name, "wk_matmul", CK_MATMUL, 0, 0, WK_F32, a, b, tiled }
+
+static const gcase cases[] = {
+    UN("exp_f32", WK_EXP, "x_f32"),
+    UN("silu_f32", WK_SILU, "x_f32"),
+    UN("gelu_f32", WK_GELU, "x_f32"),
+    { "affine_f32", "wk_affine", CK_AFFINE, 0, 0, WK_F32, "x_f32", NULL, false },
+    BI("add_f32", WK_ADD, "x_f32", "y_f32"),
+    BI("mul_f32", WK_MUL, "x_f32", "y_f32"),
+    UN("exp_bf16", WK_EXP, "x_bf16"),
+    UN("silu_bf16", WK_SILU, "x_bf16"),
+    UN("gelu_bf16", WK_GELU, "x_bf16"),
+    { "affine_bf16", "wk_affine", CK_AFFINE, 0, 0, WK_F32, "x_bf16", NULL, false },
+    BI("add_bf16", WK_ADD, "x_bf16", "y_bf16"),
+    BI("mul_bf16", WK_MUL, "x_bf16", "y_bf16"),
+    { "cast_f32_bf16", "wk_to_dtype", CK_CAST, 0, 0, WK_BF16, "x_f32", NULL, false },
+    { "cast_bf16_f32", "wk_to_dtype", CK_CAST, 0, 0, WK_F32, "x_bf16", NULL, false },
+    { "cast_f32_f16", "wk_to_dtype", CK_CAST, 0, 0, WK_F16, "x_f32", NULL, false },
+    BI("add_row_f32", WK_ADD, "sq_f32", "row_f32"),
+    BI("add_col_f32", WK_ADD, "sq_f32", "col_f32"),
+    { "transpose_copy_f32", "wk_contiguous", CK_CONTIG_T, 0, 0, WK_F32, "sq_f32", NULL, false },
+    { "exp_transposed_f32", "wk_exp", CK_UNARY_T, WK_EXP, 0, WK_F32, "sq_f32", NULL, false },
+    RED("sum_last_f32", WK_SUM, "red_f32", -1),
+    RED("max_last_f32", WK_MAX, "red_f32", -1),
+    RED("argmax_last_f32", WK_ARGMAX, "red_f32", -1),
+    RED("sum_last_bf16", WK_SUM, "red_bf16", -1),
+    RED("max_last_bf16", WK_MAX, "red_bf16", -1),
+    RED("argmax_last_bf16", WK_ARGMAX, "red_bf16", -1),
+    RED("sum_dim0_f32", WK_SUM, "sq_f32", 0),
+    { "index_select_bf16", "wk_index_select", CK_INDEX, 0, 0, WK_F32, "table_bf16", "ids_i64", false },
+    MM("matmul_bf16_s", "mms_bf16_a", "mms_bf16_b", false),
+    MM("matmul_bf16_l", "mml_bf16_a", "mml_bf16_b", false),
+    MM("matmul_bf16_b", "mmb_bf16_a", "mmb_bf16_b", false),
+    MM("matmul_f16_s", "mms_f16_a", "mms_f16_b", false),
+    MM("matmul_f16_l", "mml_f16_a", "mml_f16_b", false),
+    MM("matmul_f16_b", "mmb_f16_a", "mmb_f16_b", false),
+    MM("matmul_f32_s", "mms_f32_a", "mms_f32_b", false),
+    MM("matmul_f32_l", "mml_f32_a", "mml_f32_b", false),
+    MM("matmul_f32_b", "mmb_f32_a", "mmb_f32_b", false),
+    MM("matmul_tiled_f32_s", "mms_f32_a", "mms_f32_b", true),
+    { "launch_chain", "wk_add", CK_CHAIN, WK_ADD, 0, WK_F32, NULL, NULL, false },
+    { "h2d_d2h", "wk_from_host+wk_to_host", CK_XFER, 0, 0, WK_U8, NULL, NULL, false },
+};
+#define N_CASES (int)(sizeof cases / sizeof cases[0])
+
+/* ---- helpers --------------------------------------------------------------- */
+
+typedef struct run_ctx {
+    wk_device *dev;
+    const sizes *sz;
+    int reps, warmup;
+    const char *dump_dir;
+    wk_tensor *inputs[N_INPUTS];
+    bool dumped[N_INPUTS];
+} run_ctx;
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* median of v[0..n) (sorts v) */
+static double median(double *v, int n)
+{
+    if (n <= 0) return 0;
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+static void json_string(const char *s)
+{
+    putchar('"');
+    for (; *s; s++) {
+        unsigned char ch = (unsigned char)*s;
+        if (ch == '"' || ch == '\\') printf("\\%c", ch);
+        else if (ch == '\n') fputs("\\n", stdout);
+        else if (ch < 0x20) printf("\\u%04x", ch);
+        else putchar(ch);
+    }
+    putchar('"');
+}
+
+static void json_shape(wk_shape s)
+{
+    putchar('[');
+    for (int i = 0; i < s.rank; i++) printf("%s%lld", i ? "," : "", (long long)s.dims[i]);
+    putchar(']');
+}
+
+static int input_index(const char *key)
+{
+    for (int i = 0; i < N_INPUTS; i++)
+        if (strcmp(input_specs[i].key, key) == 0) return i;
+    return -1;
+}
+
+/* The input named key, made on first use. NULL on error (wk_last_error). */
+static wk_tensor *get_input(run_ctx *r, const char *key)
+{
+    int i = input_index(key);
+    if (i < 0) return NULL;
+    if (r->inputs[i]) return r->inputs[i];
+    const input_spec *s = &input_specs[i];
+    wk_shape sh = shape_of(s->shape, r->sz);
+    if (s->dt == WK_I64) {
+        /* ids uniform in [0, rows): drawn in f64 (exact), truncated */
+        wk_tensor *f = wk_rand_uniform(r->dev, WK_F64, sh, 0.0, (double)r->sz->tab_rows - 0.5);
+        r->inputs[i] = f ? wk_to_dtype(f, WK_I64) : NULL;
+        wk_release(f);
+    } else {
+        r->inputs[i] = wk_rand_uniform(r->dev, s->dt, sh, -2.0, 2.0);
+    }
+    return r->inputs[i];
+}
+
+/* Writes t to path as raw row-major data; false with a message in err. */
+static bool write_tensor(const char *path, const wk_tensor *t, char *err, size_t err_size)
+{
+    size_t bytes = (size_t)wk_tensor_numel(t) * wk_dtype_size(wk_tensor_dtype(t));
+    void *host = malloc(bytes ? bytes : 1);
+    if (!host) {
+        snprintf(err, err_size, "out of host memory for %zu bytes", bytes);
+        return false;
+    }
+    bool ok = false;
+    if (wk_to_host(t, host, bytes) != WK_OK) {
+        snprintf(err, err_size, "wk_to_host: %s", wk_last_error());
+    } else {
+        FILE *f = fopen(path, "wb");
+        if (f) {
+            ok = fwrite(host, 1, bytes, f) == bytes;
+            if (fclose(f) != 0) ok = false;
+        }
+        if (!ok) snprintf(err, err_size, "cannot write %.300s: %s", path, strerror(errno));
+    }
+    free(host);
+    return ok;
+}
+
+/* ---- one op call ------------------------------------------------------------ */
+
+typedef struct case_args {
+    wk_tensor *a, *b;     /* what the op is called with (views included) */
+    wk_tensor *view;      /* a transposed view this case made, or NULL   */
+} case_args;
+
+static wk_tensor *case_call(const gcase *c, const case_args *x)
+{
+    switch (c->kind) {
+    case CK_UNARY: case CK_UNARY_T: return wk_unary((wk_unary_op)c->op, x->a);
+    case CK_AFFINE: return wk_affine(x->a, 1.5, 0.25);
+    case CK_BINARY: return wk_binary((wk_binary_op)c->op, x->a, x->b);
+    case CK_CAST: return wk_to_dtype(x->a, c->out_dt);
+    case CK_CONTIG_T: return wk_contiguous(x->a);
+    case CK_REDUCE: return wk_reduce((wk_reduce_op)c->op, x->a, &c->dim, 1, false);
+    case CK_INDEX: return wk_index_select(x->a, x->b, 0);
+    case CK_MATMUL: return wk_matmul(x->a, x->b);
+    default: return NULL;
+    }
+}
+
+static double tensor_bytes(const wk_tensor *t)
+{
+    return (double)wk_tensor_numel(t) * (double)wk_dtype_size(wk_tensor_dtype(t));
+}
+
+/* ---- the common case: time an op, dump inputs and output --------------------- */
+
+static void print_error(const gcase *c, const char *msg)
+{
+    printf("{\"case\":");
+    json_string(c->name);
+    printf(",\"error\":");
+    json_string(msg);
+    printf("}\n");
+    fflush(stdout);
+}
+
+static void run_op_case(run_ctx *r, const gcase *c)
+{
+    char err[1024] = "";
+    case_args x = { NULL, NULL, NULL };
+    double *times = NULL;
+    wk_tensor *last = NULL;
+    x.a = get_input(r, c->in0);
+    if (x.a && c->in1) x.b = get_input(r, c->in1);
+    if (!x.a || (c->in1 && !x.b)) {
+        snprintf(err, sizeof err, "making the inputs failed: %s", wk_last_error());
+        goto fail;
+    }
+    if (c->kind == CK_CONTIG_T || c->kind == CK_UNARY_T) {
+        x.view = wk_transpose(x.a, 0, 1);
+        if (!x.view) {
+            snprintf(err, sizeof err, "wk_transpose: %s", wk_last_error());
+            goto fail;
+        }
+        x.a = x.view;
+    }
+    if (c->tiled) setenv("WICK_GEMM", "tiled", 1);
+    times = malloc((size_t)r->reps * sizeof *times);
+    if (!times) {
+        snprintf(err, sizeof err, "out of host memory");
+        goto fail;
+    }
+    if (wk_device_synchronize(r->dev) != WK_OK) goto fail_wk;
+    for (int i = 0; i < r->warmup; i++) {
+        wk_tensor *out = case_call(c, &x);
+        if (!out) goto fail_wk;
+        wk_release(out);
+    }
+    for (int i = 0; i < r->reps; i++) {
+        if (wk_device_synchronize(r->dev) != WK_OK) goto fail_wk;
+        double t0 = now_ms();
+        wk_tensor *out = case_call(c, &x);
+        if (!out || wk_device_synchronize(r->dev) != WK_OK) {
+            wk_release(out);
+            goto fail_wk;
+        }
+        times[i] = now_ms() - t0;
+        wk_release(last);
+        last = out;
+    }
+    if (wk_device_synchronize(r->dev) != WK_OK) goto fail_wk;
+    double b0 = now_ms();
+    for (int i = 0; i < r->reps; i++) {
+        wk_tensor *out = case_call(c, &x);
+        if (!out) goto fail_wk;
+        wk_release(out);
+    }
+    if (wk_device_synchronize(r->dev) != WK_OK) goto fail_wk;
+    double batch_ms = (now_ms() - b0) / r->reps;
+    if (c->tiled) unsetenv("WICK_GEMM");
+
+    /* compulsory traffic: each input read once, the output written once;
+     * index_select reads only the selected rows */
+    double bytes = tensor_bytes(last) + (c->kind == CK_INDEX ? tensor_bytes(last) + tensor_bytes(x.b)
+                                                           : tensor_bytes(x.a) + (x.b ? tensor_bytes(x.b) : 0));
+    double flops = 0;
+    if (c->kind == CK_MATMUL) {
+        wk_shape sa = wk_tensor_shape(x.a);
+        flops = 2.0 * (double)wk_tensor_numel(last) * (double)sa.dims[sa.rank - 1];
+    }
+    /* the output of the last timed rep, and any input not written yet */
+    bool dumped = false;
+    if (r->dump_dir) {
+        const char *keys[2] = { c->in0, c->in1 };
+        dumped = true;
+        for (int k = 0; k < 2 && dumped; k++) {
+            if (!keys[k]) continue;
+            int idx = input_index(keys[k]);
+            if (r->dumped[idx]) continue;
+            char path[4096];
+            snprintf(path, sizeof path, "%s/%s.bin", r->dump_dir, keys[k]);
+            dumped = r->dumped[idx] = write_tensor(path, r->inputs[idx], err, sizeof err);
+        }
+        if (dumped) {
+            char path[4096];
+            snprintf(path, sizeof path, "%s/%s.out.bin", r->dump_dir, c->name);
+            dumped = write_tensor(path, last, err, sizeof err);
+        }
+    }
+    double med = median(times, r->reps);
+    printf("{\"case\":");
+    json_string(c->name);
+    printf(",\"call\":");
+    json_string(c->call);
+    printf(",\"reps\":%d,\"warmup\":%d,\"median_ms\":%.6f,\"min_ms\":%.6f,\"max_ms\":%.6f,\"batch_ms\":%.6f,"
+           "\"bytes\":%.0f,\"flops\":%.0f,\"inputs\":[",
+           r->reps, r->warmup, med, times[0], times[r->reps - 1], batch_ms, bytes, flops);
+    const char *keys[2] = { c->in0, c->in1 };
+    for (int k = 0; k < 2; k++) {
+        if (!keys[k]) continue;
+        const wk_tensor *t = r->inputs[input_index(keys[k])];
+        printf("%s{\"key\":", k ? "," : "");
+        json_string(keys[k]);
+        printf(",\"dtype\":");
+        json_string(wk_dtype_name(wk_tensor_dtype(t)));
+        printf(",\"shape\":");
+        json_shape(wk_tensor_shape(t));
+        printf("}");
+    }
+    printf("],\"output\":{\"dtype\":");
+    json_string(wk_dtype_name(wk_tensor_dtype(last)));
+    printf(",\"shape\":");
+    json_shape(wk_tensor_shape(last));
+    printf("},\"dumped\":%s", dumped ? "true" : "false");
+    if (r->dump_dir && !dumped) {
+        printf(",\"dump_error\":");
+        json_string(err);
+    }
+    printf("}\n");
+    fflush(stdout);
+    wk_release(last);
+    wk_release(x.view);
+    free(times);
+    return;
+fail_wk:
+    snprintf(err, sizeof err, "%s", wk_last_error());
+fail:
+    if (c->tiled) unsetenv("WICK_GEMM");
+    wk_release(last);
+    wk_release(x.view);
+    free(times);
+    (void)wk_device_synchronize(r->dev);
+    print_error(c, err[0] ? err : "failed");
+    wk_clear_error();
+}
+
+/* ---- the bare launch chain: CUDA driver API, opened at run time --------------- */
+
+/* a 1-element kernel: p[0] += 1.0f */
+static const char bump_ptx[] =
+    ".version 7.0\n"
+    ".target sm_50\n"
+    ".address_size 64\n"
+    ".visible .entry wk_bump(.param .u64 wk_bump_p)\n"
+    "{\n"
+    "  .reg .b64 %rd<3>;\n"
+    "  .reg .f32 %f<3>;\n"
+    "  ld.param.u64 %rd1, [wk_bump_p];\n"
+    "  cvta.to.global.u64 %rd2, %rd1;\n"
+    "  ld.global.f32 %f1, [%rd2];\n"
+    "  add.f32 %f2, %f1, 0f3F800000;\n"
+    "  st.global.f32 [%rd2], %f2;\n"
+    "  ret;\n"
+    "}\n";
+
+typedef int cu_res;
+typedef struct cu_api {
+    void *lib;
+    cu_res (*init)(unsigned);
+    cu_res (*device_get)(int *, int);
+    cu_res (*primary_retain)(void **, int);
+    cu_res (*primary_release)(int);
+    cu_res (*ctx_set_current)(void *);
+    cu_res (*module_load_data)(void **, const void *);
+    cu_res (*module_unload)(void *);
+    cu_res (*module_get_function)(void **, void *, const char *);
+    cu_res (*mem_alloc)(unsigned long long *, size_t);
+    cu_res (*mem_free)(unsigned long long);
+    cu_res (*memset_d32)(unsigned long long, unsigned, size_t);
+    cu_res (*memcpy_dtoh)(void *, unsigned long long, size_t);
+    cu_res (*stream_create)(void **, unsigned);
+    cu_res (*stream_destroy)(void *);
+    cu_res (*stream_sync)(void *);
+    cu_res (*launch)(void *, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, void *,
+                     void **, void **);
+} cu_api;
+
+static bool cu_open(cu_api *a, char *err, size_t err_size)
+{
+    memset(a, 0, sizeof *a);
+    a->lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (!a->lib) {
+        snprintf(err, err_size, "libcuda.so.1 not found");
+        return false;
+    }
+#define CU_SYM(field, name)                                                     \
+    if (!(*(void **)&a->field = dlsym(a->lib, name))) {                         \
+        snprintf(err, err_size, "libcuda.so.1 has no %s", name);               \
+        return false;                                                           \
+    }
+    CU_SYM(init, "cuInit") CU_SYM(device_get, "cuDeviceGet")
+    CU_SYM(primary_retain, "cuDevicePrimaryCtxRetain") CU_SYM(primary_release, "cuDevicePrimaryCtxRelease_v2")
+    CU_SYM(ctx_set_current, "cuCtxSetCurrent") CU_SYM(module_load_data, "cuModuleLoadData")
+    CU_SYM(module_unload, "cuModuleUnload") CU_SYM(module_get_function, "cuModuleGetFunction")
+    CU_SYM(mem_alloc, "cuMemAlloc_v2") CU_SYM(mem_free, "cuMemFree_v2") CU_SYM(memset_d32, "cuMemsetD32_v2")
+    CU_SYM(memcpy_dtoh, "cuMemcpyDtoH_v2") CU_SYM(stream_create, "cuStreamCreate")
+    CU_SYM(stream_destroy, "cuStreamDestroy_v2") CU_SYM(stream_sync, "cuStreamSynchronize")
+    CU_SYM(launch, "cuLaunchKernel")
+#undef CU_SYM
+    return true;
+}
+
+/* Median microseconds per launch over `chains` chains of n launches of the
+ * 1-element kernel on one stream; < 0 with err on failure. `ok` tells
+ * whether every chain added exactly n. */
+static double bare_chain_us(int device, int64_t n, int chains, bool *ok, char *err, size_t err_size)
+{
+    cu_api a;
+    *ok = false;
+    if (!cu_open(&a, err, err_size)) return -1;
+    void *ctx = NULL, *mod = NULL, *fn = NULL, *stream = NULL;
+    unsigned long long p = 0;
+    int dev = 0, step = 0;
+    cu_res rc = a.init(0);
+    double result = -1;
+    double *t = malloc((size_t)chains * sizeof *t);
+    if (!t) return -1;
+#define CU_STEP(call) if (rc == 0) { step = __LINE__; rc = (call); }
+    CU_STEP(a.device_get(&dev, device))
+    CU_STEP(a.primary_retain(&ctx, dev))
+    CU_STEP(a.ctx_set_current(ctx))
+    CU_STEP(a.module_load_data(&mod, bump_ptx))
+    CU_STEP(a.module_get_function(&fn, mod, "wk_bump"))
+    CU_STEP(a.mem_alloc(&p, 4))
+    CU_STEP(a.stream_create(&stream, 1))
+    void *params[1] = { &p };
+    bool all_ok = true;
+    for (int c = -1; c < chains && rc == 0; c++) {
+        int64_t len = c < 0 ? 100 : n;   /* chain -1 warms up */
+        CU_STEP(a.memset_d32(p, 0x3f000000u, 1))   /* 0.5f */
+        CU_STEP(a.stream_sync(NULL))
+        CU_STEP(a.stream_sync(stream))
+        double t0 = now_ms();
+        for (int64_t i = 0; i < len && rc == 0; i++) CU_STEP(a.launch(fn, 1, 1, 1, 1, 1, 1, 0, stream, params, NULL))
+        CU_STEP(a.stream_sync(stream))
+        double t1 = now_ms();
+        float v = 0;
+        CU_STEP(a.memcpy_dtoh(&v, p, 4))
+        if (rc == 0 && v != 0.5f + (float)len) all_ok = false;
+        if (c >= 0) t[c] = (t1 - t0) * 1e3 / (double)len;
+    }
+#undef CU_STEP
+    if (rc == 0) {
+        result = median(t, chains);
+        *ok = all_ok;
+    } else {
+        snprintf(err, err_size, "CUDA driver call at gpu_bench.c:%d returned %d", step, rc);
+    }
+    if (stream) a.stream_destroy(stream);
+    if (p) a.mem_free(p);
+    if (mod) a.module_unload(mod);
+    if (ctx) a.primary_release(dev);
+    free(t);
+    return result;
+}
+
+/* ---- launch chain ------------------------------------------------------------ */
+
+#define CHAINS 5
+
+/* one chain of n dependent adds x = x + one; ms, or < 0 */
+static double wick_chain(run_ctx *r, wk_tensor *one, int64_t n, double *value)
+{
+    wk_tensor *x = wk_full(r->dev, WK_F32, WK_SHAPE(1), 0.5);
+    if (!x || wk_device_synchronize(r->dev) != WK_OK) {
+        wk_release(x);
+        return -1;
+    }
+    double t0 = now_ms();
+    for (int64_t i = 0; i < n; i++) {
+        wk_tensor *y = wk_add(x, one);
+        wk_release(x);
+        x = y;
+        if (!x) return -1;
+    }
+    if (wk_device_synchronize(r->dev) != WK_OK) {
+        wk_release(x);
+        return -1;
+    }
+    double ms = now_ms() - t0;
+    int64_t at = 0;
+    wk_status st = wk_item(x, &at, value);
+    wk_release(x);
+    return st == WK_OK ? ms : -1;
+}
+
+static int device_index(const char *name)
+{
+    const char *colon = strchr(name, ':');
+    return colon ? atoi(colon + 1) : 0;
+}
+
+static void run_chain(run_ctx *r, const gcase *c, const char *dev_name)
+{
+    int64_t n = r->sz->chain;
+    wk_tensor *one = wk_full(r->dev, WK_F32, WK_SHAPE(1), 1.0);
+    if (!one) {
+        print_error(c, wk_last_error());
+        return;
+    }
+    double value = 0, t[CHAINS];
+    bool ok = true;
+    if (wick_chain(r, one, 100, &value) < 0) {
+        wk_release(one);
+        print_error(c, wk_last_error());
+        return;
+    }
+    for (int i = 0; i < CHAINS; i++) {
+        double ms = wick_chain(r, one, n, &value);
+        if (ms < 0) {
+            wk_release(one);
+            print_error(c, wk_last_error());
+            return;
+        }
+        t[i] = ms * 1e3 / (double)n;
+        if (value != 0.5 + (double)n) ok = false;
+    }
+    wk_release(one);
+    double wick_us = median(t, CHAINS);
+    char err[512] = "";
+    bool bare_ok = false;
+    double bare_us = -1;
+    if (strncmp(dev_name, "cuda", 4) == 0)
+        bare_us = bare_chain_us(device_index(dev_name), n, CHAINS, &bare_ok, err, sizeof err);
+    else
+        snprintf(err, sizeof err, "the bare chain needs a cuda device");
+    printf("{\"case\":");
+    json_string(c->name);
+    printf(",\"call\":");
+    json_string(c->call);
+    printf(",\"n\":%lld,\"chains\":%d,\"wick_us_per_op\":%.4f,\"wick_check\":%s,\"median_ms\":%.6f",
+           (long long)n, CHAINS, wick_us, ok ? "true" : "false", wick_us * (double)n * 1e-3);
+    if (bare_us >= 0)
+        printf(",\"bare_us_per_launch\":%.4f,\"bare_check\":%s", bare_us, bare_ok ? "true" : "false");
+    else {
+        printf(",\"bare_error\":");
+        json_string(err);
+    }
+    printf("}\n");
+    fflush(stdout);
+}
+
+/* ---- host <-> device -------------------------------------------------------- */
+
+static void run_xfer(run_ctx *r, const gcase *c)
+{
+    size_t bytes = (size_t)r->sz->xfer;
+    uint64_t *src = malloc(bytes), *dst = malloc(bytes);
+    int reps = r->reps;
+    double *t = malloc((size_t)reps * 3 * sizeof *t);
+    if (!src || !dst || !t) {
+        free(src), free(dst), free(t);
+        print_error(c, "out of host memory");
+        return;
+    }
+    uint64_t s = 0x9E3779B97F4A7C15ull;
+    for (size_t i = 0; i < bytes / 8; i++) {   /* xorshift64: random bytes */
+        s ^= s << 13, s ^= s >> 7, s ^= s << 17;
+        src[i] = s;
+    }
+    memset(dst, 0, bytes);
+    double *rt = t, *h2d = t + reps, *d2h = t + 2 * reps;
+    bool ok = true;
+    for (int i = -1; i < reps && ok; i++) {   /* rep -1 warms up */
+        double t0 = now_ms();
+        wk_tensor *d = wk_from_host(r->dev, WK_U8, WK_SHAPE((int64_t)bytes), src);
+        ok = d && wk_device_synchronize(r->dev) == WK_OK;
+        double t1 = now_ms();
+        ok = ok && wk_to_host(d, dst, bytes) == WK_OK;
+        double t2 = now_ms();
+        wk_release(d);
+        if (i >= 0) rt[i] = t2 - t0, h2d[i] = t1 - t0, d2h[i] = t2 - t1;
+    }
+    if (!ok) {
+        free(src), free(dst), free(t);
+        print_error(c, wk_last_error());
+        return;
+    }
+    bool same = memcmp(src, dst, bytes) == 0;
+    double med = median(rt, reps), mh = median(h2d, reps), md = median(d2h, reps);
+    printf("{\"case\":");
+    json_string(c->name);
+    printf(",\"call\":");
+    json_string(c->call);
+    printf(",\"reps\":%d,\"bytes\":%.0f,\"median_ms\":%.6f,\"h2d_ms\":%.6f,\"d2h_ms\":%.6f,\"check\":%s,"
+           "\"host_memory\":\"pageable (malloc)\"}\n",
+           reps, (double)bytes, med, mh, md, same ? "true" : "false");
+    fflush(stdout);
+    free(src), free(dst), free(t);
+}
+
+/* ---- main --------------------------------------------------------------------- */
+
+static void usage(void)
+{
+    printf("usage: wick-gpu-bench [--device NAME] [--case LIST] [--reps N] [--warmup N]\n"
+           "                      [--dump DIR] [--seed N] [--small] [--list]\n"
+           "\n"
+           "Times wick ops through the public C API for bench/gpu_vs_torch.py: per rep\n"
+           "(synchronize, clock, op, synchronize, clock; the median) and per batch of\n"
+           "back-to-back reps. One JSON object per line per case on stdout.\n"
+           "\n"
+           "  --device NAME  cuda:N (default cuda:0), rocm:N or cpu\n"
+           "  --case LIST    comma-separated case names (default: all)\n"
+           "  --reps N       timed reps (default 25); --warmup N untimed (default 3)\n"
+           "  --dump DIR     write each input (KEY.bin) and each case's last timed\n"
+           "                 output (CASE.out.bin), raw row-major, for checking\n"
+           "  --seed N       generator seed (default 42)\n"
+           "  --small        small sizes (for tests on the cpu)\n"
+           "  --list         print the case names and exit\n");
+}
+
+int main(int argc, char **argv)
+{
+    const char *dev_name = "cuda:0", *list = NULL;
+    run_ctx r;
+    memset(&r, 0, sizeof r);
+    r.sz = &full_sizes;
+    r.reps = 25;
+    r.warmup = 3;
+    unsigned long long seed = 42;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        bool has = i + 1 < argc;
+        if (!strcmp(a, "--device") && has) dev_name = argv[++i];
+        else if (!strcmp(a, "--case") && has) list = argv[++i];
+        else if (!strcmp(a, "--reps") && has) r.reps = atoi(argv[++i]);
+        else if (!strcmp(a, "--warmup") && has) r.warmup = atoi(argv[++i]);
+        else if (!strcmp(a, "--dump") && has) r.dump_dir = argv[++i];
+        else if (!strcmp(a, "--seed") && has) seed = strtoull(argv[++i], NULL, 0);
+        else if (!strcmp(a, "--small")) r.sz = &small_sizes;
+        else if (!strcmp(a, "--list")) {
+            for (int k = 0; k < N_CASES; k++) printf("%s\n", cases[k].name);
+            return 0;
+        } else if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            usage();
+            return 0;
+        } else {
+            fprintf(stderr, "wick-gpu-bench: unknown or incomplete option '%s' (see --help)\n", a);
+            return 2;
+        }
+    }
+    if (r.reps < 1 || r.warmup < 0) {
+        fprintf(stderr, "wick-gpu-bench: --reps must be >= 1 and --warmup >= 0\n");
+        return 2;
+    }
+    bool selected[N_CASES];
+    for (int k = 0; k < N_CASES; k++) selected[k] = list == NULL;
+    if (list) {
+        char buf[4096];
+        snprintf(buf, sizeof buf, "%s", list);
+        for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+            int k = 0;
+            while (k < N_CASES && strcmp(cases[k].name, tok) != 0) k++;
+            if (k == N_CASES) {
+                fprintf(stderr, "wick-gpu-bench: no case '%s' (see --list)\n", tok);
+                return 2;
+            }
+            selected[k] = true;
+        }
+    }
+    r.dev = wk_device_open(dev_name);
+    if (!r.dev) {
+        const char *colon = strchr(dev_name, ':');
+        char kind[16];
+        snprintf(kind, sizeof kind, "%.*s", colon ? (int)(colon - dev_name) : (int)strlen(dev_name), dev_name);
+        fprintf(stderr, "wick-gpu-bench: cannot open %s: %s (plugin: %s)\n", dev_name, wk_last_error(),
+                wk_plugin_status(kind));
+        return 1;
+    }
+    wk_device_info info;
+    if (wk_device_info_get(r.dev, &info) == WK_OK) {
+        printf("{\"device\":");
+        json_string(info.name);
+        printf(",\"model\":");
+        json_string(info.model);
+        printf(",\"build\":");
+        json_string(wk_build_info());
+        printf("}\n");
+        fflush(stdout);
+    }
+    if (wk_device_set_seed(r.dev, seed) != WK_OK) {
+        fprintf(stderr, "wick-gpu-bench: wk_device_set_seed: %s\n", wk_last_error());
+        return 1;
+    }
+    int failed = 0;
+    for (int k = 0; k < N_CASES; k++) {
+        if (!selected[k]) continue;
+        const gcase *c = &cases[k];
+        fprintf(stderr, "wick-gpu-bench: %s\n", c->name);
+        if (c->kind == CK_CHAIN) run_chain(&r, c, dev_name);
+        else if (c->kind == CK_XFER) run_xfer(&r, c);
+        else run_op_case(&r, c);
+    }
+    for (int i = 0; i < N_INPUTS; i++) wk_release(r.inputs[i]);
+    wk_device_close(r.dev);
+    return failed;
+}
