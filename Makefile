@@ -32,16 +32,18 @@ $(BUILD)/%.o: %.c $(wildcard include/*.h src/*.h src/*/*.h tests/*.h tests/data/
 
 $(BUILD)/libwick.a: $(LIB_OBJ)
 	@rm -f $@
-	ar rcs $@ $^
+	$(Q)ar rcs $@ $^
 
 $(BUILD)/libwick.so: $(LIB_OBJ)
-	$(CC) -shared -o $@ $^ $(LDLIBS)
+	$(Q)$(CC) -shared -o $@ $^ $(LDLIBS)
 
 $(BUILD)/wick: $(TOOL_SRC:%.c=$(BUILD)/%.o) $(BUILD)/libwick.a
-	$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDLIBS)
+	@$(if $(V),,echo "  LD $@")
+	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDLIBS)
 
 $(BUILD)/wick-tests: $(TEST_OBJ) $(BUILD)/libwick.a
-	$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDLIBS)
+	@$(if $(V),,echo "  LD $@")
+	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDLIBS)
 
 # The op-parity runner: every op on every GPU device against the cpu
 # (cpu against itself when there is no GPU). `$(BUILD)/wick-parity --quick`
@@ -53,11 +55,13 @@ $(BUILD)/tests/parity/%.o: tests/parity/%.c $(wildcard include/*.h tests/*.h tes
 	@$(if $(V),,echo "  CC $<")
 	$(Q)$(CC) $(ALL_CFLAGS) -c $< -o $@
 $(BUILD)/wick-parity: $(PARITY_OBJ) $(BUILD)/libwick.a
-	$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDLIBS)
+	@$(if $(V),,echo "  LD $@")
+	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDLIBS)
 
 # The GPU benchmark's C driver (bench/gpu_vs_torch.py runs it).
 $(BUILD)/wick-gpu-bench: bench/gpu_bench.c $(BUILD)/libwick.a
-	$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDLIBS)
+	@$(if $(V),,echo "  LD $@")
+	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDLIBS)
 
 # The README's test command.
 test: all
