@@ -374,7 +374,7 @@ def chain_row(T, rec, n):
     one = torch.ones(1, device=T.dev)
     per = []
     ok = True
-    for c in range(-1, 5):
+    for c in range(-1, 9):   # as many chains as the driver runs
         x = torch.full((1,), 0.5, device=T.dev)
         length = 100 if c < 0 else n
         T.sync()
@@ -424,9 +424,28 @@ def xfer_row(T, rec, reps):
         if i >= 0:
             rt.append((t2 - t0) * 1e3), h2d.append((t1 - t0) * 1e3), d2h.append((t2 - t1) * 1e3)
     ok = bool(torch.equal(h, h2))
-    return {"torch_ms": statistics.median(rt), "torch_h2d_ms": statistics.median(h2d),
-            "torch_d2h_ms": statistics.median(d2h), "torch_check": ok,
-            "host_memory": "pinned" if T.cuda else "pageable"}
+    row = {"torch_ms": statistics.median(rt), "torch_h2d_ms": statistics.median(h2d),
+           "torch_d2h_ms": statistics.median(d2h), "torch_check": ok,
+           "host_memory": "pinned" if T.cuda else "pageable"}
+    if T.cuda:   # for reference: PyTorch from and to pageable memory, as wick is given
+        del h2
+        h = torch.empty(n, dtype=torch.uint8).copy_(h)   # a pageable copy
+        row["torch_pageable_is_pinned"] = bool(h.is_pinned())
+        pt = []
+        for i in range(-1, 10):
+            T.sync()
+            t0 = time.perf_counter()
+            d = h.to(T.dev)
+            T.sync()
+            t1 = time.perf_counter()
+            back = d.cpu()
+            t2 = time.perf_counter()
+            del d, back
+            if i >= 0:
+                pt.append((t1 - t0, t2 - t1))
+        row["torch_pageable_h2d_ms"] = statistics.median(a for a, _ in pt) * 1e3
+        row["torch_pageable_d2h_ms"] = statistics.median(b for _, b in pt) * 1e3
+    return row
 
 
 def case_row(T, args, n, rec, row, inputs, scratch, ceil, ops):

@@ -6,6 +6,7 @@
 # (default bench-out/); the table is printed last.
 #
 #   bench/run_gpu.sh [gpu_vs_torch.py options, e.g. --case exp_f32,add_f32]
+#   NCU_CASES=exp_f32,add_row_f32 bench/run_gpu.sh   # then profile those (ncu)
 #
 # The plugin is built for the GPU's own architecture only (read from
 # nvidia-smi; CUDA_ARCHS=... in the environment overrides), which halves
@@ -30,5 +31,22 @@ if ! make -j16 lib cuda build/wick-gpu-bench CUDA_ARCHS="$CUDA_ARCHS" > "$OUT/bu
     exit 1
 fi
 echo "built in $(( $(date +%s) - start )) s"
+set +e
 python3 bench/gpu_vs_torch.py --out "$OUT" "$@" 2>&1 | tee "$OUT/run.log"
-exit "${PIPESTATUS[0]}"
+status=${PIPESTATUS[0]}
+
+# NCU_CASES=a,b,..: then profile those cases' kernels with Nsight Compute
+# (clocks as found): duration and DRAM bytes read and written per kernel,
+# to compare with the bytes an op needs. One driver run per case, one rep.
+if [ -n "${NCU_CASES:-}" ]; then
+    echo "profiling ${NCU_CASES} (ncu; in $OUT/ncu.csv)"
+    : > "$OUT/ncu.csv"
+    for c in ${NCU_CASES//,/ }; do
+        echo "== case $c" >> "$OUT/ncu.csv"
+        timeout 120 ncu --clock-control none --csv --print-units base \
+            --metrics gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum,launch__grid_size,launch__block_size,launch__registers_per_thread \
+            build/wick-gpu-bench --case "$c" --reps 1 --warmup 0 >> "$OUT/ncu.csv" 2>&1 \
+            || echo "ncu failed for $c" >> "$OUT/ncu.csv"
+    done
+fi
+exit "$status"

@@ -24,9 +24,13 @@
  *         (G = 1..W lanes of one warp, or the whole block for long rows);
  *         when the reduced run is contiguous each row is read with 16-byte
  *         vector loads (a scalar head up to 16-byte alignment, 4 vectors
- *         in flight per thread (2 for 1-byte types), a scalar tail); groups reduce with warp
- *         butterflies (compat.h) and, for whole-block groups, one shared
- *         memory step across warps.
+ *         in flight per thread (2 for 1-byte types), a scalar tail);
+ *         groups reduce with warp butterflies (compat.h) and, for
+ *         whole-block groups, one shared memory step across warps. The
+ *         per-element work is kept to a few operations, so narrow types
+ *         stay memory-bound: min reversal is one XOR per 32-bit word; max
+ *         is a max instruction plus a NaN flag; argmax takes each vector's
+ *         max, then the first element equal to it, as one candidate.
  *   cols  the kept dims have the smaller stride (e.g. a sum over dim 0):
  *         threads run across consecutive outputs, so each step of the
  *         reduction is one coalesced row read; a block is bx outputs x by
@@ -49,6 +53,14 @@
 
 enum { RED_SUM = 0, RED_MINMAX = 1, RED_ARG = 2 };
 
+/* The per-thread arithmetic below is __host__ __device__ (so it can be
+ * checked on the host); only device passes see its unroll hints. */
+#if defined(__CUDA_ARCH__) || defined(__HIP_DEVICE_COMPILE__)
+#define RED_UNROLL _Pragma("unroll")
+#else
+#define RED_UNROLL
+#endif
+
 /* limits of a compute type (device and host) */
 template <typename C> struct red_lim;
 template <> struct red_lim<uint8_t> { static WK_HD uint8_t lo() { return 0; } static WK_HD uint8_t hi() { return 0xFF; } };
@@ -68,7 +80,7 @@ template <> struct red_lim<double> {
     static WK_HD double hi() { return wk_bits_f64(0x7FF0000000000000ull); }
 };
 
-template <typename C> WK_DEV bool red_isnan(C x)
+template <typename C> WK_HD bool red_isnan(C x)
 {
     if constexpr (std::is_floating_point<C>::value) return x != x;
     else return false;
@@ -95,14 +107,14 @@ template <typename C> struct red_pair {
     uint32_t i;
 };
 
-template <typename C> WK_DEV C red_max(C a, C b)
+template <typename C> WK_HD C red_max(C a, C b)
 {
     if constexpr (std::is_same<C, float>::value) return fmaxf(a, b);
     else if constexpr (std::is_same<C, double>::value) return fmax(a, b);
     else return b > a ? b : a;
 }
 
-template <typename C> WK_DEV C red_nan_value(void)
+template <typename C> WK_HD C red_nan_value(void)
 {
     if constexpr (std::is_same<C, float>::value) return wk_bits_f32(0x7FC00000u);
     else if constexpr (std::is_same<C, double>::value) return wk_bits_f64(0x7FF8000000000000ull);
@@ -113,7 +125,7 @@ template <typename C> WK_DEV C red_nan_value(void)
  * floats (NaN stays NaN, so it still wins), ~x for integers (signed or
  * not; no overflow). Kernels then have one comparison direction. On the
  * vector path the reversal is one XOR per 32-bit word (red_flipmask). */
-template <typename C> WK_DEV C red_flip(C v, int mx)
+template <typename C> WK_HD C red_flip(C v, int mx)
 {
     if constexpr (std::is_floating_point<C>::value) return mx ? v : -v;
     else return mx ? v : (C)~v;
@@ -128,43 +140,43 @@ template <typename T, int K> struct red_k;
 
 template <typename T> struct red_k<T, RED_SUM> {
     typedef typename red_sum_acc<T>::type S;
-    static WK_DEV S identity() { return (S)0; }
-    static WK_DEV S step(S s, T x, uint32_t, int) { return s + (S)wk_load_c(x); }
-    template <int V> static WK_DEV S vec(S s, const T (&e)[V], uint32_t)
+    static WK_HD S identity() { return (S)0; }
+    static WK_HD S step(S s, T x, uint32_t, int) { return s + (S)wk_load_c(x); }
+    template <int V> static WK_HD S vec(S s, const T (&e)[V], uint32_t)
     {
-#pragma unroll
+RED_UNROLL
         for (int k = 0; k < V; k++) s += (S)wk_load_c(e[k]);
         return s;
     }
-    static WK_DEV S combine(S a, S b) { return a + b; }
+    static WK_HD S combine(S a, S b) { return a + b; }
     template <int W> static WK_DEV S shfl_xor(S s, int m) { return wk_shfl_xor<W>(s, m); }
-    static WK_DEV void store(void *out, int64_t o, S s, int) { ((T *)out)[o] = wk_to<T>(s); }
+    static WK_HD void store(void *out, int64_t o, S s, int) { ((T *)out)[o] = wk_to<T>(s); }
 };
 
 template <typename T> struct red_k<T, RED_MINMAX> {
     typedef typename wk_type<T>::C C;
     typedef red_mm<C> S;
-    static WK_DEV S identity()
+    static WK_HD S identity()
     {
         S s;
         s.v = red_lim<C>::lo();
         s.nan = 0;
         return s;
     }
-    static WK_DEV S fold(S s, C v)
+    static WK_HD S fold(S s, C v)
     {
         s.v = red_max(s.v, v);
         s.nan |= red_isnan(v);
         return s;
     }
-    static WK_DEV S step(S s, T x, uint32_t, int mx) { return fold(s, red_flip<C>(wk_load_c(x), mx)); }
-    template <int V> static WK_DEV S vec(S s, const T (&e)[V], uint32_t)
+    static WK_HD S step(S s, T x, uint32_t, int mx) { return fold(s, red_flip<C>(wk_load_c(x), mx)); }
+    template <int V> static WK_HD S vec(S s, const T (&e)[V], uint32_t)
     {
-#pragma unroll
+RED_UNROLL
         for (int k = 0; k < V; k++) s = fold(s, wk_load_c(e[k]));
         return s;
     }
-    static WK_DEV S combine(S a, S b)
+    static WK_HD S combine(S a, S b)
     {
         a.v = red_max(a.v, b.v);
         a.nan |= b.nan;
@@ -177,7 +189,7 @@ template <typename T> struct red_k<T, RED_MINMAX> {
         r.nan = wk_shfl_xor<W>(s.nan, m);
         return r;
     }
-    static WK_DEV void store(void *out, int64_t o, S s, int mx)
+    static WK_HD void store(void *out, int64_t o, S s, int mx)
     {
         const C v = s.nan ? red_nan_value<C>() : red_flip<C>(s.v, mx);
         ((T *)out)[o] = wk_to<T>(v);
@@ -187,7 +199,7 @@ template <typename T> struct red_k<T, RED_MINMAX> {
 template <typename T> struct red_k<T, RED_ARG> {
     typedef typename wk_type<T>::C C;
     typedef red_pair<C> S;
-    static WK_DEV S identity()
+    static WK_HD S identity()
     {
         S s;
         s.v = red_lim<C>::lo();
@@ -195,7 +207,7 @@ template <typename T> struct red_k<T, RED_ARG> {
         return s;
     }
     /* in index order: a strictly larger value, or the first NaN */
-    static WK_DEV S fold(S s, C v, uint32_t j)
+    static WK_HD S fold(S s, C v, uint32_t j)
     {
         const bool sn = red_isnan(s.v);
         if ((!sn && (v > s.v || red_isnan(v))) || s.i == 0xFFFFFFFFu) {
@@ -204,27 +216,31 @@ template <typename T> struct red_k<T, RED_ARG> {
         }
         return s;
     }
-    static WK_DEV S step(S s, T x, uint32_t j, int mx) { return fold(s, red_flip<C>(wk_load_c(x), mx), j); }
-    /* the vector's max (and whether it holds a NaN) first; the elements
-     * are walked for their index only when that beats the state */
-    template <int V> static WK_DEV S vec(S s, const T (&e)[V], uint32_t j)
+    static WK_HD S step(S s, T x, uint32_t j, int mx) { return fold(s, red_flip<C>(wk_load_c(x), mx), j); }
+    /* the vector's max (NaN if it holds one), then the first element equal
+     * to it (or the first NaN), folded as one candidate: branch-free, about
+     * five operations per element */
+    template <int V> static WK_HD S vec(S s, const T (&e)[V], uint32_t j)
     {
-        C vm = wk_load_c(e[0]);
-        bool vn = red_isnan(vm);
-#pragma unroll
+        C x[V];
+RED_UNROLL
+        for (int k = 0; k < V; k++) x[k] = wk_load_c(e[k]);
+        C vm = x[0];
+        bool vn = red_isnan(x[0]);
+RED_UNROLL
         for (int k = 1; k < V; k++) {
-            const C v = wk_load_c(e[k]);
-            vm = red_max(vm, v);
-            vn = vn || red_isnan(v);
+            vm = red_max(vm, x[k]);
+            vn = vn || red_isnan(x[k]);
         }
-        if (s.i == 0xFFFFFFFFu || (vn ? !red_isnan(s.v) : vm > s.v)) {
-#pragma unroll
-            for (int k = 0; k < V; k++) s = fold(s, wk_load_c(e[k]), j + (uint32_t)k);
-        }
-        return s;
+        if (vn) vm = red_nan_value<C>();
+        uint32_t at = V - 1;
+RED_UNROLL
+        for (int k = V - 2; k >= 0; k--)
+            if (x[k] == vm || red_isnan(x[k])) at = (uint32_t)k;
+        return fold(s, vm, j + at);
     }
     /* total order: NaN first, then the larger value, then the smaller index */
-    static WK_DEV S combine(S a, S b)
+    static WK_HD S combine(S a, S b)
     {
         const bool an = red_isnan(a.v), bn = red_isnan(b.v);
         bool take;
@@ -240,7 +256,7 @@ template <typename T> struct red_k<T, RED_ARG> {
         r.i = wk_shfl_xor<W>(s.i, m);
         return r;
     }
-    static WK_DEV void store(void *out, int64_t o, S s, int) { ((uint32_t *)out)[o] = s.i; }
+    static WK_HD void store(void *out, int64_t o, S s, int) { ((uint32_t *)out)[o] = s.i; }
 };
 
 /* ------------------------------------------------------------------ */
@@ -271,7 +287,7 @@ struct alignas(16) red_v16 {
 
 /* 16 bytes XOR this order-reverse every element (min/argmin; zero for
  * max/argmax and sums): the sign bit of each float, every bit of an int */
-template <typename T> WK_DEV red_v16 red_flipmask(int K, int mx)
+template <typename T> WK_HD red_v16 red_flipmask(int K, int mx)
 {
     red_v16 m;
     uint64_t pat = 0;
@@ -288,11 +304,11 @@ template <typename T> WK_DEV red_v16 red_flipmask(int K, int mx)
 }
 
 template <typename T, int K>
-WK_DEV typename red_k<T, K>::S red_vec(typename red_k<T, K>::S s, red_v16 x, const red_v16 &fm, int64_t j)
+WK_HD typename red_k<T, K>::S red_vec(typename red_k<T, K>::S s, red_v16 x, const red_v16 &fm, int64_t j)
 {
     constexpr int V = 16 / (int)sizeof(T);
     if constexpr (K != RED_SUM) {
-#pragma unroll
+RED_UNROLL
         for (int i = 0; i < 4; i++) x.w[i] ^= fm.w[i];
     }
     T e[V];
@@ -303,7 +319,7 @@ WK_DEV typename red_k<T, K>::S red_vec(typename red_k<T, K>::S s, red_v16 x, con
 /* One group member's share of a contiguous run p[0, len) whose first
  * element has reduced index jb. */
 template <typename T, int K>
-WK_DEV typename red_k<T, K>::S red_run(typename red_k<T, K>::S s, const T *__restrict__ p, int64_t len,
+WK_HD typename red_k<T, K>::S red_run(typename red_k<T, K>::S s, const T *__restrict__ p, int64_t len,
                                        int64_t jb, int t, int G, int mx)
 {
     typedef red_k<T, K> R;
@@ -320,9 +336,9 @@ WK_DEV typename red_k<T, K>::S red_run(typename red_k<T, K>::S s, const T *__res
     int64_t v = t;
     for (; v + (U - 1) * (int64_t)G < nv; v += U * (int64_t)G) {
         red_v16 x[U];
-#pragma unroll
+RED_UNROLL
         for (int u = 0; u < U; u++) x[u] = pv[v + u * (int64_t)G];
-#pragma unroll
+RED_UNROLL
         for (int u = 0; u < U; u++) s = red_vec<T, K>(s, x[u], fm, jv + (v + u * (int64_t)G) * V);
     }
     for (; v < nv; v += G) s = red_vec<T, K>(s, pv[v], fm, jv + v * V);
