@@ -573,8 +573,9 @@ def pick_scratch(want):
 def parse_args(argv):
     p = argparse.ArgumentParser(description="wick's GPU backend against PyTorch on the same device "
                                 "(see the top of this file)")
-    p.add_argument("--out", default=os.environ.get("OUT", os.path.join(ROOT, "bench-out")),
-                   help="folder for gpu_bench.json, results_section.md and driver.log (default $OUT)")
+    p.add_argument("--out", default=os.environ.get("OUT") or os.path.join(ROOT, "build", "bench-gpu"),
+                   help="folder for gpu_bench.json, results_section.md and driver.log "
+                   "(default $OUT, else build/bench-gpu)")
     p.add_argument("--case", help="comma-separated case names (default: all); --list shows them")
     p.add_argument("--list", action="store_true", help="print the case names and exit")
     p.add_argument("--reps", type=int, default=25, help="timed reps per case, both sides (default 25)")

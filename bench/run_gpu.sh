@@ -3,7 +3,7 @@
 # NVIDIA GPU, nvcc and PyTorch: builds the library, the CUDA plugin and the
 # benchmark driver (make -j16 lib cuda build/wick-gpu-bench), then runs
 # bench/gpu_vs_torch.py. JSON, the results section and logs go to $OUT
-# (default bench-out/); the table is printed last.
+# (default build/bench-gpu/); the table is printed last.
 #
 #   bench/run_gpu.sh [gpu_vs_torch.py options, e.g. --case exp_f32,add_f32]
 #   NCU_CASES=exp_f32,add_row_f32 bench/run_gpu.sh   # then profile those (ncu)
@@ -13,7 +13,7 @@
 # the build time of the default two-architecture build.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-OUT=${OUT:-bench-out}
+OUT=${OUT:-build/bench-gpu}
 mkdir -p "$OUT"
 export OUT PYTHONUNBUFFERED=1
 
@@ -32,7 +32,7 @@ if ! make -j16 lib cuda build/wick-gpu-bench CUDA_ARCHS="$CUDA_ARCHS" > "$OUT/bu
 fi
 echo "built in $(( $(date +%s) - start )) s"
 set +e
-python3 bench/gpu_vs_torch.py --out "$OUT" "$@" 2>&1 | tee "$OUT/run.log"
+python3 bench/gpu_vs_torch.py "$@" 2>&1 | tee "$OUT/run.log"   # --out defaults to $OUT
 status=${PIPESTATUS[0]}
 
 # NCU_CASES=a,b,..: then profile those cases' kernels with Nsight Compute

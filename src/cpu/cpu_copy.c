@@ -206,6 +206,30 @@ static int detect_avx2(void)
     return (b & (1u << 5)) != 0;
 }
 
+static int detect_avx512(void)
+{
+    unsigned a, b, c, d;
+    if (!detect_avx2()) return 0;
+    unsigned lo, hi;
+    __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+    (void)hi;
+    if ((lo & 0xE6u) != 0xE6u) return 0;           /* opmask, ZMM state saved */
+    __cpuid_count(7, 0, a, b, c, d);
+    const unsigned need = (1u << 16) | (1u << 17) | (1u << 30) | (1u << 31);  /* F DQ BW VL */
+    return (b & need) == need;
+}
+
+bool wk_ew_have_avx512(void)
+{
+    static atomic_int have = -1;
+    int h = atomic_load_explicit(&have, memory_order_relaxed);
+    if (h < 0) {
+        h = detect_avx512();
+        atomic_store_explicit(&have, h, memory_order_relaxed);
+    }
+    return h;
+}
+
 bool wk_ew_have_avx2(void)
 {
     static atomic_int have = -1;  /* every thread computes the same */

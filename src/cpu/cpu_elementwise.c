@@ -231,9 +231,11 @@ _Static_assert(N_UNARY == 22, "unary tables list 22 ops (exp .. elu)");
         }                                                                       \
     }
 #define UROW_AVX2_0(NAME, T, CT, PT, LD, ST, EXPR)
-#define UROW_AVX2_1(NAME, T, CT, PT, LD, ST, EXPR) U_CONTIG(NAME##_c2, WK_TARGET_AVX2, T, CT, PT, LD, ST, EXPR)
+#define UROW_AVX2_1(NAME, T, CT, PT, LD, ST, EXPR) U_CONTIG(NAME##_c2, WK_TARGET_AVX2, T, CT, PT, LD, ST, EXPR) \
+    U_CONTIG(NAME##_c5, WK_TARGET_AVX512, T, CT, PT, LD, ST, EXPR)
 #define UROW_CALL_0(NAME, d, s, n, a, b) NAME##_c(d, s, n, a, b)
-#define UROW_CALL_1(NAME, d, s, n, a, b) (wk_ew_have_avx2() ? NAME##_c2 : NAME##_c)(d, s, n, a, b)
+#define UROW_CALL_1(NAME, d, s, n, a, b) \
+    (wk_ew_have_avx512() ? NAME##_c5 : wk_ew_have_avx2() ? NAME##_c2 : NAME##_c)(d, s, n, a, b)
 
 /* hotness of an (op, dtype): HOT only when both are */
 #define HOTNESS_HOT_HOT WK_HOTHOT
