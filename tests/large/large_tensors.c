@@ -1,0 +1,98 @@
+/* large_tensors.c — tensors of more than 2^31 elements on one device
+ * (64-bit indexing in every kernel family): contiguous and strided
+ * elementwise ops, a transposed copy, reductions over either dim, argmax
+ * over everything, const_set through a view, index_select and gather.
+ * Expected values are computed here by hand (small integer arithmetic).
+ * Usage: wick-large [--device NAME]    (needs about 8 GiB on the device)
+ * Ends with "N passed, N failed". */
+#include <stdio.h>
+#include <string.h>
+#include "wick.h"
+
+static int passed, failed;
+
+static void check(const char *what, bool ok, double got, double want)
+{
+    if (ok) passed++;
+    else {
+        failed++;
+        printf("FAIL large/%s: got %.17g, expected %.17g (%s)\n", what, got, want, wk_last_error());
+    }
+}
+
+static void expect_item(const char *what, const wk_tensor *t, const int64_t *idx, double want)
+{
+    double v = -1;
+    wk_status st = t ? wk_item(t, idx, &v) : WK_ERR_ARGUMENT;
+    check(what, st == WK_OK && v == want, v, want);
+}
+
+int main(int argc, char **argv)
+{
+    const char *name = "cpu";
+    for (int i = 1; i < argc; i++)
+        if (strcmp(argv[i], "--device") == 0 && i + 1 < argc) name = argv[++i];
+    wk_device *dev = wk_device_open(name);
+    if (!dev) {
+        printf("cannot open %s: %s\n0 passed, 1 failed\n", name, wk_last_error());
+        return 1;
+    }
+    const int64_t R = 65537, C = 32769;           /* R*C = 2147581953 > 2^31 */
+    wk_scope_begin();
+    wk_tensor *x = wk_full(dev, WK_U8, WK_SHAPE(R, C), 3.0);
+    /* mark the last element and one past 2^31 */
+    wk_tensor *last = wk_narrow(wk_narrow(x, 0, R - 1, 1), 1, C - 1, 1);
+    check("const_set_view", last && wk_const_set(last, 7.0) == WK_OK, 0, 0);
+    int64_t far = ((int64_t)1 << 31) + 5;          /* flat index */
+    wk_tensor *flat = wk_reshape(x, WK_SHAPE(R * C));
+    check("const_set_far", wk_const_set(wk_narrow(flat, 0, far, 1), 9.0) == WK_OK, 0, 0);
+
+    int64_t i_last[2] = { R - 1, C - 1 }, i_far[2] = { far / C, far % C }, i_mid[2] = { R / 2, 11 };
+    wk_tensor *y = wk_add(x, x);                     /* contiguous, 2^31+ elements */
+    expect_item("add_last", y, i_last, 14);
+    expect_item("add_far", y, i_far, 18);
+    expect_item("add_mid", y, i_mid, 6);
+    wk_release(y);
+
+    wk_tensor *row = wk_narrow(x, 0, 0, 1);          /* broadcast a row */
+    wk_tensor *z = wk_add(x, row);
+    expect_item("add_broadcast_last", z, i_last, 10);
+    wk_release(z);
+
+    wk_tensor *t = wk_contiguous(wk_transpose(x, 0, 1));  /* [C, R] strided copy */
+    int64_t t_last[2] = { C - 1, R - 1 }, t_far[2] = { far % C, far / C };
+    expect_item("transpose_last", t, t_last, 7);
+    expect_item("transpose_far", t, t_far, 9);
+    wk_release(t);
+
+    wk_tensor *xf = wk_to_dtype(wk_narrow(x, 0, R - 2, 2), WK_F32);   /* tail rows */
+    int64_t f_last[2] = { 1, C - 1 };
+    expect_item("to_dtype_tail", xf, f_last, 7);
+
+    int d1 = 1, d0 = 0;
+    /* u8 sums wrap: rows hold 3*C (+4 on the last row, +6 on far's row)
+     * and columns 3*R (+4 on the last column), all mod 256 */
+    wk_tensor *s1 = wk_sum(x, &d1, 1, false);
+    int64_t r_last[1] = { R - 1 }, r_far[1] = { far / C }, r_0[1] = { 0 };
+    expect_item("sum_dim1_first", s1, r_0, (3 * C) % 256);
+    expect_item("sum_dim1_last", s1, r_last, (3 * C + 4) % 256);
+    expect_item("sum_dim1_far", s1, r_far, (3 * C + 6) % 256);
+    wk_tensor *s0 = wk_sum(x, &d0, 1, false);
+    int64_t c_last[1] = { C - 1 }, c_far[1] = { far % C };
+    expect_item("sum_dim0_last", s0, c_last, (3 * R + 4) % 256);
+    expect_item("sum_dim0_far", s0, c_far, (3 * R + 6) % 256);
+
+    wk_tensor *am = wk_reduce(WK_ARGMAX, x, NULL, 0, false);          /* first max is at far */
+    expect_item("argmax_all", am, NULL, (double)far);
+
+    int64_t ids_h[3] = { R - 1, 0, far / C };
+    wk_tensor *ids = wk_from_host(dev, WK_I64, WK_SHAPE(3), ids_h);
+    wk_tensor *sel = wk_index_select(x, ids, 0);
+    int64_t s_idx[2] = { 0, C - 1 }, s_idx2[2] = { 2, far % C };
+    expect_item("index_select_last", sel, s_idx, 7);
+    expect_item("index_select_far", sel, s_idx2, 9);
+    wk_scope_end();
+    wk_device_close(dev);
+    printf("%d passed, %d failed\n", passed, failed);
+    return failed ? 1 : 0;
+}

@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# run_gpu.sh — the GPU verification run, one command on a machine with an
+# NVIDIA GPU: builds the CUDA plugin and its virtual-wave64 twin, then runs
+# the parity runner on cuda:0 in both, with wick's own tiled GEMM, the
+# >2^31-element tests, and compute-sanitizer memcheck over the quick
+# parity cases. Writes logs and summary.md to $OUT (default build/gpu-run).
+# Usage: tests/run_gpu.sh [--skip-sanitizer]
+set -uo pipefail
+cd "$(dirname "$0")/.."
+OUT=${OUT:-build/gpu-run}
+mkdir -p "$OUT"
+arch=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -1 | tr -d . )
+arch=${CUDA_ARCHS:-${arch:-90}}
+sum="$OUT/summary.md"
+gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)
+{
+  echo "### $(date -u +%Y-%m-%d) — $gpu"
+  echo
+  echo "commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(git diff --quiet 2>/dev/null || echo ' (with uncommitted changes)'), plugin built for sm_$arch, command \`tests/run_gpu.sh\`"
+  echo
+  echo "| run | result |"
+  echo "|---|---|"
+} > "$sum"
+
+make -j"$(nproc)" all build/wick-large cuda cuda-wave64 CUDA_ARCHS="$arch" > "$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log"; exit 1; }
+status=0
+run() {  # name, log, command...
+  local name=$1 log=$2; shift 2
+  local t0=$(date +%s.%N)
+  "$@" > "$OUT/$log" 2>&1; local rc=$?
+  local t1=$(date +%s.%N)
+  local line=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$OUT/$log" | tail -1)
+  [ $rc -eq 0 ] || status=1
+  printf '| %s | %s (exit %d, %.1f s) |\n' "$name" "${line:-no summary line}" $rc "$(echo "$t1 - $t0" | bc)" >> "$sum"
+  echo "$name: ${line:-no summary line} (exit $rc)"
+}
+run "\`wick-parity --device cuda:0\`" parity_cuda.log build/wick-parity --device cuda:0
+run "\`wick-parity --device cuda:0\`, virtual wave64 plugin" parity_w64.log env WICK_CUDA_PLUGIN=build/libwick_cuda_w64.so build/wick-parity --device cuda:0
+run "\`WICK_GEMM=tiled wick-parity --op matmul\`" parity_tiled.log env WICK_GEMM=tiled build/wick-parity --device cuda:0 --op matmul
+run "\`WICK_GEMM=tiled wick-parity --op matmul\`, virtual wave64" parity_tiled_w64.log env WICK_GEMM=tiled WICK_CUDA_PLUGIN=build/libwick_cuda_w64.so build/wick-parity --device cuda:0 --op matmul
+run "\`wick-large --device cuda:0\` (2^31+ elements)" large.log build/wick-large --device cuda:0
+if [ "${1:-}" != "--skip-sanitizer" ]; then
+  run "\`compute-sanitizer --tool memcheck wick-parity --quick\`" memcheck.log compute-sanitizer --tool memcheck --error-exitcode 3 build/wick-parity --device cuda:0 --quick
+  grep -E 'ERROR SUMMARY' "$OUT/memcheck.log" | tail -1 | sed 's/^/memcheck: /' | tee -a "$OUT/memcheck_summary.txt"
+fi
+{ echo; echo "Coverage on cuda:0 (from the parity run):"; echo; echo '```'; sed -n '/overage/,$p' "$OUT/parity_cuda.log" | head -80; echo '```'; } >> "$sum"
+cat "$sum"
+exit $status
