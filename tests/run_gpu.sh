@@ -5,6 +5,7 @@
 # >2^31-element tests, and compute-sanitizer memcheck over the quick
 # parity cases. Writes logs and summary.md to $OUT (default build/gpu-run).
 # Usage: tests/run_gpu.sh [--skip-sanitizer]
+# (COMMIT=<hash> names the commit where the tree travels without .git)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-build/gpu-run}
@@ -16,7 +17,7 @@ gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)
 {
   echo "### $(date -u +%Y-%m-%d) — $gpu"
   echo
-  echo "commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(git diff --quiet 2>/dev/null || echo ' (with uncommitted changes)'), plugin built for sm_$arch, command \`tests/run_gpu.sh\`"
+  echo "commit ${COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}, plugin built for sm_$arch, command \`tests/run_gpu.sh\`"
   echo
   echo "| run | result |"
   echo "|---|---|"
@@ -26,12 +27,13 @@ make -j"$(nproc)" all build/wick-large cuda cuda-wave64 CUDA_ARCHS="$arch" > "$O
 status=0
 run() {  # name, log, command...
   local name=$1 log=$2; shift 2
-  local t0=$(date +%s.%N)
+  local t0=$(date +%s%N)
   "$@" > "$OUT/$log" 2>&1; local rc=$?
-  local t1=$(date +%s.%N)
+  local t1=$(date +%s%N)
   local line=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$OUT/$log" | tail -1)
   [ $rc -eq 0 ] || status=1
-  printf '| %s | %s (exit %d, %.1f s) |\n' "$name" "${line:-no summary line}" $rc "$(echo "$t1 - $t0" | bc)" >> "$sum"
+  local ms=$(( (t1 - t0) / 1000000 ))
+  printf '| %s | %s (exit %d, %d.%03d s) |\n' "$name" "${line:-no summary line}" $rc $((ms / 1000)) $((ms % 1000)) >> "$sum"
   echo "$name: ${line:-no summary line} (exit $rc)"
 }
 run "\`wick-parity --device cuda:0\`" parity_cuda.log build/wick-parity --device cuda:0
