@@ -31,7 +31,11 @@ void wk_ew_run(int nops, const wk_view *const *views, wk_ew_row_fn fn, const voi
 bool wk_ew_have_avx2(void);
 /* AVX-512 (F, VL, BW, DQ) with 512-bit vectors, for the hottest unary
  * loops; true only when the OS saves the 512-bit state (checked once). */
+#if defined(__clang__)
+#define WK_TARGET_AVX512 __attribute__((target("avx512f,avx512vl,avx512bw,avx512dq,avx2,fma,f16c")))
+#else
 #define WK_TARGET_AVX512 __attribute__((target("avx512f,avx512vl,avx512bw,avx512dq,avx2,fma,f16c,prefer-vector-width=512")))
+#endif
 bool wk_ew_have_avx512(void);
 #else
 #define WK_EW_X86 0
