@@ -59,8 +59,8 @@ $(BUILD)/wick-parity: $(PARITY_OBJ) $(BUILD)/libwick.a
 	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDLIBS)
 
 # The GPU benchmark's C driver (bench/gpu_vs_torch.py runs it).
-# tensors of more than 2^31 elements (run on a device with 8 GiB free)
-$(BUILD)/wick-large: tests/large/large_tensors.c $(BUILD)/libwick.a
+# device-level checks: run-time errors and >2^31-element tensors (8 GiB)
+$(BUILD)/wick-device-checks: tests/device/device_checks.c $(BUILD)/libwick.a
 	@$(if $(V),,echo "  LD $@")
 	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDLIBS)
 

@@ -23,7 +23,7 @@ gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)
   echo "|---|---|"
 } > "$sum"
 
-make -j"$(nproc)" all build/wick-large cuda cuda-wave64 CUDA_ARCHS="$arch" > "$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log"; exit 1; }
+make -j"$(nproc)" all build/wick-device-checks cuda cuda-wave64 CUDA_ARCHS="$arch" > "$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log"; exit 1; }
 status=0
 run() {  # name, log, command...
   local name=$1 log=$2; shift 2
@@ -40,7 +40,7 @@ run "\`wick-parity --device cuda:0\`" parity_cuda.log build/wick-parity --device
 run "\`wick-parity --device cuda:0\`, virtual wave64 plugin" parity_w64.log env WICK_CUDA_PLUGIN=build/libwick_cuda_w64.so build/wick-parity --device cuda:0
 run "\`WICK_GEMM=tiled wick-parity --op matmul\`" parity_tiled.log env WICK_GEMM=tiled build/wick-parity --device cuda:0 --op matmul
 run "\`WICK_GEMM=tiled wick-parity --op matmul\`, virtual wave64" parity_tiled_w64.log env WICK_GEMM=tiled WICK_CUDA_PLUGIN=build/libwick_cuda_w64.so build/wick-parity --device cuda:0 --op matmul
-run "\`wick-large --device cuda:0\` (2^31+ elements)" large.log build/wick-large --device cuda:0
+run "\`wick-device-checks --device cuda:0\` (errors, 2^31+ elements)" device_checks.log build/wick-device-checks --device cuda:0
 if [ "${1:-}" != "--skip-sanitizer" ]; then
   run "\`compute-sanitizer --tool memcheck wick-parity --quick\`" memcheck.log compute-sanitizer --tool memcheck --error-exitcode 3 build/wick-parity --device cuda:0 --quick
   grep -E 'ERROR SUMMARY' "$OUT/memcheck.log" | tail -1 | sed 's/^/memcheck: /' | tee -a "$OUT/memcheck_summary.txt"

@@ -572,20 +572,13 @@ static wk_status red_launch(wk_gpu_ctx *c, const T *src, void *dst, red_params p
     return st;
 }
 
-/* Warp widths this build can meet: both on AMD (wave64 CDNA, wave32
- * RDNA); on NVIDIA only 32, or only 64 in the virtual-wave64 build. The
- * macros are the same in the host and device passes, so every kernel the
- * host can launch exists in every code object. */
-#if defined(WK_GPU_CUDA) && defined(WK_VIRTUAL_WAVE64)
-#define RED_HAVE_W32 0
-#define RED_HAVE_W64 1
-#elif defined(WK_GPU_CUDA)
-#define RED_HAVE_W32 1
-#define RED_HAVE_W64 0
-#else
+/* Both warp widths are instantiated in every build, so the CUDA and ROCm
+ * plugins hold the same list of kernels (tools/compare-kernel-lists).
+ * The host launches the one matching the device's warp size: 32 or 64 on
+ * AMD, 32 on NVIDIA, 64 in the virtual-wave64 build; on plain NVIDIA the
+ * 64-wide code is never launched (compat.h traps if it were). */
 #define RED_HAVE_W32 1
 #define RED_HAVE_W64 1
-#endif
 
 template <typename T, int K>
 static wk_status red_dispatch_w(wk_gpu_ctx *c, const T *src, void *dst, const red_params &p, bool rows)

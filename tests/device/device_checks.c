@@ -1,9 +1,15 @@
-/* large_tensors.c — tensors of more than 2^31 elements on one device
- * (64-bit indexing in every kernel family): contiguous and strided
- * elementwise ops, a transposed copy, reductions over either dim, argmax
- * over everything, const_set through a view, index_select and gather.
+/* device_checks.c — what a device must do beyond matching the cpu op by
+ * op (that is the parity runner's job):
+ *  - run-time errors: an allocation larger than the device fails with
+ *    WK_ERR_MEMORY and the allocator stays usable; an op mixing two devices
+ *    fails naming both; an out-of-range id in index_select, gather or
+ *    scatter_add is reported and leaves the destination unchanged;
+ *  - tensors of more than 2^31 elements (64-bit indexing in every kernel
+ *    family): contiguous and strided elementwise ops, a transposed copy,
+ *    reductions over either dim, argmax over everything, const_set through
+ *    a view, index_select.
  * Expected values are computed here by hand (small integer arithmetic).
- * Usage: wick-large [--device NAME]    (needs about 8 GiB on the device)
+ * Usage: wick-device-checks [--device NAME]   (needs about 8 GiB on it)
  * Ends with "N passed, N failed". */
 #include <stdio.h>
 #include <string.h>
@@ -16,7 +22,7 @@ static void check(const char *what, bool ok, double got, double want)
     if (ok) passed++;
     else {
         failed++;
-        printf("FAIL large/%s: got %.17g, expected %.17g (%s)\n", what, got, want, wk_last_error());
+        printf("FAIL device/%s: got %.17g, expected %.17g (%s)\n", what, got, want, wk_last_error());
     }
 }
 
@@ -37,6 +43,41 @@ int main(int argc, char **argv)
         printf("cannot open %s: %s\n0 passed, 1 failed\n", name, wk_last_error());
         return 1;
     }
+    /* ---- run-time errors ---- */
+    wk_scope_begin();
+    wk_tensor *huge = wk_empty(dev, WK_U8, WK_SHAPE((int64_t)1 << 50));
+    check("oom_fails", !huge && wk_last_status() == WK_ERR_MEMORY, huge != NULL, 0);
+    wk_tensor *after = wk_full(dev, WK_F32, WK_SHAPE(1000), 2.0);
+    int64_t i999[1] = { 999 };
+    expect_item("allocator_usable_after_oom", after, i999, 2);
+
+    wk_device *cpu = wk_device_open("cpu");
+    if (strcmp(name, "cpu") != 0) {
+        wk_tensor *on_cpu = wk_full(cpu, WK_F32, WK_SHAPE(1000), 1.0);
+        wk_tensor *mixed = wk_add(after, on_cpu);
+        const char *msg = wk_last_error();
+        check("mixed_devices_fail", !mixed && wk_last_status() == WK_ERR_DEVICE && strstr(msg, name) && strstr(msg, "cpu"),
+              mixed != NULL, 0);
+    }
+    float tab[6] = { 1, 2, 3, 4, 5, 6 };
+    wk_tensor *table = wk_from_host(dev, WK_F32, WK_SHAPE(3, 2), tab);
+    int64_t bad_h[2] = { 1, 3 }, bad_g[4] = { 0, 1, 5, 0 };
+    wk_tensor *bad = wk_from_host(dev, WK_I64, WK_SHAPE(2), bad_h);
+    wk_tensor *sel_bad = wk_index_select(table, bad, 0);
+    check("index_select_bad_id", !sel_bad && wk_last_status() == WK_ERR_INDEX && strstr(wk_last_error(), "3"), 0, 0);
+    wk_tensor *gids = wk_from_host(dev, WK_I64, WK_SHAPE(2, 2), bad_g);
+    wk_tensor *g_bad = wk_gather(table, gids, 0);
+    check("gather_bad_id", !g_bad && wk_last_status() == WK_ERR_INDEX && strstr(wk_last_error(), "5"), 0, 0);
+    wk_tensor *ones = wk_ones(dev, WK_F32, WK_SHAPE(2, 2));
+    wk_status sst = wk_scatter_add(table, gids, ones, 0);
+    check("scatter_add_bad_id", sst == WK_ERR_INDEX, sst, WK_ERR_INDEX);
+    float back[6] = { 0 };
+    wk_to_host(table, back, sizeof back);
+    check("scatter_add_left_dst_unchanged", memcmp(back, tab, sizeof tab) == 0, back[0], tab[0]);
+    wk_scope_end();
+    wk_device_close(cpu);
+
+    /* ---- more than 2^31 elements ---- */
     const int64_t R = 65537, C = 32769;           /* R*C = 2147581953 > 2^31 */
     wk_scope_begin();
     wk_tensor *x = wk_full(dev, WK_U8, WK_SHAPE(R, C), 3.0);
