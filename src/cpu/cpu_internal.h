@@ -39,6 +39,11 @@ const wk_backend_iface *wk_cpu_backend(const wk_host_api *host);
  * call from several user threads at once (calls are serialised). */
 typedef void (*wk_range_fn)(void *arg, int64_t begin, int64_t end);
 void wk_parallel_for(int64_t n, int64_t grain, wk_range_fn fn, void *arg);
+/* Coarse tasks: fn(arg, begin, end) over [0, ntasks) where each task costs
+ * about work_per_task elementary steps; inline when the whole job is
+ * below WK_CPU_GRAIN steps, otherwise grouped so that a chunk holds at
+ * least WK_CPU_GRAIN steps. */
+void wk_parallel_tasks(int64_t ntasks, double work_per_task, wk_range_fn fn, void *arg);
 /* Threads used (the caller counts); WICK_NUM_THREADS overrides. */
 int wk_cpu_num_threads(void);
 

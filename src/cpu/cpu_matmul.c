@@ -87,30 +87,8 @@ const char *wk_cpu_blas_name(void)
     return blas.name;
 }
 
-/* ---- coarse parallel tasks -------------------------------------------- */
-
-/* The pool may round chunks up to a multiple of 64 items, so each task is
- * handed over as 64 items (chunk boundaries fall on task boundaries). */
-typedef struct coarse { wk_range_fn fn; void *arg; } coarse;
-
-static void coarse_run(void *arg, int64_t begin, int64_t end)
-{
-    const coarse *c = (const coarse *)arg;
-    if (begin / 64 < end / 64) c->fn(c->arg, begin / 64, end / 64);
-}
-
-static void par_tasks(int64_t ntasks, double work_per_task, wk_range_fn fn, void *arg)
-{
-    if (ntasks <= 0) return;
-    if (ntasks == 1 || (double)ntasks * work_per_task <= 4.0 * WK_CPU_GRAIN) {
-        fn(arg, 0, ntasks);
-        return;
-    }
-    int64_t group = (int64_t)(WK_CPU_GRAIN / (work_per_task > 1 ? work_per_task : 1));
-    if (group < 1) group = 1;
-    coarse c = { fn, arg };
-    wk_parallel_for(ntasks * 64, group * 64, coarse_run, &c);
-}
+/* matmul tasks are worth spreading only above 4x the usual grain */
+#define par_tasks(n, w, fn, arg) wk_parallel_tasks((n), (w) / 4.0, (fn), (arg))
 
 /* ---- one GEMM's operands ----------------------------------------------- */
 

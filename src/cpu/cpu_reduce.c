@@ -65,31 +65,7 @@ typedef struct part {
 
 /* ---- coarse parallel tasks -------------------------------------------- */
 
-/* The pool may round chunks up to a multiple of 64 items, so a handful of
- * big tasks would all land in one chunk: hand each task over as 64 items
- * (chunk boundaries then fall on task boundaries either way). Runs inline
- * when the whole job is small. */
-typedef struct coarse { wk_range_fn fn; void *arg; } coarse;
-
-static void coarse_run(void *arg, int64_t begin, int64_t end)
-{
-    const coarse *c = (const coarse *)arg;
-    if (begin / 64 < end / 64) c->fn(c->arg, begin / 64, end / 64);
-}
-
-static void par_tasks(int64_t ntasks, int64_t work_per_task, wk_range_fn fn, void *arg)
-{
-    if (ntasks <= 0) return;
-    if (work_per_task < 1) work_per_task = 1;
-    if (ntasks == 1 || ntasks * work_per_task <= WK_CPU_GRAIN) {
-        fn(arg, 0, ntasks);
-        return;
-    }
-    int64_t group = WK_CPU_GRAIN / work_per_task;   /* tasks per chunk, at least */
-    if (group < 1) group = 1;
-    coarse c = { fn, arg };
-    wk_parallel_for(ntasks * 64, group * 64, coarse_run, &c);
-}
+#define par_tasks(n, w, fn, arg) wk_parallel_tasks((n), (double)(w), (fn), (arg))
 
 /* ---- odometer over a list of dims ----------------------------------- */
 

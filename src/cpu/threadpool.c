@@ -169,3 +169,15 @@ void wk_parallel_for(int64_t n, int64_t grain, wk_range_fn fn, void *arg)
     pthread_mutex_unlock(&pool.lock);
     pthread_mutex_unlock(&pool.submit);
 }
+
+void wk_parallel_tasks(int64_t ntasks, double work_per_task, wk_range_fn fn, void *arg)
+{
+    if (ntasks <= 0) return;
+    if (work_per_task < 1) work_per_task = 1;
+    if (ntasks == 1 || (double)ntasks * work_per_task <= WK_CPU_GRAIN) {
+        fn(arg, 0, ntasks);
+        return;
+    }
+    double g = WK_CPU_GRAIN / work_per_task;
+    wk_parallel_for(ntasks, g < 1 ? 1 : (int64_t)g, fn, arg);
+}
