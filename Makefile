@@ -7,7 +7,7 @@
 CC      ?= cc
 BUILD   ?= build
 OPT     ?= -O3 -march=x86-64-v2 -mtune=native
-WARN    := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wno-unused-parameter -Werror=implicit-function-declaration
+WARN    := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Werror=implicit-function-declaration
 CFLAGS  ?= $(OPT) -g
 ALL_CFLAGS := -std=c11 -D_GNU_SOURCE -fPIC -fvisibility=hidden -pthread $(WARN) -Iinclude -Isrc $(CFLAGS) $(EXTRA_CFLAGS)
 LDLIBS  := -lm -ldl -pthread
