@@ -72,6 +72,60 @@ __global__ void cp_move_strided(wk_gpu_layout<2> L, const E *src, E *dst)
     }
 }
 
+/* ---- transposes (same dtype) ------------------------------------------------------- */
+
+/* dst [B, R, C] contiguous = src whose dim 1 (R) has unit stride: the
+ * layout of a transposed view made contiguous. Reading along R and
+ * writing along C are both coalesced through a CP_TILE x CP_TILE tile in
+ * shared memory (padded by one column against bank conflicts). CP_TILE is
+ * a tile edge, not a warp width: the block is CP_TILE x CP_ROWS threads
+ * whatever the warp size. */
+#define CP_TILE 32
+#define CP_ROWS 8
+
+template <typename E>
+__global__ void __launch_bounds__(CP_TILE * CP_ROWS)
+cp_transpose_tiled(const E *__restrict__ src, E *__restrict__ dst, int64_t B, int64_t R, int64_t C,
+                   int64_t s_b, int64_t s_c)
+{
+    __shared__ E tile[CP_TILE][CP_TILE + 1];
+    const int tx = (int)(threadIdx.x % CP_TILE), ty = (int)(threadIdx.x / CP_TILE);
+    const int64_t tr = (R + CP_TILE - 1) / CP_TILE, tc = (C + CP_TILE - 1) / CP_TILE;
+    const int64_t tiles = B * tr * tc;
+    for (int64_t t = blockIdx.x; t < tiles; t += gridDim.x) {
+        const int64_t b = t / (tr * tc), rem = t % (tr * tc);
+        const int64_t r0 = (rem / tc) * CP_TILE, c0 = (rem % tc) * CP_TILE;
+        const E *sb = src + b * s_b;
+        for (int j = ty; j < CP_TILE; j += CP_ROWS) {
+            const int64_t r = r0 + tx, cc = c0 + j;
+            if (r < R && cc < C) tile[j][tx] = sb[r + cc * s_c];
+        }
+        __syncthreads();
+        E *db = dst + b * R * C;
+        for (int j = ty; j < CP_TILE; j += CP_ROWS) {
+            const int64_t r = r0 + j, cc = c0 + tx;
+            if (r < R && cc < C) db[r * C + cc] = tile[tx][j];
+        }
+        __syncthreads();
+    }
+}
+
+/* true (and the shape) when dst is contiguous [B?, R, C] and src's R dim
+ * has unit stride while its C dim does not */
+static bool cp_is_transpose(const wk_view *dst, const wk_view *src, int64_t *B, int64_t *R, int64_t *C, int64_t *s_b,
+                            int64_t *s_c)
+{
+    if (dst->rank < 2 || dst->rank > 3 || !wk_gpu_is_contiguous(dst)) return false;
+    const int k = dst->rank - 2;
+    if (src->strides[k] != 1 || src->strides[k + 1] <= 1) return false;
+    *B = k ? dst->dims[0] : 1;
+    *s_b = k ? src->strides[0] : 0;
+    *R = dst->dims[k];
+    *C = dst->dims[k + 1];
+    *s_c = src->strides[k + 1];
+    return *R >= CP_TILE && *C >= CP_TILE;
+}
+
 /* ---- casts between strided views: dtypes known at run time ---------------------- */
 
 /* An element's exact value: integers as i64/u64, f32 and narrow floats as
@@ -176,6 +230,17 @@ wk_status wk_gpu_copy(void *ctx, const wk_view *dst, const wk_view *src)
     const wk_view *v[2] = { dst, src };
     wk_gpu_layout_make<2>(&L, v);
     const unsigned grid = wk_gpu_grid(c, n, block, 4);
+    int64_t tB, tR, tC, tsb, tsc;
+    if (dst->dtype == src->dtype && cp_is_transpose(dst, src, &tB, &tR, &tC, &tsb, &tsc)) {
+        const int64_t tiles = tB * ((tR + CP_TILE - 1) / CP_TILE) * ((tC + CP_TILE - 1) / CP_TILE);
+        const unsigned tgrid = wk_gpu_grid(c, tiles * CP_TILE * CP_ROWS, CP_TILE * CP_ROWS, 8);
+        WK_GPU_DISPATCH_SIZE(wk_gpu_dtype_size(dst->dtype), E, {
+            cp_transpose_tiled<E><<<tgrid, CP_TILE * CP_ROWS, 0, c->stream>>>(
+                (const E *)wk_gpu_view_ptr(src), (E *)wk_gpu_view_ptr(dst), tB, tR, tC, tsb, tsc);
+        })
+        WK_GPU_LAUNCH_CHECK(c, "transposed copy");
+        return WK_OK;
+    }
     if (dst->dtype == src->dtype) {
         WK_GPU_DISPATCH_SIZE(wk_gpu_dtype_size(dst->dtype), E, {
             cp_move_strided<E><<<grid, block, 0, c->stream>>>(L, (const E *)src->base, (E *)dst->base);

@@ -12,6 +12,7 @@
  * Usage: wick-device-checks [--device NAME]   (needs about 8 GiB on it)
  * Ends with "N passed, N failed". */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include "wick.h"
 
@@ -76,6 +77,36 @@ int main(int argc, char **argv)
     check("scatter_add_left_dst_unchanged", memcmp(back, tab, sizeof tab) == 0, back[0], tab[0]);
     wk_scope_end();
     wk_device_close(cpu);
+
+    /* ---- transposed views made contiguous, against the cpu, bit for bit
+     * (the GPU's tiled transpose path; odd edges and a batch dim) ---- */
+    {
+        static const struct { wk_dtype dt; int64_t b, r, c; } cases[] = {
+            { WK_F32, 1, 1000, 777 }, { WK_F32, 3, 65, 1023 }, { WK_U8, 2, 33, 97 },
+            { WK_BF16, 1, 4096, 40 }, { WK_F64, 5, 31, 300 }, { WK_I16, 1, 32, 32 },
+        };
+        wk_device *cpu0 = wk_device_open("cpu");
+        for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+            wk_scope_begin();
+            wk_tensor *h = wk_to_dtype(wk_rand_uniform(cpu0, WK_F32, WK_SHAPE(cases[k].b, cases[k].c, cases[k].r), -100, 100),
+                                       cases[k].dt);
+            wk_tensor *g = wk_to_device(h, dev);
+            wk_tensor *ht = wk_contiguous(wk_transpose(h, 1, 2));
+            wk_tensor *gt = wk_to_device(wk_contiguous(wk_transpose(g, 1, 2)), cpu0);
+            size_t bytes = (size_t)wk_tensor_numel(ht) * wk_dtype_size(cases[k].dt);
+            char *a = malloc(bytes), *b2 = malloc(bytes);
+            bool ok = a && b2 && gt && wk_to_host(ht, a, bytes) == WK_OK && wk_to_host(gt, b2, bytes) == WK_OK &&
+                      memcmp(a, b2, bytes) == 0;
+            char what[64];
+            snprintf(what, sizeof what, "transpose_%s_%lldx%lldx%lld", wk_dtype_name(cases[k].dt), (long long)cases[k].b,
+                     (long long)cases[k].r, (long long)cases[k].c);
+            check(what, ok, 0, 0);
+            free(a);
+            free(b2);
+            wk_scope_end();
+        }
+        wk_device_close(cpu0);
+    }
 
     /* ---- more than 2^31 elements ---- */
     const int64_t R = 65537, C = 32769;           /* R*C = 2147581953 > 2^31 */
