@@ -108,6 +108,31 @@ int main(int argc, char **argv)
         wk_device_close(cpu0);
     }
 
+    /* ---- row and column broadcasts, against the cpu, bit for bit ---- */
+    {
+        wk_device *cpu0 = wk_device_open("cpu");
+        static const wk_binary_op ops[] = { WK_ADD, WK_DIV, WK_MAXIMUM };
+        for (int k = 0; k < 6; k++) {
+            wk_scope_begin();
+            wk_tensor *x = wk_rand_uniform(cpu0, WK_F32, WK_SHAPE(300, 1023), -5, 5);
+            wk_tensor *y = k < 3 ? wk_rand_uniform(cpu0, WK_F32, WK_SHAPE(1023), 1, 5)
+                                 : wk_rand_uniform(cpu0, WK_F32, WK_SHAPE(300, 1), 1, 5);
+            wk_tensor *ref = wk_binary(ops[k % 3], x, y);
+            wk_tensor *got = wk_to_device(wk_binary(ops[k % 3], wk_to_device(x, dev), wk_to_device(y, dev)), cpu0);
+            size_t bytes = 300 * 1023 * sizeof(float);
+            float *a = malloc(bytes), *b2 = malloc(bytes);
+            bool ok = a && b2 && ref && got && wk_to_host(ref, a, bytes) == WK_OK && wk_to_host(got, b2, bytes) == WK_OK &&
+                      memcmp(a, b2, bytes) == 0;
+            char what[64];
+            snprintf(what, sizeof what, "%s_%s_broadcast", wk_binary_name(ops[k % 3]), k < 3 ? "row" : "column");
+            check(what, ok, 0, 0);
+            free(a);
+            free(b2);
+            wk_scope_end();
+        }
+        wk_device_close(cpu0);
+    }
+
     /* ---- more than 2^31 elements ---- */
     const int64_t R = 65537, C = 32769;           /* R*C = 2147581953 > 2^31 */
     wk_scope_begin();
