@@ -351,40 +351,6 @@ __global__ void ew_cmp_contig(const T *a, const T *b, uint8_t *dst, int64_t n, i
     }
 }
 
-/* Rank-2 arithmetic whose operands are contiguous or broadcast along the
- * inner dim (a row or a column broadcast, after the core's coalescing):
- * blocks walk rows on y and columns on x, so no element needs a 64-bit
- * division to find its offsets (the generic strided kernel's cost). */
-template <int OP, typename T>
-WK_DEV void ew_arith_rows_run(const T *__restrict__ a, const T *__restrict__ b, T *__restrict__ dst, int64_t R,
-                              int64_t C, int64_t sa0, int64_t sa1, int64_t sb0, int64_t sb1)
-{
-    for (int64_t r = blockIdx.y; r < R; r += gridDim.y) {
-        const T *ar = a + r * sa0, *br = b + r * sb0;
-        T *dr = dst + r * C;
-        for (int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; j < C; j += (int64_t)gridDim.x * blockDim.x)
-            dr[j] = ew_arith_elem<OP, T>(ar[j * sa1], br[j * sb1]);
-    }
-}
-
-template <typename T>
-__global__ void ew_arith_rows(const T *a, const T *b, T *dst, int64_t R, int64_t C, int64_t sa0, int64_t sa1,
-                              int64_t sb0, int64_t sb1, int op)
-{
-    switch (op) {
-#define EW_C_(OP) case OP: ew_arith_rows_run<OP, T>(a, b, dst, R, C, sa0, sa1, sb0, sb1); break;
-    EW_C_(WK_OP_ADD) EW_C_(WK_OP_SUB) EW_C_(WK_OP_MUL) EW_C_(WK_OP_DIV) EW_C_(WK_OP_MINIMUM) EW_C_(WK_OP_MAXIMUM)
-#undef EW_C_
-    default: break;
-    }
-}
-
-static bool ew_is_rows(const wk_view *dst, const wk_view *a, const wk_view *b)
-{
-    return dst->rank == 2 && wk_gpu_is_contiguous(dst) && (a->strides[1] == 0 || a->strides[1] == 1) &&
-           (b->strides[1] == 0 || b->strides[1] == 1) && dst->dims[1] >= 64;
-}
-
 template <typename T>
 __global__ void ew_arith_strided(wk_gpu_layout<3> L, const T *a, const T *b, T *dst, int op)
 {
@@ -447,15 +413,6 @@ wk_status wk_gpu_binary(void *ctx, wk_op op, const wk_view *dst, const wk_view *
             else
                 ew_arith_contig<T><<<grid, block, 0, c->stream>>>((const T *)pa, (const T *)pb, (T *)d, n, (int)op,
                                                                   vec);
-        })
-    } else if (!cmp && ew_is_rows(dst, a, b)) {
-        const int64_t R = dst->dims[0], C = dst->dims[1];
-        const int64_t gx = (C + block - 1) / block;
-        dim3 grid((unsigned)(gx < 1024 ? gx : 1024), (unsigned)(R < 65535 ? R : 65535));
-        WK_GPU_DISPATCH_ALL(dt, T, {
-            ew_arith_rows<T><<<grid, block, 0, c->stream>>>((const T *)wk_gpu_view_ptr(a), (const T *)wk_gpu_view_ptr(b),
-                                                            (T *)wk_gpu_view_ptr(dst), R, C, a->strides[0],
-                                                            a->strides[1], b->strides[0], b->strides[1], (int)op);
         })
     } else {
         wk_gpu_layout<3> L;
