@@ -25,7 +25,7 @@ lib: $(BUILD)/libwick.a $(BUILD)/libwick.so
 
 Q := $(if $(V),,@)
 
-$(BUILD)/%.o: %.c $(wildcard include/*.h src/*.h src/*/*.h tests/*.h tests/data/*.h) Makefile
+$(BUILD)/%.o: %.c $(wildcard include/*.h src/*.h src/*/*.h tests/*.h tests/data/*.h tools/*.h) Makefile
 	@mkdir -p $(dir $@)
 	@$(if $(V),,echo "  CC $<")
 	$(Q)$(CC) $(ALL_CFLAGS) -c $< -o $@
@@ -64,9 +64,9 @@ $(BUILD)/wick-device-checks: tests/device/device_checks.c $(BUILD)/libwick.a
 	@$(if $(V),,echo "  LD $@")
 	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDLIBS)
 
-$(BUILD)/wick-gpu-bench: bench/gpu_bench.c $(BUILD)/libwick.a
+$(BUILD)/wick-gpu-bench: bench/gpu_bench.c tools/timing.h $(BUILD)/libwick.a
 	@$(if $(V),,echo "  LD $@")
-	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDLIBS)
+	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $(filter-out %.h,$^) $(LDLIBS)
 
 # The README's test command.
 test: all

@@ -42,6 +42,7 @@
 #include <string.h>
 #include <time.h>
 #include "wick.h"
+#include "../tools/timing.h"
 
 /* ---- sizes ---------------------------------------------------------------- */
 
@@ -187,27 +188,6 @@ typedef struct run_ctx {
     wk_tensor *inputs[N_INPUTS];
     bool dumped[N_INPUTS];
 } run_ctx;
-
-static double now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-/* median of v[0..n) (sorts v) */
-static double median(double *v, int n)
-{
-    if (n <= 0) return 0;
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
 
 static void json_string(const char *s)
 {
@@ -355,25 +335,25 @@ static void run_op_case(run_ctx *r, const gcase *c)
     }
     for (int i = 0; i < r->reps; i++) {
         if (wk_device_synchronize(r->dev) != WK_OK) goto fail_wk;
-        double t0 = now_ms();
+        double t0 = wk_now_ms();
         wk_tensor *out = case_call(c, &x);
         if (!out || wk_device_synchronize(r->dev) != WK_OK) {
             wk_release(out);
             goto fail_wk;
         }
-        times[i] = now_ms() - t0;
+        times[i] = wk_now_ms() - t0;
         wk_release(last);
         last = out;
     }
     if (wk_device_synchronize(r->dev) != WK_OK) goto fail_wk;
-    double b0 = now_ms();
+    double b0 = wk_now_ms();
     for (int i = 0; i < r->reps; i++) {
         wk_tensor *out = case_call(c, &x);
         if (!out) goto fail_wk;
         wk_release(out);
     }
     if (wk_device_synchronize(r->dev) != WK_OK) goto fail_wk;
-    double batch_ms = (now_ms() - b0) / r->reps;
+    double batch_ms = (wk_now_ms() - b0) / r->reps;
     if (c->tiled) unsetenv("WICK_GEMM");
 
     /* compulsory traffic: each input read once, the output written once;
@@ -404,7 +384,7 @@ static void run_op_case(run_ctx *r, const gcase *c)
             dumped = write_tensor(path, last, err, sizeof err);
         }
     }
-    double med = median(times, r->reps);
+    double med = wk_median(times, r->reps);
     printf("{\"case\":");
     json_string(c->name);
     printf(",\"call\":");
@@ -571,11 +551,11 @@ static double bare_run(bare_chain *b, int64_t n, bool *ok, char *err, size_t err
     CU_STEP(b->a.memset_d32(b->p, 0x3f000000u, 1));   /* 0.5f */
     CU_STEP(b->a.stream_sync(NULL));
     CU_STEP(b->a.stream_sync(b->stream));
-    double t0 = now_ms();
+    double t0 = wk_now_ms();
     for (int64_t i = 0; i < n && rc == 0; i++)
         CU_STEP(b->a.launch(b->fn, 1, 1, 1, 1, 1, 1, 0, b->stream, params, NULL));
     CU_STEP(b->a.stream_sync(b->stream));
-    double ms = now_ms() - t0;
+    double ms = wk_now_ms() - t0;
     float v = 0;
     CU_STEP(b->a.memcpy_dtoh(&v, b->p, 4));
     *ok = rc == 0 && v == 0.5f + (float)n;
@@ -595,7 +575,7 @@ static double wick_chain(run_ctx *r, wk_tensor *one, int64_t n, double *value)
         wk_release(x);
         return -1;
     }
-    double t0 = now_ms();
+    double t0 = wk_now_ms();
     for (int64_t i = 0; i < n; i++) {
         wk_tensor *y = wk_add(x, one);
         wk_release(x);
@@ -606,7 +586,7 @@ static double wick_chain(run_ctx *r, wk_tensor *one, int64_t n, double *value)
         wk_release(x);
         return -1;
     }
-    double ms = now_ms() - t0;
+    double ms = wk_now_ms() - t0;
     int64_t at = 0;
     wk_status st = wk_item(x, &at, value);
     wk_release(x);
@@ -663,7 +643,7 @@ static void run_chain(run_ctx *r, const gcase *c, const char *dev_name)
         }
     }
     wk_release(one);
-    double wick_us = median(tw, CHAINS);
+    double wick_us = wk_median(tw, CHAINS);
     printf("{\"case\":");
     json_string(c->name);
     printf(",\"call\":");
@@ -672,7 +652,7 @@ static void run_chain(run_ctx *r, const gcase *c, const char *dev_name)
            "\"median_ms\":%.6f",
            (long long)n, CHAINS, wick_us, tw[0], right ? "true" : "false", wick_us * (double)n * 1e-3);
     if (have_bare) {
-        double bare_us = median(tb, CHAINS);
+        double bare_us = wk_median(tb, CHAINS);
         printf(",\"bare_us_per_launch\":%.4f,\"bare_min_us\":%.4f,\"bare_check\":%s", bare_us, tb[0],
                bare_right ? "true" : "false");
         bare_close(&bare);
@@ -706,12 +686,12 @@ static void run_xfer(run_ctx *r, const gcase *c)
     double *rt = t, *h2d = t + reps, *d2h = t + 2 * reps;
     bool ok = true;
     for (int i = -1; i < reps && ok; i++) {   /* rep -1 warms up */
-        double t0 = now_ms();
+        double t0 = wk_now_ms();
         wk_tensor *d = wk_from_host(r->dev, WK_U8, WK_SHAPE((int64_t)bytes), src);
         ok = d && wk_device_synchronize(r->dev) == WK_OK;
-        double t1 = now_ms();
+        double t1 = wk_now_ms();
         ok = ok && wk_to_host(d, dst, bytes) == WK_OK;
-        double t2 = now_ms();
+        double t2 = wk_now_ms();
         wk_release(d);
         if (i >= 0) rt[i] = t2 - t0, h2d[i] = t1 - t0, d2h[i] = t2 - t1;
     }
@@ -721,7 +701,7 @@ static void run_xfer(run_ctx *r, const gcase *c)
         return;
     }
     bool same = memcmp(src, dst, bytes) == 0;
-    double med = median(rt, reps), mh = median(h2d, reps), md = median(d2h, reps);
+    double med = wk_median(rt, reps), mh = wk_median(h2d, reps), md = wk_median(d2h, reps);
     printf("{\"case\":");
     json_string(c->name);
     printf(",\"call\":");

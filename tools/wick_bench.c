@@ -29,6 +29,7 @@
 #include <unistd.h>
 #include "wick.h"
 #include "wick_tool.h"
+#include "timing.h"
 
 typedef enum bench_kind { K_MATMUL, K_ADD, K_EXP, K_SUM_LAST, K_CAST, K_TRANSPOSE } bench_kind;
 
@@ -96,25 +97,6 @@ void wick_bench_usage(void)
 }
 
 /* ---- helpers ------------------------------------------------------------ */
-
-static double now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
 
 static void shape_text(const bench_case *c, char *out, size_t size)
 {
@@ -291,14 +273,14 @@ static bool run_case(wk_device *dev, const bench_case *c, const bench_opts *o, b
     bool ok = wk_device_synchronize(dev) == WK_OK;
     for (int i = 0; ok && i < o->warmup + o->reps; i++) {
         if (wk_device_synchronize(dev) != WK_OK) { ok = false; break; }
-        double t0 = now_ms();
+        double t0 = wk_now_ms();
         wk_tensor *out = case_run(c, &b);
         if (!out || wk_device_synchronize(dev) != WK_OK) {
             wk_release(out);
             ok = false;
             break;
         }
-        double t1 = now_ms();
+        double t1 = wk_now_ms();
         if (i == 0 && (wk_tensor_numel(out) != case_out_numel(c) || wk_tensor_dtype(out) != c->out_dtype ||
                        wk_tensor_same_storage(out, b.in[0]))) {
             snprintf(r->error, sizeof r->error, "%s returned a %s tensor of %lld elements%s; expected a new %s tensor of %lld",
@@ -324,7 +306,7 @@ static bool run_case(wk_device *dev, const bench_case *c, const bench_opts *o, b
         if (times[i] < r->min_ms) r->min_ms = times[i];
         if (times[i] > r->max_ms) r->max_ms = times[i];
     }
-    r->median_ms = median(times, o->reps);
+    r->median_ms = wk_median(times, o->reps);
     r->timed = true;
     free(times);
 
