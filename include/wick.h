@@ -181,6 +181,60 @@ wk_tensor *wk_rand_uniform(wk_device *dev, wk_dtype dt, wk_shape shape, double l
 wk_tensor *wk_rand_normal(wk_device *dev, wk_dtype dt, wk_shape shape, double mean, double std);
 
 /* ------------------------------------------------------------------ */
+/* pinned host memory                                                  */
+
+/* Page-locked ("pinned") host memory for fast transfers. wk_from_host
+ * from, and wk_to_host / wk_item into, any range that lies inside one
+ * such block move in one direct DMA copy at the bus rate; ordinary
+ * (pageable) memory is copied through the device's staging buffers. The
+ * block is fast with every device of dev's kind ("cuda", "rocm"); on the
+ * cpu device it is ordinary 64-byte-aligned memory. Use it as malloc'd
+ * memory; free it with wk_host_free. Pinning is slow and the memory is
+ * taken from the OS's pageable pool: allocate large buffers once and
+ * reuse them. bytes == 0 gives a minimal block. NULL + error on failure.
+ * A block keeps dev open until it is freed. */
+void *wk_host_alloc(wk_device *dev, size_t bytes);
+/* NULL is fine; a pointer wk_host_alloc did not return (or an inner
+ * pointer, or one freed already) sets WK_ERR_ARGUMENT and frees nothing. */
+void wk_host_free(void *ptr);
+
+/* ------------------------------------------------------------------ */
+/* events: markers in a device's stream of work, for timing             */
+
+/* An event marks a point in the work a device has been given. On a GPU,
+ * work runs asynchronously on the device's one stream; an event recorded
+ * there takes its timestamp when the device reaches it, so the time
+ * between two events is device time, free of launch and synchronization
+ * latency on the host (as CUDA/HIP events). On the cpu, whose ops are
+ * done when they return, recording takes the host's monotonic clock.
+ *
+ *   wk_event *a = wk_event_new(dev), *b = wk_event_new(dev);
+ *   wk_event_record(a);  y = wk_exp(x);  wk_event_record(b);
+ *   double ms;  wk_event_elapsed_ms(a, b, &ms);     // waits for b
+ *
+ * An event keeps its device open until wk_event_free. Recording an event
+ * again moves its mark. An event may be used from any thread, but not
+ * recorded by one thread while another uses it. */
+typedef struct wk_event wk_event;
+
+/* A new event of dev, not yet recorded; NULL + error on failure. */
+wk_event *wk_event_new(wk_device *dev);
+/* NULL is fine. An event whose mark the device has not reached yet may
+ * be freed; the device lets go of it when it gets there. */
+void wk_event_free(wk_event *ev);
+/* Mark the point the device's work has reached: everything called on
+ * the device before this (from any thread) comes before the mark. */
+wk_status wk_event_record(wk_event *ev);
+/* Wait until the device has passed the event's mark. An event never
+ * recorded is an error (WK_ERR_ARGUMENT). */
+wk_status wk_event_synchronize(wk_event *ev);
+/* Milliseconds from start's mark to end's (waits for both): device time
+ * on a GPU (resolution about 0.5 us), host time on the cpu; negative when
+ * end's mark comes first. Both must be recorded (WK_ERR_ARGUMENT) and of
+ * the same device (WK_ERR_DEVICE). */
+wk_status wk_event_elapsed_ms(const wk_event *start, const wk_event *end, double *ms);
+
+/* ------------------------------------------------------------------ */
 /* views (share storage) and layout ops                                */
 
 wk_tensor *wk_reshape(const wk_tensor *t, wk_shape shape);  /* copies only when strides forbid a view; one dim may be -1 */

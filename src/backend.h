@@ -26,8 +26,15 @@
 extern "C" {
 #endif
 
-/* Bump when the structs below change layout or meaning. */
-#define WK_BACKEND_ABI 1
+/* Bump when the structs below change layout or meaning. The core and a
+ * plugin each check the other's number (wk_host_api.abi before the plugin
+ * fills its table, wk_backend_iface.abi after), so a plugin built from
+ * another version refuses to load instead of being misread. The entry
+ * point's name stays: its signature has not changed since v1.
+ *   1  the first interface
+ *   2  events (event_new .. event_elapsed_ms) and pinned host memory
+ *      (host_alloc, host_free), appended to wk_backend_iface */
+#define WK_BACKEND_ABI 2
 #define WK_BACKEND_ENTRY wk_backend_entry_v1
 
 /* ------------------------------------------------------------------ */
@@ -171,6 +178,28 @@ typedef struct wk_backend_iface {
      * first block = offset. The core advances the offset. */
     wk_status (*rand_uniform)(void *ctx, const wk_view *dst, uint64_t seed, uint64_t offset, double lo, double hi);
     wk_status (*rand_normal)(void *ctx, const wk_view *dst, uint64_t seed, uint64_t offset, double mean, double std);
+
+    /* ---- events (ABI 2) ---- */
+    /* A backend event handle (*ev), not yet recorded. */
+    wk_status (*event_new)(void *ctx, void **ev);
+    /* May be called while the event's mark is still ahead of the device. */
+    void (*event_free)(void *ctx, void *ev);
+    /* Mark the point ctx's stream has reached (asynchronous on a GPU: the
+     * timestamp is taken when the device gets there). */
+    wk_status (*event_record)(void *ctx, void *ev);
+    /* Wait until the device has passed the mark. */
+    wk_status (*event_synchronize)(void *ctx, void *ev);
+    /* ms from start's mark to end's (waits for both). The core checks
+     * that both were recorded on ctx. */
+    wk_status (*event_elapsed_ms)(void *ctx, void *start, void *end, double *ms);
+
+    /* ---- pinned host memory (ABI 2) ---- */
+    /* Page-locked host memory (bytes > 0). write and read of a host range
+     * that lies inside one such block copy it directly (one DMA, no
+     * staging), still keeping their contract above. */
+    wk_status (*host_alloc)(void *ctx, size_t bytes, void **ptr);
+    /* Free a block host_alloc returned (the core checks that it did). */
+    void (*host_free)(void *ctx, void *ptr);
 } wk_backend_iface;
 
 /* A plugin's one exported symbol. Returns NULL (after set_error) when the

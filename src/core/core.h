@@ -16,6 +16,8 @@
  *   ops_reduce.c     reductions and matmul
  *   ops_index.c      index_select, gather, scatter, index_add
  *   random.c         rand_uniform / rand_normal front-end
+ *   event.c          device events (wk_event_*)
+ *   host_memory.c    pinned host memory (wk_host_alloc / wk_host_free)
  */
 #ifndef WICK_CORE_H
 #define WICK_CORE_H

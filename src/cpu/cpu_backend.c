@@ -1,9 +1,11 @@
 /* cpu_backend.c — the CPU backend's vtable: device functions (host memory
- * is the device memory), the (op, dtype) support table, and the wiring of
- * the op entry points implemented in the other files of src/cpu/. */
+ * is the device memory), events (host timestamps), the (op, dtype) support
+ * table, and the wiring of the op entry points implemented in the other
+ * files of src/cpu/. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #include <sys/mman.h>
 #include "cpu_internal.h"
@@ -142,6 +144,70 @@ static wk_status cpu_copy_peer(void *dst_ctx, void *dst, void *src_ctx, const vo
     return WK_OK;
 }
 
+/* ---- events: cpu ops are done when they return, so an event is the
+ * host's monotonic clock read when it is recorded ------------------------ */
+
+typedef struct cpu_event {
+    int64_t ns;
+} cpu_event;
+
+static wk_status cpu_event_new(void *ctx, void **ev)
+{
+    (void)ctx;
+    *ev = calloc(1, sizeof(cpu_event));
+    return *ev ? WK_OK : WK_CPU_ERROR(WK_ERR_MEMORY, "out of memory for an event");
+}
+
+static void cpu_event_free(void *ctx, void *ev)
+{
+    (void)ctx;
+    free(ev);
+}
+
+static wk_status cpu_event_record(void *ctx, void *ev)
+{
+    (void)ctx;
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    ((cpu_event *)ev)->ns = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+    return WK_OK;
+}
+
+static wk_status cpu_event_synchronize(void *ctx, void *ev)
+{
+    (void)ctx; (void)ev;
+    return WK_OK;
+}
+
+static wk_status cpu_event_elapsed_ms(void *ctx, void *start, void *end, double *ms)
+{
+    (void)ctx;
+    *ms = (double)(((cpu_event *)end)->ns - ((cpu_event *)start)->ns) * 1e-6;
+    return WK_OK;
+}
+
+/* ---- "pinned" host memory: the cpu's device memory is host memory, so
+ * this is plain aligned memory, copied with memcpy like any other -------- */
+
+static wk_status cpu_host_alloc(void *ctx, size_t bytes, void **ptr)
+{
+    (void)ctx;
+    *ptr = NULL;
+    size_t align = bytes >= ((size_t)4 << 20) ? (size_t)2 << 20 : 64;
+    size_t rounded = (bytes + align - 1) & ~(align - 1);
+    void *p = rounded >= bytes ? aligned_alloc(align, rounded) : NULL;
+    if (!p) return WK_CPU_ERROR(WK_ERR_MEMORY, "out of memory allocating %zu bytes of host memory", bytes);
+    if (align > 64) madvise(p, rounded, MADV_HUGEPAGE);
+    *ptr = p;
+    return WK_OK;
+}
+
+static void cpu_host_free(void *ctx, void *ptr)
+{
+    (void)ctx;
+    free(ptr);
+}
+
 /* ---- the vtable ------------------------------------------------------- */
 
 static const wk_backend_iface cpu_iface = {
@@ -172,6 +238,13 @@ static const wk_backend_iface cpu_iface = {
     .index_add = wk_cpu_index_add,
     .rand_uniform = wk_cpu_rand_uniform,
     .rand_normal = wk_cpu_rand_normal,
+    .event_new = cpu_event_new,
+    .event_free = cpu_event_free,
+    .event_record = cpu_event_record,
+    .event_synchronize = cpu_event_synchronize,
+    .event_elapsed_ms = cpu_event_elapsed_ms,
+    .host_alloc = cpu_host_alloc,
+    .host_free = cpu_host_free,
 };
 
 const wk_backend_iface *wk_cpu_backend(const wk_host_api *host)
