@@ -11,7 +11,9 @@
  *     owned by the caller (release it with wk_release), unless a scope is
  *     open (see wk_scope_begin), in which case the scope owns it.
  *   - Ops accept any strided, broadcast or offset view and return a new
- *     contiguous tensor. In-place ops (wk_const_set, wk_scatter_set,
+ *     tensor, row-major contiguous except that elementwise ops on inputs
+ *     that share one dense non-row-major layout (a transposed matrix)
+ *     return that layout (docs/semantics.md). In-place ops (wk_const_set, wk_scatter_set,
  *     wk_scatter_add, wk_index_add, wk_copy_into) write the destination's
  *     storage, so every view of it sees the change.
  *   - Thread safety: see docs/threads.md. In short: every function may be

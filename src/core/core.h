@@ -107,6 +107,11 @@ wk_view wk_view_of(const wk_tensor *t);
 void wk_views_coalesce(int n, wk_view **views);
 /* true when some two distinct indices of the view hit one element */
 bool wk_view_overlaps(int rank, const int64_t *dims, const int64_t *strides);
+/* true when the layout covers exactly numel consecutive elements in an
+ * order other than row-major (a transpose or permute of a contiguous
+ * tensor); out gets strides laying a fresh tensor of these dims out the
+ * same way. False for row-major, empty, overlapping or gapped layouts. */
+bool wk_layout_dense_permuted(int rank, const int64_t *dims, const int64_t *strides, int64_t *out);
 
 /* ---- helpers shared by op files ------------------------------------- */
 

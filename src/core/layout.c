@@ -115,10 +115,26 @@ void wk_views_coalesce(int n, wk_view **views)
     int rank = views[0]->rank;
     for (int d = 0; d < rank; d++)
         if (views[0]->dims[d] == 0) return;      /* empty: leave as is */
+    /* Visit the dims in the order of views[0]'s strides, largest first
+     * (stable): the identity for a row-major destination; for a dense
+     * destination in another order (a transposed output that keeps its
+     * input's layout, a copy into a transposed view) it makes the walk
+     * sequential in the destination, and mergeable. Valid because every
+     * caller is elementwise: all views are indexed by one multi-index. */
+    int order[WK_MAX_RANK];
+    for (int d = 0; d < rank; d++) {
+        int j = d;
+        while (j > 0 && views[0]->strides[order[j - 1]] < views[0]->strides[d]) {
+            order[j] = order[j - 1];
+            j--;
+        }
+        order[j] = d;
+    }
     int64_t dims[WK_MAX_RANK];
     int64_t strides[4][WK_MAX_RANK];
     int r = 0;
-    for (int d = 0; d < rank; d++) {
+    for (int o = 0; o < rank; o++) {
+        const int d = order[o];
         int64_t size = views[0]->dims[d];
         if (size == 1) continue;
         bool merge = r > 0;
@@ -140,6 +156,32 @@ void wk_views_coalesce(int n, wk_view **views)
             views[k]->strides[d] = d < r ? strides[k][d] : 0;
         }
     }
+}
+
+bool wk_layout_dense_permuted(int rank, const int64_t *dims, const int64_t *strides, int64_t *out)
+{
+    int idx[WK_MAX_RANK], m = 0;
+    for (int d = 0; d < rank; d++) {
+        if (dims[d] == 0) return false;
+        if (dims[d] > 1) {
+            int j = m++;
+            while (j > 0 && strides[idx[j - 1]] > strides[d]) {
+                idx[j] = idx[j - 1];
+                j--;
+            }
+            idx[j] = d;
+        }
+    }
+    int64_t expect = 1;
+    bool row_major = true;
+    for (int k = 0; k < m; k++) {
+        if (strides[idx[k]] != expect) return false;
+        expect *= dims[idx[k]];
+        if (k > 0 && idx[k] > idx[k - 1]) row_major = false;   /* a larger stride on a later dim */
+    }
+    if (row_major) return false;
+    for (int d = 0; d < rank; d++) out[d] = dims[d] > 1 ? strides[d] : expect;
+    return true;
 }
 
 bool wk_view_overlaps(int rank, const int64_t *dims, const int64_t *strides)

@@ -45,6 +45,24 @@ void wk_fault_perturb(wk_op op, wk_tensor *out)
 }
 #endif
 
+/* ---- output layout -------------------------------------------------------- */
+
+/* An elementwise result whose inputs are all laid out densely in one
+ * order other than row-major (a transposed or permuted tensor, with no
+ * broadcast) takes that layout too, as in PyTorch: the op then streams
+ * through memory instead of transposing. out is fresh (row-major) with
+ * the inputs' dims; b may be NULL. */
+static void keep_dense_layout(wk_tensor *out, const wk_tensor *a, const wk_tensor *b)
+{
+    int64_t st[WK_MAX_RANK];
+    if (a->rank != out->rank || memcmp(a->dims, out->dims, (size_t)out->rank * sizeof(int64_t)) != 0) return;
+    if (!wk_layout_dense_permuted(a->rank, a->dims, a->strides, st)) return;
+    if (b && (b->rank != a->rank || memcmp(b->dims, a->dims, (size_t)a->rank * sizeof(int64_t)) != 0 ||
+              memcmp(b->strides, a->strides, (size_t)a->rank * sizeof(int64_t)) != 0))
+        return;
+    memcpy(out->strides, st, (size_t)out->rank * sizeof(int64_t));
+}
+
 /* ---- unary -------------------------------------------------------------- */
 
 static wk_tensor *unary_impl(wk_op op, const wk_tensor *t, double p0, double p1)
@@ -54,6 +72,7 @@ static wk_tensor *unary_impl(wk_op op, const wk_tensor *t, double p0, double p1)
     if (!wk_check_supported(dev, op, t->dtype)) return NULL;
     wk_tensor *out = wk_tensor_alloc(dev, t->dtype, t->rank, t->dims);
     if (!out) return NULL;
+    keep_dense_layout(out, t, NULL);
     wk_status st = WK_OK;
     if (wk_numel(t->rank, t->dims) > 0) {
         wk_view d = wk_view_of(out), s = wk_view_of(t);
@@ -127,6 +146,7 @@ static wk_tensor *binary_impl(wk_op op, const wk_tensor *a, const wk_tensor *b)
     bool cmp = op >= WK_OP_EQ && op <= WK_OP_GE;
     wk_tensor *out = wk_tensor_alloc(dev, cmp ? WK_U8 : a->dtype, rank, dims);
     if (!out) return NULL;
+    keep_dense_layout(out, a, b);
     wk_status st = WK_OK;
     if (wk_numel(rank, dims) > 0) {
         wk_view d = wk_view_of(out), va = wk_view_of(a), vb = wk_view_of(b);

@@ -8,9 +8,9 @@
  * How it is made fast:
  *  - same dtype, both contiguous: one device memcpy (copy engine speed);
  *  - casts between contiguous views: a kernel per (dst, src) dtype pair,
- *    each thread converting one 16-byte unit of the wider side per step
- *    (wk_vec), the next unit's load issued before the current one is
- *    converted (wk_gpu_map_prefetch), grid-stride, 64-bit indices;
+ *    each thread converting 16-byte units of the wider side (wk_vec),
+ *    WK_GPU_STREAM_U of them loaded before any is converted
+ *    (wk_gpu_stream), one tile per block, 64-bit indices;
  *  - same dtype, strided: a kernel per element size (a pure move), offsets
  *    by multiply-high division (wk_gpu_offsets) over merged dims;
  *  - casts between strided views: one kernel that switches on both dtypes
@@ -35,17 +35,23 @@ template <typename D, typename S>
 __global__ void cp_cast_contig(const S *__restrict__ src, D *__restrict__ dst, int64_t n, int vec)
 {
     constexpr int V = wk_vec_width<S, D>;
-    const int64_t nv = vec ? n / V : 0;
-    wk_vec<D, V> *vd = (wk_vec<D, V> *)dst;
-    wk_gpu_map_prefetch((const wk_vec<S, V> *)src, nv, [&](int64_t i, const wk_vec<S, V> &x) {
-        wk_vec<D, V> y;
+    if (vec) {
+        const int64_t nv = n / V;
+        const wk_vec<S, V> *vs = (const wk_vec<S, V> *)src;
+        wk_vec<D, V> *vd = (wk_vec<D, V> *)dst;
+        wk_gpu_stream<WK_GPU_STREAM_U>(nv, [&](int64_t i) { return vs[i]; }, [&](int64_t i, const wk_vec<S, V> &x) {
+            wk_vec<D, V> y;
 #pragma unroll
-        for (int k = 0; k < V; k++) y.v[k] = wk_cast<D>(x.v[k]);
-        vd[i] = y;
-    });
-    WK_GPU_FOR(i, n - nv * V) {
-        int64_t j = nv * V + i;
-        dst[j] = wk_cast<D>(src[j]);
+            for (int k = 0; k < V; k++) y.v[k] = wk_cast<D>(x.v[k]);
+            vd[i] = y;
+        });
+        WK_GPU_FOR(i, n - nv * V) {
+            const int64_t j = nv * V + i;
+            dst[j] = wk_cast<D>(src[j]);
+        }
+    } else {
+        wk_gpu_stream<WK_GPU_STREAM_U>(n, [&](int64_t i) { return src[i]; },
+                                       [&](int64_t i, S x) { dst[i] = wk_cast<D>(x); });
     }
 }
 
@@ -55,8 +61,8 @@ static void cp_cast_launch(wk_gpu_ctx *c, void *d, const void *s, int64_t n, int
     if constexpr (!std::is_same<D, S>::value) {     /* same dtype: a memcpy */
         constexpr int V = wk_vec_width<S, D>;
         int vec = wk_gpu_aligned(s, sizeof(S) * V) && wk_gpu_aligned(d, sizeof(D) * V);
-        cp_cast_contig<D, S><<<wk_gpu_grid(c, (n + V - 1) / V, block, 4), block, 0, c->stream>>>((const S *)s,
-                                                                                                 (D *)d, n, vec);
+        const unsigned grid = wk_gpu_stream_grid(vec ? n / V : n, block, WK_GPU_STREAM_U);
+        cp_cast_contig<D, S><<<grid, block, 0, c->stream>>>((const S *)s, (D *)d, n, vec);
     }
 }
 
@@ -77,11 +83,14 @@ __global__ void cp_move_strided(wk_gpu_layout<2> L, const E *src, E *dst)
 /* dst [B, R, C] contiguous = src whose dim 1 (R) has unit stride: the
  * layout of a transposed view made contiguous. Reading along R and
  * writing along C are both coalesced through a CP_TILE x CP_TILE tile in
- * shared memory (padded by one column against bank conflicts). CP_TILE is
- * a tile edge, not a warp width: the block is CP_TILE x CP_ROWS threads
- * whatever the warp size. */
-#define CP_TILE 32
-#define CP_ROWS 8
+ * shared memory (padded by one column against bank conflicts). A block
+ * is CP_TILE x CP_ROWS threads whatever the warp size (CP_TILE is a tile
+ * edge, not a warp width); each thread loads CP_TILE / CP_ROWS elements
+ * before the barrier (16 loads in flight per thread), and a block takes
+ * one tile, found from its index with 32-bit division when the tile
+ * count allows. */
+#define CP_TILE 64
+#define CP_ROWS 4
 
 template <typename E>
 __global__ void __launch_bounds__(CP_TILE * CP_ROWS)
@@ -91,20 +100,43 @@ cp_transpose_tiled(const E *__restrict__ src, E *__restrict__ dst, int64_t B, in
     __shared__ E tile[CP_TILE][CP_TILE + 1];
     const int tx = (int)(threadIdx.x % CP_TILE), ty = (int)(threadIdx.x / CP_TILE);
     const int64_t tr = (R + CP_TILE - 1) / CP_TILE, tc = (C + CP_TILE - 1) / CP_TILE;
-    const int64_t tiles = B * tr * tc;
+    const int64_t per_b = tr * tc, tiles = B * per_b;
     for (int64_t t = blockIdx.x; t < tiles; t += gridDim.x) {
-        const int64_t b = t / (tr * tc), rem = t % (tr * tc);
-        const int64_t r0 = (rem / tc) * CP_TILE, c0 = (rem % tc) * CP_TILE;
+        int64_t b, rem, rt, ct;
+        if (tiles <= (int64_t)UINT32_MAX) {
+            const uint32_t t32 = (uint32_t)t, pb = (uint32_t)per_b, tc32 = (uint32_t)tc;
+            b = t32 / pb;
+            rem = t32 - (uint32_t)b * pb;
+            rt = (uint32_t)rem / tc32;
+            ct = (uint32_t)rem - (uint32_t)rt * tc32;
+        } else {
+            b = t / per_b;
+            rem = t - b * per_b;
+            rt = rem / tc;
+            ct = rem - rt * tc;
+        }
+        const int64_t r0 = rt * CP_TILE, c0 = ct * CP_TILE;
         const E *sb = src + b * s_b;
-        for (int j = ty; j < CP_TILE; j += CP_ROWS) {
-            const int64_t r = r0 + tx, cc = c0 + j;
-            if (r < R && cc < C) tile[j][tx] = sb[r + cc * s_c];
+        const bool full = r0 + CP_TILE <= R && c0 + CP_TILE <= C;
+        if (full) {
+#pragma unroll
+            for (int j = ty; j < CP_TILE; j += CP_ROWS) tile[j][tx] = sb[(r0 + tx) + (c0 + j) * s_c];
+        } else {
+            for (int j = ty; j < CP_TILE; j += CP_ROWS) {
+                const int64_t r = r0 + tx, cc = c0 + j;
+                if (r < R && cc < C) tile[j][tx] = sb[r + cc * s_c];
+            }
         }
         __syncthreads();
         E *db = dst + b * R * C;
-        for (int j = ty; j < CP_TILE; j += CP_ROWS) {
-            const int64_t r = r0 + j, cc = c0 + tx;
-            if (r < R && cc < C) db[r * C + cc] = tile[tx][j];
+        if (full) {
+#pragma unroll
+            for (int j = ty; j < CP_TILE; j += CP_ROWS) db[(r0 + j) * C + c0 + tx] = tile[tx][j];
+        } else {
+            for (int j = ty; j < CP_TILE; j += CP_ROWS) {
+                const int64_t r = r0 + j, cc = c0 + tx;
+                if (r < R && cc < C) db[r * C + cc] = tile[tx][j];
+            }
         }
         __syncthreads();
     }
@@ -123,7 +155,7 @@ static bool cp_is_transpose(const wk_view *dst, const wk_view *src, int64_t *B, 
     *R = dst->dims[k];
     *C = dst->dims[k + 1];
     *s_c = src->strides[k + 1];
-    return *R >= CP_TILE && *C >= CP_TILE;
+    return *R >= 32 && *C >= 32;
 }
 
 /* ---- casts between strided views: dtypes known at run time ---------------------- */
@@ -233,7 +265,7 @@ wk_status wk_gpu_copy(void *ctx, const wk_view *dst, const wk_view *src)
     int64_t tB, tR, tC, tsb, tsc;
     if (dst->dtype == src->dtype && cp_is_transpose(dst, src, &tB, &tR, &tC, &tsb, &tsc)) {
         const int64_t tiles = tB * ((tR + CP_TILE - 1) / CP_TILE) * ((tC + CP_TILE - 1) / CP_TILE);
-        const unsigned tgrid = wk_gpu_grid(c, tiles * CP_TILE * CP_ROWS, CP_TILE * CP_ROWS, 8);
+        const unsigned tgrid = (unsigned)(tiles < ((int64_t)1 << 20) ? tiles : ((int64_t)1 << 20));
         WK_GPU_DISPATCH_SIZE(wk_gpu_dtype_size(dst->dtype), E, {
             cp_transpose_tiled<E><<<tgrid, CP_TILE * CP_ROWS, 0, c->stream>>>(
                 (const E *)wk_gpu_view_ptr(src), (E *)wk_gpu_view_ptr(dst), tB, tR, tC, tsb, tsc);

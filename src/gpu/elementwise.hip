@@ -7,14 +7,21 @@
  * once per thread OUTSIDE the element loop (each case is its own
  * specialised loop), so the count stays near families x dtypes x 2.
  *
- * How it is made fast: the contiguous path moves 16 bytes per thread per
- * step (wk_vec: 4 x f32, 8 x bf16, ...) in a grid-stride loop with 64-bit
- * indices, sized to a few waves of the device; unary kernels load the
- * next unit before computing the current one (wk_gpu_map_prefetch: two
- * loads in flight per thread, as binary ops have by nature); elements past the last
- * whole vector (or all of them, when a pointer is not 16-byte aligned) go
- * through the same loop one by one. The strided path (any strides,
- * stride 0 for broadcast) computes offsets with 32-bit multiply-high
+ * How it is made fast: the contiguous path moves 16-byte units (wk_vec:
+ * 4 x f32, 8 x bf16, ...) through wk_gpu_stream: each thread loads
+ * WK_GPU_STREAM_U units of its block's tile before computing and storing
+ * any (64 bytes per thread in flight), one tile per block, so the grid
+ * covers the tensor in one pass; the heavy math (sin, log, erf, pow, ...)
+ * takes 4 elements and one unit at a time. Elements past the last whole
+ * vector go one by one; a pointer not 16-byte aligned sends the whole op
+ * through the same stream one element at a time. Rank-2 broadcast
+ * arithmetic ([R, C] with a row [C] or a column [R, 1], the bias and
+ * per-row scale of model code) streams dst in 16-byte units too, the
+ * unit's row found by one multiply-high division (ew_bcast_run). A
+ * transposed or permuted input reaches the contiguous path as well: the
+ * core gives the result the input's dense layout and orders the dims by
+ * the destination's strides (src/core/layout.c). The strided path (any
+ * strides, stride 0 for broadcast) computes offsets with 32-bit multiply-high
  * division when the launch is under 2^32 elements (wk_gpu_offsets), after
  * the host merged every dim the operands allow; there the op is switched
  * per element (a uniform branch) so the offset code exists once. Block size is 8 warps
@@ -160,24 +167,36 @@ template <typename T> __host__ __device__ constexpr int ew_unary_width(int op)
                : 4;
 }
 
+/* Units in flight per thread: WK_GPU_STREAM_U for the memory-bound ops
+ * (those taking a whole 16-byte unit), 1 for the heavy math. */
+template <typename T> __host__ __device__ constexpr int ew_unary_unroll(int op)
+{
+    return ew_unary_width<T>(op) == wk_vec_width<T> ? WK_GPU_STREAM_U : 1;
+}
+
 template <int OP, typename T>
 WK_DEV void ew_unary_contig_run(const T *__restrict__ src, T *__restrict__ dst, int64_t n, int vec, ew_params p)
 {
-    constexpr int V = ew_unary_width<T>(OP);
-    const int64_t nv = vec ? n / V : 0;
-    wk_vec<T, V> *d = (wk_vec<T, V> *)dst;
-    wk_gpu_map_prefetch((const wk_vec<T, V> *)src, nv, [&](int64_t i, const wk_vec<T, V> &x) {
-        wk_vec<T, V> y;
+    constexpr int V = ew_unary_width<T>(OP), U = ew_unary_unroll<T>(OP);
+    if (vec) {
+        const int64_t nv = n / V;
+        const wk_vec<T, V> *s = (const wk_vec<T, V> *)src;
+        wk_vec<T, V> *d = (wk_vec<T, V> *)dst;
+        wk_gpu_stream<U>(nv, [&](int64_t i) { return s[i]; }, [&](int64_t i, const wk_vec<T, V> &x) {
+            wk_vec<T, V> y;
 #pragma unroll
-        for (int k = 0; k < V; k++) y.v[k] = ew_unary_elem<OP>(x.v[k], p);
-        d[i] = y;
-    });
-    WK_GPU_FOR(i, n - nv * V) {
-        int64_t j = nv * V + i;
-        dst[j] = ew_unary_elem<OP>(src[j], p);
+            for (int k = 0; k < V; k++) y.v[k] = ew_unary_elem<OP>(x.v[k], p);
+            d[i] = y;
+        });
+        WK_GPU_FOR(i, n - nv * V) {
+            const int64_t j = nv * V + i;
+            dst[j] = ew_unary_elem<OP>(src[j], p);
+        }
+    } else {
+        wk_gpu_stream<U>(n, [&](int64_t i) { return src[i]; },
+                         [&](int64_t i, T x) { dst[i] = ew_unary_elem<OP>(x, p); });
     }
 }
-
 
 /* case list of the unary family; RUN(op) expands to one case */
 #define EW_UNARY_CASES(T, RUN)                                                       \
@@ -218,10 +237,11 @@ __global__ void ew_unary_strided(wk_gpu_layout<2> L, const T *src, T *dst, int o
     }
 }
 
-/* Blocks for a contiguous launch of n elements, V per thread-step. */
-static unsigned ew_grid(const wk_gpu_ctx *c, int64_t n, int v, int block)
+/* Blocks for a contiguous launch of n elements, V per unit, U units per
+ * thread (wk_gpu_stream). */
+static unsigned ew_grid(int64_t n, int v, int block, int u)
 {
-    return wk_gpu_grid(c, (n + v - 1) / v, block, 4);
+    return wk_gpu_stream_grid((n + v - 1) / v, block, u);
 }
 
 static wk_status ew_bad(const char *what, wk_op op, wk_dtype dt)
@@ -246,7 +266,7 @@ wk_status wk_gpu_unary(void *ctx, wk_op op, const wk_view *dst, const wk_view *s
         int vec = wk_gpu_aligned(d, 16) && wk_gpu_aligned(s, 16);
         WK_GPU_DISPATCH_ALL(dst->dtype, T, {
             const int V = ew_unary_width<T>(op);
-            ew_unary_contig<T><<<ew_grid(c, n, vec ? V : 1, block), block, 0, c->stream>>>(
+            ew_unary_contig<T><<<ew_grid(n, vec ? V : 1, block, ew_unary_unroll<T>(op)), block, 0, c->stream>>>(
                 (const T *)s, (T *)d, n, (int)op, vec, p);
         })
     } else {
@@ -311,29 +331,90 @@ template <bool CMP, int OP, typename T, typename D>
 WK_DEV void ew_binary_contig_run(const T *__restrict__ a, const T *__restrict__ b, D *__restrict__ dst, int64_t n,
                                  int vec)
 {
-    constexpr int V = wk_vec_width<T>;
-    const int64_t nv = vec ? n / V : 0;
-    const wk_vec<T, V> *va = (const wk_vec<T, V> *)a, *vb = (const wk_vec<T, V> *)b;
-    wk_vec<D, V> *vd = (wk_vec<D, V> *)dst;
-    WK_GPU_FOR(i, nv) {
-        wk_vec<T, V> x = va[i], y = vb[i];
-        wk_vec<D, V> r;
+    constexpr int V = wk_vec_width<T>, U = WK_GPU_STREAM_U;
+    struct pair { wk_vec<T, V> x, y; };
+    struct pair1 { T x, y; };
+    if (vec) {
+        const int64_t nv = n / V;
+        const wk_vec<T, V> *va = (const wk_vec<T, V> *)a, *vb = (const wk_vec<T, V> *)b;
+        wk_vec<D, V> *vd = (wk_vec<D, V> *)dst;
+        wk_gpu_stream<U>(nv, [&](int64_t i) { return pair{ va[i], vb[i] }; }, [&](int64_t i, const pair &q) {
+            wk_vec<D, V> r;
 #pragma unroll
-        for (int k = 0; k < V; k++) r.v[k] = ew_binary_elem<CMP, OP>(x.v[k], y.v[k]);
-        vd[i] = r;
-    }
-    WK_GPU_FOR(i, n - nv * V) {
-        int64_t j = nv * V + i;
-        dst[j] = ew_binary_elem<CMP, OP>(a[j], b[j]);
+            for (int k = 0; k < V; k++) r.v[k] = ew_binary_elem<CMP, OP>(q.x.v[k], q.y.v[k]);
+            vd[i] = r;
+        });
+        WK_GPU_FOR(i, n - nv * V) {
+            const int64_t j = nv * V + i;
+            dst[j] = ew_binary_elem<CMP, OP>(a[j], b[j]);
+        }
+    } else {
+        wk_gpu_stream<U>(n, [&](int64_t i) { return pair1{ a[i], b[i] }; },
+                         [&](int64_t i, const pair1 &q) { dst[i] = ew_binary_elem<CMP, OP>(q.x, q.y); });
     }
 }
 
+/* Rank-2 broadcast: dst and the full operand f are contiguous [R, C]; the
+ * other operand g is a row (g[c], stride 1, repeated over rows: ROW) or a
+ * column (g[r * g_rs], one value per row: !ROW). Streams over dst in
+ * 16-byte units when C is a multiple of the unit (a unit never straddles
+ * two rows); the unit's row comes from one multiply-high division. g is
+ * small and stays in the caches. SWAP: g is the left operand. */
+template <bool CMP, bool ROW, bool SWAP, int OP, typename T, typename D>
+WK_DEV void ew_bcast_run(const T *__restrict__ f, const T *__restrict__ g, D *__restrict__ dst, int64_t n, int64_t C,
+                         int64_t g_rs, wk_divmod32 units_per_row, int vec)
+{
+    constexpr int V = wk_vec_width<T>, U = WK_GPU_STREAM_U;
+    auto op = [](T x, T y) { return SWAP ? ew_binary_elem<CMP, OP>(y, x) : ew_binary_elem<CMP, OP>(x, y); };
+    if (vec) {
+        struct unit { wk_vec<T, V> x, y; };
+        const int64_t nv = n / V;
+        const wk_vec<T, V> *vf = (const wk_vec<T, V> *)f;
+        wk_vec<D, V> *vd = (wk_vec<D, V> *)dst;
+        wk_gpu_stream<U>(nv, [&](int64_t i) {
+            unit u;
+            u.x = vf[i];
+            const uint32_t r = wk_divmod32_div(units_per_row, (uint32_t)i);
+            if constexpr (ROW) {
+                u.y = ((const wk_vec<T, V> *)g)[i - (int64_t)r * units_per_row.d];
+            } else {
+                const T gv = g[(int64_t)r * g_rs];
+#pragma unroll
+                for (int k = 0; k < V; k++) u.y.v[k] = gv;
+            }
+            return u;
+        }, [&](int64_t i, const unit &u) {
+            wk_vec<D, V> o;
+#pragma unroll
+            for (int k = 0; k < V; k++) o.v[k] = op(u.x.v[k], u.y.v[k]);
+            vd[i] = o;
+        });
+    } else {
+        WK_GPU_FOR(i, n) {
+            const int64_t r = i / C, cc = i - r * C;
+            dst[i] = op(f[i], ROW ? g[cc] : g[r * g_rs]);
+        }
+    }
+}
 
 template <typename T>
 __global__ void ew_arith_contig(const T *a, const T *b, T *dst, int64_t n, int op, int vec)
 {
     switch (op) {
 #define EW_C_(OP) case OP: ew_binary_contig_run<false, OP, T, T>(a, b, dst, n, vec); break;
+    EW_C_(WK_OP_ADD) EW_C_(WK_OP_SUB) EW_C_(WK_OP_MUL) EW_C_(WK_OP_DIV) EW_C_(WK_OP_MINIMUM) EW_C_(WK_OP_MAXIMUM)
+#undef EW_C_
+    default: break;
+    }
+}
+
+/* rank-2 broadcast arithmetic (ew_bcast_run); ROW and SWAP as above */
+template <typename T, bool ROW, bool SWAP>
+__global__ void ew_arith_bcast(const T *f, const T *g, T *dst, int64_t n, int64_t C, int64_t g_rs,
+                               wk_divmod32 units_per_row, int op, int vec)
+{
+    switch (op) {
+#define EW_C_(OP) case OP: ew_bcast_run<false, ROW, SWAP, OP, T, T>(f, g, dst, n, C, g_rs, units_per_row, vec); break;
     EW_C_(WK_OP_ADD) EW_C_(WK_OP_SUB) EW_C_(WK_OP_MUL) EW_C_(WK_OP_DIV) EW_C_(WK_OP_MINIMUM) EW_C_(WK_OP_MAXIMUM)
 #undef EW_C_
     default: break;
@@ -387,6 +468,50 @@ __global__ void ew_cmp_strided(wk_gpu_layout<3> L, const T *a, const T *b, uint8
 }
 static_assert(WK_OP_MAXIMUM - WK_OP_ADD == 5 && WK_OP_GE - WK_OP_EQ == 5, "binary and cmp cases list every op");
 
+/* The rank-2 broadcast fast path: true when it launched. dst contiguous
+ * [R, C] (C > 1, under 2^32 elements); one operand the same, the other a
+ * row ([R, C] strides {0, 1}) or a column (strides {g_rs, 0}). Anything
+ * else goes to the strided kernel. */
+static bool ew_bcast_launch(wk_gpu_ctx *c, wk_op op, const wk_view *dst, const wk_view *a, const wk_view *b,
+                            int64_t n, int block)
+{
+    if (n > (int64_t)UINT32_MAX || !wk_gpu_is_contiguous(dst)) return false;
+    if (dst->rank != 2 && dst->rank != 1) return false;
+    const int64_t C = dst->dims[dst->rank - 1];
+    /* strides of a rank-1 view as [1, C]: a column of one row */
+    auto st = [&](const wk_view *v, int d) { return dst->rank == 2 ? v->strides[d] : (d == 0 ? 0 : v->strides[0]); };
+    const bool a_full = wk_gpu_is_contiguous(a), b_full = wk_gpu_is_contiguous(b);
+    if (a_full == b_full) return false;
+    const wk_view *f = a_full ? a : b, *g = a_full ? b : a;
+    bool row;
+    if (st(g, 0) == 0 && st(g, 1) == 1 && dst->rank == 2) row = true;
+    else if (st(g, 1) == 0) row = false;
+    else return false;
+    const bool swap = !a_full;
+    const void *pf = wk_gpu_view_ptr(f), *pg = wk_gpu_view_ptr(g);
+    void *d = wk_gpu_view_ptr(dst);
+    const int64_t g_rs = st(g, 0);
+    bool launched = false;
+    WK_GPU_DISPATCH_ALL(dst->dtype, T, {
+        constexpr int V = wk_vec_width<T>;
+        const int vec = C % V == 0 && wk_gpu_aligned(pf, 16) && wk_gpu_aligned(d, 16) &&
+                        (!row || wk_gpu_aligned(pg, 16));
+        const wk_divmod32 upr = wk_divmod32_make((uint32_t)(vec ? C / V : C));
+        const unsigned grid = vec ? ew_grid(n, V, block, WK_GPU_STREAM_U) : wk_gpu_grid(c, n, block, 4);
+        const T *F = (const T *)pf, *G = (const T *)pg;
+        if (row && !swap)
+            ew_arith_bcast<T, true, false><<<grid, block, 0, c->stream>>>(F, G, (T *)d, n, C, g_rs, upr, (int)op, vec);
+        else if (row)
+            ew_arith_bcast<T, true, true><<<grid, block, 0, c->stream>>>(F, G, (T *)d, n, C, g_rs, upr, (int)op, vec);
+        else if (!swap)
+            ew_arith_bcast<T, false, false><<<grid, block, 0, c->stream>>>(F, G, (T *)d, n, C, g_rs, upr, (int)op, vec);
+        else
+            ew_arith_bcast<T, false, true><<<grid, block, 0, c->stream>>>(F, G, (T *)d, n, C, g_rs, upr, (int)op, vec);
+        launched = true;
+    })
+    return launched;
+}
+
 wk_status wk_gpu_binary(void *ctx, wk_op op, const wk_view *dst, const wk_view *a, const wk_view *b)
 {
     wk_gpu_ctx *c = (wk_gpu_ctx *)ctx;
@@ -406,7 +531,7 @@ wk_status wk_gpu_binary(void *ctx, wk_op op, const wk_view *dst, const wk_view *
             constexpr int V = wk_vec_width<T>;
             int vec = wk_gpu_aligned(pa, 16) && wk_gpu_aligned(pb, 16) &&
                       wk_gpu_aligned(d, (cmp ? 1 : sizeof(T)) * V);
-            unsigned grid = ew_grid(c, n, vec ? V : 1, block);
+            unsigned grid = ew_grid(n, vec ? V : 1, block, WK_GPU_STREAM_U);
             if (cmp)
                 ew_cmp_contig<T><<<grid, block, 0, c->stream>>>((const T *)pa, (const T *)pb, (uint8_t *)d, n,
                                                                 (int)op, vec);
@@ -414,6 +539,8 @@ wk_status wk_gpu_binary(void *ctx, wk_op op, const wk_view *dst, const wk_view *
                 ew_arith_contig<T><<<grid, block, 0, c->stream>>>((const T *)pa, (const T *)pb, (T *)d, n, (int)op,
                                                                   vec);
         })
+    } else if (!cmp && ew_bcast_launch(c, op, dst, a, b, n, block)) {
+        /* launched */
     } else {
         wk_gpu_layout<3> L;
         const wk_view *v[3] = { dst, a, b };
@@ -482,7 +609,7 @@ static wk_status ew_where_k(wk_gpu_ctx *c, const wk_view *dst, const wk_view *co
             constexpr int V = wk_vec_width<K, E>;
             int vec = wk_gpu_aligned(pc, sizeof(K) * V) && wk_gpu_aligned(pa, sizeof(E) * V) &&
                       wk_gpu_aligned(pb, sizeof(E) * V) && wk_gpu_aligned(d, sizeof(E) * V);
-            ew_where_contig<K, E><<<ew_grid(c, n, vec ? V : 1, block), block, 0, c->stream>>>(
+            ew_where_contig<K, E><<<ew_grid(n, vec ? V : 1, block, WK_GPU_STREAM_U), block, 0, c->stream>>>(
                 (const K *)pc, (const E *)pa, (const E *)pb, (E *)d, n, vec);
         })
     } else {

@@ -557,26 +557,55 @@ static inline unsigned wk_gpu_grid(const wk_gpu_ctx *c, int64_t items, int block
     for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < (n); \
          i += (int64_t)gridDim.x * blockDim.x)
 
-/* Grid-stride over units 0..nv-1 of src, calling f(i, src[i]), with the
- * thread's next unit loaded before f runs on the current one: two loads
- * in flight per thread, one copy of f's body (for streaming kernels with
- * one input). */
-template <typename In, typename F> WK_DEV void wk_gpu_map_prefetch(const In *__restrict__ src, int64_t nv, F f)
+/* Streaming kernels (elementwise, casts, fills): each block owns tiles
+ * of WK_GPU_STREAM_U x blockDim consecutive units (16-byte vectors on the
+ * fast paths); a thread issues all U loads of its tile (units blockDim
+ * apart, so every load instruction of a warp is coalesced) before it
+ * computes and stores any, which keeps U x 16 bytes per thread in flight.
+ * The grid covers the whole range in one pass when it can
+ * (wk_gpu_stream_grid) and strides over tiles beyond that.
+ *   load(i)      -> the unit's input (any copyable type)
+ *   store(i, x)  computes and writes unit i
+ * The body of store is unrolled U times: keep U small for heavy math. */
+#define WK_GPU_STREAM_U 4
+
+template <int U, typename Load, typename Store>
+WK_DEV void wk_gpu_stream(int64_t nv, Load load, Store store)
 {
-    int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    const int64_t step = (int64_t)gridDim.x * blockDim.x;
-    if (i >= nv) return;
-    In cur = src[i];
+    typedef decltype(load((int64_t)0)) In;
+    const int64_t tile = (int64_t)U * blockDim.x;
     _Pragma("unroll 1")
-    for (;;) {
-        const int64_t nx = i + step;
-        In nxt = cur;
-        if (nx < nv) nxt = src[nx];
-        f(i, cur);
-        if (nx >= nv) break;
-        cur = nxt;
-        i = nx;
+    for (int64_t t0 = (int64_t)blockIdx.x * tile; t0 < nv; t0 += (int64_t)gridDim.x * tile) {
+        In x[U];
+        if (t0 + tile <= nv) {                       /* a whole tile: no guards */
+#pragma unroll
+            for (int k = 0; k < U; k++) x[k] = load(t0 + k * (int64_t)blockDim.x + threadIdx.x);
+#pragma unroll
+            for (int k = 0; k < U; k++) store(t0 + k * (int64_t)blockDim.x + threadIdx.x, x[k]);
+        } else {
+#pragma unroll
+            for (int k = 0; k < U; k++) {
+                const int64_t i = t0 + k * (int64_t)blockDim.x + threadIdx.x;
+                if (i < nv) x[k] = load(i);
+            }
+#pragma unroll
+            for (int k = 0; k < U; k++) {
+                const int64_t i = t0 + k * (int64_t)blockDim.x + threadIdx.x;
+                if (i < nv) store(i, x[k]);
+            }
+        }
     }
 }
 
 #endif /* WICK_GPU_INTERNAL_H */
+/* Blocks for wk_gpu_stream over nv units: one tile per block, at most
+ * 2^20 blocks (within every runtime's grid limits; beyond that the
+ * blocks stride over the tiles). */
+static inline unsigned wk_gpu_stream_grid(int64_t nv, int block, int u)
+{
+    int64_t b = (nv + (int64_t)block * u - 1) / ((int64_t)block * u);
+    if (b > ((int64_t)1 << 20)) b = (int64_t)1 << 20;
+    if (b < 1) b = 1;
+    return (unsigned)b;
+}
+

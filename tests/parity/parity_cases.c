@@ -109,7 +109,7 @@ static void elementwise(void)
             wk_dtype dt = all_dts[d];
             bool cmp = o >= WK_BINARY_COUNT;
             const char *op = cmp ? wk_cmp_name((wk_cmp_op)(o - WK_BINARY_COUNT)) : wk_binary_name((wk_binary_op)o);
-            for (int l = 0; l <= N_(lays); l++) {
+            for (int l = 0; l <= N_(lays) + 4; l++) {
                 p_case c = start(op, dt, cmp ? PF_CMP : PF_BINARY);
                 c.sub = cmp ? o - WK_BINARY_COUNT : o;
                 c.exact = !t_is_float(dt) || cmp || o == WK_MINIMUM || o == WK_MAXIMUM;
@@ -120,6 +120,17 @@ static void elementwise(void)
                     snprintf(c.name, sizeof c.name, "%s/%s/bcast_row", op, wk_dtype_name(dt));
                     c.in[0] = IN(dt, WK_SHAPE(33, 31), PK_TRANSPOSED, g, -10, 10);
                     c.in[1] = IN(dt, WK_SHAPE(31), PK_CONTIG, gb, 0.5, 4);
+                } else if (l > N_(lays)) {
+                    /* contiguous [37, 64] with a row [64] or a column [37, 1],
+                     * on either side: rows a multiple of every 16-byte unit
+                     * (the GPU's vectorised broadcast path) */
+                    static const char *const bn[4] = { "bcast_row64", "bcast_col64", "bcast_row64_left",
+                                                       "bcast_col64_left" };
+                    const int k = l - N_(lays) - 1;
+                    const wk_shape full = WK_SHAPE(37, 64), part = k % 2 ? WK_SHAPE(37, 1) : WK_SHAPE(64);
+                    snprintf(c.name, sizeof c.name, "%s/%s/%s", op, wk_dtype_name(dt), bn[k]);
+                    c.in[0] = IN(dt, k < 2 ? full : part, PK_CONTIG, g, -10, 10);
+                    c.in[1] = IN(dt, k < 2 ? part : full, PK_CONTIG, gb, 0.5, 4);
                 } else {
                     snprintf(c.name, sizeof c.name, "%s/%s/%s", op, wk_dtype_name(dt), lays[l].name);
                     c.in[0] = IN(dt, lays[l].shape, lays[l].kind, g, -10, 10);
