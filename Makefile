@@ -68,6 +68,11 @@ $(BUILD)/wick-gpu-bench: bench/gpu_bench.c tools/timing.h $(BUILD)/libwick.a
 	@$(if $(V),,echo "  LD $@")
 	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $(filter-out %.h,$^) $(LDLIBS)
 
+# Host cost of one small op: the launch chain on any device (bench/README.md).
+$(BUILD)/wick-launch-overhead: bench/launch_overhead.c tools/timing.h $(BUILD)/libwick.a
+	@$(if $(V),,echo "  LD $@")
+	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $(filter-out %.h,$^) $(LDLIBS)
+
 # The README's test command.
 test: all
 	$(BUILD)/wick-tests
