@@ -8,8 +8,8 @@
  *   device.c         device registry, GPU plugin loading, seeds
  *   tensor.c         storage and tensors: refcounts, scopes, accessors,
  *                    host transfers
- *   layout.c         shape/stride arithmetic: broadcasting, coalescing,
- *                    views of tensors as wk_view
+ *   layout.c         shape/stride arithmetic: broadcasting, coalescing
+ *                    (wk_view_of, a tensor as a wk_view, is inline here)
  *   views.c          view ops (reshape, narrow, transpose, ...), contiguous,
  *                    to_dtype, cat, stack, chunk
  *   ops_elementwise.c unary, binary, cmp, where, creation fills, copies
@@ -38,7 +38,9 @@ void wk_op_leave(const char *prev);
 extern const wk_host_api wk_host;
 
 /* Enter a public op: sets the name used in error messages. Use with
- * WK_LEAVE on every return path, or the WK_OP_BEGIN/END pair. */
+ * WK_LEAVE on every return path. The name must be a string constant:
+ * GPU backends keep the pointer to name the op of their last launch in
+ * errors that surface later. */
 #define WK_ENTER(name) const char *wk_prev_op_ = wk_op_enter(name)
 #define WK_LEAVE() wk_op_leave(wk_prev_op_)
 
@@ -63,6 +65,8 @@ uint64_t wk_device_rng_take(wk_device *dev, uint64_t blocks, uint64_t *seed);
 
 /* ---- storage and tensors (tensor.c) -------------------------------- */
 
+/* A storage lives in one allocation with the tensor that wk_tensor_alloc
+ * made for it and is freed, with that block, at its last release. */
 typedef struct wk_storage {
     atomic_int refs;
     wk_device *dev;
@@ -77,7 +81,7 @@ struct wk_tensor {
     wk_dtype dtype;
     int rank;
     int64_t offset;
-    int64_t dims[WK_MAX_RANK];
+    int64_t dims[WK_MAX_RANK];     /* past rank: 0 (tensor.c keeps it so) */
     int64_t strides[WK_MAX_RANK];
 };
 
@@ -100,8 +104,21 @@ int wk_norm_dim(int dim, int rank);
 bool wk_broadcast_shapes(int ra, const int64_t *da, int rb, const int64_t *db, int *rout, int64_t *dout);
 /* t's layout expanded to (rank, dims) with stride 0 on broadcast dims. */
 bool wk_broadcast_strides(const wk_tensor *t, int rank, const int64_t *dims, int64_t *strides);
-/* t as a wk_view (layout unchanged). */
-wk_view wk_view_of(const wk_tensor *t);
+/* t as a wk_view (layout unchanged). Inline: built in the caller's
+ * variable, not copied out of a call (every op makes two to four). */
+static inline wk_view wk_view_of(const wk_tensor *t)
+{
+    wk_view v;
+    v.base = t->st->ptr;
+    v.dtype = t->dtype;
+    v.rank = t->rank;
+    v.offset = t->offset;
+    for (int d = 0; d < WK_MAX_RANK; d++) {      /* 0 past rank in both */
+        v.dims[d] = t->dims[d];
+        v.strides[d] = t->strides[d];
+    }
+    return v;
+}
 /* Merge dims that are contiguous in every view, drop size-1 dims; the n
  * views must share dims. Keeps element order. */
 void wk_views_coalesce(int n, wk_view **views);

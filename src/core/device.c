@@ -189,6 +189,12 @@ wk_device *wk_device_retain(wk_device *dev)
 void wk_device_release(wk_device *dev)
 {
     if (!dev) return;
+    /* Not the last reference (every tensor holds one): drop it without the
+     * lock. Only a holder of the last one takes the lock and may free the
+     * device; wk_device_open adds references under the lock. */
+    int refs = atomic_load_explicit(&dev->refs, memory_order_relaxed);
+    while (refs > 1)
+        if (atomic_compare_exchange_weak(&dev->refs, &refs, refs - 1)) return;
     pthread_mutex_lock(&registry_lock);
     if (atomic_fetch_sub(&dev->refs, 1) == 1) {
         for (int k = 0; k < KIND_COUNT; k++)

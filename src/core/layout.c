@@ -96,20 +96,6 @@ bool wk_broadcast_strides(const wk_tensor *t, int rank, const int64_t *dims, int
     return true;
 }
 
-wk_view wk_view_of(const wk_tensor *t)
-{
-    wk_view v;
-    v.base = t->st->ptr;
-    v.dtype = t->dtype;
-    v.rank = t->rank;
-    v.offset = t->offset;
-    for (int d = 0; d < WK_MAX_RANK; d++) {
-        v.dims[d] = d < t->rank ? t->dims[d] : 0;
-        v.strides[d] = d < t->rank ? t->strides[d] : 0;
-    }
-    return v;
-}
-
 void wk_views_coalesce(int n, wk_view **views)
 {
     int rank = views[0]->rank;

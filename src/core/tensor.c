@@ -9,29 +9,28 @@
 
 /* ---- storage ---------------------------------------------------------- */
 
-static wk_storage *storage_new(wk_device *dev, size_t bytes)
+/* A tensor made by wk_tensor_alloc and its storage are one allocation (one
+ * malloc per op, not two). Views made later point at that storage; the
+ * block is freed when the storage's last reference goes, so a released
+ * tensor's header may outlive it until then (it is dead, never read). */
+typedef struct tensor_block {
+    struct wk_tensor t;
+    wk_storage st;
+} tensor_block;
+
+/* true when t is the tensor whose block holds its storage */
+static inline bool owns_block(const wk_tensor *t)
 {
-    wk_storage *st = calloc(1, sizeof *st);
-    if (!st) {
-        wk_error(WK_ERR_MEMORY, "out of memory");
-        return NULL;
-    }
-    if (dev->be->alloc(dev->ctx, bytes, &st->ptr) != WK_OK) {
-        free(st);
-        return NULL;
-    }
-    atomic_init(&st->refs, 1);
-    st->dev = wk_device_retain(dev);
-    st->bytes = bytes;
-    return st;
+    return (const char *)t->st - offsetof(tensor_block, st) == (const char *)t;
 }
 
 static void storage_release(wk_storage *st)
 {
-    if (st && atomic_fetch_sub(&st->refs, 1) == 1) {
+    /* refs == 1 seen by the one holder: nobody else can take a reference */
+    if (atomic_load_explicit(&st->refs, memory_order_acquire) == 1 || atomic_fetch_sub(&st->refs, 1) == 1) {
         st->dev->be->free(st->dev->ctx, st->ptr);
         wk_device_release(st->dev);
-        free(st);
+        free((char *)st - offsetof(tensor_block, st));
     }
 }
 
@@ -131,10 +130,15 @@ wk_tensor *wk_retain(wk_tensor *t)
 void wk_release(wk_tensor *t)
 {
     if (!t) return;
-    if (atomic_fetch_sub(&t->refs, 1) == 1) {
+    /* refs == 1 seen by the one holder: nobody else can take a reference */
+    if (atomic_load_explicit(&t->refs, memory_order_acquire) == 1 || atomic_fetch_sub(&t->refs, 1) == 1) {
         if (t->scoped) scopes_forget(t);
-        storage_release(t->st);
-        free(t);
+        if (owns_block(t)) {
+            storage_release(t->st);       /* frees t with the storage */
+        } else {
+            storage_release(t->st);
+            free(t);
+        }
     }
 }
 
@@ -184,21 +188,36 @@ wk_tensor *wk_tensor_alloc(wk_device *dev, wk_dtype dt, int rank, const int64_t 
     }
     size_t bytes;
     if (!dims_bytes(dt, rank, dims, &bytes)) return NULL;
-    wk_tensor *t = calloc(1, sizeof *t);
-    if (!t) {
+    tensor_block *b = malloc(sizeof *b);
+    if (!b) {
         wk_error(WK_ERR_MEMORY, "out of memory");
         return NULL;
     }
-    t->st = storage_new(dev, bytes);
-    if (!t->st) {
-        free(t);
+    wk_storage *st = &b->st;
+    if (dev->be->alloc(dev->ctx, bytes, &st->ptr) != WK_OK) {
+        free(b);
         return NULL;
     }
+    atomic_init(&st->refs, 1);
+    st->dev = wk_device_retain(dev);
+    st->bytes = bytes;
+    wk_tensor *t = &b->t;
     atomic_init(&t->refs, 1);
+    t->scoped = 0;
+    t->st = st;
     t->dtype = dt;
     t->rank = rank;
-    for (int d = 0; d < rank; d++) t->dims[d] = dims[d];
-    wk_contiguous_strides(rank, dims, t->strides);
+    t->offset = 0;
+    int64_t s = 1;
+    for (int d = WK_MAX_RANK - 1; d >= 0; d--) {
+        if (d < rank) {
+            t->dims[d] = dims[d];
+            t->strides[d] = s;
+            s *= dims[d] ? dims[d] : 1;
+        } else {
+            t->dims[d] = t->strides[d] = 0;
+        }
+    }
     return wk_track(t);
 }
 
