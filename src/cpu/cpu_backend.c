@@ -108,6 +108,16 @@ static wk_status cpu_alloc(void *ctx, size_t bytes, void **ptr)
     (void)ctx;
     *ptr = NULL;
     if (bytes == 0) return WK_OK;
+    /* Small buffers: plain malloc (16-byte aligned, enough for any dtype;
+     * no kernel needs more). aligned_alloc of small blocks costs several
+     * times a malloc and fragments the heap, and one-element ops are all
+     * allocation. */
+    if (bytes < 1024) {
+        void *p = malloc(bytes);
+        if (!p) return WK_CPU_ERROR(WK_ERR_MEMORY, "out of memory allocating %zu bytes", bytes);
+        *ptr = p;
+        return WK_OK;
+    }
     /* 64-byte alignment for SIMD. Large buffers are aligned to 2 MiB and
      * asked to use transparent huge pages: a fresh output otherwise takes a
      * page fault every 4 KiB, which costs more than the op that fills it. */
