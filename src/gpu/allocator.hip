@@ -1,5 +1,6 @@
 /* allocator.hip — device memory for the GPU backend: a caching,
- * stream-ordered allocator, and pinned staging buffers for host transfers.
+ * stream-ordered allocator; host transfers through pinned staging
+ * buffers, or straight from and to pinned host memory (wk_host_alloc).
  *
  * Allocator: cudaMalloc/hipMalloc are slow and synchronize; model code
  * allocates and frees thousands of temporaries. Freed blocks go to a cache
@@ -18,6 +19,16 @@
  * the previous one transfers. read queues chunk i+1 before copying chunk i
  * out. Without pinned memory, transfers fall back to plain synchronous
  * copies.
+ *
+ * Pinned host memory (wk_host_alloc): blocks from hipHostMalloc, portable
+ * (pinned for every device of this plugin), listed by address range in
+ * one list shared by every context. write and read look the host range
+ * up there (a binary search under a mutex: cheap next to any copy, and
+ * exact, unlike asking the runtime about one pointer, which cannot tell
+ * whether the whole range is pinned and whose answer differs between
+ * HIP versions). A range inside one block is copied straight, with one
+ * async copy on the stream and a wait for it: write must not return
+ * before the caller may reuse the block, read before the data is there.
  */
 #include "gpu_internal.h"
 #include <pthread.h>
@@ -289,6 +300,99 @@ uint64_t wk_gpu_mem_cached(wk_gpu_ctx *c)
     return n;
 }
 
+/* ---- pinned host memory -------------------------------------------------------- */
+
+typedef struct al_pinned {
+    uintptr_t lo, hi;         /* [lo, hi): one block                  */
+} al_pinned;
+
+static pthread_mutex_t al_pinned_lock = PTHREAD_MUTEX_INITIALIZER;
+static al_pinned *al_pinned_v;           /* sorted by lo, disjoint     */
+static size_t al_pinned_n, al_pinned_cap;
+
+/* Index of the first block with lo > p (under the lock). */
+static size_t al_pinned_upper(uintptr_t p)
+{
+    size_t a = 0, b = al_pinned_n;
+    while (a < b) {
+        size_t m = a + (b - a) / 2;
+        if (al_pinned_v[m].lo <= p) a = m + 1;
+        else b = m;
+    }
+    return a;
+}
+
+/* true when [p, p + bytes) lies inside one block of wk_gpu_host_alloc */
+static bool al_is_pinned(const void *p, size_t bytes)
+{
+    uintptr_t lo = (uintptr_t)p, hi = lo + bytes;
+    if (hi < lo) return false;
+    pthread_mutex_lock(&al_pinned_lock);
+    size_t i = al_pinned_upper(lo);
+    bool in = i > 0 && hi <= al_pinned_v[i - 1].hi;
+    pthread_mutex_unlock(&al_pinned_lock);
+    return in;
+}
+
+wk_status wk_gpu_host_alloc(void *ctx, size_t bytes, void **ptr)
+{
+    wk_gpu_ctx *c = (wk_gpu_ctx *)ctx;
+    *ptr = NULL;
+    WK_GPU_ENTER(c);
+    void *p = NULL;
+    hipError_t e = hipHostMalloc(&p, bytes, hipHostMallocPortable);
+    if (e != hipSuccess || !p) {
+        (void)hipGetLastError();
+        if (e == hipErrorOutOfMemory || e == hipSuccess)
+            return wk_gpu_host->set_error(WK_ERR_MEMORY, "cannot pin %zu bytes of host memory for %s:%d", bytes,
+                                          WK_GPU_PLATFORM, c->device);
+        return wk_gpu_fail(c, e, "hipHostMalloc(&p, bytes, hipHostMallocPortable)", __FILE__, __LINE__);
+    }
+    pthread_mutex_lock(&al_pinned_lock);
+    if (al_pinned_n == al_pinned_cap) {
+        size_t cap = al_pinned_cap ? 2 * al_pinned_cap : 16;
+        al_pinned *v = (al_pinned *)realloc(al_pinned_v, cap * sizeof *v);
+        if (v) al_pinned_v = v, al_pinned_cap = cap;
+    }
+    bool ok = al_pinned_n < al_pinned_cap;
+    if (ok) {
+        size_t i = al_pinned_upper((uintptr_t)p);
+        memmove(al_pinned_v + i + 1, al_pinned_v + i, (al_pinned_n - i) * sizeof *al_pinned_v);
+        al_pinned_v[i].lo = (uintptr_t)p;
+        al_pinned_v[i].hi = (uintptr_t)p + bytes;
+        al_pinned_n++;
+    }
+    pthread_mutex_unlock(&al_pinned_lock);
+    if (!ok) {
+        (void)hipHostFree(p);
+        (void)hipGetLastError();
+        return wk_gpu_host->set_error(WK_ERR_MEMORY, "out of host memory");
+    }
+    *ptr = p;
+    return WK_OK;
+}
+
+void wk_gpu_host_free(void *ctx, void *ptr)
+{
+    wk_gpu_ctx *c = (wk_gpu_ctx *)ctx;
+    if (!ptr) return;
+    pthread_mutex_lock(&al_pinned_lock);
+    size_t i = al_pinned_upper((uintptr_t)ptr);
+    bool found = i > 0 && al_pinned_v[i - 1].lo == (uintptr_t)ptr;
+    if (found) {
+        memmove(al_pinned_v + i - 1, al_pinned_v + i, (al_pinned_n - i) * sizeof *al_pinned_v);
+        al_pinned_n--;
+    }
+    pthread_mutex_unlock(&al_pinned_lock);
+    if (!found) {
+        wk_gpu_host->set_error(WK_ERR_ARGUMENT, "%p is not pinned memory of the %s plugin", ptr, WK_GPU_PLATFORM);
+        return;
+    }
+    hipError_t e = hipSetDevice(c->device);
+    if (e == hipSuccess) e = hipHostFree(ptr);
+    if (e != hipSuccess) wk_gpu_fail(c, e, "hipHostFree(ptr)", __FILE__, __LINE__);
+}
+
 /* ---- host transfers ---------------------------------------------------------- */
 
 /* Pinned chunks on first use; false when pinned memory is unavailable. */
@@ -355,6 +459,11 @@ wk_status wk_gpu_write(void *ctx, void *dst, const void *host, size_t bytes)
     wk_gpu_ctx *c = (wk_gpu_ctx *)ctx;
     if (bytes == 0) return WK_OK;
     WK_GPU_ENTER(c);
+    if (al_is_pinned(host, bytes)) {         /* one DMA from the caller's block */
+        WK_GPU_CHECK_C(c, hipMemcpyAsync(dst, host, bytes, hipMemcpyHostToDevice, c->stream));
+        WK_GPU_CHECK_C(c, hipStreamSynchronize(c->stream));   /* the block is the caller's again */
+        return WK_OK;
+    }
     pthread_mutex_lock(&c->staging->lock);
     wk_status st = al_write_locked(c, c->staging, (char *)dst, (const char *)host, bytes);
     pthread_mutex_unlock(&c->staging->lock);
@@ -394,6 +503,11 @@ wk_status wk_gpu_read(void *ctx, void *host, const void *src, size_t bytes)
     wk_gpu_ctx *c = (wk_gpu_ctx *)ctx;
     if (bytes == 0) return WK_OK;
     WK_GPU_ENTER(c);
+    if (al_is_pinned(host, bytes)) {         /* one DMA into the caller's block */
+        WK_GPU_CHECK_C(c, hipMemcpyAsync(host, src, bytes, hipMemcpyDeviceToHost, c->stream));
+        WK_GPU_CHECK_C(c, hipStreamSynchronize(c->stream));
+        return WK_OK;
+    }
     pthread_mutex_lock(&c->staging->lock);
     wk_status st = al_read_locked(c, c->staging, (char *)host, (const char *)src, bytes);
     pthread_mutex_unlock(&c->staging->lock);

@@ -105,6 +105,7 @@ typedef cudaDeviceProp hipDeviceProp_t;
 #define hipFree                          cudaFree
 #define hipHostMalloc(p, n, f)           cudaHostAlloc((p), (n), (f))
 #define hipHostMallocDefault             cudaHostAllocDefault
+#define hipHostMallocPortable            cudaHostAllocPortable
 #define hipHostFree                      cudaFreeHost
 #define hipMemGetInfo                    cudaMemGetInfo
 #define hipMemcpyHostToDevice            cudaMemcpyHostToDevice

@@ -28,9 +28,17 @@ wk_status wk_gpu_const_set(void *ctx, const wk_view *dst, const void *value);
 /* random.hip */
 wk_status wk_gpu_rand_uniform(void *ctx, const wk_view *dst, uint64_t seed, uint64_t offset, double lo, double hi);
 wk_status wk_gpu_rand_normal(void *ctx, const wk_view *dst, uint64_t seed, uint64_t offset, double mean, double std);
-/* allocator.hip: host transfers */
+/* allocator.hip: host transfers, pinned host memory */
 wk_status wk_gpu_write(void *ctx, void *dst, const void *host, size_t bytes);
 wk_status wk_gpu_read(void *ctx, void *host, const void *src, size_t bytes);
+wk_status wk_gpu_host_alloc(void *ctx, size_t bytes, void **ptr);
+void wk_gpu_host_free(void *ctx, void *ptr);
+/* event.hip */
+wk_status wk_gpu_event_new(void *ctx, void **ev);
+void wk_gpu_event_free(void *ctx, void *ev);
+wk_status wk_gpu_event_record(void *ctx, void *ev);
+wk_status wk_gpu_event_synchronize(void *ctx, void *ev);
+wk_status wk_gpu_event_elapsed_ms(void *ctx, void *start, void *end, double *ms);
 
 /* reduce.hip, matmul.hip, index.hip (stubs.c has weak stand-ins that
  * answer WK_ERR_UNSUPPORTED / false until those files define them) */

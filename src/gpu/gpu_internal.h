@@ -10,7 +10,9 @@
  *   stubs.c           weak stand-ins for entry points not yet written
  *   runtime.hip       devices, contexts, vtable + entry point, alloc/free,
  *                     read/write/copy_peer, synchronize, supports()
- *   allocator.hip     caching stream-ordered allocator, pinned staging
+ *   allocator.hip     caching stream-ordered allocator, host transfers
+ *                     (pinned staging), pinned host memory
+ *   event.hip         events (wk_event_*) on the context's stream
  *   elementwise.hip   unary (incl. affine/powf/elu), binary, cmp, where
  *   copy.hip          strided copy with dtype conversion, copy2d, const_set
  *   random.hip        rand_uniform / rand_normal (src/core/philox.h)
@@ -150,7 +152,8 @@ static inline wk_status wk_gpu_scratch_alloc(wk_gpu_ctx *c, size_t bytes, void *
 static inline void wk_gpu_scratch_free(wk_gpu_ctx *c, void *ptr) { wk_gpu_mem_free(c, ptr); }
 
 /* Host transfers through pinned staging buffers: write returns once the
- * host data is copied out; read waits for the data (allocator.hip). */
+ * host data is copied out; read waits for the data (allocator.hip). A
+ * host range inside a block of wk_gpu_host_alloc is copied directly. */
 wk_status wk_gpu_write(void *ctx, void *dst, const void *host, size_t bytes);
 wk_status wk_gpu_read(void *ctx, void *host, const void *src, size_t bytes);
 void wk_gpu_staging_destroy(wk_gpu_ctx *c);

@@ -311,6 +311,13 @@ static void rt_fill_iface(wk_backend_iface *f)
     f->index_add = wk_gpu_index_add;
     f->rand_uniform = wk_gpu_rand_uniform;
     f->rand_normal = wk_gpu_rand_normal;
+    f->event_new = wk_gpu_event_new;
+    f->event_free = wk_gpu_event_free;
+    f->event_record = wk_gpu_event_record;
+    f->event_synchronize = wk_gpu_event_synchronize;
+    f->event_elapsed_ms = wk_gpu_event_elapsed_ms;
+    f->host_alloc = wk_gpu_host_alloc;
+    f->host_free = wk_gpu_host_free;
 }
 
 extern "C" __attribute__((visibility("default"))) const wk_backend_iface *WK_BACKEND_ENTRY(const wk_host_api *host)

@@ -4,6 +4,14 @@
  *    WK_ERR_MEMORY and the allocator stays usable; an op mixing two devices
  *    fails naming both; an out-of-range id in index_select, gather or
  *    scatter_add is reported and leaves the destination unchanged;
+ *  - events: elapsed time >= 0 and ordered, within the host clock's
+ *    time for the same work, errors for events of two devices and events
+ *    never recorded;
+ *  - pinned host memory: round trips of a few MiB (more than one staging
+ *    chunk, odd offsets and lengths) bit for bit, mixed with pageable
+ *    transfers; a write from a pinned block returns only when the block
+ *    may be reused (overwritten at once, behind queued work); a read into
+ *    one waits for the work that makes the data;
  *  - tensors of more than 2^31 elements (64-bit indexing in every kernel
  *    family): contiguous and strided elementwise ops, a transposed copy,
  *    reductions over either dim, argmax over everything, const_set through
@@ -14,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include "wick.h"
 
 static int passed, failed;
@@ -32,6 +41,140 @@ static void expect_item(const char *what, const wk_tensor *t, const int64_t *idx
     double v = -1;
     wk_status st = t ? wk_item(t, idx, &v) : WK_ERR_ARGUMENT;
     check(what, st == WK_OK && v == want, v, want);
+}
+
+/* bytes of a xorshift stream (never all zeros) */
+static void fill_bytes(unsigned char *p, size_t n, uint64_t seed)
+{
+    uint64_t s = seed | 1;
+    for (size_t i = 0; i < n; i++) {
+        s ^= s << 13, s ^= s >> 7, s ^= s << 17;
+        p[i] = (unsigned char)(s >> 24);
+    }
+}
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
+}
+
+static void check_events(wk_device *dev, const char *name)
+{
+    wk_scope_begin();
+    wk_event *a = wk_event_new(dev), *b = wk_event_new(dev), *c = wk_event_new(dev), *u = wk_event_new(dev);
+    check("event_new", a && b && c && u, 0, 0);
+    if (a && b && c && u) {
+        /* 2^26 f32 (256 MiB) through exp, then twice more: b - a, c - a */
+        wk_tensor *x = wk_rand_uniform(dev, WK_F32, WK_SHAPE((int64_t)1 << 26), -1, 1);
+        wk_device_synchronize(dev);
+        double h0 = now_ms();
+        wk_event_record(a);
+        wk_tensor *y = wk_exp(x);
+        wk_event_record(b);
+        wk_tensor *z = wk_exp(y);
+        z = wk_exp(z);
+        wk_status st = wk_event_record(c);
+        st = st == WK_OK ? wk_event_synchronize(c) : st;
+        double host_ms = now_ms() - h0;
+        double ab = -1, ac = -1, ba = 1, aa = 1;
+        if (st == WK_OK) st = wk_event_elapsed_ms(a, b, &ab);
+        if (st == WK_OK) st = wk_event_elapsed_ms(a, c, &ac);
+        if (st == WK_OK) st = wk_event_elapsed_ms(b, a, &ba);
+        if (st == WK_OK) st = wk_event_elapsed_ms(a, a, &aa);
+        check("event_record_elapsed", st == WK_OK && x && y && z, st, WK_OK);
+        check("event_elapsed_positive", ab > 0, ab, 0);
+        check("event_elapsed_ordered", ac > ab, ac, ab);
+        check("event_elapsed_reverse_negative", ba < 0 && ba + ab < 1e-3 && ba + ab > -1e-3, ba, -ab);
+        check("event_elapsed_self_zero", aa == 0, aa, 0);
+        check("event_within_host_clock", ac <= host_ms + 0.05, ac, host_ms);
+        printf("events on %s: exp of 2^26 f32 %.4f ms by events, three exps %.4f ms by events, %.4f ms by the host clock\n",
+               name, ab, ac, host_ms);
+        double ms = 0;
+        wk_status nr = wk_event_elapsed_ms(a, u, &ms);
+        check("event_never_recorded", nr == WK_ERR_ARGUMENT && strstr(wk_last_error(), "never recorded"), nr,
+              WK_ERR_ARGUMENT);
+        wk_device *cpu = wk_device_open("cpu");
+        wk_event *e_cpu = cpu ? wk_event_new(cpu) : NULL;
+        if (e_cpu && strcmp(name, "cpu") != 0) {
+            wk_event_record(e_cpu);
+            wk_status two = wk_event_elapsed_ms(a, e_cpu, &ms);
+            const char *msg = wk_last_error();
+            check("event_two_devices", two == WK_ERR_DEVICE && strstr(msg, name) && strstr(msg, "cpu"), two,
+                  WK_ERR_DEVICE);
+        }
+        wk_event_free(e_cpu);
+        wk_device_close(cpu);
+    }
+    wk_event_free(a);
+    wk_event_free(b);
+    wk_event_free(c);
+    wk_event_free(u);
+    wk_scope_end();
+    wk_clear_error();
+}
+
+static void check_pinned(wk_device *dev)
+{
+    const size_t n = ((size_t)48 << 20) + 3;      /* several staging chunks, an odd length */
+    unsigned char *p = wk_host_alloc(dev, n), *q = wk_host_alloc(dev, n);
+    unsigned char *ref = malloc(n), *pg = malloc(n);
+    check("host_alloc", p && q && ref && pg, 0, 0);
+    if (p && q && ref && pg) {
+        wk_scope_begin();
+        fill_bytes(ref, n, 42);
+        /* pinned -> device -> pinned */
+        memcpy(p, ref, n);
+        memset(q, 0, n);
+        wk_tensor *t = wk_from_host(dev, WK_U8, WK_SHAPE((int64_t)n), p);
+        check("pinned_round_trip", t && wk_to_host(t, q, n) == WK_OK && memcmp(q, ref, n) == 0, 0, 0);
+        /* pinned -> device -> pageable, and pageable -> device -> pinned */
+        memset(pg, 0, n);
+        check("pinned_to_pageable", t && wk_to_host(t, pg, n) == WK_OK && memcmp(pg, ref, n) == 0, 0, 0);
+        memset(q, 0, n);
+        wk_tensor *t2 = wk_from_host(dev, WK_U8, WK_SHAPE((int64_t)n), pg);
+        check("pageable_to_pinned", t2 && wk_to_host(t2, q, n) == WK_OK && memcmp(q, ref, n) == 0, 0, 0);
+        /* odd offsets inside the blocks, f32 of an odd count */
+        size_t m = ((size_t)5 << 20) + 7;         /* floats */
+        memset(q, 0x5A, n);
+        wk_tensor *t3 = wk_from_host(dev, WK_F32, WK_SHAPE((int64_t)m), p + 4100);
+        bool ok = t3 && wk_to_host(t3, q + 12, m * 4) == WK_OK && memcmp(q + 12, ref + 4100, m * 4) == 0;
+        for (size_t i = 0; i < 12 && ok; i++) ok = q[i] == 0x5A;
+        for (size_t i = 12 + m * 4; i < n && ok; i++) ok = q[i] == 0x5A;
+        check("pinned_inner_ranges", ok, 0, 0);
+        /* write behind queued work, then overwrite the block at once: the
+         * device must hold what the block held when from_host returned */
+        wk_tensor *big = wk_rand_uniform(dev, WK_F32, WK_SHAPE((int64_t)1 << 26), -1, 1);
+        wk_tensor *busy = big ? wk_exp(wk_exp(big)) : NULL;
+        memcpy(p, ref, n);
+        wk_tensor *t4 = wk_from_host(dev, WK_U8, WK_SHAPE((int64_t)n), p);
+        memset(p, 0, n);
+        memset(q, 0, n);
+        check("pinned_write_returns_when_reusable",
+              busy && t4 && wk_to_host(t4, q, n) == WK_OK && memcmp(q, ref, n) == 0, 0, 0);
+        /* a read into a block waits for the op that makes the data */
+        wk_tensor *sum = t4 ? wk_add(t4, t4) : NULL;    /* u8 wraps: 2x mod 256 */
+        memset(q, 0, n);
+        ok = sum && wk_to_host(sum, q, n) == WK_OK;
+        for (size_t i = 0; i < n && ok; i++) ok = q[i] == (unsigned char)(2 * ref[i]);
+        check("pinned_read_waits", ok, 0, 0);
+        /* a bf16 tensor made on the device, read into a block and into
+         * pageable memory: the same bytes */
+        wk_tensor *r = wk_rand_uniform(dev, WK_BF16, WK_SHAPE(3000, 1001), -3, 3);
+        size_t rb = 3000 * 1001 * 2;
+        ok = r && wk_to_host(r, q, rb) == WK_OK && wk_to_host(r, pg, rb) == WK_OK && memcmp(q, pg, rb) == 0;
+        check("pinned_read_matches_pageable", ok, 0, 0);
+        wk_scope_end();
+    }
+    wk_host_free(p);
+    wk_host_free(q);
+    check("host_free", wk_last_status() == WK_OK, wk_last_status(), WK_OK);
+    wk_host_free(p);
+    check("host_free_twice_fails", wk_last_status() == WK_ERR_ARGUMENT, wk_last_status(), WK_ERR_ARGUMENT);
+    wk_clear_error();
+    free(ref);
+    free(pg);
 }
 
 int main(int argc, char **argv)
@@ -132,6 +275,10 @@ int main(int argc, char **argv)
         }
         wk_device_close(cpu0);
     }
+
+    /* ---- events and pinned host memory ---- */
+    check_events(dev, name);
+    check_pinned(dev);
 
     /* ---- more than 2^31 elements ---- */
     const int64_t R = 65537, C = 32769;           /* R*C = 2147581953 > 2^31 */
