@@ -5,18 +5,23 @@
  * from wk_rand_uniform on the device (seeded; never zeros) and are made
  * once per run, shared by the cases that name the same input key.
  *
- * Timing. The C API has no device events, so wick is timed with the host's
- * monotonic clock and wk_device_synchronize:
- *   - per rep (the headline figure): synchronize; t0; out = op(...);
- *     synchronize; t1; the median of `reps` such reps after `warmup`
- *     untimed calls. This includes one launch and one synchronization
- *     latency per rep (a few microseconds).
+ * Timing, after `warmup` untimed calls:
+ *   - events (the headline figure, as PyTorch is timed with CUDA events):
+ *     `reps` reps back to back, each bracketed by two wick events
+ *     (wk_event_record; out = op(...); wk_event_record), then one wait;
+ *     the median of wk_event_elapsed_ms over the reps. On a GPU that is
+ *     device time from the first event to the second: the op's kernels,
+ *     plus any time the device waited for the host to launch them.
+ *   - host clock per rep (host_*_ms): synchronize; t0; out = op(...);
+ *     synchronize; t1; the median of `reps` such reps. This includes one
+ *     launch and one synchronization latency per rep (a few microseconds).
  *   - batch: synchronize; t0; `reps` calls back to back (each output
  *     released as soon as the call returns); synchronize; t1; divided by
  *     reps. Launch and synchronization latency are then hidden behind the
- *     device work, as they are for a stream timed with device events.
+ *     device work.
  * Each op allocates its output (wick ops return new tensors); that is part
- * of what is timed, as it is in PyTorch.
+ * of what is timed, as it is in PyTorch. Each output is released outside
+ * the timing (after the clock or before the next start event).
  *
  * Checking. With --dump DIR the driver writes, outside the timing, every
  * input it made (DIR/KEY.bin) and the output of the last timed rep
@@ -28,8 +33,12 @@
  * launches of a 1-element kernel through the CUDA driver API (opened with
  * dlopen; the kernel is a few lines of PTX), both in this process, the
  * two chains taking turns; each figure is the median of 9 chains.
- * `h2d_d2h` copies 1 GiB of pageable host memory to the device
- * (wk_from_host) and back (wk_to_host).
+ * `h2d_d2h` copies 1 GiB from pinned host memory (wk_host_alloc) to the
+ * device (wk_from_host) and back into pinned memory (wk_to_host), timed on
+ * the host clock around each copy (both return synchronized), with device
+ * events around them as well (event_*_ms); then the same from and to
+ * pageable (malloc) memory (pageable_*_ms). Both round trips are checked
+ * byte for byte.
  *
  * Output: one JSON object per line per case on stdout (the fields are
  * printed by run_op_case, run_chain and run_xfer);
@@ -290,6 +299,13 @@ static double tensor_bytes(const wk_tensor *t)
 
 static int n_failed;   /* cases that printed an error */
 
+/* frees the first n events of ev (NULL entries are fine) and ev itself */
+static void free_events(wk_event **ev, int n)
+{
+    for (int i = 0; ev && i < n; i++) wk_event_free(ev[i]);
+    free(ev);
+}
+
 static void print_error(const gcase *c, const char *msg)
 {
     n_failed++;
@@ -305,7 +321,8 @@ static void run_op_case(run_ctx *r, const gcase *c)
 {
     char err[1024] = "";
     case_args x = { NULL, NULL, NULL };
-    double *times = NULL;
+    double *times = NULL, *ev_times = NULL;
+    wk_event **ev = NULL;
     wk_tensor *last = NULL;
     x.a = get_input(r, c->in0);
     if (x.a && c->in1) x.b = get_input(r, c->in1);
@@ -323,16 +340,21 @@ static void run_op_case(run_ctx *r, const gcase *c)
     }
     if (c->tiled) setenv("WICK_GEMM", "tiled", 1);
     times = malloc((size_t)r->reps * sizeof *times);
-    if (!times) {
+    ev_times = malloc((size_t)r->reps * sizeof *ev_times);
+    ev = calloc((size_t)r->reps * 2, sizeof *ev);
+    if (!times || !ev_times || !ev) {
         snprintf(err, sizeof err, "out of host memory");
         goto fail;
     }
+    for (int i = 0; i < 2 * r->reps; i++)
+        if (!(ev[i] = wk_event_new(r->dev))) goto fail_wk;
     if (wk_device_synchronize(r->dev) != WK_OK) goto fail_wk;
     for (int i = 0; i < r->warmup; i++) {
         wk_tensor *out = case_call(c, &x);
         if (!out) goto fail_wk;
         wk_release(out);
     }
+    /* host clock, one synchronized rep at a time */
     for (int i = 0; i < r->reps; i++) {
         if (wk_device_synchronize(r->dev) != WK_OK) goto fail_wk;
         double t0 = wk_now_ms();
@@ -342,9 +364,9 @@ static void run_op_case(run_ctx *r, const gcase *c)
             goto fail_wk;
         }
         times[i] = wk_now_ms() - t0;
-        wk_release(last);
-        last = out;
+        wk_release(out);
     }
+    /* back to back */
     if (wk_device_synchronize(r->dev) != WK_OK) goto fail_wk;
     double b0 = wk_now_ms();
     for (int i = 0; i < r->reps; i++) {
@@ -354,6 +376,18 @@ static void run_op_case(run_ctx *r, const gcase *c)
     }
     if (wk_device_synchronize(r->dev) != WK_OK) goto fail_wk;
     double batch_ms = (wk_now_ms() - b0) / r->reps;
+    /* events around each rep, back to back, one wait at the end (the
+     * headline; last keeps the output of the last rep for the check) */
+    for (int i = 0; i < r->reps; i++) {
+        wk_release(last);                /* outside the events, as in the loops above */
+        last = NULL;
+        if (wk_event_record(ev[2 * i]) != WK_OK) goto fail_wk;
+        last = case_call(c, &x);
+        if (!last || wk_event_record(ev[2 * i + 1]) != WK_OK) goto fail_wk;
+    }
+    if (wk_event_synchronize(ev[2 * r->reps - 1]) != WK_OK) goto fail_wk;
+    for (int i = 0; i < r->reps; i++)
+        if (wk_event_elapsed_ms(ev[2 * i], ev[2 * i + 1], &ev_times[i]) != WK_OK) goto fail_wk;
     if (c->tiled) unsetenv("WICK_GEMM");
 
     /* compulsory traffic: each input read once, the output written once;
@@ -384,14 +418,16 @@ static void run_op_case(run_ctx *r, const gcase *c)
             dumped = write_tensor(path, last, err, sizeof err);
         }
     }
-    double med = wk_median(times, r->reps);
+    double med = wk_median(ev_times, r->reps), host_med = wk_median(times, r->reps);
     printf("{\"case\":");
     json_string(c->name);
     printf(",\"call\":");
     json_string(c->call);
-    printf(",\"reps\":%d,\"warmup\":%d,\"median_ms\":%.6f,\"min_ms\":%.6f,\"max_ms\":%.6f,\"batch_ms\":%.6f,"
+    printf(",\"reps\":%d,\"warmup\":%d,\"timing\":\"events\",\"median_ms\":%.6f,\"min_ms\":%.6f,\"max_ms\":%.6f,"
+           "\"host_median_ms\":%.6f,\"host_min_ms\":%.6f,\"host_max_ms\":%.6f,\"batch_ms\":%.6f,"
            "\"bytes\":%.0f,\"flops\":%.0f,\"inputs\":[",
-           r->reps, r->warmup, med, times[0], times[r->reps - 1], batch_ms, bytes, flops);
+           r->reps, r->warmup, med, ev_times[0], ev_times[r->reps - 1], host_med, times[0], times[r->reps - 1],
+           batch_ms, bytes, flops);
     const char *keys[2] = { c->in0, c->in1 };
     for (int k = 0; k < 2; k++) {
         if (!keys[k]) continue;
@@ -417,7 +453,9 @@ static void run_op_case(run_ctx *r, const gcase *c)
     fflush(stdout);
     wk_release(last);
     wk_release(x.view);
+    free_events(ev, 2 * r->reps);
     free(times);
+    free(ev_times);
     return;
 fail_wk:
     snprintf(err, sizeof err, "%s", wk_last_error());
@@ -425,7 +463,9 @@ fail:
     if (c->tiled) unsetenv("WICK_GEMM");
     wk_release(last);
     wk_release(x.view);
+    free_events(ev, 2 * r->reps);
     free(times);
+    free(ev_times);
     (void)wk_device_synchronize(r->dev);
     print_error(c, err[0] ? err : "failed");
     wk_clear_error();
@@ -666,51 +706,99 @@ static void run_chain(run_ctx *r, const gcase *c, const char *dev_name)
 
 /* ---- host <-> device -------------------------------------------------------- */
 
+/* The medians of `reps` round trips (after one to warm up) of src to the
+ * device and back into dst: host clock around each synchronized copy, and
+ * device events around each (out[0..4]: round trip, h2d, d2h by the host
+ * clock; h2d, d2h by events). *same: the data came back unchanged. False
+ * with wk_last_error on failure. */
+static bool xfer_reps(run_ctx *r, const void *src, void *dst, size_t bytes, double *t, double out[5], bool *same)
+{
+    int reps = r->reps;
+    double *rt = t, *h2d = t + reps, *d2h = t + 2 * reps, *eh = t + 3 * reps, *ed = t + 4 * reps;
+    wk_event *e[3] = { wk_event_new(r->dev), wk_event_new(r->dev), wk_event_new(r->dev) };
+    bool ok = e[0] && e[1] && e[2];
+    memset(dst, 0, bytes);
+    for (int i = -1; i < reps && ok; i++) {   /* rep -1 warms up */
+        ok = wk_device_synchronize(r->dev) == WK_OK && wk_event_record(e[0]) == WK_OK;
+        double t0 = wk_now_ms();
+        wk_tensor *d = ok ? wk_from_host(r->dev, WK_U8, WK_SHAPE((int64_t)bytes), src) : NULL;
+        ok = d && wk_device_synchronize(r->dev) == WK_OK;
+        double t1 = wk_now_ms();
+        ok = ok && wk_event_record(e[1]) == WK_OK && wk_to_host(d, dst, bytes) == WK_OK;
+        double t2 = wk_now_ms();
+        ok = ok && wk_event_record(e[2]) == WK_OK;
+        wk_release(d);
+        if (ok && i >= 0) {
+            rt[i] = t2 - t0, h2d[i] = t1 - t0, d2h[i] = t2 - t1;
+            ok = wk_event_elapsed_ms(e[0], e[1], &eh[i]) == WK_OK && wk_event_elapsed_ms(e[1], e[2], &ed[i]) == WK_OK;
+        }
+    }
+    for (int k = 0; k < 3; k++) wk_event_free(e[k]);
+    if (!ok) return false;
+    *same = memcmp(src, dst, bytes) == 0;
+    out[0] = wk_median(rt, reps), out[1] = wk_median(h2d, reps), out[2] = wk_median(d2h, reps);
+    out[3] = wk_median(eh, reps), out[4] = wk_median(ed, reps);
+    return true;
+}
+
 static void run_xfer(run_ctx *r, const gcase *c)
 {
     size_t bytes = (size_t)r->sz->xfer;
-    uint64_t *src = malloc(bytes), *dst = malloc(bytes);
-    int reps = r->reps;
-    double *t = malloc((size_t)reps * 3 * sizeof *t);
-    if (!src || !dst || !t) {
-        free(src), free(dst), free(t);
-        print_error(c, "out of host memory");
-        return;
+    uint64_t *src = wk_host_alloc(r->dev, bytes), *dst = wk_host_alloc(r->dev, bytes);
+    uint64_t *psrc = NULL, *pdst = NULL;
+    double *t = malloc((size_t)r->reps * 5 * sizeof *t);
+    char err[1024] = "";
+    double pin[5], pg[5];
+    bool same = false, pg_same = false, pg_ok = false;
+    if (!src || !dst) {
+        snprintf(err, sizeof err, "wk_host_alloc: %s", wk_last_error());
+        goto done;
+    }
+    if (!t) {
+        snprintf(err, sizeof err, "out of host memory");
+        goto done;
     }
     uint64_t s = 0x9E3779B97F4A7C15ull;
     for (size_t i = 0; i < bytes / 8; i++) {   /* xorshift64: random bytes */
         s ^= s << 13, s ^= s >> 7, s ^= s << 17;
         src[i] = s;
     }
-    memset(dst, 0, bytes);
-    double *rt = t, *h2d = t + reps, *d2h = t + 2 * reps;
-    bool ok = true;
-    for (int i = -1; i < reps && ok; i++) {   /* rep -1 warms up */
-        double t0 = wk_now_ms();
-        wk_tensor *d = wk_from_host(r->dev, WK_U8, WK_SHAPE((int64_t)bytes), src);
-        ok = d && wk_device_synchronize(r->dev) == WK_OK;
-        double t1 = wk_now_ms();
-        ok = ok && wk_to_host(d, dst, bytes) == WK_OK;
-        double t2 = wk_now_ms();
-        wk_release(d);
-        if (i >= 0) rt[i] = t2 - t0, h2d[i] = t1 - t0, d2h[i] = t2 - t1;
+    if (!xfer_reps(r, src, dst, bytes, t, pin, &same)) {
+        snprintf(err, sizeof err, "%s", wk_last_error());
+        goto done;
     }
-    if (!ok) {
-        free(src), free(dst), free(t);
-        print_error(c, wk_last_error());
-        return;
+    /* the same from and to pageable memory, for reference */
+    psrc = malloc(bytes), pdst = malloc(bytes);
+    if (psrc && pdst) {
+        memcpy(psrc, src, bytes);
+        pg_ok = xfer_reps(r, psrc, pdst, bytes, t, pg, &pg_same);
     }
-    bool same = memcmp(src, dst, bytes) == 0;
-    double med = wk_median(rt, reps), mh = wk_median(h2d, reps), md = wk_median(d2h, reps);
     printf("{\"case\":");
     json_string(c->name);
     printf(",\"call\":");
     json_string(c->call);
-    printf(",\"reps\":%d,\"bytes\":%.0f,\"median_ms\":%.6f,\"h2d_ms\":%.6f,\"d2h_ms\":%.6f,\"check\":%s,"
-           "\"host_memory\":\"pageable (malloc)\"}\n",
-           reps, (double)bytes, med, mh, md, same ? "true" : "false");
+    printf(",\"reps\":%d,\"bytes\":%.0f,\"timing\":\"host clock around synchronized copies\","
+           "\"median_ms\":%.6f,\"h2d_ms\":%.6f,\"d2h_ms\":%.6f,\"event_h2d_ms\":%.6f,\"event_d2h_ms\":%.6f,"
+           "\"check\":%s,\"host_memory\":\"pinned (wk_host_alloc)\"",
+           r->reps, (double)bytes, pin[0], pin[1], pin[2], pin[3], pin[4], same ? "true" : "false");
+    if (pg_ok)
+        printf(",\"pageable_median_ms\":%.6f,\"pageable_h2d_ms\":%.6f,\"pageable_d2h_ms\":%.6f,"
+               "\"pageable_event_h2d_ms\":%.6f,\"pageable_event_d2h_ms\":%.6f,\"pageable_check\":%s",
+               pg[0], pg[1], pg[2], pg[3], pg[4], pg_same ? "true" : "false");
+    else {
+        printf(",\"pageable_error\":");
+        json_string(psrc && pdst ? wk_last_error() : "out of host memory");
+    }
+    printf("}\n");
     fflush(stdout);
-    free(src), free(dst), free(t);
+done:
+    if (err[0]) print_error(c, err);
+    wk_host_free(src);
+    wk_host_free(dst);
+    free(psrc);
+    free(pdst);
+    free(t);
+    wk_clear_error();
 }
 
 /* ---- main --------------------------------------------------------------------- */
@@ -720,8 +808,9 @@ static void usage(void)
     printf("usage: wick-gpu-bench [--device NAME] [--case LIST] [--reps N] [--warmup N]\n"
            "                      [--dump DIR] [--seed N] [--small] [--list]\n"
            "\n"
-           "Times wick ops through the public C API for bench/gpu_vs_torch.py: per rep\n"
-           "(synchronize, clock, op, synchronize, clock; the median) and per batch of\n"
+           "Times wick ops through the public C API for bench/gpu_vs_torch.py: the median\n"
+           "of reps each bracketed by two wick events (the headline), the median of reps\n"
+           "bracketed by synchronizations on the host clock, and the mean of a batch of\n"
            "back-to-back reps. One JSON object per line per case on stdout.\n"
            "\n"
            "  --device NAME  cuda:N (default cuda:0), rocm:N or cpu\n"

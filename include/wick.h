@@ -186,11 +186,11 @@ wk_tensor *wk_rand_normal(wk_device *dev, wk_dtype dt, wk_shape shape, double me
 /* pinned host memory                                                  */
 
 /* Page-locked ("pinned") host memory for fast transfers. wk_from_host
- * from, and wk_to_host / wk_item into, any range that lies inside one
- * such block move in one direct DMA copy at the bus rate; ordinary
- * (pageable) memory is copied through the device's staging buffers. The
- * block is fast with every device of dev's kind ("cuda", "rocm"); on the
- * cpu device it is ordinary 64-byte-aligned memory. Use it as malloc'd
+ * from, and wk_to_host into, any range that lies inside one such block
+ * move in one direct DMA copy at the bus rate; ordinary (pageable) memory
+ * is copied through the device's staging buffers. The block is fast with
+ * every device of dev's kind ("cuda", "rocm"); on the cpu device it is
+ * ordinary 64-byte-aligned memory. Use it as malloc'd
  * memory; free it with wk_host_free. Pinning is slow and the memory is
  * taken from the OS's pageable pool: allocate large buffers once and
  * reuse them. bytes == 0 gives a minimal block. NULL + error on failure.

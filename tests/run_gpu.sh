@@ -2,7 +2,8 @@
 # run_gpu.sh — the GPU verification run, one command on a machine with an
 # NVIDIA GPU: builds the CUDA plugin and its virtual-wave64 twin, then runs
 # the parity runner on cuda:0 in both, with wick's own tiled GEMM, the
-# >2^31-element tests, and compute-sanitizer memcheck over the quick
+# device checks (errors, events, pinned memory, >2^31 elements), the
+# event and pinned-memory tests, and compute-sanitizer memcheck over the quick
 # parity cases. Writes logs and summary.md to $OUT (default build/gpu-run).
 # Usage: tests/run_gpu.sh [--skip-sanitizer]
 # (COMMIT=<hash> names the commit where the tree travels without .git)
@@ -40,7 +41,8 @@ run "\`wick-parity --device cuda:0\`" parity_cuda.log build/wick-parity --device
 run "\`wick-parity --device cuda:0\`, virtual wave64 plugin" parity_w64.log env WICK_CUDA_PLUGIN=build/libwick_cuda_w64.so build/wick-parity --device cuda:0
 run "\`WICK_GEMM=tiled wick-parity --op matmul\`" parity_tiled.log env WICK_GEMM=tiled build/wick-parity --device cuda:0 --op matmul
 run "\`WICK_GEMM=tiled wick-parity --op matmul\`, virtual wave64" parity_tiled_w64.log env WICK_GEMM=tiled WICK_CUDA_PLUGIN=build/libwick_cuda_w64.so build/wick-parity --device cuda:0 --op matmul
-run "\`wick-device-checks --device cuda:0\` (errors, 2^31+ elements)" device_checks.log build/wick-device-checks --device cuda:0
+run "\`wick-device-checks --device cuda:0\` (errors, events, pinned memory, 2^31+ elements)" device_checks.log build/wick-device-checks --device cuda:0
+run "\`wick-tests --filter events/\` and \`--filter host_memory/\` (cpu and every cuda device)" events_pinned.log sh -c 'build/wick-tests --filter events/ && build/wick-tests --filter host_memory/'
 if [ "${1:-}" != "--skip-sanitizer" ]; then
   run "\`compute-sanitizer --tool memcheck wick-parity --quick\`" memcheck.log compute-sanitizer --tool memcheck --error-exitcode 3 build/wick-parity --device cuda:0 --quick
   grep -E 'ERROR SUMMARY' "$OUT/memcheck.log" | tail -1 | sed 's/^/memcheck: /' | tee -a "$OUT/memcheck_summary.txt"

@@ -1,10 +1,10 @@
 /* test_host_memory.c — pinned host memory (wk_host_alloc / wk_host_free):
  * round trips through wk_from_host and wk_to_host from and into whole
  * blocks and ranges inside them (odd offsets and lengths, several
- * dtypes), wk_item into a block, zero-byte blocks, alignment; errors for
- * a NULL device and for pointers wk_host_alloc did not return (a malloc'd
- * block, an inner pointer, a block freed already), after which the
- * library keeps working. Runs on the cpu and on every GPU device present
+ * dtypes), a transposed view read into a block, zero-byte blocks,
+ * alignment; errors for a NULL device and for pointers wk_host_alloc did
+ * not return (a malloc'd block, an inner pointer, a block freed already),
+ * after which the library keeps working. Runs on the cpu and on every GPU device present
  * (tests/device/device_checks.c does a larger round trip on the GPU).
  *
  * Case names: host_memory/<device>/<what>, host_memory/errors/<what>.

@@ -227,7 +227,16 @@ wk_status wk_gpu_mem_alloc(wk_gpu_ctx *c, size_t bytes, void **ptr)
         }
         b->size = r;
         b->cls = cls;
-        hipError_t e = hipMalloc(&b->ptr, r);
+        /* only a miss calls the runtime, so only a miss makes the device
+         * current (rt_alloc does not enter); hipSetDevice, which also
+         * makes its primary context current, where the memory must be */
+        hipError_t e = hipSetDevice(c->device);
+        if (e != hipSuccess) {
+            free(b);
+            pthread_mutex_unlock(&pl->lock);
+            return wk_gpu_fail(c, e, "hipSetDevice(c->device)", __FILE__, __LINE__);
+        }
+        e = hipMalloc(&b->ptr, r);
         if (e == hipErrorOutOfMemory && pl->cached) {
             /* empty the cache once the stream has drained, then retry */
             (void)hipGetLastError();

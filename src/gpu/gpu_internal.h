@@ -68,7 +68,12 @@ typedef struct wk_gpu_ctx {
     char arch[64];               /* "sm_90", "gfx90a", ...                */
     char model[128];
     int sync_launches;           /* WICK_GPU_SYNC=1: sync after launches  */
-    char last_op[64];            /* op of the last launch (late errors)   */
+    int multi_device;            /* the process sees more than one device */
+    const char *last_op;         /* op of the last launch, for errors that
+                                    surface later: a string constant (the
+                                    core's op name, else the kernel's);
+                                    NULL before the first. Any thread may
+                                    launch: read and written atomically  */
     struct wk_gpu_pool *pool;
     struct wk_gpu_staging *staging;
     void *ext[WK_GPU_EXT_SLOTS];
@@ -118,12 +123,22 @@ wk_status wk_gpu_launched(wk_gpu_ctx *c, const char *what, const char *file, int
         if (wk_s_ != WK_OK) return wk_s_;                                    \
     } while (0)
 
-/* Make c's device current on this thread (every entry point first). */
+/* Make c's device current on this thread: every entry point that calls
+ * the runtime, first. The current device belongs to the thread, and the
+ * caller or another library may change it between wick's calls, so it is
+ * checked at every entry, never remembered: in a process that sees one
+ * device no other can be current (no call at all); with several,
+ * hipGetDevice, and hipSetDevice only when another device is current.
+ * wick works in each device's primary context (the runtime's): a thread
+ * that made another context current through the driver API gets launch
+ * errors until it makes the primary one current again. */
 wk_status wk_gpu_enter(wk_gpu_ctx *c);
 #define WK_GPU_ENTER(c)                                                      \
     do {                                                                     \
-        wk_status wk_s_ = wk_gpu_enter(c);                                   \
-        if (wk_s_ != WK_OK) return wk_s_;                                    \
+        if ((c)->multi_device) {                                             \
+            wk_status wk_s_ = wk_gpu_enter(c);                               \
+            if (wk_s_ != WK_OK) return wk_s_;                                \
+        }                                                                    \
     } while (0)
 
 /* ------------------------------------------------------------------ */

@@ -15,9 +15,10 @@ const wk_host_api *wk_gpu_host;
 wk_status wk_gpu_fail(wk_gpu_ctx *c, hipError_t err, const char *call, const char *file, int line)
 {
     const char *name = hipGetErrorName(err), *text = hipGetErrorString(err);
-    if (c && c->last_op[0])
+    const char *last = c ? __atomic_load_n(&c->last_op, __ATOMIC_RELAXED) : NULL;
+    if (last)
         return wk_gpu_host->set_error(WK_ERR_BACKEND, "%s failed: %s: %s (%s:%d; last op launched: %s)",
-                                      call, name ? name : "?", text ? text : "?", file, line, c->last_op);
+                                      call, name ? name : "?", text ? text : "?", file, line, last);
     return wk_gpu_host->set_error(WK_ERR_BACKEND, "%s failed: %s: %s (%s:%d)", call, name ? name : "?",
                                   text ? text : "?", file, line);
 }
@@ -30,8 +31,9 @@ wk_status wk_gpu_fail_lib(const char *call, const char *what, long code, const c
 
 wk_status wk_gpu_launched(wk_gpu_ctx *c, const char *what, const char *file, int line)
 {
+    /* the name itself, not a copy: both are string constants (core.h) */
     const char *op = wk_gpu_host->current_op ? wk_gpu_host->current_op() : NULL;
-    snprintf(c->last_op, sizeof c->last_op, "%s", op ? op : what);
+    __atomic_store_n(&c->last_op, op ? op : what, __ATOMIC_RELAXED);
     hipError_t e = hipGetLastError();
     if (e != hipSuccess) {
         char call[96];
@@ -51,6 +53,9 @@ wk_status wk_gpu_launched(wk_gpu_ctx *c, const char *what, const char *file, int
 
 wk_status wk_gpu_enter(wk_gpu_ctx *c)
 {
+    if (!c->multi_device) return WK_OK;        /* the one device is current */
+    int cur = -1;
+    if (hipGetDevice(&cur) == hipSuccess && cur == c->device) return WK_OK;
     WK_GPU_CHECK(hipSetDevice(c->device));
     return WK_OK;
 }
@@ -124,7 +129,9 @@ static wk_status rt_open(int index, void **out)
     c->device = index;
     const char *sync = getenv("WICK_GPU_SYNC");
     c->sync_launches = sync && sync[0] && strcmp(sync, "0") != 0;
-    wk_status st = wk_gpu_enter(c);
+    c->multi_device = n > 1;
+    wk_status st = WK_OK;
+    WK_GPU_TRY(st, hipSetDevice(c->device));
     if (st == WK_OK) st = rt_query(c);
     WK_GPU_TRY(st, hipStreamCreateWithFlags(&c->stream, hipStreamNonBlocking));
     if (st == WK_OK) st = wk_gpu_pool_create(c);
@@ -179,8 +186,7 @@ static wk_status rt_alloc(void *ctx, size_t bytes, void **ptr)
     wk_gpu_ctx *c = (wk_gpu_ctx *)ctx;
     *ptr = NULL;
     if (bytes == 0) return WK_OK;
-    WK_GPU_ENTER(c);
-    return wk_gpu_mem_alloc(c, bytes, ptr);
+    return wk_gpu_mem_alloc(c, bytes, ptr);     /* enters the device itself on a miss */
 }
 
 static void rt_free(void *ctx, void *ptr)
