@@ -9,7 +9,7 @@
  *  - same dtype, both contiguous: one device memcpy (copy engine speed);
  *  - casts between contiguous views: a kernel per (dst, src) dtype pair,
  *    each thread converting 16-byte units of the wider side (wk_vec),
- *    WK_GPU_STREAM_U of them loaded before any is converted
+ *    wk_gpu_stream_units of them loaded before any is converted
  *    (wk_gpu_stream), one tile per block, 64-bit indices;
  *  - same dtype, strided: a kernel per element size (a pure move), offsets
  *    by multiply-high division (wk_gpu_offsets) over merged dims;
@@ -31,15 +31,23 @@ struct alignas(16) cp_u128 {
 
 /* ---- casts between contiguous views ------------------------------------------ */
 
-template <typename D, typename S>
-__global__ void cp_cast_contig(const S *__restrict__ src, D *__restrict__ dst, int64_t n, int vec)
+/* bytes of the narrower of two element types (units per thread: casts
+ * take at most 16 elements per thread, 90 kernels' worth of code) */
+template <typename S, typename D> __host__ __device__ constexpr int cp_min_size()
 {
-    constexpr int V = wk_vec_width<S, D>;
+    return (int)(sizeof(S) < sizeof(D) ? sizeof(S) : sizeof(D));
+}
+
+template <typename D, typename S>
+__global__ void __launch_bounds__(WK_GPU_EW_MAX_BLOCK)
+cp_cast_contig(const S *__restrict__ src, D *__restrict__ dst, int64_t n, int vec)
+{
+    constexpr int V = wk_vec_width<S, D>, U = wk_gpu_stream_units(V, cp_min_size<S, D>(), 16);
     if (vec) {
         const int64_t nv = n / V;
         const wk_vec<S, V> *vs = (const wk_vec<S, V> *)src;
         wk_vec<D, V> *vd = (wk_vec<D, V> *)dst;
-        wk_gpu_stream<WK_GPU_STREAM_U>(nv, [&](int64_t i) { return vs[i]; }, [&](int64_t i, const wk_vec<S, V> &x) {
+        wk_gpu_stream<U>(nv, [&](int64_t i) { return vs[i]; }, [&](int64_t i, const wk_vec<S, V> &x) {
             wk_vec<D, V> y;
 #pragma unroll
             for (int k = 0; k < V; k++) y.v[k] = wk_cast<D>(x.v[k]);
@@ -50,26 +58,28 @@ __global__ void cp_cast_contig(const S *__restrict__ src, D *__restrict__ dst, i
             dst[j] = wk_cast<D>(src[j]);
         }
     } else {
-        wk_gpu_stream<WK_GPU_STREAM_U>(n, [&](int64_t i) { return src[i]; },
-                                       [&](int64_t i, S x) { dst[i] = wk_cast<D>(x); });
+        wk_gpu_stream<U>(n, [&](int64_t i) { return src[i]; }, [&](int64_t i, S x) { dst[i] = wk_cast<D>(x); });
     }
 }
 
 template <typename D, typename S>
-static void cp_cast_launch(wk_gpu_ctx *c, void *d, const void *s, int64_t n, int block)
+static void cp_cast_launch(wk_gpu_ctx *c, void *d, const void *s, int64_t n)
 {
     if constexpr (!std::is_same<D, S>::value) {     /* same dtype: a memcpy */
         constexpr int V = wk_vec_width<S, D>;
         int vec = wk_gpu_aligned(s, sizeof(S) * V) && wk_gpu_aligned(d, sizeof(D) * V);
-        const unsigned grid = wk_gpu_stream_grid(vec ? n / V : n, block, WK_GPU_STREAM_U);
-        cp_cast_contig<D, S><<<grid, block, 0, c->stream>>>((const S *)s, (D *)d, n, vec);
+        constexpr int U = wk_gpu_stream_units(V, cp_min_size<S, D>(), 16);
+        const int sblock = wk_gpu_stream_block(c);
+        const unsigned grid = wk_gpu_stream_grid(vec ? n / V : n, sblock, U);
+        cp_cast_contig<D, S><<<grid, sblock, 0, c->stream>>>((const S *)s, (D *)d, n, vec);
     }
 }
 
 /* ---- moves (same dtype) --------------------------------------------------------- */
 
 template <typename E>
-__global__ void cp_move_strided(wk_gpu_layout<2> L, const E *src, E *dst)
+__global__ void __launch_bounds__(WK_GPU_EW_MAX_BLOCK)
+cp_move_strided(wk_gpu_layout<2> L, const E *src, E *dst)
 {
     WK_GPU_FOR(i, L.d.n) {
         int64_t o[2];
@@ -85,12 +95,21 @@ __global__ void cp_move_strided(wk_gpu_layout<2> L, const E *src, E *dst)
  * writing along C are both coalesced through a CP_TILE x CP_TILE tile in
  * shared memory (padded by one column against bank conflicts). A block
  * is CP_TILE x CP_ROWS threads whatever the warp size (CP_TILE is a tile
- * edge, not a warp width); each thread loads CP_TILE / CP_ROWS elements
- * before the barrier (16 loads in flight per thread), and a block takes
+ * edge, not a warp width); each thread loads CP_TILE / CP_ROWS = 16
+ * elements before the barrier (an unrolled loop of constant trip count:
+ * 97% of the copy rate for f32 on an H200, bench/TUNING-gpu.md), and a
+ * block takes
  * one tile, found from its index with 32-bit division when the tile
  * count allows. */
+#ifndef CP_TILE            /* -D overrides are for tuning builds */
 #define CP_TILE 64
+#endif
+#ifndef CP_ROWS
 #define CP_ROWS 4
+#endif
+#ifndef CP_DIAG            /* 1: tiles in diagonal order (spreads the */
+#define CP_DIAG 0          /*    concurrent blocks' rows over memory)  */
+#endif
 
 template <typename E>
 __global__ void __launch_bounds__(CP_TILE * CP_ROWS)
@@ -107,8 +126,14 @@ cp_transpose_tiled(const E *__restrict__ src, E *__restrict__ dst, int64_t B, in
             const uint32_t t32 = (uint32_t)t, pb = (uint32_t)per_b, tc32 = (uint32_t)tc;
             b = t32 / pb;
             rem = t32 - (uint32_t)b * pb;
-            rt = (uint32_t)rem / tc32;
-            ct = (uint32_t)rem - (uint32_t)rt * tc32;
+            if (CP_DIAG) {
+                const uint32_t tr32 = (uint32_t)tr, q = (uint32_t)rem / tr32;
+                rt = (uint32_t)rem - q * tr32;
+                ct = (q + (uint32_t)rt) % tc32;
+            } else {
+                rt = (uint32_t)rem / tc32;
+                ct = (uint32_t)rem - (uint32_t)rt * tc32;
+            }
         } else {
             b = t / per_b;
             rem = t - b * per_b;
@@ -120,7 +145,10 @@ cp_transpose_tiled(const E *__restrict__ src, E *__restrict__ dst, int64_t B, in
         const bool full = r0 + CP_TILE <= R && c0 + CP_TILE <= C;
         if (full) {
 #pragma unroll
-            for (int j = ty; j < CP_TILE; j += CP_ROWS) tile[j][tx] = sb[(r0 + tx) + (c0 + j) * s_c];
+            for (int k = 0; k < CP_TILE / CP_ROWS; k++) {
+                const int j = ty + k * CP_ROWS;
+                tile[j][tx] = sb[(r0 + tx) + (c0 + j) * s_c];
+            }
         } else {
             for (int j = ty; j < CP_TILE; j += CP_ROWS) {
                 const int64_t r = r0 + tx, cc = c0 + j;
@@ -131,7 +159,10 @@ cp_transpose_tiled(const E *__restrict__ src, E *__restrict__ dst, int64_t B, in
         E *db = dst + b * R * C;
         if (full) {
 #pragma unroll
-            for (int j = ty; j < CP_TILE; j += CP_ROWS) db[(r0 + j) * C + c0 + tx] = tile[tx][j];
+            for (int k = 0; k < CP_TILE / CP_ROWS; k++) {
+                const int j = ty + k * CP_ROWS;
+                db[(r0 + j) * C + c0 + tx] = tile[tx][j];
+            }
         } else {
             for (int j = ty; j < CP_TILE; j += CP_ROWS) {
                 const int64_t r = r0 + j, cc = c0 + tx;
@@ -217,7 +248,8 @@ WK_DEV void cp_store(void *base, int dt, int64_t o, const cp_val &v)
     }
 }
 
-__global__ void cp_cast_strided(wk_gpu_layout<2> L, const void *src, int sdt, void *dst, int ddt)
+__global__ void __launch_bounds__(WK_GPU_EW_MAX_BLOCK)
+cp_cast_strided(wk_gpu_layout<2> L, const void *src, int sdt, void *dst, int ddt)
 {
     WK_GPU_FOR(i, L.d.n) {
         int64_t o[2];
@@ -253,7 +285,7 @@ wk_status wk_gpu_copy(void *ctx, const wk_view *dst, const wk_view *src)
         void *d = wk_gpu_view_ptr(dst);
         const void *s = wk_gpu_view_ptr(src);
         WK_GPU_DISPATCH_ALL(dst->dtype, D, {
-            WK_GPU_DISPATCH_ALL(src->dtype, S, { cp_cast_launch<D, S>(c, d, s, n, block); })
+            WK_GPU_DISPATCH_ALL(src->dtype, S, { cp_cast_launch<D, S>(c, d, s, n); })
         })
         WK_GPU_LAUNCH_CHECK(c, "cast");
         return WK_OK;
@@ -335,7 +367,8 @@ wk_status wk_gpu_copy2d(void *ctx, void *dst_base, const void *src_base, wk_dtyp
 /* ---- const_set ------------------------------------------------------------------------ */
 
 template <typename E>
-__global__ void cp_fill_contig(E *__restrict__ dst, int64_t n, E value, int vec)
+__global__ void __launch_bounds__(WK_GPU_EW_MAX_BLOCK)
+cp_fill_contig(E *__restrict__ dst, int64_t n, E value, int vec)
 {
     constexpr int V = wk_vec_width<E>;
     const int64_t nv = vec ? n / V : 0;
@@ -348,7 +381,8 @@ __global__ void cp_fill_contig(E *__restrict__ dst, int64_t n, E value, int vec)
 }
 
 template <typename E>
-__global__ void cp_fill_strided(wk_gpu_layout<1> L, E *dst, E value)
+__global__ void __launch_bounds__(WK_GPU_EW_MAX_BLOCK)
+cp_fill_strided(wk_gpu_layout<1> L, E *dst, E value)
 {
     WK_GPU_FOR(i, L.d.n) {
         int64_t o[1];

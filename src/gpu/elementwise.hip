@@ -9,8 +9,9 @@
  *
  * How it is made fast: the contiguous path moves 16-byte units (wk_vec:
  * 4 x f32, 8 x bf16, ...) through wk_gpu_stream: each thread loads
- * WK_GPU_STREAM_U units of its block's tile before computing and storing
- * any (64 bytes per thread in flight), one tile per block, so the grid
+ * up to WK_GPU_STREAM_U units of its block's tile (16 elements at most:
+ * 64 bytes of f32, 32 of bf16) before computing and storing any, one
+ * tile per block, so the grid
  * covers the tensor in one pass; the heavy math (sin, log, erf, pow, ...)
  * takes 4 elements and one unit at a time. Elements past the last whole
  * vector go one by one; a pointer not 16-byte aligned sends the whole op
@@ -167,11 +168,11 @@ template <typename T> __host__ __device__ constexpr int ew_unary_width(int op)
                : 4;
 }
 
-/* Units in flight per thread: WK_GPU_STREAM_U for the memory-bound ops
+/* Units in flight per thread: wk_gpu_stream_units for the memory-bound ops
  * (those taking a whole 16-byte unit), 1 for the heavy math. */
 template <typename T> __host__ __device__ constexpr int ew_unary_unroll(int op)
 {
-    return ew_unary_width<T>(op) == wk_vec_width<T> ? WK_GPU_STREAM_U : 1;
+    return ew_unary_width<T>(op) == wk_vec_width<T> ? wk_gpu_stream_units(wk_vec_width<T>, (int)sizeof(T)) : 1;
 }
 
 template <int OP, typename T>
@@ -215,7 +216,8 @@ WK_DEV void ew_unary_contig_run(const T *__restrict__ src, T *__restrict__ dst, 
 static_assert(WK_OP_ELU - WK_OP_EXP + 1 == 22, "EW_UNARY_CASES lists every unary op");
 
 template <typename T>
-__global__ void ew_unary_contig(const T *src, T *dst, int64_t n, int op, int vec, ew_params p)
+__global__ void __launch_bounds__(WK_GPU_EW_MAX_BLOCK)
+ew_unary_contig(const T *src, T *dst, int64_t n, int op, int vec, ew_params p)
 {
 #define EW_RUN_(OP) ew_unary_contig_run<OP, T>(src, dst, n, vec, p)
     switch (op) { EW_UNARY_CASES(T, EW_RUN_) default: break; }
@@ -224,7 +226,8 @@ __global__ void ew_unary_contig(const T *src, T *dst, int64_t n, int op, int vec
 
 /* strided: offsets once per element, then the op (a uniform branch) */
 template <typename T>
-__global__ void ew_unary_strided(wk_gpu_layout<2> L, const T *src, T *dst, int op, ew_params p)
+__global__ void __launch_bounds__(WK_GPU_EW_MAX_BLOCK)
+ew_unary_strided(wk_gpu_layout<2> L, const T *src, T *dst, int op, ew_params p)
 {
     WK_GPU_FOR(i, L.d.n) {
         int64_t o[2];
@@ -266,7 +269,8 @@ wk_status wk_gpu_unary(void *ctx, wk_op op, const wk_view *dst, const wk_view *s
         int vec = wk_gpu_aligned(d, 16) && wk_gpu_aligned(s, 16);
         WK_GPU_DISPATCH_ALL(dst->dtype, T, {
             const int V = ew_unary_width<T>(op);
-            ew_unary_contig<T><<<ew_grid(n, vec ? V : 1, block, ew_unary_unroll<T>(op)), block, 0, c->stream>>>(
+            const int sblock = wk_gpu_stream_block(c);
+            ew_unary_contig<T><<<ew_grid(n, vec ? V : 1, sblock, ew_unary_unroll<T>(op)), sblock, 0, c->stream>>>(
                 (const T *)s, (T *)d, n, (int)op, vec, p);
         })
     } else {
@@ -331,7 +335,7 @@ template <bool CMP, int OP, typename T, typename D>
 WK_DEV void ew_binary_contig_run(const T *__restrict__ a, const T *__restrict__ b, D *__restrict__ dst, int64_t n,
                                  int vec)
 {
-    constexpr int V = wk_vec_width<T>, U = WK_GPU_STREAM_U;
+    constexpr int V = wk_vec_width<T>, U = wk_gpu_stream_units(V, (int)sizeof(T));
     struct pair { wk_vec<T, V> x, y; };
     struct pair1 { T x, y; };
     if (vec) {
@@ -364,7 +368,7 @@ template <bool CMP, bool ROW, bool SWAP, int OP, typename T, typename D>
 WK_DEV void ew_bcast_run(const T *__restrict__ f, const T *__restrict__ g, D *__restrict__ dst, int64_t n, int64_t C,
                          int64_t g_rs, wk_divmod32 units_per_row, int vec)
 {
-    constexpr int V = wk_vec_width<T>, U = WK_GPU_STREAM_U;
+    constexpr int V = wk_vec_width<T>, U = wk_gpu_stream_units(V, (int)sizeof(T));
     auto op = [](T x, T y) { return SWAP ? ew_binary_elem<CMP, OP>(y, x) : ew_binary_elem<CMP, OP>(x, y); };
     if (vec) {
         struct unit { wk_vec<T, V> x, y; };
@@ -398,7 +402,8 @@ WK_DEV void ew_bcast_run(const T *__restrict__ f, const T *__restrict__ g, D *__
 }
 
 template <typename T>
-__global__ void ew_arith_contig(const T *a, const T *b, T *dst, int64_t n, int op, int vec)
+__global__ void __launch_bounds__(WK_GPU_EW_MAX_BLOCK)
+ew_arith_contig(const T *a, const T *b, T *dst, int64_t n, int op, int vec)
 {
     switch (op) {
 #define EW_C_(OP) case OP: ew_binary_contig_run<false, OP, T, T>(a, b, dst, n, vec); break;
@@ -410,7 +415,8 @@ __global__ void ew_arith_contig(const T *a, const T *b, T *dst, int64_t n, int o
 
 /* rank-2 broadcast arithmetic (ew_bcast_run); ROW and SWAP as above */
 template <typename T, bool ROW, bool SWAP>
-__global__ void ew_arith_bcast(const T *f, const T *g, T *dst, int64_t n, int64_t C, int64_t g_rs,
+__global__ void __launch_bounds__(WK_GPU_EW_MAX_BLOCK)
+ew_arith_bcast(const T *f, const T *g, T *dst, int64_t n, int64_t C, int64_t g_rs,
                                wk_divmod32 units_per_row, int op, int vec)
 {
     switch (op) {
@@ -422,7 +428,8 @@ __global__ void ew_arith_bcast(const T *f, const T *g, T *dst, int64_t n, int64_
 }
 
 template <typename T>
-__global__ void ew_cmp_contig(const T *a, const T *b, uint8_t *dst, int64_t n, int op, int vec)
+__global__ void __launch_bounds__(WK_GPU_EW_MAX_BLOCK)
+ew_cmp_contig(const T *a, const T *b, uint8_t *dst, int64_t n, int op, int vec)
 {
     switch (op) {
 #define EW_C_(OP) case OP: ew_binary_contig_run<true, OP, T, uint8_t>(a, b, dst, n, vec); break;
@@ -433,7 +440,8 @@ __global__ void ew_cmp_contig(const T *a, const T *b, uint8_t *dst, int64_t n, i
 }
 
 template <typename T>
-__global__ void ew_arith_strided(wk_gpu_layout<3> L, const T *a, const T *b, T *dst, int op)
+__global__ void __launch_bounds__(WK_GPU_EW_MAX_BLOCK)
+ew_arith_strided(wk_gpu_layout<3> L, const T *a, const T *b, T *dst, int op)
 {
     WK_GPU_FOR(i, L.d.n) {
         int64_t o[3];
@@ -450,7 +458,8 @@ __global__ void ew_arith_strided(wk_gpu_layout<3> L, const T *a, const T *b, T *
 }
 
 template <typename T>
-__global__ void ew_cmp_strided(wk_gpu_layout<3> L, const T *a, const T *b, uint8_t *dst, int op)
+__global__ void __launch_bounds__(WK_GPU_EW_MAX_BLOCK)
+ew_cmp_strided(wk_gpu_layout<3> L, const T *a, const T *b, uint8_t *dst, int op)
 {
     WK_GPU_FOR(i, L.d.n) {
         int64_t o[3];
@@ -497,16 +506,18 @@ static bool ew_bcast_launch(wk_gpu_ctx *c, wk_op op, const wk_view *dst, const w
         const int vec = C % V == 0 && wk_gpu_aligned(pf, 16) && wk_gpu_aligned(d, 16) &&
                         (!row || wk_gpu_aligned(pg, 16));
         const wk_divmod32 upr = wk_divmod32_make((uint32_t)(vec ? C / V : C));
-        const unsigned grid = vec ? ew_grid(n, V, block, WK_GPU_STREAM_U) : wk_gpu_grid(c, n, block, 4);
+        const int sblock = wk_gpu_stream_block(c), bb = vec ? sblock : block;
+        const unsigned grid =
+            vec ? ew_grid(n, V, sblock, wk_gpu_stream_units(V, (int)sizeof(T))) : wk_gpu_grid(c, n, block, 4);
         const T *F = (const T *)pf, *G = (const T *)pg;
         if (row && !swap)
-            ew_arith_bcast<T, true, false><<<grid, block, 0, c->stream>>>(F, G, (T *)d, n, C, g_rs, upr, (int)op, vec);
+            ew_arith_bcast<T, true, false><<<grid, bb, 0, c->stream>>>(F, G, (T *)d, n, C, g_rs, upr, (int)op, vec);
         else if (row)
-            ew_arith_bcast<T, true, true><<<grid, block, 0, c->stream>>>(F, G, (T *)d, n, C, g_rs, upr, (int)op, vec);
+            ew_arith_bcast<T, true, true><<<grid, bb, 0, c->stream>>>(F, G, (T *)d, n, C, g_rs, upr, (int)op, vec);
         else if (!swap)
-            ew_arith_bcast<T, false, false><<<grid, block, 0, c->stream>>>(F, G, (T *)d, n, C, g_rs, upr, (int)op, vec);
+            ew_arith_bcast<T, false, false><<<grid, bb, 0, c->stream>>>(F, G, (T *)d, n, C, g_rs, upr, (int)op, vec);
         else
-            ew_arith_bcast<T, false, true><<<grid, block, 0, c->stream>>>(F, G, (T *)d, n, C, g_rs, upr, (int)op, vec);
+            ew_arith_bcast<T, false, true><<<grid, bb, 0, c->stream>>>(F, G, (T *)d, n, C, g_rs, upr, (int)op, vec);
         launched = true;
     })
     return launched;
@@ -531,13 +542,14 @@ wk_status wk_gpu_binary(void *ctx, wk_op op, const wk_view *dst, const wk_view *
             constexpr int V = wk_vec_width<T>;
             int vec = wk_gpu_aligned(pa, 16) && wk_gpu_aligned(pb, 16) &&
                       wk_gpu_aligned(d, (cmp ? 1 : sizeof(T)) * V);
-            unsigned grid = ew_grid(n, vec ? V : 1, block, WK_GPU_STREAM_U);
+            const int sblock = wk_gpu_stream_block(c);
+            unsigned grid = ew_grid(n, vec ? V : 1, sblock, wk_gpu_stream_units(V, (int)sizeof(T)));
             if (cmp)
-                ew_cmp_contig<T><<<grid, block, 0, c->stream>>>((const T *)pa, (const T *)pb, (uint8_t *)d, n,
-                                                                (int)op, vec);
+                ew_cmp_contig<T><<<grid, sblock, 0, c->stream>>>((const T *)pa, (const T *)pb, (uint8_t *)d, n,
+                                                                 (int)op, vec);
             else
-                ew_arith_contig<T><<<grid, block, 0, c->stream>>>((const T *)pa, (const T *)pb, (T *)d, n, (int)op,
-                                                                  vec);
+                ew_arith_contig<T><<<grid, sblock, 0, c->stream>>>((const T *)pa, (const T *)pb, (T *)d, n,
+                                                                   (int)op, vec);
         })
     } else if (!cmp && ew_bcast_launch(c, op, dst, a, b, n, block)) {
         /* launched */
@@ -564,7 +576,8 @@ wk_status wk_gpu_binary(void *ctx, wk_op op, const wk_view *dst, const wk_view *
  * the condition is u8, u32 or i64 (K). */
 
 template <typename K, typename E>
-__global__ void ew_where_contig(const K *__restrict__ cond, const E *__restrict__ a, const E *__restrict__ b,
+__global__ void __launch_bounds__(WK_GPU_EW_MAX_BLOCK)
+ew_where_contig(const K *__restrict__ cond, const E *__restrict__ a, const E *__restrict__ b,
                                 E *__restrict__ dst, int64_t n, int vec)
 {
     constexpr int V = wk_vec_width<K, E>;
@@ -586,7 +599,8 @@ __global__ void ew_where_contig(const K *__restrict__ cond, const E *__restrict_
 }
 
 template <typename K, typename E>
-__global__ void ew_where_strided(wk_gpu_layout<4> L, const K *cond, const E *a, const E *b, E *dst)
+__global__ void __launch_bounds__(WK_GPU_EW_MAX_BLOCK)
+ew_where_strided(wk_gpu_layout<4> L, const K *cond, const E *a, const E *b, E *dst)
 {
     WK_GPU_FOR(i, L.d.n) {
         int64_t o[4];
@@ -609,7 +623,7 @@ static wk_status ew_where_k(wk_gpu_ctx *c, const wk_view *dst, const wk_view *co
             constexpr int V = wk_vec_width<K, E>;
             int vec = wk_gpu_aligned(pc, sizeof(K) * V) && wk_gpu_aligned(pa, sizeof(E) * V) &&
                       wk_gpu_aligned(pb, sizeof(E) * V) && wk_gpu_aligned(d, sizeof(E) * V);
-            ew_where_contig<K, E><<<ew_grid(n, vec ? V : 1, block, WK_GPU_STREAM_U), block, 0, c->stream>>>(
+            ew_where_contig<K, E><<<ew_grid(n, vec ? V : 1, block, 1), block, 0, c->stream>>>(
                 (const K *)pc, (const E *)pa, (const E *)pb, (E *)d, n, vec);
         })
     } else {

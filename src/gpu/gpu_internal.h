@@ -62,6 +62,7 @@ typedef struct wk_gpu_ctx {
     int sm_count;                /* multiprocessors / compute units       */
     int max_threads_per_block;
     int max_threads_per_sm;
+    int stream_block;            /* threads per streaming-kernel block    */
     size_t shared_per_block;     /* bytes of static+dynamic shared memory */
     size_t l2_bytes;
     int cc_major, cc_minor;      /* NVIDIA compute capability (0 on AMD)  */
@@ -254,6 +255,26 @@ WK_HD uint16_t wk_fast_f32_to_f16(float f)
 #endif
 }
 
+/* f32 -> bf16, round to nearest even, NaN as scalar.h (quieted, payload
+ * kept), by the integer sequence. -DWK_GPU_HW_BF16=1 makes NVIDIA sm_80+
+ * round with one cvt.rn.bf16.f32 instead (same bits): a tuning knob, off
+ * because it made the bf16 streaming kernels 4-8% slower on an H200
+ * (bench/TUNING-gpu.md). */
+#ifndef WK_GPU_HW_BF16
+#define WK_GPU_HW_BF16 0
+#endif
+WK_HD uint16_t wk_fast_f32_to_bf16(float f)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800 && WK_GPU_HW_BF16
+    if (f != f) return wk_f32_to_bf16(f);
+    uint16_t h;
+    asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(h) : "f"(f));
+    return h;
+#else
+    return wk_f32_to_bf16(f);
+#endif
+}
+
 /* OCP E4M3FN from f32, round to nearest even, |x| >= 448 and Inf -> 448,
  * NaN -> 0x7F with the sign (as scalar.h). */
 WK_HD uint8_t wk_fast_f32_to_f8e4m3(float f)
@@ -337,7 +358,7 @@ WK_GPU_TO_INT_(int64_t, wk_f64_to_i64)
             return r;                                                        \
         }                                                                    \
     };
-WK_GPU_TO_NARROW_(wk_bf16_t, WK_NARROW_BF16, wk_f32_to_bf16)
+WK_GPU_TO_NARROW_(wk_bf16_t, WK_NARROW_BF16, wk_fast_f32_to_bf16)
 WK_GPU_TO_NARROW_(wk_f16_t, WK_NARROW_F16, wk_fast_f32_to_f16)
 WK_GPU_TO_NARROW_(wk_f8_t, WK_NARROW_F8E4M3, wk_fast_f32_to_f8e4m3)
 #undef WK_GPU_TO_NARROW_
@@ -555,6 +576,17 @@ static inline char *wk_gpu_view_ptr(const wk_view *v)
  * 512 on wave64), so the wave64 paths run with wave64 shapes. */
 static inline int wk_gpu_ew_block(const wk_gpu_ctx *c) { return 8 * c->warp_size; }
 
+/* Threads per block of the streaming kernels (wk_gpu_stream), which use
+ * no warp-level operations: 128 (the best of 128, 256 and 512 for every
+ * case of bench/tune_stream.sh on an H200); the environment variable
+ * WICK_GPU_STREAM_BLOCK (a multiple of the warp size, at most
+ * WK_GPU_EW_MAX_BLOCK) overrides it for tuning runs. Kernels launched
+ * with either size declare __launch_bounds__(WK_GPU_EW_MAX_BLOCK), so
+ * that no build (wave64 included) compiles them for more registers per
+ * thread than a launch of that size can hold. */
+#define WK_GPU_EW_MAX_BLOCK 512
+static inline int wk_gpu_stream_block(const wk_gpu_ctx *c) { return c->stream_block; }
+
 /* Blocks for `items` work items of `block` threads each, grid-striding
  * beyond `waves` full waves of the device. */
 static inline unsigned wk_gpu_grid(const wk_gpu_ctx *c, int64_t items, int block, int waves)
@@ -575,8 +607,8 @@ static inline unsigned wk_gpu_grid(const wk_gpu_ctx *c, int64_t items, int block
     for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < (n); \
          i += (int64_t)gridDim.x * blockDim.x)
 
-/* Streaming kernels (elementwise, casts, fills): each block owns tiles
- * of WK_GPU_STREAM_U x blockDim consecutive units (16-byte vectors on the
+/* Streaming kernels (elementwise, casts): each block owns tiles of
+ * U x blockDim consecutive units (16-byte vectors on the
  * fast paths); a thread issues all U loads of its tile (units blockDim
  * apart, so every load instruction of a warp is coalesced) before it
  * computes and stores any, which keeps U x 16 bytes per thread in flight.
@@ -585,7 +617,32 @@ static inline unsigned wk_gpu_grid(const wk_gpu_ctx *c, int64_t items, int block
  *   load(i)      -> the unit's input (any copyable type)
  *   store(i, x)  computes and writes unit i
  * The body of store is unrolled U times: keep U small for heavy math. */
-#define WK_GPU_STREAM_U 4
+/* Units per thread (measured with bench/tune_stream.sh on an H200, where
+ * both rules beat the other choices by 1-10%): kernels whose operands
+ * are all 4 bytes or wider stream best one 16-byte unit per thread
+ * (WK_GPU_STREAM_WIDE_U); narrower ones (bf16, f16, u8, casts to them)
+ * want WK_GPU_STREAM_NARROW_BYTES of the narrow operand in flight per
+ * thread, within WK_GPU_STREAM_ELEMS elements (the body is unrolled
+ * U x v times). v: elements per unit; min_size: bytes of the narrowest
+ * operand. Host and kernel use the same value, so the grid covers the
+ * range once. The -D overrides are for tuning builds. */
+#ifndef WK_GPU_STREAM_WIDE_U
+#define WK_GPU_STREAM_WIDE_U 1
+#endif
+#ifndef WK_GPU_STREAM_NARROW_BYTES
+#define WK_GPU_STREAM_NARROW_BYTES 64
+#endif
+#ifndef WK_GPU_STREAM_ELEMS
+#define WK_GPU_STREAM_ELEMS 32
+#endif
+__host__ __device__ constexpr int wk_gpu_stream_units(int v, int min_size, int max_elems = WK_GPU_STREAM_ELEMS)
+{
+    return min_size >= 4 ? WK_GPU_STREAM_WIDE_U
+           : WK_GPU_STREAM_NARROW_BYTES / (v * min_size) < 1 ? 1
+           : WK_GPU_STREAM_NARROW_BYTES / (v * min_size) > max_elems / v
+               ? (max_elems / v < 1 ? 1 : max_elems / v)
+               : WK_GPU_STREAM_NARROW_BYTES / (v * min_size);
+}
 
 template <int U, typename Load, typename Store>
 WK_DEV void wk_gpu_stream(int64_t nv, Load load, Store store)
@@ -615,7 +672,6 @@ WK_DEV void wk_gpu_stream(int64_t nv, Load load, Store store)
     }
 }
 
-#endif /* WICK_GPU_INTERNAL_H */
 /* Blocks for wk_gpu_stream over nv units: one tile per block, at most
  * 2^20 blocks (within every runtime's grid limits; beyond that the
  * blocks stride over the tiles). */
@@ -627,3 +683,4 @@ static inline unsigned wk_gpu_stream_grid(int64_t nv, int block, int u)
     return (unsigned)b;
 }
 
+#endif /* WICK_GPU_INTERNAL_H */

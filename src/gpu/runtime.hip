@@ -113,6 +113,16 @@ static wk_status rt_query(wk_gpu_ctx *c)
         return wk_gpu_host->set_error(WK_ERR_BACKEND, "the virtual-wave64 build needs 32-lane warps");
     c->warp_size = 64;
 #endif
+    c->stream_block = 128;
+    const char *eb = getenv("WICK_GPU_STREAM_BLOCK");       /* tuning runs */
+    if (eb && *eb) {
+        const int v = atoi(eb);
+        if (v <= 0 || v > WK_GPU_EW_MAX_BLOCK || v % c->warp_size)
+            return wk_gpu_host->set_error(WK_ERR_ARGUMENT,
+                                          "WICK_GPU_STREAM_BLOCK=%s: want a multiple of %d up to %d", eb,
+                                          c->warp_size, WK_GPU_EW_MAX_BLOCK);
+        c->stream_block = v;
+    }
     return WK_OK;
 }
 
