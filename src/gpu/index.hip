@@ -13,12 +13,37 @@
  *                  set   X[id] = Y[e]  (scatter_set),
  *                  add   X[id] += Y[e] (scatter_add, index_add).
  *
- * Ids are checked before anything is written: a check kernel records the
- * first out-of-range position (atomicMin of its row-major position in a
- * device word), the host reads that word back (a synchronization, only
- * when some id could be out of range: u8 ids against a dim of 256 or more
- * skip it), and on failure reads the offending id and reports WK_ERR_INDEX
- * without launching the op's kernel.
+ * Ids are checked before anything is written, without stalling the
+ * stream. A check kernel finds the first out-of-range position (row-major)
+ * and leaves it in a device word (~0: none); one block does it for up to
+ * IX_CHECK1_MAX ids (no memset, no atomics in memory), more use a memset
+ * and a grid with atomicMin. The word is copied into a pinned host word
+ * and an event is recorded; then the op's kernel is launched, gated: its
+ * blocks read the device word first and return without writing when it
+ * names a bad id. Only then does the host wait for the event (not for the
+ * op's kernel) and read the host word: on failure it reads the offending
+ * id and reports WK_ERR_INDEX, the destination untouched; on success the
+ * op's kernel is already queued, so back-to-back ops keep the device busy
+ * (the old order, check + wait + launch, left the device idle for a
+ * round trip per op, about 17 us of a 69 us embedding lookup). No check
+ * when no id can be out of range (u8 ids against a dim of 256 or more,
+ * u32 against 2^32). Without pinned memory the wait comes before the
+ * launch, as before.
+ *
+ * Rows (index_select, the embedding lookup): when the selected dim's
+ * inner extent is one contiguous run of `row` elements in src and dst
+ * (any dim: outer x ids x row, the outer dim one merged stride), each row
+ * is moved as raw bytes in units of 16 bytes (8/4/2/1 when the row bytes,
+ * the strides or the base addresses are not 16-aligned) by
+ * ix_rows_kernel: tiles of IX_ROWS_K x 256 consecutive units of the
+ * flattened (outer, id, unit) space, each thread issuing its K id loads
+ * (cached: a row's threads read one id), then its K row loads, then its K
+ * stores, so K x 16 bytes per thread are in flight; one tile per block
+ * until 2^20 blocks, then striding. For [8192 ids x 4096 bf16] that is
+ * 4096 blocks of 256 threads, up to 64 KiB in flight per 1024 threads.
+ * The old path moved one 16-byte unit per thread per iteration behind
+ * its own dependent id load and a strided-offset computation (2.7 TB/s
+ * on an H200).
  *
  * Adds: f32, f64, u32, i32 and i64 use the hardware atomicAdd (integers
  * wrap). u8, i16, f16, bf16 and f8e4m3 have no portable atomic add, so
@@ -29,14 +54,22 @@
  * differ in the last bits from run to run (and scatter_set keeps one of
  * the values, unspecified which).
  *
- * Speed: pure data movement (read, set) dispatches on element size only;
- * when ids do not vary along the post dims (index_select: embedding
- * lookups and row gathers) and rows are contiguous and aligned, elements
- * are regrouped into 16/8/4-byte units so each thread moves a vector.
+ * Other moves (gather, scatter_set, index_select layouts the row path
+ * does not take): pure data movement dispatches on element size only;
+ * when ids do not vary along the post dims and rows are contiguous and
+ * aligned, elements are regrouped into 16/8/4-byte units so each thread
+ * moves a vector.
+ *
+ * Warp size: nothing here depends on it (blocks of 256 or 8 warps, no
+ * warp operations), so one instantiation serves wave32 and wave64.
  */
 #include "gpu_internal.h"
+#include <mutex>
 
 enum { IX_READ = 0, IX_SET = 1, IX_ADD = 2 };
+
+/* the id check's "no bad id" value */
+#define IX_NONE (~0ull)
 
 struct alignas(16) ix_v16 {
     uint32_t w[4];
@@ -126,10 +159,16 @@ template <typename T> WK_DEV void ix_atomic_add(T *p, T v)
 
 template <typename I> WK_DEV int64_t ix_id(const I *ids, int64_t o) { return (int64_t)ids[o]; }
 
+/* The gate of every op kernel: true when the id check found a bad id
+ * (bad is NULL when no check ran). */
+WK_DEV bool ix_gated(const unsigned long long *bad) { return bad != NULL && *bad != IX_NONE; }
+
 /* read (set == 0) or set: E is a storage unit of 1..16 bytes */
 template <typename E, typename I>
-__global__ void ix_move_kernel(ix_params p, E *x, E *y, const I *__restrict__ ids, int set)
+__global__ void ix_move_kernel(ix_params p, E *x, E *y, const I *__restrict__ ids, int set,
+                               const unsigned long long *__restrict__ bad)
 {
+    if (ix_gated(bad)) return;
     WK_GPU_FOR(e, p.n) {
         int64_t o[3];
         ix_offsets(p, e, o);
@@ -140,8 +179,10 @@ __global__ void ix_move_kernel(ix_params p, E *x, E *y, const I *__restrict__ id
 }
 
 template <typename T, typename I>
-__global__ void ix_add_kernel(ix_params p, T *x, const T *__restrict__ y, const I *__restrict__ ids)
+__global__ void ix_add_kernel(ix_params p, T *x, const T *__restrict__ y, const I *__restrict__ ids,
+                              const unsigned long long *__restrict__ bad)
 {
+    if (ix_gated(bad)) return;
     WK_GPU_FOR(e, p.n) {
         int64_t o[3];
         ix_offsets(p, e, o);
@@ -149,7 +190,121 @@ __global__ void ix_add_kernel(ix_params p, T *x, const T *__restrict__ y, const 
     }
 }
 
-/* first (row-major) position of an id outside [0, limit) */
+/* Rows: dst row (o, j) = src row (o, ids[j]), moved in units U of 1..16
+ * bytes; strides in units, the ids' in elements. The flattened unit space
+ * e = (o * n_ids + j) * nu + col is cut into tiles of IX_ROWS_K x
+ * IX_ROWS_BLOCK units; a thread's units of a tile are IX_ROWS_BLOCK apart
+ * (each load instruction of a warp reads consecutive units). */
+#define IX_ROWS_BLOCK 256
+#define IX_ROWS_K 4
+
+struct ix_rows {
+    int64_t total;               /* units to move: outer * n_ids * nu        */
+    int64_t nu, n_ids;           /* units per row, ids                       */
+    int64_t s_outer, s_id;       /* src strides (units) of outer and id      */
+    int64_t d_outer, d_id;       /* dst strides (units) of outer and j       */
+    int64_t i_st;                /* ids stride (elements)                    */
+    int64_t ntiles;
+    wk_divmod32 dnu, dids;       /* when total < 2^32                        */
+};
+
+/* unit e -> (outer o, id slot j, unit col); BIG: total >= 2^32 units */
+template <bool BIG>
+WK_DEV void ix_rows_at(const ix_rows &r, int64_t e, int64_t *o, int64_t *j, int64_t *col)
+{
+    if (!BIG) {
+        const uint32_t u = (uint32_t)e;
+        const uint32_t rw = wk_divmod32_div(r.dnu, u);
+        const uint32_t oo = wk_divmod32_div(r.dids, rw);
+        *col = (int64_t)(u - rw * r.dnu.d);
+        *j = (int64_t)(rw - oo * r.dids.d);
+        *o = (int64_t)oo;
+    } else {
+        const int64_t row = wk_div64(e, r.nu);
+        *col = e - row * r.nu;
+        *o = wk_div64(row, r.n_ids);
+        *j = row - *o * r.n_ids;
+    }
+}
+
+template <typename U, typename I, bool BIG>
+__global__ void __launch_bounds__(IX_ROWS_BLOCK)
+ix_rows_kernel(ix_rows r, const U *__restrict__ src, U *__restrict__ dst, const I *__restrict__ ids,
+               const unsigned long long *__restrict__ bad)
+{
+    if (ix_gated(bad)) return;
+    const int64_t tile = (int64_t)IX_ROWS_BLOCK * IX_ROWS_K;
+    _Pragma("unroll 1")
+    for (int64_t q = blockIdx.x; q < r.ntiles; q += gridDim.x) {
+        const int64_t e0 = q * tile + threadIdx.x;
+        /* 1: each unit's id (a row's threads read the same one) and source */
+        const U *sp[IX_ROWS_K];
+#pragma unroll
+        for (int k = 0; k < IX_ROWS_K; k++) {
+            const int64_t e = e0 + (int64_t)k * IX_ROWS_BLOCK;
+            int64_t o, j, col;
+            ix_rows_at<BIG>(r, e < r.total ? e : 0, &o, &j, &col);
+            const int64_t id = e < r.total ? ix_id(ids, j * r.i_st) : 0;
+            sp[k] = src + (o * r.s_outer + id * r.s_id + col);
+        }
+        /* 2: every load of the tile, then every store (the destination
+         * offsets recomputed: fewer registers, more blocks per SM) */
+        U v[IX_ROWS_K];
+#pragma unroll
+        for (int k = 0; k < IX_ROWS_K; k++)
+            if (e0 + (int64_t)k * IX_ROWS_BLOCK < r.total) v[k] = *sp[k];
+#pragma unroll
+        for (int k = 0; k < IX_ROWS_K; k++) {
+            const int64_t e = e0 + (int64_t)k * IX_ROWS_BLOCK;
+            if (e < r.total) {
+                int64_t o, j, col;
+                ix_rows_at<BIG>(r, e, &o, &j, &col);
+                dst[o * r.d_outer + j * r.d_id + col] = v[k];
+            }
+        }
+    }
+}
+
+/* first (row-major) position of an id outside [0, limit), by one block
+ * that writes the answer (IX_NONE when every id is good): no memset */
+#define IX_CHECK1_BLOCK 512
+#define IX_CHECK1_K 16
+#define IX_CHECK1_MAX ((int64_t)IX_CHECK1_BLOCK * IX_CHECK1_K * 2)
+
+template <typename I>
+__global__ void __launch_bounds__(IX_CHECK1_BLOCK)
+ix_check1_kernel(const I *__restrict__ ids, wk_gpu_layout<1> L, int64_t limit, unsigned long long *first)
+{
+    __shared__ unsigned long long s_first;
+    if (threadIdx.x == 0) s_first = IX_NONE;
+    __syncthreads();
+    unsigned long long m = IX_NONE;
+    const int64_t n = L.d.n;
+    _Pragma("unroll 1")
+    for (int64_t b = 0; b < n; b += (int64_t)IX_CHECK1_BLOCK * IX_CHECK1_K) {
+        int64_t v[IX_CHECK1_K];
+#pragma unroll
+        for (int k = 0; k < IX_CHECK1_K; k++) {          /* every load first */
+            const int64_t i = b + (int64_t)k * IX_CHECK1_BLOCK + threadIdx.x;
+            v[k] = 0;
+            if (i < n) {
+                int64_t o[1];
+                wk_gpu_offsets<1>(L, i, o);
+                v[k] = ix_id(ids, o[0]);
+            }
+        }
+#pragma unroll
+        for (int k = 0; k < IX_CHECK1_K; k++) {
+            const int64_t i = b + (int64_t)k * IX_CHECK1_BLOCK + threadIdx.x;
+            if (i < n && (v[k] < 0 || v[k] >= limit) && (unsigned long long)i < m) m = (unsigned long long)i;
+        }
+    }
+    if (m != IX_NONE) atomicMin(&s_first, m);
+    __syncthreads();
+    if (threadIdx.x == 0) *first = s_first;
+}
+
+/* the same for any number of ids: *first preset to IX_NONE, atomicMin */
 template <typename I>
 __global__ void ix_check_kernel(const I *__restrict__ ids, wk_gpu_layout<1> L, int64_t limit,
                                 unsigned long long *first)
@@ -174,59 +329,170 @@ struct ix_spec {
     void *base[3];
     wk_dtype xdt, idt;
     int64_t limit;               /* X's size along dim */
+    bool select;                 /* index_select (1-d ids, read)  */
 };
 
 static bool ix_id_dtype_ok(wk_dtype dt) { return dt == WK_U8 || dt == WK_U32 || dt == WK_I64; }
 
+/* ---- the id check ------------------------------------------------- */
+
+/* Per-context state of the check: the pinned host word its result is
+ * copied into and the event recorded after that copy; `lock` is held from
+ * the check's launch to the read of its result (contexts may be shared by
+ * threads). host == NULL: no pinned memory, the check waits before the
+ * op's launch. Kept in the context's extension slot IX_EXT_SLOT (the
+ * last; matmul.hip owns slot 0). */
+enum { IX_EXT_SLOT = WK_GPU_EXT_SLOTS - 1 };
+static_assert((int)IX_EXT_SLOT != (int)WK_GPU_EXT_BLAS, "index.hip needs an extension slot of its own");
+
+struct ix_sync {
+    std::mutex lock;
+    unsigned long long *host;
+    hipEvent_t ev;
+};
+
+static std::mutex ix_sync_make_lock;
+
+static void ix_sync_free(wk_gpu_ctx *c, void *state)
+{
+    (void)c;
+    ix_sync *y = (ix_sync *)state;
+    if (!y) return;
+    if (y->ev) {
+        (void)hipEventSynchronize(y->ev);
+        (void)hipEventDestroy(y->ev);
+    }
+    if (y->host) (void)hipHostFree(y->host);
+    (void)hipGetLastError();
+    delete y;
+}
+
+/* The context's check state, made on first use; NULL when the slot holds
+ * something else or host memory is short (then: synchronous check). */
+static ix_sync *ix_sync_get(wk_gpu_ctx *c)
+{
+    std::lock_guard<std::mutex> g(ix_sync_make_lock);
+    if (c->ext[IX_EXT_SLOT]) return c->ext_free[IX_EXT_SLOT] == ix_sync_free ? (ix_sync *)c->ext[IX_EXT_SLOT] : NULL;
+    ix_sync *y = new (std::nothrow) ix_sync;
+    if (!y) return NULL;
+    y->host = NULL;
+    y->ev = NULL;
+    void *h = NULL;
+    if (hipHostMalloc(&h, sizeof(unsigned long long), hipHostMallocDefault) == hipSuccess) y->host = (unsigned long long *)h;
+    if (y->host && hipEventCreateWithFlags(&y->ev, hipEventDisableTiming) != hipSuccess) {
+        y->ev = NULL;
+        (void)hipHostFree(y->host);
+        y->host = NULL;
+    }
+    (void)hipGetLastError();       /* a failure above only costs speed */
+    c->ext[IX_EXT_SLOT] = y;
+    c->ext_free[IX_EXT_SLOT] = ix_sync_free;
+    return y;
+}
+
+/* A check in flight: bad is the device word the op's kernel is gated on
+ * (NULL: no check ran); when `waited`, pos already holds the answer, else
+ * it is on its way to sy->host behind sy->ev. */
+struct ix_pending {
+    unsigned long long *bad;
+    bool waited;
+    unsigned long long pos;
+    wk_gpu_layout<1> L;
+};
+
 template <typename I>
-static wk_status ix_check_t(wk_gpu_ctx *c, const wk_view *ids, int64_t limit, int dim)
+static wk_status ix_check_start_t(wk_gpu_ctx *c, ix_sync *sy, const wk_view *ids, int64_t limit, ix_pending *pd)
 {
     if (std::is_same<I, uint8_t>::value && limit >= 256) return WK_OK;
     if (std::is_same<I, uint32_t>::value && limit > (int64_t)UINT32_MAX) return WK_OK;
-    wk_gpu_layout<1> L;
     const wk_view *vv[1] = { ids };
-    const int64_t n = wk_gpu_layout_make<1>(&L, vv);
+    const int64_t n = wk_gpu_layout_make<1>(&pd->L, vv);
     if (n == 0) return WK_OK;
-    unsigned long long *first = NULL;
-    wk_status st = wk_gpu_scratch_alloc(c, sizeof *first, (void **)&first);
-    if (st != WK_OK) return st;
-    unsigned long long pos = ~0ull;
-    hipError_t e = hipMemsetAsync(first, 0xFF, sizeof *first, c->stream);
-    if (e != hipSuccess) st = wk_gpu_fail(c, e, "hipMemsetAsync(first bad id)", __FILE__, __LINE__);
-    if (st == WK_OK) {
-        const int bs = wk_gpu_ew_block(c);
-        ix_check_kernel<I><<<wk_gpu_grid(c, n, bs, 4), bs, 0, c->stream>>>((const I *)ids->base, L, limit, first);
-        st = wk_gpu_launched(c, "index id check", __FILE__, __LINE__);
+    wk_status st = wk_gpu_scratch_alloc(c, sizeof *pd->bad, (void **)&pd->bad);
+    if (st != WK_OK) {
+        pd->bad = NULL;
+        return st;
     }
-    if (st == WK_OK) st = wk_gpu_read(c, &pos, first, sizeof pos);
-    wk_gpu_scratch_free(c, first);
-    if (st != WK_OK || pos == ~0ull) return st;
+    const I *ip = (const I *)ids->base;
+    if (n <= IX_CHECK1_MAX) {
+        ix_check1_kernel<I><<<1, IX_CHECK1_BLOCK, 0, c->stream>>>(ip, pd->L, limit, pd->bad);
+    } else {
+        hipError_t e = hipMemsetAsync(pd->bad, 0xFF, sizeof *pd->bad, c->stream);
+        if (e != hipSuccess) return wk_gpu_fail(c, e, "hipMemsetAsync(first bad id)", __FILE__, __LINE__);
+        const int bs = wk_gpu_ew_block(c);
+        ix_check_kernel<I><<<wk_gpu_grid(c, n, bs, 4), bs, 0, c->stream>>>(ip, pd->L, limit, pd->bad);
+    }
+    st = wk_gpu_launched(c, "index id check", __FILE__, __LINE__);
+    if (st != WK_OK) return st;
+    if (sy && sy->host) {
+        WK_GPU_CHECK_C(c, hipMemcpyAsync(sy->host, pd->bad, sizeof *pd->bad, hipMemcpyDeviceToHost, c->stream));
+        WK_GPU_CHECK_C(c, hipEventRecord(sy->ev, c->stream));
+        return WK_OK;
+    }
+    pd->waited = true;
+    return wk_gpu_read(c, &pd->pos, pd->bad, sizeof pd->pos);
+}
+
+/* Launch the check of every id against [0, limit) (and, with pinned
+ * memory, the copy of its answer to the host); pd->bad gates the op. */
+static wk_status ix_check_start(wk_gpu_ctx *c, ix_sync *sy, const wk_view *ids, int64_t limit, ix_pending *pd)
+{
+    memset(pd, 0, sizeof *pd);
+    pd->pos = IX_NONE;
+    switch (ids->dtype) {
+    case WK_U8: return ix_check_start_t<uint8_t>(c, sy, ids, limit, pd);
+    case WK_U32: return ix_check_start_t<uint32_t>(c, sy, ids, limit, pd);
+    default: return ix_check_start_t<int64_t>(c, sy, ids, limit, pd);
+    }
+}
+
+/* Wait for the check's answer (not for the op's kernel); WK_ERR_INDEX
+ * naming the first bad id, else WK_OK. Frees the device word. */
+static wk_status ix_check_finish(wk_gpu_ctx *c, ix_sync *sy, const wk_view *ids, int64_t limit, int dim,
+                                 ix_pending *pd, bool started)
+{
+    if (!pd->bad) return WK_OK;
+    wk_gpu_scratch_free(c, pd->bad);          /* stream-ordered: after the gated kernel */
+    pd->bad = NULL;
+    wk_status st = WK_OK;
+    if (!pd->waited && started) {
+        hipError_t e = hipEventSynchronize(sy->ev);
+        if (e != hipSuccess) return wk_gpu_fail(c, e, "hipEventSynchronize(id check)", __FILE__, __LINE__);
+        pd->pos = *(volatile unsigned long long *)sy->host;
+    }
+    if (pd->pos == IX_NONE) return st;
 
     /* the offending id: decode its position in the merged layout */
-    int64_t off = L.off[0], rem = (int64_t)pos;
+    const wk_gpu_layout<1> &L = pd->L;
+    int64_t off = L.off[0], rem = (int64_t)pd->pos;
     for (int d = L.d.rank - 1; d >= 0; d--) {
         off += (rem % L.d.dims[d]) * L.st[0][d];
         rem /= L.d.dims[d];
     }
-    I idv = 0;
-    st = wk_gpu_read(c, &idv, (const I *)ids->base + off, sizeof idv);
+    int64_t idv = 0;
+    const size_t isz = wk_gpu_dtype_size(ids->dtype);
+    if (ids->dtype == WK_U8) {
+        uint8_t v = 0;
+        st = wk_gpu_read(c, &v, (const char *)ids->base + off * (int64_t)isz, sizeof v);
+        idv = v;
+    } else if (ids->dtype == WK_U32) {
+        uint32_t v = 0;
+        st = wk_gpu_read(c, &v, (const char *)ids->base + off * (int64_t)isz, sizeof v);
+        idv = v;
+    } else {
+        st = wk_gpu_read(c, &idv, (const char *)ids->base + off * (int64_t)isz, sizeof idv);
+    }
     if (st != WK_OK) return st;
     return wk_gpu_host->set_error(WK_ERR_INDEX, "id %lld out of range for dim %d of size %lld", (long long)idv, dim,
                                   (long long)limit);
 }
 
-static wk_status ix_check(wk_gpu_ctx *c, const wk_view *ids, int64_t limit, int dim)
-{
-    switch (ids->dtype) {
-    case WK_U8: return ix_check_t<uint8_t>(c, ids, limit, dim);
-    case WK_U32: return ix_check_t<uint32_t>(c, ids, limit, dim);
-    default: return ix_check_t<int64_t>(c, ids, limit, dim);
-    }
-}
+/* ---- the op's kernel ---------------------------------------------- */
 
 /* Build the launch parameters; *unit is the element size the kernel moves
- * (regrouped for read/set where allowed; else the dtype's size). */
-static int64_t ix_prepare(const ix_spec &S, int mode, ix_params *p, int *unit)
+ * (regrouped for read/set where allowed and `regroup`; else the dtype's
+ * size). */
+static int64_t ix_prepare(const ix_spec &S, int mode, bool regroup, ix_params *p, int *unit)
 {
     memset(p, 0, sizeof *p);
     wk_view pv[3], qv[3];
@@ -260,7 +526,7 @@ static int64_t ix_prepare(const ix_spec &S, int mode, ix_params *p, int *unit)
     /* regroup contiguous rows into wider units (read/set, ids constant
      * along the post dims) */
     const int q = p->post.d.rank;
-    if (mode != IX_ADD && q > 0 && p->post.st[0][q - 1] == 1 && p->post.st[1][q - 1] == 1) {
+    if (regroup && mode != IX_ADD && q > 0 && p->post.st[0][q - 1] == 1 && p->post.st[1][q - 1] == 1) {
         bool ids_flat = true;
         for (int d = 0; d < q; d++) ids_flat = ids_flat && p->post.st[2][d] == 0;
         for (int f = 16 / es; ids_flat && f >= 2; f /= 2) {
@@ -295,43 +561,116 @@ static int64_t ix_prepare(const ix_spec &S, int mode, ix_params *p, int *unit)
     return p->n;
 }
 
+/* The row path of index_select (see the top comment): one run of `row`
+ * contiguous elements per (outer, id) in src and dst, the outer dims
+ * merged into one stride. Picks the widest unit (<= 16 bytes) dividing the
+ * row bytes, both base addresses and every stride that matters. */
+static bool ix_rows_plan(const ix_spec &S, const ix_params &p, ix_rows *r, int *unit, char **src, char **dst,
+                         int64_t *ids_off)
+{
+    if (p.pre.d.rank > 1 || p.post.d.rank > 1) return false;
+    if (p.post.d.rank == 1 && (p.post.st[0][0] != 1 || p.post.st[1][0] != 1 || p.post.st[2][0] != 0)) return false;
+    if (p.pre.d.rank == 1 && p.pre.st[2][0] != 0) return false;
+    const int64_t es = (int64_t)wk_gpu_dtype_size(S.xdt);
+    const int64_t rowb = p.npost * es;                 /* npost is 1 for rank 0 */
+    const int64_t n_outer = p.pre.d.rank ? p.pre.d.dims[0] : 1;
+    /* strides of size-1 dims never move anything: left out of the alignment */
+    const int64_t so = n_outer > 1 ? p.pre.st[0][0] : 0, dso = n_outer > 1 ? p.pre.st[1][0] : 0;
+    const int64_t si = S.limit > 1 ? p.sd[0] : 0, dsi = p.nd > 1 ? p.sd[1] : 0;
+    char *sp = (char *)S.base[0] + p.pre.off[0] * es, *dp = (char *)S.base[1] + p.pre.off[1] * es;
+    const uint64_t bits = (uint64_t)rowb | (uint64_t)(uintptr_t)sp | (uint64_t)(uintptr_t)dp | (uint64_t)(so * es) |
+                          (uint64_t)(dso * es) | (uint64_t)(si * es) | (uint64_t)(dsi * es);
+    int u = 16;
+    while (u > 1 && (bits & (uint64_t)(u - 1))) u /= 2;
+    memset(r, 0, sizeof *r);
+    r->nu = rowb / u;
+    r->n_ids = p.nd;
+    r->total = n_outer * p.nd * r->nu;
+    r->s_outer = so * es / u;
+    r->s_id = si * es / u;
+    r->d_outer = dso * es / u;
+    r->d_id = dsi * es / u;
+    r->i_st = p.sd[2];
+    const int64_t tile = (int64_t)IX_ROWS_BLOCK * IX_ROWS_K;
+    r->ntiles = (r->total + tile - 1) / tile;
+    if (r->total > 0 && r->total <= (int64_t)UINT32_MAX) {
+        r->dnu = wk_divmod32_make((uint32_t)r->nu);
+        r->dids = wk_divmod32_make((uint32_t)r->n_ids);
+    }
+    *unit = u;
+    *src = sp;
+    *dst = dp;
+    *ids_off = p.pre.off[2];
+    return true;
+}
+
+template <typename U, typename I>
+static void ix_rows_launch(wk_gpu_ctx *c, const ix_rows &r, const char *src, char *dst, const I *ids,
+                           const unsigned long long *bad)
+{
+    const int64_t grid = r.ntiles < ((int64_t)1 << 20) ? r.ntiles : ((int64_t)1 << 20);
+    if (r.total <= (int64_t)UINT32_MAX)
+        ix_rows_kernel<U, I, false><<<(unsigned)grid, IX_ROWS_BLOCK, 0, c->stream>>>(r, (const U *)src, (U *)dst, ids, bad);
+    else
+        ix_rows_kernel<U, I, true><<<(unsigned)grid, IX_ROWS_BLOCK, 0, c->stream>>>(r, (const U *)src, (U *)dst, ids, bad);
+}
+
 template <typename I>
-static wk_status ix_run_t(wk_gpu_ctx *c, const ix_spec &S, int mode)
+static wk_status ix_run_t(wk_gpu_ctx *c, const ix_spec &S, int mode, const unsigned long long *bad)
 {
     ix_params p;
     int unit;
-    const int64_t n = ix_prepare(S, mode, &p, &unit);
+    if (S.select) {
+        const int64_t n = ix_prepare(S, mode, false, &p, &unit);
+        if (n == 0) return WK_OK;
+        ix_rows r;
+        char *src, *dst;
+        int64_t ioff;
+        if (ix_rows_plan(S, p, &r, &unit, &src, &dst, &ioff)) {
+            const I *ids = (const I *)S.base[2] + ioff;
+            switch (unit) {
+            case 16: ix_rows_launch<ix_v16, I>(c, r, src, dst, ids, bad); break;
+            case 8: ix_rows_launch<uint64_t, I>(c, r, src, dst, ids, bad); break;
+            case 4: ix_rows_launch<uint32_t, I>(c, r, src, dst, ids, bad); break;
+            case 2: ix_rows_launch<uint16_t, I>(c, r, src, dst, ids, bad); break;
+            default: ix_rows_launch<uint8_t, I>(c, r, src, dst, ids, bad); break;
+            }
+            return wk_gpu_launched(c, "index_select rows", __FILE__, __LINE__);
+        }
+    }
+    const int64_t n = ix_prepare(S, mode, true, &p, &unit);
     if (n == 0) return WK_OK;
     const int bs = wk_gpu_ew_block(c);
     const unsigned grid = wk_gpu_grid(c, n, bs, 8);
     const I *ids = (const I *)S.base[2];
     if (mode == IX_ADD) {
         WK_GPU_DISPATCH_ALL(S.xdt, T,
-            ix_add_kernel<T, I><<<grid, bs, 0, c->stream>>>(p, (T *)S.base[0], (const T *)S.base[1], ids));
+            ix_add_kernel<T, I><<<grid, bs, 0, c->stream>>>(p, (T *)S.base[0], (const T *)S.base[1], ids, bad));
         return wk_gpu_launched(c, "index add", __FILE__, __LINE__);
     }
     const int set = mode == IX_SET;
     if (unit == 16) {
-        ix_move_kernel<ix_v16, I><<<grid, bs, 0, c->stream>>>(p, (ix_v16 *)S.base[0], (ix_v16 *)S.base[1], ids, set);
+        ix_move_kernel<ix_v16, I><<<grid, bs, 0, c->stream>>>(p, (ix_v16 *)S.base[0], (ix_v16 *)S.base[1], ids, set, bad);
     } else {
         WK_GPU_DISPATCH_SIZE(unit, E,
-            ix_move_kernel<E, I><<<grid, bs, 0, c->stream>>>(p, (E *)S.base[0], (E *)S.base[1], ids, set));
+            ix_move_kernel<E, I><<<grid, bs, 0, c->stream>>>(p, (E *)S.base[0], (E *)S.base[1], ids, set, bad));
     }
     return wk_gpu_launched(c, mode == IX_READ ? "index read" : "index set", __FILE__, __LINE__);
 }
 
-static wk_status ix_run(wk_gpu_ctx *c, const ix_spec &S, int mode)
+static wk_status ix_run(wk_gpu_ctx *c, const ix_spec &S, int mode, const unsigned long long *bad)
 {
     switch (S.idt) {
-    case WK_U8: return ix_run_t<uint8_t>(c, S, mode);
-    case WK_U32: return ix_run_t<uint32_t>(c, S, mode);
-    default: return ix_run_t<int64_t>(c, S, mode);
+    case WK_U8: return ix_run_t<uint8_t>(c, S, mode, bad);
+    case WK_U32: return ix_run_t<uint32_t>(c, S, mode, bad);
+    default: return ix_run_t<int64_t>(c, S, mode, bad);
     }
 }
 
-/* The common steps: validate ids' dtype, check every id, run. `it` gives
- * the iteration dims; x/y the addressed operands; ids1d: ids is 1-d along
- * dim (index_select, index_add), else it has the iteration dims. */
+/* The common steps: validate ids' dtype, start the id check, launch the
+ * op gated on it, then wait for the check's answer. `it` gives the
+ * iteration dims; x/y the addressed operands; ids1d: ids is 1-d along dim
+ * (index_select, index_add), else it has the iteration dims. */
 static wk_status ix_op(void *ctx, const char *name, int mode, const wk_view *it, const wk_view *x, const wk_view *y,
                        const wk_view *ids, bool ids1d, int dim)
 {
@@ -364,10 +703,17 @@ static wk_status ix_op(void *ctx, const char *name, int mode, const wk_view *it,
     S.xdt = x->dtype;
     S.idt = ids->dtype;
     S.limit = x->dims[dim];
+    S.select = mode == IX_READ && ids1d;
 
-    wk_status st = ix_check(c, ids, S.limit, dim);
-    if (st != WK_OK) return st;
-    return ix_run(c, S, mode);
+    ix_sync *sy = ix_sync_get(c);
+    std::unique_lock<std::mutex> held;
+    if (sy) held = std::unique_lock<std::mutex>(sy->lock);
+    ix_pending pd;
+    wk_status st = ix_check_start(c, sy, ids, S.limit, &pd);
+    const bool started = st == WK_OK;       /* the event was recorded (when not waited) */
+    if (st == WK_OK && !(pd.waited && pd.pos != IX_NONE)) st = ix_run(c, S, mode, pd.bad);
+    const wk_status cs = ix_check_finish(c, sy, ids, S.limit, dim, &pd, started);
+    return cs != WK_OK ? cs : st;
 }
 
 bool wk_gpu_index_supports(void *ctx, wk_op op, wk_dtype dt)

@@ -22,7 +22,8 @@
 typedef enum p_kind { PK_CONTIG, PK_TRANSPOSED, PK_NARROWED, PK_BROADCAST } p_kind;
 
 /* how an input's values are drawn */
-typedef enum p_gen { PG_UNIFORM, PG_POSITIVE, PG_AWAY, PG_SMALLSET, PG_FULL, PG_IDS, PG_MASK, PG_POISON } p_gen;
+/* PG_IDS_BAD: PG_IDS with element n/2 of the base set to `lo` (an out-of-range id) */
+typedef enum p_gen { PG_UNIFORM, PG_POSITIVE, PG_AWAY, PG_SMALLSET, PG_FULL, PG_IDS, PG_MASK, PG_POISON, PG_IDS_BAD } p_gen;
 
 typedef struct p_input {
     wk_dtype dt;
@@ -54,6 +55,8 @@ typedef struct p_case {
     p_input in[4];         /* in[0] is the destination of in-place ops */
     bool accum;            /* accumulating op: the looser bound */
     bool exact;            /* results must agree bit for bit */
+    bool expect_err;       /* must fail with WK_ERR_INDEX on the cpu and every device,
+                              an in-place destination left unchanged */
 } p_case;
 
 /* parity_main.c: run one case on every selected device (checks filters) */

@@ -356,6 +356,93 @@ static void indexing(void)
         }
 }
 
+/* ---- index_select rows (the GPU's row path) and out-of-range ids ------------------------------ */
+
+/* Rows of every byte length and alignment: 1, 2, 4, 7, 33, 64, 4096
+ * elements (odd byte counts for u8), narrowed views whose base and row
+ * stride break 16-byte alignment, dims 0, 1 and the last (outer x ids x
+ * row), repeated ids, one id, no ids, more ids than one checking block
+ * takes; then bad ids, which must fail with WK_ERR_INDEX everywhere and
+ * leave an in-place destination unchanged. */
+static void index_rows(void)
+{
+    static const struct { const char *lname; p_kind kind; wk_shape s; int dim; int64_t nid; p_kind ik; } cfg[] = {
+        { "rows1", PK_CONTIG, { 2, { 50, 1 } }, 0, 70, PK_CONTIG },
+        { "rows2", PK_CONTIG, { 2, { 50, 2 } }, 0, 70, PK_TRANSPOSED },
+        { "rows4", PK_CONTIG, { 2, { 50, 4 } }, 0, 70, PK_CONTIG },
+        { "rows7", PK_CONTIG, { 2, { 50, 7 } }, 0, 70, PK_CONTIG },
+        { "rows33", PK_CONTIG, { 2, { 50, 33 } }, 0, 70, PK_TRANSPOSED },
+        { "rows64", PK_CONTIG, { 2, { 40, 64 } }, 0, 100, PK_CONTIG },
+        { "rows4096", PK_CONTIG, { 2, { 24, 4096 } }, 0, 50, PK_CONTIG },
+        { "rows_narrowed8", PK_NARROWED, { 2, { 30, 8 } }, 0, 45, PK_CONTIG },
+        { "rows_narrowed64", PK_NARROWED, { 2, { 30, 64 } }, 0, 45, PK_TRANSPOSED },
+        { "dim1/rows33", PK_CONTIG, { 3, { 5, 20, 33 } }, 1, 27, PK_CONTIG },
+        { "dim1/rows64", PK_CONTIG, { 3, { 4, 10, 64 } }, 1, 13, PK_TRANSPOSED },
+        { "dim1/narrowed3d", PK_NARROWED, { 3, { 5, 7, 9 } }, 1, 11, PK_CONTIG },
+        { "dim2/rows1", PK_CONTIG, { 3, { 6, 5, 9 } }, 2, 12, PK_CONTIG },
+        { "repeated", PK_CONTIG, { 2, { 3, 40 } }, 0, 64, PK_CONTIG },
+        { "one_id", PK_CONTIG, { 2, { 9, 33 } }, 0, 1, PK_CONTIG },
+        { "empty_ids", PK_CONTIG, { 2, { 9, 33 } }, 0, 0, PK_CONTIG },
+        { "many_ids", PK_CONTIG, { 2, { 100, 3 } }, 0, 20000, PK_CONTIG },
+    };
+    for (int d = 0; d < WK_DTYPE_COUNT; d++)
+        for (int k = 0; k < 3; k++)
+            for (int j = 0; j < N_(cfg); j++) {
+                wk_dtype dt = all_dts[d], it = id_dts[k];
+                p_case c = start("index_select", dt, PF_INDEX_SELECT);
+                snprintf(c.name, sizeof c.name, "index_select/%s/%s/%s", wk_dtype_name(dt), wk_dtype_name(it), cfg[j].lname);
+                c.exact = true;
+                c.dims[0] = cfg[j].dim;
+                c.nin = 2;
+                c.in[0] = IN(dt, cfg[j].s, cfg[j].kind, PG_FULL, 0, 0);
+                c.in[1] = IN(it, WK_SHAPE(cfg[j].nid), cfg[j].ik, PG_IDS, 0, (double)cfg[j].s.dims[cfg[j].dim]);
+                go(&c);
+            }
+
+    /* bad ids: the first invalid id, -1 and a huge one (i64), 2^32 - 1 (u32) */
+    static const wk_dtype bdts[] = { WK_U8, WK_BF16, WK_F32, WK_F64 };
+    static const struct { const char *lname; wk_shape s; int dim; int64_t nid; } bcfg[] = {
+        { "dim0", { 2, { 40, 33 } }, 0, 50 },
+        { "dim1", { 3, { 5, 20, 8 } }, 1, 27 },
+        { "many_ids", { 2, { 100, 3 } }, 0, 20000 },
+    };
+    for (int d = 0; d < N_(bdts); d++)
+        for (int k = 0; k < 3; k++)
+            for (int b = 0; b < 3; b++)
+                for (int j = 0; j < N_(bcfg); j++) {
+                    wk_dtype dt = bdts[d], it = id_dts[k];
+                    const int64_t lim = bcfg[j].s.dims[bcfg[j].dim];
+                    double bad;
+                    if (b == 0) bad = (double)lim;
+                    else if (it == WK_I64) bad = b == 1 ? -1.0 : 1099511627776.0;
+                    else if (it == WK_U32 && b == 1) bad = 4294967295.0;
+                    else continue;
+                    wk_shape gs = bcfg[j].s;
+                    gs.dims[bcfg[j].dim] = bcfg[j].nid;
+                    static const struct { const char *op; p_family fam; } ops[] = {
+                        { "index_select", PF_INDEX_SELECT }, { "gather", PF_GATHER }, { "scatter_set", PF_SCATTER_SET },
+                        { "scatter_add", PF_SCATTER_ADD }, { "index_add", PF_INDEX_ADD },
+                    };
+                    for (int o = 0; o < N_(ops); o++) {
+                        p_case c = start(ops[o].op, dt, ops[o].fam);
+                        snprintf(c.name, sizeof c.name, "%s/%s/%s/bad_id%.0f/%s", ops[o].op, wk_dtype_name(dt), wk_dtype_name(it), bad,
+                                 bcfg[j].lname);
+                        c.expect_err = true;
+                        c.dims[0] = bcfg[j].dim;
+                        const bool ids1d = ops[o].fam == PF_INDEX_SELECT || ops[o].fam == PF_INDEX_ADD;
+                        wk_shape is = ids1d ? WK_SHAPE(bcfg[j].nid) : gs;
+                        c.in[0] = IN(dt, bcfg[j].s, PK_CONTIG, PG_SMALLSET, 0, 0);
+                        c.in[1] = IN(it, is, PK_CONTIG, PG_IDS_BAD, bad, (double)lim);
+                        c.nin = 2;
+                        if (ops[o].fam != PF_INDEX_SELECT && ops[o].fam != PF_GATHER) {
+                            c.nin = 3;
+                            c.in[2] = IN(dt, gs, PK_CONTIG, PG_SMALLSET, 0, 0);
+                        }
+                        go(&c);
+                    }
+                }
+}
+
 /* ---- random numbers ------------------------------------------------------------------------ */
 
 static void randoms(void)
@@ -384,5 +471,6 @@ void p_all_cases(void)
     copies();
     reductions_matmul();
     indexing();
+    index_rows();
     randoms();
 }

@@ -113,6 +113,7 @@ static void fill(const p_input *in, void *host, int64_t n, t_rng *r)
         switch (in->gen) {
         case PG_POISON: t_put_bits(dt, host, i, 0x5A5A5A5A5A5A5A5Aull); break;
         case PG_IDS: t_puti(dt, host, i, in->hi > 0 ? t_rng_int(r, 0, (int64_t)in->hi - 1) : 0); break;
+        case PG_IDS_BAD: t_puti(dt, host, i, i == n / 2 ? (int64_t)in->lo : in->hi > 0 ? t_rng_int(r, 0, (int64_t)in->hi - 1) : 0); break;
         case PG_MASK: { static const int64_t m[] = { 0, 1, 0, 256, 0, 65536, (int64_t)1 << 32 };
                         int64_t v = m[t_rng_int(r, 0, dt == WK_U8 ? 1 : dt == WK_U32 ? 5 : 6)];
                         t_puti(dt, host, i, v); break; }
@@ -180,7 +181,7 @@ static wk_tensor *run_on(wk_device *dev, const p_case *c, void *const *host, uin
         case PF_COPY2D: *st = wk_copy2d(b[0].base, b[1].base, c->dims[0], c->dims[1], c->dims[2], c->dims[3], 1, 2); break;
         default: *st = WK_ERR_ARGUMENT; break;
         }
-        if (*st == WK_OK) r = wk_retain(b[0].base);
+        if (*st == WK_OK || c->expect_err) r = wk_retain(b[0].base);   /* expect_err: to see it unchanged */
         goto done;
     }
     }
@@ -259,6 +260,32 @@ out:
 
 /* ---- one case on every device ---------------------------------------------------- */
 
+/* An expect_err case on one device: NULL when it failed as it must
+ * (WK_ERR_INDEX; an in-place destination's storage still host[0]), else
+ * a message (static buffer). */
+static const char *run_err(wk_device *dev, const p_case *c, void *const *host, uint64_t seed)
+{
+    static char msg[600];
+    wk_status st;
+    wk_tensor *r = run_on(dev, c, host, seed, &st);
+    const bool in_place = c->fam != PF_INDEX_SELECT && c->fam != PF_GATHER;
+    const char *why = NULL;
+    if (st != WK_ERR_INDEX || (!in_place && r)) {
+        snprintf(msg, sizeof msg, "expected WK_ERR_INDEX, got %s (%s)", wk_status_name(st), r && !in_place ? "a result" : wk_last_error());
+        why = msg;
+    } else if (in_place) {
+        int64_t n;
+        void *p = r ? read_back(r, &n) : NULL;
+        size_t bytes = p ? (size_t)n * t_size(c->in[0].dt) : 0;
+        if (!p) snprintf(msg, sizeof msg, "reading the destination back failed: %s", wk_last_error()), why = msg;
+        else if (memcmp(p, host[0], bytes)) snprintf(msg, sizeof msg, "a failed op changed its destination"), why = msg;
+        free(p);
+    }
+    wk_release(r);
+    wk_clear_error();
+    return why;
+}
+
 void p_run(p_case *c)
 {
     if (f_op && strcmp(f_op, c->op)) return;
@@ -275,8 +302,26 @@ void p_run(p_case *c)
         fill(&c->in[i], host[i], n, &r);
     }
     wk_status st;
-    wk_tensor *want = run_on(cpu, c, host, seed, &st);
     int oi = op_index(c->op);
+    if (c->expect_err) {
+        const char *cw = run_err(cpu, c, host, seed);
+        char cbuf[700];
+        if (cw) snprintf(cbuf, sizeof cbuf, "on the cpu: %s", cw);
+        for (int k = 0; k < ndev; k++) {
+            const char *why = cw ? cbuf : run_err(devs[k], c, host, seed);
+            if (why) {
+                n_fail++;
+                printf("FAIL %s on %s seed %llu: %s\n", c->name, dev_names[k], (unsigned long long)seed, why);
+            } else {
+                n_pass++;
+                if (verbose) printf("ok   %s on %s\n", c->name, dev_names[k]);
+            }
+            if (oi >= 0 && why) cov[k][oi][c->dt] = 2;
+        }
+        for (int i = 0; i < c->nin; i++) free(host[i]);
+        return;
+    }
+    wk_tensor *want = run_on(cpu, c, host, seed, &st);
     for (int k = 0; k < ndev; k++) {
         const char *why = NULL;
         char buf[600];
