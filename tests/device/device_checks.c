@@ -12,6 +12,10 @@
  *    transfers; a write from a pinned block returns only when the block
  *    may be reused (overwritten at once, behind queued work); a read into
  *    one waits for the work that makes the data;
+ *  - the current device: chains of dependent ops (with allocations the
+ *    cache cannot serve) on fresh threads, on one device and, where the
+ *    kind has two, alternating between the two on one thread and split
+ *    over two threads, so that every op finds another device current;
  *  - tensors of more than 2^31 elements (64-bit indexing in every kernel
  *    family): contiguous and strided elementwise ops, a transposed copy,
  *    reductions over either dim, argmax over everything, const_set through
@@ -19,6 +23,7 @@
  * Expected values are computed here by hand (small integer arithmetic).
  * Usage: wick-device-checks [--device NAME]   (needs about 8 GiB on it)
  * Ends with "N passed, N failed". */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -177,6 +182,87 @@ static void check_pinned(wk_device *dev)
     free(pg);
 }
 
+/* ---- the current device ------------------------------------------------ */
+
+/* n dependent adds x = x + one on dev, each with a fresh output of a
+ * size the allocator has not seen on this pass (a cache miss every few
+ * ops); 0 when the value is right, else -1. When dev2 is given the ops
+ * alternate between the two devices, so each finds the other current. */
+typedef struct chain_job {
+    wk_device *dev, *dev2;
+    int n;
+    int result;
+} chain_job;
+
+static void *chain_run(void *arg)
+{
+    chain_job *j = arg;
+    wk_device *devs[2] = { j->dev, j->dev2 ? j->dev2 : j->dev };
+    wk_tensor *x[2] = { wk_full(devs[0], WK_F32, WK_SHAPE(1), 0.5), wk_full(devs[1], WK_F32, WK_SHAPE(1), 0.5) };
+    wk_tensor *one[2] = { wk_ones(devs[0], WK_F32, WK_SHAPE(1)), wk_ones(devs[1], WK_F32, WK_SHAPE(1)) };
+    j->result = x[0] && x[1] && one[0] && one[1] ? 0 : -1;
+    for (int i = 0; i < j->n && j->result == 0; i++) {
+        int k = i & 1;
+        wk_tensor *y = wk_add(x[k], one[k]);
+        /* a size no earlier op of this chain used: the allocator misses */
+        wk_tensor *big = wk_full(devs[k], WK_F32, WK_SHAPE(1000 + 37 * (int64_t)i), (double)i);
+        double v = -1;
+        int64_t at = 36 * (int64_t)i;
+        if (!y || !big || wk_item(big, &at, &v) != WK_OK || v != (double)i) j->result = -1;
+        wk_release(big);
+        wk_release(x[k]);
+        x[k] = y;
+    }
+    for (int k = 0; k < 2; k++) {
+        double v = -1;
+        int64_t at = 0;
+        int adds = j->n / 2 + (k == 0 ? j->n % 2 : 0);
+        if (j->result == 0 && (!x[k] || wk_item(x[k], &at, &v) != WK_OK || v != 0.5 + adds)) j->result = -1;
+        wk_release(x[k]);
+        wk_release(one[k]);
+    }
+    return NULL;
+}
+
+static void check_current_device(wk_device *dev, const char *name)
+{
+    /* two fresh threads and this one, one device */
+    chain_job jobs[3] = { { dev, NULL, 301, -1 }, { dev, NULL, 301, -1 }, { dev, NULL, 301, -1 } };
+    pthread_t th[2];
+    bool started[2];
+    for (int i = 0; i < 2; i++) started[i] = pthread_create(&th[i], NULL, chain_run, &jobs[i]) == 0;
+    chain_run(&jobs[2]);
+    for (int i = 0; i < 2; i++)
+        if (started[i]) pthread_join(th[i], NULL);
+    check("chain_fresh_thread_a", started[0] && jobs[0].result == 0, jobs[0].result, 0);
+    check("chain_fresh_thread_b", started[1] && jobs[1].result == 0, jobs[1].result, 0);
+    check("chain_main_thread", jobs[2].result == 0, jobs[2].result, 0);
+
+    /* a second device of the same kind, if any */
+    const char *colon = strchr(name, ':');
+    if (!colon) return;
+    char kind[16], other[32];
+    snprintf(kind, sizeof kind, "%.*s", (int)(colon - name), name);
+    if (wk_device_count(kind) < 2) {
+        printf("note: one %s device: the two-device checks of the current device are skipped\n", kind);
+        return;
+    }
+    snprintf(other, sizeof other, "%s:%d", kind, atoi(colon + 1) == 0 ? 1 : 0);
+    wk_device *dev2 = wk_device_open(other);
+    check("open_second_device", dev2 != NULL, 0, 0);
+    if (!dev2) return;
+    chain_job alt = { dev, dev2, 301, -1 };
+    chain_run(&alt);
+    check("chain_alternating_devices", alt.result == 0, alt.result, 0);
+    chain_job split[2] = { { dev, NULL, 301, -1 }, { dev2, NULL, 301, -1 } };
+    bool ok = pthread_create(&th[0], NULL, chain_run, &split[1]) == 0;
+    chain_run(&split[0]);
+    if (ok) pthread_join(th[0], NULL);
+    check("chain_two_devices_two_threads", ok && split[0].result == 0 && split[1].result == 0,
+          split[0].result + split[1].result, 0);
+    wk_device_close(dev2);
+}
+
 int main(int argc, char **argv)
 {
     const char *name = "cpu";
@@ -279,6 +365,9 @@ int main(int argc, char **argv)
     /* ---- events and pinned host memory ---- */
     check_events(dev, name);
     check_pinned(dev);
+
+    /* ---- the current device ---- */
+    check_current_device(dev, name);
 
     /* ---- more than 2^31 elements ---- */
     const int64_t R = 65537, C = 32769;           /* R*C = 2147581953 > 2^31 */
