@@ -185,8 +185,15 @@ WK_DEV void ew_unary_contig_run(const T *__restrict__ src, T *__restrict__ dst, 
         wk_vec<T, V> *d = (wk_vec<T, V> *)dst;
         wk_gpu_stream<U>(nv, [&](int64_t i) { return s[i]; }, [&](int64_t i, const wk_vec<T, V> &x) {
             wk_vec<T, V> y;
+            if constexpr (std::is_same<T, wk_bf16_t>::value && V % 2 == 0) {   /* bf16: round in pairs */
 #pragma unroll
-            for (int k = 0; k < V; k++) y.v[k] = ew_unary_elem<OP>(x.v[k], p);
+                for (int k = 0; k < V; k += 2)
+                    wk_fast_f32x2_to_bf16x2(ew_unary_float<OP, true, float>(wk_load_c(x.v[k]), p),
+                                            ew_unary_float<OP, true, float>(wk_load_c(x.v[k + 1]), p), &y.v[k]);
+            } else {
+#pragma unroll
+                for (int k = 0; k < V; k++) y.v[k] = ew_unary_elem<OP>(x.v[k], p);
+            }
             d[i] = y;
         });
         WK_GPU_FOR(i, n - nv * V) {

@@ -48,7 +48,7 @@
 /* Context                                                             */
 
 /* Per-context state of other files (kept opaque here), freed at close. */
-enum { WK_GPU_EXT_BLAS = 0, WK_GPU_EXT_SLOTS = 4 };
+enum { WK_GPU_EXT_BLAS = 0, WK_GPU_EXT_INDEX = 1, WK_GPU_EXT_SLOTS = 4 };   /* matmul.hip, index.hip */
 
 struct wk_gpu_pool;       /* allocator.hip */
 struct wk_gpu_staging;    /* allocator.hip */
@@ -256,16 +256,22 @@ WK_HD uint16_t wk_fast_f32_to_f16(float f)
 }
 
 /* f32 -> bf16, round to nearest even, NaN as scalar.h (quieted, payload
- * kept), by the integer sequence. -DWK_GPU_HW_BF16=1 makes NVIDIA sm_80+
- * round with one cvt.rn.bf16.f32 instead (same bits): a tuning knob, off
- * because it made the bf16 streaming kernels 4-8% slower on an H200
- * (bench/TUNING-gpu.md). */
+ * kept). WK_GPU_HW_BF16 picks how NVIDIA sm_80+ rounds (AMD always takes
+ * the integer sequence; every choice gives the same bits, NaN always
+ * takes the integer path):
+ *   0  the integer sequence everywhere;
+ *   1  one cvt.rn.bf16.f32 per element: 4-8% slower bf16 streaming
+ *      kernels than 0 on an H200;
+ *   2  (default) the integer sequence per element, and one
+ *      cvt.rn.bf16x2.f32 per pair where a kernel rounds pairs
+ *      (wk_fast_f32x2_to_bf16x2: the unary kernels): silu and gelu bf16
+ *      10% faster than 0, the others unchanged (bench/TUNING-gpu.md). */
 #ifndef WK_GPU_HW_BF16
-#define WK_GPU_HW_BF16 0
+#define WK_GPU_HW_BF16 2
 #endif
 WK_HD uint16_t wk_fast_f32_to_bf16(float f)
 {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800 && WK_GPU_HW_BF16
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800 && WK_GPU_HW_BF16 == 1
     if (f != f) return wk_f32_to_bf16(f);
     uint16_t h;
     asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(h) : "f"(f));
@@ -273,6 +279,24 @@ WK_HD uint16_t wk_fast_f32_to_bf16(float f)
 #else
     return wk_f32_to_bf16(f);
 #endif
+}
+
+/* Two f32 -> two bf16 (lo at the lower address), as wk_fast_f32_to_bf16
+ * each; with WK_GPU_HW_BF16 == 2 NVIDIA sm_80+ rounds both with one
+ * cvt.rn.bf16x2.f32. */
+WK_HD void wk_fast_f32x2_to_bf16x2(float lo, float hi, wk_bf16_t *out)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800 && WK_GPU_HW_BF16 == 2
+    if (lo == lo && hi == hi) {
+        uint32_t r;
+        asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+        out[0].bits = (uint16_t)(r & 0xFFFFu);
+        out[1].bits = (uint16_t)(r >> 16);
+        return;
+    }
+#endif
+    out[0].bits = wk_f32_to_bf16(lo);
+    out[1].bits = wk_f32_to_bf16(hi);
 }
 
 /* OCP E4M3FN from f32, round to nearest even, |x| >= 448 and Inf -> 448,

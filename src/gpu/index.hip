@@ -342,7 +342,7 @@ static bool ix_id_dtype_ok(wk_dtype dt) { return dt == WK_U8 || dt == WK_U32 || 
  * threads). host == NULL: no pinned memory, the check waits before the
  * op's launch. Kept in the context's extension slot IX_EXT_SLOT (the
  * last; matmul.hip owns slot 0). */
-enum { IX_EXT_SLOT = WK_GPU_EXT_SLOTS - 1 };
+enum { IX_EXT_SLOT = WK_GPU_EXT_INDEX };
 static_assert((int)IX_EXT_SLOT != (int)WK_GPU_EXT_BLAS, "index.hip needs an extension slot of its own");
 
 struct ix_sync {
