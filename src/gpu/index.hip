@@ -18,10 +18,13 @@
  * and leaves it in a device word (~0: none); one block does it for up to
  * IX_CHECK1_MAX ids (no memset, no atomics in memory), more use a memset
  * and a grid with atomicMin. The word is copied into a pinned host word
- * and an event is recorded; then the op's kernel is launched, gated: its
+ * and an event is recorded; the op's kernel is launched, gated: its
  * blocks read the device word first and return without writing when it
- * names a bad id. Only then does the host wait for the event (not for the
- * op's kernel) and read the host word: on failure it reads the offending
+ * names a bad id. The word's copy to the host runs on a side stream
+ * behind an event of the check, so the op's kernel follows the check at
+ * once instead of queueing behind a device-to-host copy. Only then does
+ * the host wait for the event (not for the op's kernel) and read the host
+ * word: on failure it reads the offending
  * id and reports WK_ERR_INDEX, the destination untouched; on success the
  * op's kernel is already queued, so back-to-back ops keep the device busy
  * (the old order, check + wait + launch, left the device idle for a
@@ -348,7 +351,9 @@ static_assert((int)IX_EXT_SLOT != (int)WK_GPU_EXT_BLAS, "index.hip needs an exte
 struct ix_sync {
     std::mutex lock;
     unsigned long long *host;
-    hipEvent_t ev;
+    hipEvent_t ev;               /* the answer is in host         */
+    hipEvent_t checked;          /* the check kernel has run      */
+    hipStream_t side;            /* the answer's copy to the host */
 };
 
 static std::mutex ix_sync_make_lock;
@@ -362,6 +367,8 @@ static void ix_sync_free(wk_gpu_ctx *c, void *state)
         (void)hipEventSynchronize(y->ev);
         (void)hipEventDestroy(y->ev);
     }
+    if (y->checked) (void)hipEventDestroy(y->checked);
+    if (y->side) (void)hipStreamDestroy(y->side);
     if (y->host) (void)hipHostFree(y->host);
     (void)hipGetLastError();
     delete y;
@@ -376,11 +383,17 @@ static ix_sync *ix_sync_get(wk_gpu_ctx *c)
     ix_sync *y = new (std::nothrow) ix_sync;
     if (!y) return NULL;
     y->host = NULL;
-    y->ev = NULL;
+    y->ev = y->checked = NULL;
+    y->side = NULL;
     void *h = NULL;
     if (hipHostMalloc(&h, sizeof(unsigned long long), hipHostMallocDefault) == hipSuccess) y->host = (unsigned long long *)h;
-    if (y->host && hipEventCreateWithFlags(&y->ev, hipEventDisableTiming) != hipSuccess) {
-        y->ev = NULL;
+    if (y->host && (hipEventCreateWithFlags(&y->ev, hipEventDisableTiming) != hipSuccess ||
+                    hipEventCreateWithFlags(&y->checked, hipEventDisableTiming) != hipSuccess ||
+                    hipStreamCreateWithFlags(&y->side, hipStreamNonBlocking) != hipSuccess)) {
+        if (y->ev) (void)hipEventDestroy(y->ev);
+        if (y->checked) (void)hipEventDestroy(y->checked);
+        y->ev = y->checked = NULL;
+        y->side = NULL;
         (void)hipHostFree(y->host);
         y->host = NULL;
     }
@@ -425,8 +438,12 @@ static wk_status ix_check_start_t(wk_gpu_ctx *c, ix_sync *sy, const wk_view *ids
     st = wk_gpu_launched(c, "index id check", __FILE__, __LINE__);
     if (st != WK_OK) return st;
     if (sy && sy->host) {
-        WK_GPU_CHECK_C(c, hipMemcpyAsync(sy->host, pd->bad, sizeof *pd->bad, hipMemcpyDeviceToHost, c->stream));
-        WK_GPU_CHECK_C(c, hipEventRecord(sy->ev, c->stream));
+        /* the answer travels on a side stream, so the op's kernel follows
+         * the check at once instead of waiting behind a copy to the host */
+        WK_GPU_CHECK_C(c, hipEventRecord(sy->checked, c->stream));
+        WK_GPU_CHECK_C(c, hipStreamWaitEvent(sy->side, sy->checked, 0));
+        WK_GPU_CHECK_C(c, hipMemcpyAsync(sy->host, pd->bad, sizeof *pd->bad, hipMemcpyDeviceToHost, sy->side));
+        WK_GPU_CHECK_C(c, hipEventRecord(sy->ev, sy->side));
         return WK_OK;
     }
     pd->waited = true;
@@ -452,14 +469,20 @@ static wk_status ix_check_finish(wk_gpu_ctx *c, ix_sync *sy, const wk_view *ids,
                                  ix_pending *pd, bool started)
 {
     if (!pd->bad) return WK_OK;
-    wk_gpu_scratch_free(c, pd->bad);          /* stream-ordered: after the gated kernel */
-    pd->bad = NULL;
     wk_status st = WK_OK;
     if (!pd->waited && started) {
         hipError_t e = hipEventSynchronize(sy->ev);
-        if (e != hipSuccess) return wk_gpu_fail(c, e, "hipEventSynchronize(id check)", __FILE__, __LINE__);
+        if (e != hipSuccess) {
+            wk_gpu_scratch_free(c, pd->bad);
+            pd->bad = NULL;
+            return wk_gpu_fail(c, e, "hipEventSynchronize(id check)", __FILE__, __LINE__);
+        }
         pd->pos = *(volatile unsigned long long *)sy->host;
     }
+    /* freed once the side stream has read it; stream-ordered on the main
+     * stream: after the gated kernel */
+    wk_gpu_scratch_free(c, pd->bad);
+    pd->bad = NULL;
     if (pd->pos == IX_NONE) return st;
 
     /* the offending id: decode its position in the merged layout */
