@@ -25,7 +25,10 @@
  * strides, stride 0 for broadcast) computes offsets with 32-bit multiply-high
  * division when the launch is under 2^32 elements (wk_gpu_offsets), after
  * the host merged every dim the operands allow; there the op is switched
- * per element (a uniform branch) so the offset code exists once. Block size is 8 warps
+ * per element (a uniform branch) so the offset code exists once. Contiguous
+ * launches of at most EW_SMALL_N elements take a kernel of one element per
+ * thread and no loop (ew_unary_small, ew_arith_small): chains of small
+ * dependent ops wait on each kernel's own time. Block size is 8 warps
  * (256 threads on wave32, 512 on wave64). affine uses __fmul_rn/__dmul_rn
  * so that x*mul+add is never contracted into an fma (the CPU rounds the
  * product). gelu is computed as x / (1 + exp(-2u)), which equals
@@ -247,6 +250,32 @@ ew_unary_strided(wk_gpu_layout<2> L, const T *src, T *dst, int op, ew_params p)
     }
 }
 
+/* Small contiguous launches (n <= EW_SMALL_N): one element per thread, no
+ * vector units, no loop: the least code a kernel can run, since for
+ * chains of small dependent ops (scalars, decode-time vectors) the
+ * kernel's own time on the device is what the next op waits for. */
+#define EW_SMALL_N 4096
+
+template <typename T>
+__global__ void __launch_bounds__(WK_GPU_EW_MAX_BLOCK)
+ew_unary_small(const T *src, T *dst, int n, int op, ew_params p)
+{
+    const int i = (int)(blockIdx.x * blockDim.x + threadIdx.x);
+    if (i >= n) return;
+    T x = src[i], y = x;
+#define EW_RUN_(OP) y = ew_unary_elem<OP>(x, p)
+    switch (op) { EW_UNARY_CASES(T, EW_RUN_) default: break; }
+#undef EW_RUN_
+    dst[i] = y;
+}
+
+/* threads per block of a small launch: n rounded up to whole warps */
+static int ew_small_block(const wk_gpu_ctx *c, int64_t n)
+{
+    const int w = c->warp_size, b = (int)((n + w - 1) / w) * w;
+    return b < wk_gpu_stream_block(c) ? b : wk_gpu_stream_block(c);
+}
+
 /* Blocks for a contiguous launch of n elements, V per unit, U units per
  * thread (wk_gpu_stream). */
 static unsigned ew_grid(int64_t n, int v, int block, int u)
@@ -274,12 +303,20 @@ wk_status wk_gpu_unary(void *ctx, wk_op op, const wk_view *dst, const wk_view *s
         void *d = wk_gpu_view_ptr(dst);
         const void *s = wk_gpu_view_ptr(src);
         int vec = wk_gpu_aligned(d, 16) && wk_gpu_aligned(s, 16);
-        WK_GPU_DISPATCH_ALL(dst->dtype, T, {
-            const int V = ew_unary_width<T>(op);
-            const int sblock = wk_gpu_stream_block(c);
-            ew_unary_contig<T><<<ew_grid(n, vec ? V : 1, sblock, ew_unary_unroll<T>(op)), sblock, 0, c->stream>>>(
-                (const T *)s, (T *)d, n, (int)op, vec, p);
-        })
+        if (n <= EW_SMALL_N) {
+            const int b = ew_small_block(c, n);
+            WK_GPU_DISPATCH_ALL(dst->dtype, T, {
+                ew_unary_small<T><<<(unsigned)((n + b - 1) / b), b, 0, c->stream>>>((const T *)s, (T *)d, (int)n,
+                                                                                   (int)op, p);
+            })
+        } else {
+            WK_GPU_DISPATCH_ALL(dst->dtype, T, {
+                const int V = ew_unary_width<T>(op);
+                const int sblock = wk_gpu_stream_block(c);
+                ew_unary_contig<T><<<ew_grid(n, vec ? V : 1, sblock, ew_unary_unroll<T>(op)), sblock, 0,
+                                     c->stream>>>((const T *)s, (T *)d, n, (int)op, vec, p);
+            })
+        }
     } else {
         wk_gpu_layout<2> L;
         const wk_view *v[2] = { dst, src };
@@ -420,6 +457,24 @@ ew_arith_contig(const T *a, const T *b, T *dst, int64_t n, int op, int vec)
     }
 }
 
+/* small contiguous arithmetic (see ew_unary_small) */
+template <typename T>
+__global__ void __launch_bounds__(WK_GPU_EW_MAX_BLOCK)
+ew_arith_small(const T *a, const T *b, T *dst, int n, int op)
+{
+    const int i = (int)(blockIdx.x * blockDim.x + threadIdx.x);
+    if (i >= n) return;
+    const T x = a[i], y = b[i];
+    T r = x;
+    switch (op) {
+#define EW_C_(OP) case OP: r = ew_arith_elem<OP, T>(x, y); break;
+    EW_C_(WK_OP_ADD) EW_C_(WK_OP_SUB) EW_C_(WK_OP_MUL) EW_C_(WK_OP_DIV) EW_C_(WK_OP_MINIMUM) EW_C_(WK_OP_MAXIMUM)
+#undef EW_C_
+    default: break;
+    }
+    dst[i] = r;
+}
+
 /* rank-2 broadcast arithmetic (ew_bcast_run); ROW and SWAP as above */
 template <typename T, bool ROW, bool SWAP>
 __global__ void __launch_bounds__(WK_GPU_EW_MAX_BLOCK)
@@ -542,7 +597,15 @@ wk_status wk_gpu_binary(void *ctx, wk_op op, const wk_view *dst, const wk_view *
     if (n == 0) return WK_OK;
     WK_GPU_ENTER(c);
     const int block = wk_gpu_ew_block(c);
-    if (wk_gpu_is_contiguous(dst) && wk_gpu_is_contiguous(a) && wk_gpu_is_contiguous(b)) {
+    const bool contig = wk_gpu_is_contiguous(dst) && wk_gpu_is_contiguous(a) && wk_gpu_is_contiguous(b);
+    if (contig && !cmp && n <= EW_SMALL_N) {
+        const int sb = ew_small_block(c, n);
+        WK_GPU_DISPATCH_ALL(dt, T, {
+            ew_arith_small<T><<<(unsigned)((n + sb - 1) / sb), sb, 0, c->stream>>>(
+                (const T *)wk_gpu_view_ptr(a), (const T *)wk_gpu_view_ptr(b), (T *)wk_gpu_view_ptr(dst), (int)n,
+                (int)op);
+        })
+    } else if (contig) {
         void *d = wk_gpu_view_ptr(dst);
         const void *pa = wk_gpu_view_ptr(a), *pb = wk_gpu_view_ptr(b);
         WK_GPU_DISPATCH_ALL(dt, T, {

@@ -16,8 +16,9 @@
  * Ids are checked before anything is written, without stalling the
  * stream. A check kernel finds the first out-of-range position (row-major)
  * and leaves it in a device word (~0: none); one block does it for up to
- * IX_CHECK1_MAX ids (no memset, no atomics in memory), more use a memset
- * and a grid with atomicMin. The word is copied into a pinned host word
+ * IX_CHECK1_MAX ids (no atomics in memory), more use a grid with
+ * atomicMin. The word is one of a pair kept by the context: each check
+ * also resets the other word for the next op, so no op needs a memset. The word is copied into a pinned host word
  * and an event is recorded; the op's kernel is launched, gated: its
  * blocks read the device word first and return without writing when it
  * names a bad id. The word's copy to the host runs on a side stream
@@ -278,8 +279,10 @@ ix_rows_kernel(ix_rows r, const U *__restrict__ src, U *__restrict__ dst, const 
 
 template <typename I>
 __global__ void __launch_bounds__(IX_CHECK1_BLOCK)
-ix_check1_kernel(const I *__restrict__ ids, wk_gpu_layout<1> L, int64_t limit, unsigned long long *first)
+ix_check1_kernel(const I *__restrict__ ids, wk_gpu_layout<1> L, int64_t limit, unsigned long long *first,
+                 unsigned long long *reset)
 {
+    if (threadIdx.x == 0 && reset) *reset = IX_NONE;      /* the next op's word */
     __shared__ unsigned long long s_first;
     if (threadIdx.x == 0) s_first = IX_NONE;
     __syncthreads();
@@ -312,8 +315,9 @@ ix_check1_kernel(const I *__restrict__ ids, wk_gpu_layout<1> L, int64_t limit, u
 /* the same for any number of ids: *first preset to IX_NONE, atomicMin */
 template <typename I>
 __global__ void ix_check_kernel(const I *__restrict__ ids, wk_gpu_layout<1> L, int64_t limit,
-                                unsigned long long *first)
+                                unsigned long long *first, unsigned long long *reset)
 {
+    if (blockIdx.x == 0 && threadIdx.x == 0 && reset) *reset = IX_NONE;   /* the next op's word */
     WK_GPU_FOR(i, L.d.n) {
         int64_t o[1];
         wk_gpu_offsets<1>(L, i, o);
@@ -356,6 +360,15 @@ struct ix_sync {
     hipEvent_t ev;               /* the answer is in host         */
     hipEvent_t checked;          /* the check kernel has run      */
     hipStream_t side;            /* the answer's copy to the host */
+    /* Two device words, the answers of alternate ops: an op's check
+     * kernel writes one and resets the other to IX_NONE for the next op
+     * (whose kernels run after this op's on the stream, and which is
+     * issued after the host read this op's answer), so no op needs a
+     * memset or a scratch allocation. dirty: a check failed to launch,
+     * reset both first. */
+    unsigned long long *words;
+    int cur;
+    bool dirty;
 };
 
 static std::mutex ix_sync_make_lock;
@@ -371,6 +384,7 @@ static void ix_sync_free(wk_gpu_ctx *c, void *state)
     }
     if (y->checked) (void)hipEventDestroy(y->checked);
     if (y->side) (void)hipStreamDestroy(y->side);
+    if (y->words) (void)hipFree(y->words);
     if (y->host) (void)hipHostFree(y->host);
     (void)hipGetLastError();
     delete y;
@@ -387,6 +401,9 @@ static ix_sync *ix_sync_get(wk_gpu_ctx *c)
     y->host = NULL;
     y->ev = y->checked = NULL;
     y->side = NULL;
+    y->words = NULL;
+    y->cur = 0;
+    y->dirty = true;
     void *h = NULL;
     if (hipHostMalloc(&h, sizeof(unsigned long long), hipHostMallocDefault) == hipSuccess) y->host = (unsigned long long *)h;
     if (y->host && (hipEventCreateWithFlags(&y->ev, hipEventDisableTiming) != hipSuccess ||
@@ -399,6 +416,7 @@ static ix_sync *ix_sync_get(wk_gpu_ctx *c)
         (void)hipHostFree(y->host);
         y->host = NULL;
     }
+    if (y->host && hipMalloc((void **)&y->words, 2 * sizeof(unsigned long long)) != hipSuccess) y->words = NULL;
     (void)hipGetLastError();       /* a failure above only costs speed */
     c->ext[IX_EXT_SLOT] = y;
     c->ext_free[IX_EXT_SLOT] = ix_sync_free;
@@ -410,6 +428,7 @@ static ix_sync *ix_sync_get(wk_gpu_ctx *c)
  * it is on its way to sy->host behind sy->ev. */
 struct ix_pending {
     unsigned long long *bad;
+    bool scratch;                /* bad is scratch memory (no word pair) */
     bool waited;
     unsigned long long pos;
     wk_gpu_layout<1> L;
@@ -423,22 +442,41 @@ static wk_status ix_check_start_t(wk_gpu_ctx *c, ix_sync *sy, const wk_view *ids
     const wk_view *vv[1] = { ids };
     const int64_t n = wk_gpu_layout_make<1>(&pd->L, vv);
     if (n == 0) return WK_OK;
-    wk_status st = wk_gpu_scratch_alloc(c, sizeof *pd->bad, (void **)&pd->bad);
-    if (st != WK_OK) {
-        pd->bad = NULL;
-        return st;
+    wk_status st = WK_OK;
+    unsigned long long *reset = NULL;
+    const bool pair = sy && sy->host && sy->words;
+    if (pair) {                               /* the word pair: no memset */
+        if (sy->dirty) {
+            WK_GPU_CHECK_C(c, hipMemsetAsync(sy->words, 0xFF, 2 * sizeof *sy->words, c->stream));
+            sy->dirty = false;
+        }
+        pd->bad = sy->words + sy->cur;
+        reset = sy->words + (sy->cur ^ 1);
+        sy->cur ^= 1;
+    } else {
+        st = wk_gpu_scratch_alloc(c, sizeof *pd->bad, (void **)&pd->bad);
+        if (st != WK_OK) {
+            pd->bad = NULL;
+            return st;
+        }
+        pd->scratch = true;
     }
     const I *ip = (const I *)ids->base;
     if (n <= IX_CHECK1_MAX) {
-        ix_check1_kernel<I><<<1, IX_CHECK1_BLOCK, 0, c->stream>>>(ip, pd->L, limit, pd->bad);
+        ix_check1_kernel<I><<<1, IX_CHECK1_BLOCK, 0, c->stream>>>(ip, pd->L, limit, pd->bad, reset);
     } else {
-        hipError_t e = hipMemsetAsync(pd->bad, 0xFF, sizeof *pd->bad, c->stream);
-        if (e != hipSuccess) return wk_gpu_fail(c, e, "hipMemsetAsync(first bad id)", __FILE__, __LINE__);
+        if (!pair) {
+            hipError_t e = hipMemsetAsync(pd->bad, 0xFF, sizeof *pd->bad, c->stream);
+            if (e != hipSuccess) return wk_gpu_fail(c, e, "hipMemsetAsync(first bad id)", __FILE__, __LINE__);
+        }
         const int bs = wk_gpu_ew_block(c);
-        ix_check_kernel<I><<<wk_gpu_grid(c, n, bs, 4), bs, 0, c->stream>>>(ip, pd->L, limit, pd->bad);
+        ix_check_kernel<I><<<wk_gpu_grid(c, n, bs, 4), bs, 0, c->stream>>>(ip, pd->L, limit, pd->bad, reset);
     }
     st = wk_gpu_launched(c, "index id check", __FILE__, __LINE__);
-    if (st != WK_OK) return st;
+    if (st != WK_OK) {
+        if (pair) sy->dirty = true;
+        return st;
+    }
     if (sy && sy->host) {
         /* the answer travels on a side stream, so the op's kernel follows
          * the check at once instead of waiting behind a copy to the host */
@@ -475,15 +513,15 @@ static wk_status ix_check_finish(wk_gpu_ctx *c, ix_sync *sy, const wk_view *ids,
     if (!pd->waited && started) {
         hipError_t e = hipEventSynchronize(sy->ev);
         if (e != hipSuccess) {
-            wk_gpu_scratch_free(c, pd->bad);
+            if (pd->scratch) wk_gpu_scratch_free(c, pd->bad);
             pd->bad = NULL;
             return wk_gpu_fail(c, e, "hipEventSynchronize(id check)", __FILE__, __LINE__);
         }
         pd->pos = *(volatile unsigned long long *)sy->host;
     }
-    /* freed once the side stream has read it; stream-ordered on the main
-     * stream: after the gated kernel */
-    wk_gpu_scratch_free(c, pd->bad);
+    /* scratch: freed once the side stream has read it; stream-ordered on
+     * the main stream, after the gated kernel */
+    if (pd->scratch) wk_gpu_scratch_free(c, pd->bad);
     pd->bad = NULL;
     if (pd->pos == IX_NONE) return st;
 
