@@ -328,4 +328,63 @@ template <int W, typename T> WK_DEV T wk_warp_min(T v)
     return v;
 }
 
+/* ------------------------------------------------------------------ */
+/* Launches where the host's time per launch counts                    */
+
+/* WK_LAUNCH_LIGHT(kernel, grid, block, stream, args...): kernel<<<grid,
+ * block, 0, stream>>>(args...), for the small kernels of chains of small
+ * dependent ops, where the host's time per launch is what each op costs.
+ * On CUDA it goes through the driver's cuLaunchKernel (found at run time
+ * with cudaGetDriverEntryPointByVersion, so the plugin links no driver
+ * library; each kernel's handle from cudaGetFuncBySymbol, looked up once),
+ * which spends less host time per launch than the runtime's <<<>>>; if a
+ * lookup or the launch fails it falls back to <<<>>>, which then reports
+ * through the runtime's last error as every launch does. HIP: <<<>>>. */
+#if defined(WK_GPU_CUDA)
+#include <tuple>
+#include <utility>
+typedef int (*wk_cu_launch_fn)(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
+                               unsigned bz, unsigned shmem, void *stream, void **params, void **extra);
+static inline wk_cu_launch_fn wk_cu_launch(void)
+{
+    static const wk_cu_launch_fn fn = [] {
+        void *p = NULL;
+        cudaDriverEntryPointQueryResult q;
+        if (cudaGetDriverEntryPointByVersion("cuLaunchKernel", &p, 12000, cudaEnableDefault, &q) != cudaSuccess ||
+            q != cudaDriverEntryPointSuccess)
+            p = NULL;
+        (void)cudaGetLastError();
+        return (wk_cu_launch_fn)p;
+    }();
+    return fn;
+}
+template <auto K> static inline void *wk_cu_function(void)
+{
+    static void *const f = [] {
+        cudaFunction_t h = NULL;
+        if (cudaGetFuncBySymbol(&h, (const void *)K) != cudaSuccess) h = NULL;
+        (void)cudaGetLastError();
+        return (void *)h;
+    }();
+    return f;
+}
+template <auto K, typename... P, typename... A, size_t... I>
+static inline void wk_launch_light_(void (*)(P...), std::index_sequence<I...>, dim3 g, dim3 b, cudaStream_t s,
+                                    A... args)
+{
+    std::tuple<P...> t(args...);                 /* each argument as its parameter's type */
+    void *params[sizeof...(P) > 0 ? sizeof...(P) : 1] = { (void *)&std::get<I>(t)... };
+    const wk_cu_launch_fn launch = wk_cu_launch();
+    void *f = wk_cu_function<K>();
+    if (launch && f && launch(f, g.x, g.y, g.z, b.x, b.y, b.z, 0, (void *)s, params, NULL) == 0) return;
+    K<<<g, b, 0, s>>>(args...);
+}
+#define WK_LAUNCH_LIGHT(kernel, grid, block, stream, ...)                    \
+    wk_launch_light_<kernel>(kernel, std::make_index_sequence<wk_nparams_(kernel)>(), dim3(grid), dim3(block), \
+                             stream, __VA_ARGS__)
+template <typename... P> constexpr size_t wk_nparams_(void (*)(P...)) { return sizeof...(P); }
+#else
+#define WK_LAUNCH_LIGHT(kernel, grid, block, stream, ...) kernel<<<(grid), (block), 0, (stream)>>>(__VA_ARGS__)
+#endif
+
 #endif /* WICK_GPU_COMPAT_H */

@@ -27,8 +27,9 @@
  * the host merged every dim the operands allow; there the op is switched
  * per element (a uniform branch) so the offset code exists once. Contiguous
  * launches of at most EW_SMALL_N elements take a kernel of one element per
- * thread and no loop (ew_unary_small, ew_arith_small): chains of small
- * dependent ops wait on each kernel's own time. Block size is 8 warps
+ * thread and no loop (ew_unary_small, ew_arith_small), launched through
+ * WK_LAUNCH_LIGHT (compat.h): chains of small dependent ops cost the
+ * host's time per launch and each kernel's own time. Block size is 8 warps
  * (256 threads on wave32, 512 on wave64). affine uses __fmul_rn/__dmul_rn
  * so that x*mul+add is never contracted into an fma (the CPU rounds the
  * product). gelu is computed as x / (1 + exp(-2u)), which equals
@@ -306,8 +307,8 @@ wk_status wk_gpu_unary(void *ctx, wk_op op, const wk_view *dst, const wk_view *s
         if (n <= EW_SMALL_N) {
             const int b = ew_small_block(c, n);
             WK_GPU_DISPATCH_ALL(dst->dtype, T, {
-                ew_unary_small<T><<<(unsigned)((n + b - 1) / b), b, 0, c->stream>>>((const T *)s, (T *)d, (int)n,
-                                                                                   (int)op, p);
+                WK_LAUNCH_LIGHT(ew_unary_small<T>, (unsigned)((n + b - 1) / b), b, c->stream, (const T *)s, (T *)d,
+                                (int)n, (int)op, p);
             })
         } else {
             WK_GPU_DISPATCH_ALL(dst->dtype, T, {
@@ -601,9 +602,9 @@ wk_status wk_gpu_binary(void *ctx, wk_op op, const wk_view *dst, const wk_view *
     if (contig && !cmp && n <= EW_SMALL_N) {
         const int sb = ew_small_block(c, n);
         WK_GPU_DISPATCH_ALL(dt, T, {
-            ew_arith_small<T><<<(unsigned)((n + sb - 1) / sb), sb, 0, c->stream>>>(
-                (const T *)wk_gpu_view_ptr(a), (const T *)wk_gpu_view_ptr(b), (T *)wk_gpu_view_ptr(dst), (int)n,
-                (int)op);
+            WK_LAUNCH_LIGHT(ew_arith_small<T>, (unsigned)((n + sb - 1) / sb), sb, c->stream,
+                            (const T *)wk_gpu_view_ptr(a), (const T *)wk_gpu_view_ptr(b), (T *)wk_gpu_view_ptr(dst),
+                            (int)n, (int)op);
         })
     } else if (contig) {
         void *d = wk_gpu_view_ptr(dst);
