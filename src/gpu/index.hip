@@ -200,7 +200,9 @@ __global__ void ix_add_kernel(ix_params p, T *x, const T *__restrict__ y, const 
  * IX_ROWS_BLOCK units; a thread's units of a tile are IX_ROWS_BLOCK apart
  * (each load instruction of a warp reads consecutive units). */
 #define IX_ROWS_BLOCK 256
+#ifndef IX_ROWS_K        /* -D overrides are for tuning builds */
 #define IX_ROWS_K 4
+#endif
 
 struct ix_rows {
     int64_t total;               /* units to move: outer * n_ids * nu        */
@@ -236,7 +238,9 @@ __global__ void __launch_bounds__(IX_ROWS_BLOCK)
 ix_rows_kernel(ix_rows r, const U *__restrict__ src, U *__restrict__ dst, const I *__restrict__ ids,
                const unsigned long long *__restrict__ bad)
 {
-    if (ix_gated(bad)) return;
+    /* the gate's word is loaded with the first tile's ids and tested
+     * before any row is read (a bad id must not address src) */
+    const bool stop = ix_gated(bad);
     const int64_t tile = (int64_t)IX_ROWS_BLOCK * IX_ROWS_K;
     _Pragma("unroll 1")
     for (int64_t q = blockIdx.x; q < r.ntiles; q += gridDim.x) {
@@ -251,6 +255,7 @@ ix_rows_kernel(ix_rows r, const U *__restrict__ src, U *__restrict__ dst, const 
             const int64_t id = e < r.total ? ix_id(ids, j * r.i_st) : 0;
             sp[k] = src + (o * r.s_outer + id * r.s_id + col);
         }
+        if (stop) return;
         /* 2: every load of the tile, then every store (the destination
          * offsets recomputed: fewer registers, more blocks per SM) */
         U v[IX_ROWS_K];
