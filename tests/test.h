@@ -45,6 +45,10 @@ t_rng *t_r(void);
 void t_cover(const char *op, wk_dtype dt);
 /* The cpu device, opened once by the runner. */
 wk_device *t_dev(void);
+/* fn(dev, "cuda:0", arg) for every GPU device of this machine (none in
+ * CI), each opened for the call and closed after; a device that is
+ * counted but cannot be opened is reported and skipped. */
+void t_each_gpu(void (*fn)(wk_device *dev, const char *name, void *arg), void *arg);
 
 #define T_CHECK(cond, ...) do { if (!(cond)) t_fail(__VA_ARGS__); } while (0)
 /* A call that must succeed: prints the library's message otherwise. */

@@ -98,6 +98,18 @@ static void listing(wk_device *dev, bool test_here, const pair *ps, int n)
            counts[2]);
 }
 
+/* listing() of one GPU device (t_each_gpu) */
+struct gpu_listing {
+    const pair *ps;
+    int n;
+};
+static void list_gpu(wk_device *dev, const char *name, void *arg)
+{
+    (void)name;
+    const struct gpu_listing *gl = arg;
+    listing(dev, false, gl->ps, gl->n);
+}
+
 static const char *find_required(const char *given)
 {
     static const char *candidates[] = { "tests/required_ops.txt", "../tests/required_ops.txt", "required_ops.txt" };
@@ -141,17 +153,8 @@ bool t_coverage_check(bool print_listing, const char *required_path)
     if (missing > 40) printf("FAIL coverage: ... %d missing pairs in all\n", missing);
     if (print_listing) {
         listing(t_dev(), true, ps, n);
-        static const char *kinds[] = { "cuda", "rocm" };
-        for (int k = 0; k < 2; k++) {
-            for (int i = 0; i < wk_device_count(kinds[k]); i++) {
-                char name[32];
-                snprintf(name, sizeof name, "%s:%d", kinds[k], i);
-                wk_device *d = wk_device_open(name);
-                if (!d) { printf("coverage: cannot open %s: %s\n", name, wk_last_error()); continue; }
-                listing(d, false, ps, n);
-                wk_device_close(d);
-            }
-        }
+        struct gpu_listing gl = { ps, n };
+        t_each_gpu(list_gpu, &gl);
         printf("\nrequired pairs: %d listed (minimum %d), %d missing\n", n, REQUIRED_PAIRS_MIN, missing);
     }
     free(ps);

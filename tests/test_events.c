@@ -92,6 +92,13 @@ static void bracket_copies(wk_device *dev, const char *label)
     wk_event_free(b);
 }
 
+static void on_gpu(wk_device *dev, const char *name, void *arg)
+{
+    (void)arg;
+    ordering(dev, name);
+    bracket_copies(dev, name);
+}
+
 T_SUITE(events)
 {
     wk_device *cpu = t_dev();
@@ -183,18 +190,5 @@ T_SUITE(events)
         wk_event_free(a);
     }
 
-    /* the same on every GPU device of this machine (none in CI) */
-    static const char *const kinds[] = { "cuda", "rocm" };
-    for (int k = 0; k < 2; k++) {
-        int n = wk_device_count(kinds[k]);
-        for (int i = 0; i < n; i++) {
-            char name[32];
-            snprintf(name, sizeof name, "%s:%d", kinds[k], i);
-            wk_device *g = wk_device_open(name);
-            if (!g) continue;
-            ordering(g, name);
-            bracket_copies(g, name);
-            wk_device_close(g);
-        }
-    }
+    t_each_gpu(on_gpu, NULL);                 /* the same on every GPU device */
 }

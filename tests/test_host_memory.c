@@ -114,6 +114,12 @@ static void round_trips(wk_device *dev, const char *label)
     }
 }
 
+static void on_gpu(wk_device *dev, const char *name, void *arg)
+{
+    (void)arg;
+    round_trips(dev, name);
+}
+
 T_SUITE(host_memory)
 {
     round_trips(t_dev(), "cpu");
@@ -163,16 +169,5 @@ T_SUITE(host_memory)
         wk_host_free(p);
     }
 
-    static const char *const kinds[] = { "cuda", "rocm" };
-    for (int k = 0; k < 2; k++) {
-        int n = wk_device_count(kinds[k]);
-        for (int i = 0; i < n; i++) {
-            char name[32];
-            snprintf(name, sizeof name, "%s:%d", kinds[k], i);
-            wk_device *g = wk_device_open(name);
-            if (!g) continue;
-            round_trips(g, name);
-            wk_device_close(g);
-        }
-    }
+    t_each_gpu(on_gpu, NULL);                 /* the same on every GPU device */
 }

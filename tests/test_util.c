@@ -458,3 +458,22 @@ bool t_check_error(const char *what, wk_status want, wk_status got, ...)
     wk_clear_error();
     return ok;
 }
+
+void t_each_gpu(void (*fn)(wk_device *dev, const char *name, void *arg), void *arg)
+{
+    static const char *const kinds[] = { "cuda", "rocm" };
+    for (int k = 0; k < 2; k++) {
+        const int n = wk_device_count(kinds[k]);
+        for (int i = 0; i < n; i++) {
+            char name[32];
+            snprintf(name, sizeof name, "%s:%d", kinds[k], i);
+            wk_device *d = wk_device_open(name);
+            if (!d) {
+                printf("cannot open %s: %s\n", name, wk_last_error());
+                continue;
+            }
+            fn(d, name, arg);
+            wk_device_close(d);
+        }
+    }
+}

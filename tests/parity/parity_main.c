@@ -286,6 +286,18 @@ static const char *run_err(wk_device *dev, const p_case *c, void *const *host, u
     return why;
 }
 
+/* count and print one case's outcome on device k (why NULL: passed) */
+static void report(const p_case *c, int k, uint64_t seed, const char *why)
+{
+    if (why) {
+        n_fail++;
+        printf("FAIL %s on %s seed %llu: %s\n", c->name, dev_names[k], (unsigned long long)seed, why);
+    } else {
+        n_pass++;
+        if (verbose) printf("ok   %s on %s\n", c->name, dev_names[k]);
+    }
+}
+
 void p_run(p_case *c)
 {
     if (f_op && strcmp(f_op, c->op)) return;
@@ -309,13 +321,7 @@ void p_run(p_case *c)
         if (cw) snprintf(cbuf, sizeof cbuf, "on the cpu: %s", cw);
         for (int k = 0; k < ndev; k++) {
             const char *why = cw ? cbuf : run_err(devs[k], c, host, seed);
-            if (why) {
-                n_fail++;
-                printf("FAIL %s on %s seed %llu: %s\n", c->name, dev_names[k], (unsigned long long)seed, why);
-            } else {
-                n_pass++;
-                if (verbose) printf("ok   %s on %s\n", c->name, dev_names[k]);
-            }
+            report(c, k, seed, why);
             if (oi >= 0 && why) cov[k][oi][c->dt] = 2;
         }
         for (int i = 0; i < c->nin; i++) free(host[i]);
@@ -334,13 +340,7 @@ void p_run(p_case *c)
             if (!got) { snprintf(buf, sizeof buf, "%s: %s", wk_status_name(st), wk_last_error()); why = buf; }
             else why = compare(c, want, got);
         }
-        if (why) {
-            n_fail++;
-            printf("FAIL %s on %s seed %llu: %s\n", c->name, dev_names[k], (unsigned long long)seed, why);
-        } else {
-            n_pass++;
-            if (verbose) printf("ok   %s on %s\n", c->name, dev_names[k]);
-        }
+        report(c, k, seed, why);
         if (oi >= 0) {
             unsigned char *cell = &cov[k][oi][c->dt];
             if (why) *cell = 2;
