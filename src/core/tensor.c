@@ -133,12 +133,9 @@ void wk_release(wk_tensor *t)
     /* refs == 1 seen by the one holder: nobody else can take a reference */
     if (atomic_load_explicit(&t->refs, memory_order_acquire) == 1 || atomic_fetch_sub(&t->refs, 1) == 1) {
         if (t->scoped) scopes_forget(t);
-        if (owns_block(t)) {
-            storage_release(t->st);       /* frees t with the storage */
-        } else {
-            storage_release(t->st);
-            free(t);
-        }
+        const bool in_block = owns_block(t);   /* then freed with the storage */
+        storage_release(t->st);
+        if (!in_block) free(t);
     }
 }
 
@@ -208,16 +205,11 @@ wk_tensor *wk_tensor_alloc(wk_device *dev, wk_dtype dt, int rank, const int64_t 
     t->dtype = dt;
     t->rank = rank;
     t->offset = 0;
-    int64_t s = 1;
-    for (int d = WK_MAX_RANK - 1; d >= 0; d--) {
-        if (d < rank) {
-            t->dims[d] = dims[d];
-            t->strides[d] = s;
-            s *= dims[d] ? dims[d] : 1;
-        } else {
-            t->dims[d] = t->strides[d] = 0;
-        }
+    for (int d = 0; d < WK_MAX_RANK; d++) {         /* 0 past rank (core.h) */
+        t->dims[d] = d < rank ? dims[d] : 0;
+        t->strides[d] = 0;
     }
+    wk_contiguous_strides(rank, dims, t->strides);
     return wk_track(t);
 }
 

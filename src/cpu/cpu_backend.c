@@ -103,6 +103,21 @@ static wk_status cpu_device_info(void *ctx, wk_device_info *out)
 
 static wk_status cpu_synchronize(void *ctx) { (void)ctx; return WK_OK; }
 
+/* 64-byte alignment for SIMD. Large buffers are aligned to 2 MiB and
+ * asked to use transparent huge pages: a fresh output otherwise takes a
+ * page fault every 4 KiB, which costs more than the op that fills it. */
+static wk_status cpu_aligned_alloc(size_t bytes, void **ptr)
+{
+    size_t align = bytes >= ((size_t)4 << 20) ? (size_t)2 << 20 : 64;
+    size_t rounded = (bytes + align - 1) & ~(align - 1);
+    if (rounded < bytes) return WK_CPU_ERROR(WK_ERR_MEMORY, "cannot allocate %zu bytes", bytes);
+    void *p = aligned_alloc(align, rounded);
+    if (!p) return WK_CPU_ERROR(WK_ERR_MEMORY, "out of memory allocating %zu bytes", bytes);
+    if (align > 64) madvise(p, rounded, MADV_HUGEPAGE);
+    *ptr = p;
+    return WK_OK;
+}
+
 static wk_status cpu_alloc(void *ctx, size_t bytes, void **ptr)
 {
     (void)ctx;
@@ -118,17 +133,7 @@ static wk_status cpu_alloc(void *ctx, size_t bytes, void **ptr)
         *ptr = p;
         return WK_OK;
     }
-    /* 64-byte alignment for SIMD. Large buffers are aligned to 2 MiB and
-     * asked to use transparent huge pages: a fresh output otherwise takes a
-     * page fault every 4 KiB, which costs more than the op that fills it. */
-    size_t align = bytes >= ((size_t)4 << 20) ? (size_t)2 << 20 : 64;
-    size_t rounded = (bytes + align - 1) & ~(align - 1);
-    if (rounded < bytes) return WK_CPU_ERROR(WK_ERR_MEMORY, "cannot allocate %zu bytes", bytes);
-    void *p = aligned_alloc(align, rounded);
-    if (!p) return WK_CPU_ERROR(WK_ERR_MEMORY, "out of memory allocating %zu bytes", bytes);
-    if (align > 64) madvise(p, rounded, MADV_HUGEPAGE);
-    *ptr = p;
-    return WK_OK;
+    return cpu_aligned_alloc(bytes, ptr);
 }
 
 static void cpu_free(void *ctx, void *ptr) { (void)ctx; free(ptr); }
@@ -203,13 +208,7 @@ static wk_status cpu_host_alloc(void *ctx, size_t bytes, void **ptr)
 {
     (void)ctx;
     *ptr = NULL;
-    size_t align = bytes >= ((size_t)4 << 20) ? (size_t)2 << 20 : 64;
-    size_t rounded = (bytes + align - 1) & ~(align - 1);
-    void *p = rounded >= bytes ? aligned_alloc(align, rounded) : NULL;
-    if (!p) return WK_CPU_ERROR(WK_ERR_MEMORY, "out of memory allocating %zu bytes of host memory", bytes);
-    if (align > 64) madvise(p, rounded, MADV_HUGEPAGE);
-    *ptr = p;
-    return WK_OK;
+    return cpu_aligned_alloc(bytes, ptr);
 }
 
 static void cpu_host_free(void *ctx, void *ptr)
