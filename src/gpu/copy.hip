@@ -107,9 +107,6 @@ cp_move_strided(wk_gpu_layout<2> L, const E *src, E *dst)
 #ifndef CP_ROWS
 #define CP_ROWS 4
 #endif
-#ifndef CP_DIAG            /* 1: tiles in diagonal order (spreads the */
-#define CP_DIAG 0          /*    concurrent blocks' rows over memory)  */
-#endif
 
 template <typename E>
 __global__ void __launch_bounds__(CP_TILE * CP_ROWS)
@@ -126,14 +123,8 @@ cp_transpose_tiled(const E *__restrict__ src, E *__restrict__ dst, int64_t B, in
             const uint32_t t32 = (uint32_t)t, pb = (uint32_t)per_b, tc32 = (uint32_t)tc;
             b = t32 / pb;
             rem = t32 - (uint32_t)b * pb;
-            if (CP_DIAG) {
-                const uint32_t tr32 = (uint32_t)tr, q = (uint32_t)rem / tr32;
-                rt = (uint32_t)rem - q * tr32;
-                ct = (q + (uint32_t)rt) % tc32;
-            } else {
-                rt = (uint32_t)rem / tc32;
-                ct = (uint32_t)rem - (uint32_t)rt * tc32;
-            }
+            rt = (uint32_t)rem / tc32;
+            ct = (uint32_t)rem - (uint32_t)rt * tc32;
         } else {
             b = t / per_b;
             rem = t - b * per_b;

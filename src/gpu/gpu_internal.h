@@ -661,12 +661,15 @@ static inline unsigned wk_gpu_grid(const wk_gpu_ctx *c, int64_t items, int block
 #endif
 __host__ __device__ constexpr int wk_gpu_stream_units(int v, int min_size, int max_elems = WK_GPU_STREAM_ELEMS)
 {
-    return min_size >= 4 ? WK_GPU_STREAM_WIDE_U
-           : WK_GPU_STREAM_NARROW_BYTES / (v * min_size) < 1 ? 1
-           : WK_GPU_STREAM_NARROW_BYTES / (v * min_size) > max_elems / v
-               ? (max_elems / v < 1 ? 1 : max_elems / v)
-               : WK_GPU_STREAM_NARROW_BYTES / (v * min_size);
+    if (min_size >= 4) return WK_GPU_STREAM_WIDE_U;
+    int u = WK_GPU_STREAM_NARROW_BYTES / (v * min_size);
+    if (u > max_elems / v) u = max_elems / v;
+    return u < 1 ? 1 : u;
 }
+/* the choices bench/TUNING-gpu.md measured */
+static_assert(wk_gpu_stream_units(4, 4) == 1 && wk_gpu_stream_units(8, 2) == 4 && wk_gpu_stream_units(16, 1) == 2 &&
+                  wk_gpu_stream_units(4, 2, 16) == 4 && wk_gpu_stream_units(2, 8) == 1,
+              "units per thread: f32 1, bf16 4, u8 2, casts f32->bf16 4, f64 1");
 
 template <int U, typename Load, typename Store>
 WK_DEV void wk_gpu_stream(int64_t nv, Load load, Store store)
