@@ -32,7 +32,11 @@
  * (x = x + 1) and compares the time per add with a bare chain of 10,000
  * launches of a 1-element kernel through the CUDA driver API (opened with
  * dlopen; the kernel is a few lines of PTX), both in this process, the
- * two chains taking turns; each figure is the median of 9 chains.
+ * chains taking turns; each figure is the median of 9 chains. Two more
+ * figures say where wick's extra time goes: each chain's host time to
+ * issue its launches (before the final wait; equal to the chain's time
+ * when the host is the limit), and a bare chain of a kernel with the
+ * signature of wick's small add (three pointers, two ints).
  * `h2d_d2h` copies 1 GiB from pinned host memory (wk_host_alloc) to the
  * device (wk_from_host) and back into pinned memory (wk_to_host), timed on
  * the host clock around each copy (both return synchronized), with device
@@ -488,6 +492,25 @@ static const char bump_ptx[] =
     "  add.f32 %f2, %f1, 0f3F800000;\n"
     "  st.global.f32 [%rd2], %f2;\n"
     "  ret;\n"
+    "}\n"
+    /* the same add with the signature of wick's small binary kernel
+     * (a, b, dst, n, op): d[0] = a[0] + b[0] */
+    ".visible .entry wk_add5(.param .u64 wk_add5_a, .param .u64 wk_add5_b, .param .u64 wk_add5_d,\n"
+    "                        .param .u32 wk_add5_n, .param .u32 wk_add5_op)\n"
+    "{\n"
+    "  .reg .b64 %rd<7>;\n"
+    "  .reg .f32 %f<4>;\n"
+    "  ld.param.u64 %rd1, [wk_add5_a];\n"
+    "  ld.param.u64 %rd2, [wk_add5_b];\n"
+    "  ld.param.u64 %rd3, [wk_add5_d];\n"
+    "  cvta.to.global.u64 %rd4, %rd1;\n"
+    "  cvta.to.global.u64 %rd5, %rd2;\n"
+    "  cvta.to.global.u64 %rd6, %rd3;\n"
+    "  ld.global.f32 %f1, [%rd4];\n"
+    "  ld.global.f32 %f2, [%rd5];\n"
+    "  add.f32 %f3, %f1, %f2;\n"
+    "  st.global.f32 [%rd6], %f3;\n"
+    "  ret;\n"
     "}\n";
 
 typedef int cu_res;
@@ -537,12 +560,13 @@ static bool cu_open(cu_api *a, char *err, size_t err_size)
     return true;
 }
 
-/* The bare chain's state: the primary context, the kernel, a stream and
- * the 1-element buffer. */
+/* The bare chain's state: the primary context, the kernels, a stream,
+ * the 1-element buffer p[0] (and p[1], one: the wide chain's second
+ * buffer and its addend). */
 typedef struct bare_chain {
     cu_api a;
-    void *ctx, *mod, *fn, *stream;
-    unsigned long long p;
+    void *ctx, *mod, *fn, *fn5, *stream;
+    unsigned long long p[2], one;
     int dev;
 } bare_chain;
 
@@ -558,7 +582,9 @@ static void bare_close(bare_chain *b)
 {
     if (!b->a.lib) return;
     if (b->stream) b->a.stream_destroy(b->stream);
-    if (b->p) b->a.mem_free(b->p);
+    for (int k = 0; k < 2; k++)
+        if (b->p[k]) b->a.mem_free(b->p[k]);
+    if (b->one) b->a.mem_free(b->one);
     if (b->mod) b->a.module_unload(b->mod);
     if (b->ctx) b->a.primary_release(b->dev);
     memset(b, 0, sizeof *b);
@@ -575,29 +601,39 @@ static bool bare_open(bare_chain *b, int device, char *err, size_t err_size)
     CU_STEP(b->a.ctx_set_current(b->ctx));
     CU_STEP(b->a.module_load_data(&b->mod, bump_ptx));
     CU_STEP(b->a.module_get_function(&b->fn, b->mod, "wk_bump"));
-    CU_STEP(b->a.mem_alloc(&b->p, 4));
+    CU_STEP(b->a.module_get_function(&b->fn5, b->mod, "wk_add5"));
+    CU_STEP(b->a.mem_alloc(&b->p[0], 4));
+    CU_STEP(b->a.mem_alloc(&b->p[1], 4));
+    CU_STEP(b->a.mem_alloc(&b->one, 4));
+    CU_STEP(b->a.memset_d32(b->one, 0x3f800000u, 1));   /* 1.0f */
     CU_STEP(b->a.stream_create(&b->stream, 1));   /* non-blocking */
     if (rc != 0) bare_close(b);
     return rc == 0;
 }
 
 /* One chain of n launches of the 1-element kernel on one stream: ms, or
- * < 0 with err. *ok tells whether the kernel added exactly n. */
-static double bare_run(bare_chain *b, int64_t n, bool *ok, char *err, size_t err_size)
+ * < 0 with err; *issue_ms: the host's time to issue them (before the
+ * final wait). wide: the kernel with wick's signature, adding `one` from
+ * one buffer into the other in turn, as wick's chain does; else the
+ * 1-parameter kernel in place. *ok tells whether the chain added exactly n. */
+static double bare_run(bare_chain *b, int64_t n, bool wide, double *issue_ms, bool *ok, char *err, size_t err_size)
 {
     cu_res rc = 0;
-    void *params[1] = { &b->p };
+    unsigned nn = 1, op = 0;
+    void *params[2][5] = { { &b->p[0], &b->one, &b->p[1], &nn, &op }, { &b->p[1], &b->one, &b->p[0], &nn, &op } };
+    void *bump[1] = { &b->p[0] };
     CU_STEP(b->a.ctx_set_current(b->ctx));
-    CU_STEP(b->a.memset_d32(b->p, 0x3f000000u, 1));   /* 0.5f */
+    CU_STEP(b->a.memset_d32(b->p[0], 0x3f000000u, 1));   /* 0.5f */
     CU_STEP(b->a.stream_sync(NULL));
     CU_STEP(b->a.stream_sync(b->stream));
     double t0 = wk_now_ms();
     for (int64_t i = 0; i < n && rc == 0; i++)
-        CU_STEP(b->a.launch(b->fn, 1, 1, 1, 1, 1, 1, 0, b->stream, params, NULL));
+        CU_STEP(b->a.launch(wide ? b->fn5 : b->fn, 1, 1, 1, 1, 1, 1, 0, b->stream, wide ? params[i & 1] : bump, NULL));
+    *issue_ms = wk_now_ms() - t0;
     CU_STEP(b->a.stream_sync(b->stream));
     double ms = wk_now_ms() - t0;
     float v = 0;
-    CU_STEP(b->a.memcpy_dtoh(&v, b->p, 4));
+    CU_STEP(b->a.memcpy_dtoh(&v, b->p[wide ? (n & 1) : 0], 4));
     *ok = rc == 0 && v == 0.5f + (float)n;
     return rc == 0 ? ms : -1;
 }
@@ -607,8 +643,9 @@ static double bare_run(bare_chain *b, int64_t n, bool *ok, char *err, size_t err
 
 #define CHAINS 9
 
-/* one chain of n dependent adds x = x + one; ms, or < 0 */
-static double wick_chain(run_ctx *r, wk_tensor *one, int64_t n, double *value)
+/* one chain of n dependent adds x = x + one; ms, or < 0; *issue_ms: the
+ * host's time to issue them (before the final wait) */
+static double wick_chain(run_ctx *r, wk_tensor *one, int64_t n, double *value, double *issue_ms)
 {
     wk_tensor *x = wk_full(r->dev, WK_F32, WK_SHAPE(1), 0.5);
     if (!x || wk_device_synchronize(r->dev) != WK_OK) {
@@ -622,6 +659,7 @@ static double wick_chain(run_ctx *r, wk_tensor *one, int64_t n, double *value)
         x = y;
         if (!x) return -1;
     }
+    *issue_ms = wk_now_ms() - t0;
     if (wk_device_synchronize(r->dev) != WK_OK) {
         wk_release(x);
         return -1;
@@ -639,8 +677,12 @@ static int device_index(const char *name)
     return colon ? atoi(colon + 1) : 0;
 }
 
-/* wick's chain and the bare chain take turns (CHAINS of each, after one
- * short chain of each to warm up), so both see the same machine state. */
+/* wick's chain and the bare chains take turns (CHAINS of each, after one
+ * short chain of each to warm up), so all see the same machine state. The
+ * bare chain is the reference; the wide bare chain (the kernel with wick's
+ * signature, two buffers in turn) and the issue times (host time before
+ * the final wait; equal to the chain's time when the host is the limit)
+ * say where wick's extra time per op goes. */
 static void run_chain(run_ctx *r, const gcase *c, const char *dev_name)
 {
     int64_t n = r->sz->chain;
@@ -657,11 +699,12 @@ static void run_chain(run_ctx *r, const gcase *c, const char *dev_name)
         print_error(c, wk_last_error());
         return;
     }
-    double value = 0, tw[CHAINS], tb[CHAINS];
+    /* per op, us: [0] wick, [1] bare, [2] bare wide; t: chain, q: issue */
+    double value = 0, t[3][CHAINS], q[3][CHAINS];
     bool right = true, bare_right = true;
     for (int i = -1; i < CHAINS; i++) {
         int64_t len = i < 0 ? 100 : n;
-        double ms = wick_chain(r, one, len, &value);
+        double issue = 0, ms = wick_chain(r, one, len, &value, &issue);
         if (ms < 0) {
             wk_release(one);
             if (have_bare) bare_close(&bare);
@@ -669,31 +712,34 @@ static void run_chain(run_ctx *r, const gcase *c, const char *dev_name)
             return;
         }
         right = right && value == 0.5 + (double)len;
-        if (i >= 0) tw[i] = ms * 1e3 / (double)n;
-        if (have_bare) {
+        if (i >= 0) t[0][i] = ms * 1e3 / (double)n, q[0][i] = issue * 1e3 / (double)n;
+        for (int w = 0; w < 2 && have_bare; w++) {
             bool ok = false;
-            double bms = bare_run(&bare, len, &ok, err, sizeof err);
+            double bms = bare_run(&bare, len, w == 1, &issue, &ok, err, sizeof err);
             bare_right = bare_right && ok;
             if (bms < 0) {
                 bare_close(&bare);
                 have_bare = false;
             } else if (i >= 0) {
-                tb[i] = bms * 1e3 / (double)n;
+                t[1 + w][i] = bms * 1e3 / (double)n, q[1 + w][i] = issue * 1e3 / (double)n;
             }
         }
     }
     wk_release(one);
-    double wick_us = wk_median(tw, CHAINS);
+    const double wick_us = wk_median(t[0], CHAINS);   /* sorts: t[0][0] is the minimum */
     printf("{\"case\":");
     json_string(c->name);
     printf(",\"call\":");
     json_string(c->call);
-    printf(",\"n\":%lld,\"chains\":%d,\"wick_us_per_op\":%.4f,\"wick_min_us\":%.4f,\"wick_check\":%s,"
-           "\"median_ms\":%.6f",
-           (long long)n, CHAINS, wick_us, tw[0], right ? "true" : "false", wick_us * (double)n * 1e-3);
+    printf(",\"n\":%lld,\"chains\":%d,\"wick_us_per_op\":%.4f,\"wick_min_us\":%.4f,\"wick_issue_us\":%.4f,"
+           "\"wick_check\":%s,\"median_ms\":%.6f",
+           (long long)n, CHAINS, wick_us, t[0][0], wk_median(q[0], CHAINS), right ? "true" : "false",
+           wick_us * (double)n * 1e-3);
     if (have_bare) {
-        double bare_us = wk_median(tb, CHAINS);
-        printf(",\"bare_us_per_launch\":%.4f,\"bare_min_us\":%.4f,\"bare_check\":%s", bare_us, tb[0],
+        const double bare_us = wk_median(t[1], CHAINS);   /* sorts: t[1][0] is the minimum */
+        printf(",\"bare_us_per_launch\":%.4f,\"bare_min_us\":%.4f,\"bare_issue_us\":%.4f,"
+               "\"bare_wide_us\":%.4f,\"bare_wide_issue_us\":%.4f,\"bare_check\":%s",
+               bare_us, t[1][0], wk_median(q[1], CHAINS), wk_median(t[2], CHAINS), wk_median(q[2], CHAINS),
                bare_right ? "true" : "false");
         bare_close(&bare);
     } else {

@@ -512,6 +512,12 @@ def table(rows):
         if r["case"] == "launch_chain":
             wick, torch_ = "%.2f us/add" % r["wick_us"], "%.2f us/add" % r["torch_us"]
             frac = ("bare %.2f us: wick %.2fx" % (r["bare_us"], r["wick_us"] / r["bare_us"])) if r.get("bare_us") else "no bare chain"
+            w = r["wick"]
+            if w.get("bare_wide_us") and w.get("wick_issue_us") and w.get("bare_issue_us"):
+                # where the time goes: host time to issue each launch, and the
+                # bare chain of a kernel with wick's signature
+                frac += "; host issue per op: wick %.2f, bare %.2f us; bare with wick's kernel signature %.2f us" % (
+                    w["wick_issue_us"], w["bare_issue_us"], w["bare_wide_us"])
             lines.append([r["op"], r["dtype"], r["shape"], wick, torch_, "%.2f" % r["speed"], frac,
                           target_text(r["targets"]), r["result"], "-", "-"])
             continue

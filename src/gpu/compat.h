@@ -88,6 +88,8 @@ typedef cudaDeviceProp hipDeviceProp_t;
 
 #define hipStreamNonBlocking             cudaStreamNonBlocking
 #define hipStreamCreateWithFlags         cudaStreamCreateWithFlags
+#define hipStreamCreateWithPriority      cudaStreamCreateWithPriority
+#define hipDeviceGetStreamPriorityRange  cudaDeviceGetStreamPriorityRange
 #define hipStreamDestroy                 cudaStreamDestroy
 #define hipStreamSynchronize             cudaStreamSynchronize
 #define hipStreamWaitEvent               cudaStreamWaitEvent

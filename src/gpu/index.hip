@@ -13,41 +13,54 @@
  *                  set   X[id] = Y[e]  (scatter_set),
  *                  add   X[id] += Y[e] (scatter_add, index_add).
  *
- * Ids are checked before anything is written, without stalling the
- * stream. A check kernel finds the first out-of-range position (row-major)
- * and leaves it in a device word (~0: none); one block does it for up to
- * IX_CHECK1_MAX ids (no atomics in memory), more use a grid with
- * atomicMin. The word is one of a pair kept by the context: each check
- * also resets the other word for the next op, so no op needs a memset. The word is copied into a pinned host word
- * and an event is recorded; the op's kernel is launched, gated: its
- * blocks read the device word first and return without writing when it
- * names a bad id. The word's copy to the host runs on a side stream
- * behind an event of the check, so the op's kernel follows the check at
- * once instead of queueing behind a device-to-host copy. Only then does
- * the host wait for the event (not for the op's kernel) and read the host
- * word: on failure it reads the offending
- * id and reports WK_ERR_INDEX, the destination untouched; on success the
- * op's kernel is already queued, so back-to-back ops keep the device busy
- * (the old order, check + wait + launch, left the device idle for a
- * round trip per op, about 17 us of a 69 us embedding lookup). No check
- * when no id can be out of range (u8 ids against a dim of 256 or more,
- * u32 against 2^32). Without pinned memory the wait comes before the
- * launch, as before.
+ * Ids are checked without stalling the stream. A check kernel finds the
+ * first out-of-range position (row-major) and leaves it in a device word
+ * (~0: none); one block does it for up to IX_CHECK1_MAX ids (no atomics
+ * in memory), more use a grid with atomicMin. The word is one of a pair
+ * kept by the context: each check also resets the other word for the next
+ * op, so no op needs a memset. The word is copied into a pinned host word
+ * on a side stream and an event is recorded there; the host waits for
+ * that event (never for the op's kernel), reads the word, and on failure
+ * reads the offending id and reports WK_ERR_INDEX. The op's kernel is
+ * queued before that wait, so back-to-back ops keep the device busy (the
+ * old order, check + wait + launch, left the device idle for a round trip
+ * per op, about 17 us of a 69 us embedding lookup).
+ *   Reads (index_select, gather) write a fresh destination, which the
+ * core drops when the op fails, so their kernel need not wait for the
+ * check: an event (the fence) marks where the main stream stands, the
+ * side stream waits for it and runs the check there, beside the op's
+ * kernel, which is not gated and never reads through a bad id (it writes
+ * zeros there). The side stream has the device's greatest priority, so
+ * the check's few blocks start as soon as any of the op's finish (at equal
+ * priority the op's blocks filled the device first and the host's wait
+ * ended only after the op: 52 us instead of 40 for an embedding lookup).
+ *   In-place ops (scatter_set, scatter_add, index_add) leave their
+ * destination untouched on failure: the check runs on the main stream,
+ * then the fence, then at once the op's kernel, gated on the word (its
+ * blocks read it first and return without writing when it names a bad
+ * id); the answer's copy waits for the fence, not for the op.
+ *   Measured on an H200 ([128256, 4096] bf16, 8192 ids, median of 100):
+ * the read with its check beside 39.7 us, with the check before the op on
+ * the main stream 40.7 us, with no check at all 39.0 us.
+ *   No check when no id can be out of range (u8 ids against a dim of 256
+ * or more, u32 against 2^32). Without pinned memory the check's answer is
+ * waited for before the op's launch.
  *
  * Rows (index_select, the embedding lookup): when the selected dim's
  * inner extent is one contiguous run of `row` elements in src and dst
  * (any dim: outer x ids x row, the outer dim one merged stride), each row
  * is moved as raw bytes in units of 16 bytes (8/4/2/1 when the row bytes,
  * the strides or the base addresses are not 16-aligned) by
- * ix_rows_kernel: tiles of IX_ROWS_K x 256 consecutive units of the
- * flattened (outer, id, unit) space, each thread issuing its K id loads
- * (cached: a row's threads read one id), then its K row loads, then its K
- * stores, so K x 16 bytes per thread are in flight; one tile per block
- * until 2^20 blocks, then striding. For [8192 ids x 4096 bf16] that is
- * 4096 blocks of 256 threads, up to 64 KiB in flight per 1024 threads.
- * The old path moved one 16-byte unit per thread per iteration behind
- * its own dependent id load and a strided-offset computation (2.7 TB/s
- * on an H200).
+ * ix_rows_kernel: tiles of IX_ROWS_K x IX_ROWS_BLOCK consecutive units of
+ * the flattened (outer, id, unit) space, each thread issuing its K id
+ * loads (cached: a row's threads read one id), then its K row loads,
+ * then its K stores; one tile per block until 2^20 blocks, then
+ * striding. Blocks of 128 threads with 2 units each (32 bytes in flight
+ * per thread), like the streaming kernels' small blocks: for [8192 ids x
+ * 4096 bf16] on an H200 that took 38.4 us against 40.2 for 256 x 4
+ * (bench/TUNING-gpu.md has the sweep). The old path moved one 16-byte
+ * unit per thread per iteration behind its own dependent id load and a
+ * strided-offset computation (2.7 TB/s on an H200).
  *
  * Adds: f32, f64, u32, i32 and i64 use the hardware atomicAdd (integers
  * wrap). u8, i16, f16, bf16 and f8e4m3 have no portable atomic add, so
@@ -85,6 +98,7 @@ struct ix_params {
     int64_t nd, npost;           /* size along dim, elements of post dims   */
     wk_divmod32 dnd, dpost;      /* for n < 2^32                            */
     int64_t sd[3];               /* strides along dim (X's is per id)       */
+    int64_t limit;               /* X's size along dim: ids in [0, limit)   */
 };
 
 /* e -> (pre index, c, post index) */
@@ -167,7 +181,12 @@ template <typename I> WK_DEV int64_t ix_id(const I *ids, int64_t o) { return (in
  * (bad is NULL when no check ran). */
 WK_DEV bool ix_gated(const unsigned long long *bad) { return bad != NULL && *bad != IX_NONE; }
 
-/* read (set == 0) or set: E is a storage unit of 1..16 bytes */
+/* an id inside [0, limit) */
+template <typename I> WK_DEV bool ix_in_range(I id, int64_t limit) { return (uint64_t)(int64_t)id < (uint64_t)limit; }
+
+/* read (set == 0) or set: E is a storage unit of 1..16 bytes. A read
+ * never addresses X through a bad id (its element is written as zero; the
+ * op fails and its fresh destination is dropped), so reads need no gate. */
 template <typename E, typename I>
 __global__ void ix_move_kernel(ix_params p, E *x, E *y, const I *__restrict__ ids, int set,
                                const unsigned long long *__restrict__ bad)
@@ -176,9 +195,10 @@ __global__ void ix_move_kernel(ix_params p, E *x, E *y, const I *__restrict__ id
     WK_GPU_FOR(e, p.n) {
         int64_t o[3];
         ix_offsets(p, e, o);
-        const int64_t xo = o[0] + ix_id(ids, o[2]) * p.sd[0];
+        const I id = ids[o[2]];
+        const int64_t xo = o[0] + (int64_t)id * p.sd[0];
         if (set) x[xo] = y[o[1]];
-        else y[o[1]] = x[xo];
+        else y[o[1]] = ix_in_range(id, p.limit) ? x[xo] : E{};
     }
 }
 
@@ -199,9 +219,11 @@ __global__ void ix_add_kernel(ix_params p, T *x, const T *__restrict__ y, const 
  * e = (o * n_ids + j) * nu + col is cut into tiles of IX_ROWS_K x
  * IX_ROWS_BLOCK units; a thread's units of a tile are IX_ROWS_BLOCK apart
  * (each load instruction of a warp reads consecutive units). */
-#define IX_ROWS_BLOCK 256
-#ifndef IX_ROWS_K        /* -D overrides are for tuning builds */
-#define IX_ROWS_K 4
+#ifndef IX_ROWS_BLOCK    /* -D overrides are for tuning builds */
+#define IX_ROWS_BLOCK 128
+#endif
+#ifndef IX_ROWS_K
+#define IX_ROWS_K 2
 #endif
 
 struct ix_rows {
@@ -210,6 +232,7 @@ struct ix_rows {
     int64_t s_outer, s_id;       /* src strides (units) of outer and id      */
     int64_t d_outer, d_id;       /* dst strides (units) of outer and j       */
     int64_t i_st;                /* ids stride (elements)                    */
+    int64_t limit;               /* src rows: ids in [0, limit)              */
     int64_t ntiles;
     wk_divmod32 dnu, dids;       /* when total < 2^32                        */
 };
@@ -235,33 +258,32 @@ WK_DEV void ix_rows_at(const ix_rows &r, int64_t e, int64_t *o, int64_t *j, int6
 
 template <typename U, typename I, bool BIG>
 __global__ void __launch_bounds__(IX_ROWS_BLOCK)
-ix_rows_kernel(ix_rows r, const U *__restrict__ src, U *__restrict__ dst, const I *__restrict__ ids,
-               const unsigned long long *__restrict__ bad)
+ix_rows_kernel(ix_rows r, const U *__restrict__ src, U *__restrict__ dst, const I *__restrict__ ids)
 {
-    /* the gate's word is loaded with the first tile's ids and tested
-     * before any row is read (a bad id must not address src) */
-    const bool stop = ix_gated(bad);
     const int64_t tile = (int64_t)IX_ROWS_BLOCK * IX_ROWS_K;
     _Pragma("unroll 1")
     for (int64_t q = blockIdx.x; q < r.ntiles; q += gridDim.x) {
         const int64_t e0 = q * tile + threadIdx.x;
-        /* 1: each unit's id (a row's threads read the same one) and source */
+        /* 1: each unit's id (a row's threads read the same one) and
+         * source; a unit past the end or of a bad id reads nothing */
         const U *sp[IX_ROWS_K];
 #pragma unroll
         for (int k = 0; k < IX_ROWS_K; k++) {
             const int64_t e = e0 + (int64_t)k * IX_ROWS_BLOCK;
             int64_t o, j, col;
             ix_rows_at<BIG>(r, e < r.total ? e : 0, &o, &j, &col);
-            const int64_t id = e < r.total ? ix_id(ids, j * r.i_st) : 0;
-            sp[k] = src + (o * r.s_outer + id * r.s_id + col);
+            const I id = e < r.total ? ids[j * r.i_st] : (I)0;
+            sp[k] = e < r.total && ix_in_range(id, r.limit) ? src + (o * r.s_outer + (int64_t)id * r.s_id + col)
+                                                            : NULL;
         }
-        if (stop) return;
         /* 2: every load of the tile, then every store (the destination
          * offsets recomputed: fewer registers, more blocks per SM) */
         U v[IX_ROWS_K];
 #pragma unroll
-        for (int k = 0; k < IX_ROWS_K; k++)
-            if (e0 + (int64_t)k * IX_ROWS_BLOCK < r.total) v[k] = *sp[k];
+        for (int k = 0; k < IX_ROWS_K; k++) {
+            v[k] = U{};
+            if (sp[k]) v[k] = *sp[k];
+        }
 #pragma unroll
         for (int k = 0; k < IX_ROWS_K; k++) {
             const int64_t e = e0 + (int64_t)k * IX_ROWS_BLOCK;
@@ -363,7 +385,7 @@ struct ix_sync {
     std::mutex lock;
     unsigned long long *host;
     hipEvent_t ev;               /* the answer is in host         */
-    hipEvent_t checked;          /* the check kernel has run      */
+    hipEvent_t fence;            /* a point of the main stream the side stream waits for */
     hipStream_t side;            /* the answer's copy to the host */
     /* Two device words, the answers of alternate ops: an op's check
      * kernel writes one and resets the other to IX_NONE for the next op
@@ -378,6 +400,19 @@ struct ix_sync {
 
 static std::mutex ix_sync_make_lock;
 
+/* The side stream, of the device's greatest priority: a read's check runs
+ * there beside the op's kernel, whose blocks would otherwise fill the
+ * device first and hold the check (and the host waiting for it) until
+ * they are nearly done. */
+static bool ix_side_stream(hipStream_t *s)
+{
+    int least = 0, greatest = 0;
+    if (hipDeviceGetStreamPriorityRange(&least, &greatest) != hipSuccess) greatest = 0;
+    if (hipStreamCreateWithPriority(s, hipStreamNonBlocking, greatest) == hipSuccess) return true;
+    *s = NULL;
+    return false;
+}
+
 static void ix_sync_free(wk_gpu_ctx *c, void *state)
 {
     (void)c;
@@ -387,7 +422,7 @@ static void ix_sync_free(wk_gpu_ctx *c, void *state)
         (void)hipEventSynchronize(y->ev);
         (void)hipEventDestroy(y->ev);
     }
-    if (y->checked) (void)hipEventDestroy(y->checked);
+    if (y->fence) (void)hipEventDestroy(y->fence);
     if (y->side) (void)hipStreamDestroy(y->side);
     if (y->words) (void)hipFree(y->words);
     if (y->host) (void)hipHostFree(y->host);
@@ -404,7 +439,7 @@ static ix_sync *ix_sync_get(wk_gpu_ctx *c)
     ix_sync *y = new (std::nothrow) ix_sync;
     if (!y) return NULL;
     y->host = NULL;
-    y->ev = y->checked = NULL;
+    y->ev = y->fence = NULL;
     y->side = NULL;
     y->words = NULL;
     y->cur = 0;
@@ -412,11 +447,11 @@ static ix_sync *ix_sync_get(wk_gpu_ctx *c)
     void *h = NULL;
     if (hipHostMalloc(&h, sizeof(unsigned long long), hipHostMallocDefault) == hipSuccess) y->host = (unsigned long long *)h;
     if (y->host && (hipEventCreateWithFlags(&y->ev, hipEventDisableTiming) != hipSuccess ||
-                    hipEventCreateWithFlags(&y->checked, hipEventDisableTiming) != hipSuccess ||
-                    hipStreamCreateWithFlags(&y->side, hipStreamNonBlocking) != hipSuccess)) {
+                    hipEventCreateWithFlags(&y->fence, hipEventDisableTiming) != hipSuccess ||
+                    !ix_side_stream(&y->side))) {
         if (y->ev) (void)hipEventDestroy(y->ev);
-        if (y->checked) (void)hipEventDestroy(y->checked);
-        y->ev = y->checked = NULL;
+        if (y->fence) (void)hipEventDestroy(y->fence);
+        y->ev = y->fence = NULL;
         y->side = NULL;
         (void)hipHostFree(y->host);
         y->host = NULL;
@@ -434,13 +469,15 @@ static ix_sync *ix_sync_get(wk_gpu_ctx *c)
 struct ix_pending {
     unsigned long long *bad;
     bool scratch;                /* bad is scratch memory (no word pair) */
+    bool beside;                 /* the check runs on the side stream, beside the op */
     bool waited;
     unsigned long long pos;
     wk_gpu_layout<1> L;
 };
 
 template <typename I>
-static wk_status ix_check_start_t(wk_gpu_ctx *c, ix_sync *sy, const wk_view *ids, int64_t limit, ix_pending *pd)
+static wk_status ix_check_start_t(wk_gpu_ctx *c, ix_sync *sy, const wk_view *ids, int64_t limit, bool beside,
+                                  ix_pending *pd)
 {
     if (std::is_same<I, uint8_t>::value && limit >= 256) return WK_OK;
     if (std::is_same<I, uint32_t>::value && limit > (int64_t)UINT32_MAX) return WK_OK;
@@ -467,15 +504,24 @@ static wk_status ix_check_start_t(wk_gpu_ctx *c, ix_sync *sy, const wk_view *ids
         pd->scratch = true;
     }
     const I *ip = (const I *)ids->base;
+    /* beside: the side stream starts where the main stream stands (the
+     * ids are ready) and runs the check while the op's kernel runs */
+    pd->beside = beside && pair;
+    hipStream_t cs = c->stream;
+    if (pd->beside) {
+        WK_GPU_CHECK_C(c, hipEventRecord(sy->fence, c->stream));
+        WK_GPU_CHECK_C(c, hipStreamWaitEvent(sy->side, sy->fence, 0));
+        cs = sy->side;
+    }
     if (n <= IX_CHECK1_MAX) {
-        ix_check1_kernel<I><<<1, IX_CHECK1_BLOCK, 0, c->stream>>>(ip, pd->L, limit, pd->bad, reset);
+        ix_check1_kernel<I><<<1, IX_CHECK1_BLOCK, 0, cs>>>(ip, pd->L, limit, pd->bad, reset);
     } else {
         if (!pair) {
-            hipError_t e = hipMemsetAsync(pd->bad, 0xFF, sizeof *pd->bad, c->stream);
+            hipError_t e = hipMemsetAsync(pd->bad, 0xFF, sizeof *pd->bad, cs);
             if (e != hipSuccess) return wk_gpu_fail(c, e, "hipMemsetAsync(first bad id)", __FILE__, __LINE__);
         }
         const int bs = wk_gpu_ew_block(c);
-        ix_check_kernel<I><<<wk_gpu_grid(c, n, bs, 4), bs, 0, c->stream>>>(ip, pd->L, limit, pd->bad, reset);
+        ix_check_kernel<I><<<wk_gpu_grid(c, n, bs, 4), bs, 0, cs>>>(ip, pd->L, limit, pd->bad, reset);
     }
     st = wk_gpu_launched(c, "index id check", __FILE__, __LINE__);
     if (st != WK_OK) {
@@ -483,29 +529,41 @@ static wk_status ix_check_start_t(wk_gpu_ctx *c, ix_sync *sy, const wk_view *ids
         return st;
     }
     if (sy && sy->host) {
-        /* the answer travels on a side stream, so the op's kernel follows
-         * the check at once instead of waiting behind a copy to the host */
-        WK_GPU_CHECK_C(c, hipEventRecord(sy->checked, c->stream));
-        WK_GPU_CHECK_C(c, hipStreamWaitEvent(sy->side, sy->checked, 0));
-        WK_GPU_CHECK_C(c, hipMemcpyAsync(sy->host, pd->bad, sizeof *pd->bad, hipMemcpyDeviceToHost, sy->side));
-        WK_GPU_CHECK_C(c, hipEventRecord(sy->ev, sy->side));
+        /* the point the answer's copy will wait for; the copy itself is
+         * queued after the op's launch (ix_check_send) */
+        if (!pd->beside) WK_GPU_CHECK_C(c, hipEventRecord(sy->fence, c->stream));
         return WK_OK;
     }
     pd->waited = true;
     return wk_gpu_read(c, &pd->pos, pd->bad, sizeof pd->pos);
 }
 
-/* Launch the check of every id against [0, limit) (and, with pinned
- * memory, the copy of its answer to the host); pd->bad gates the op. */
-static wk_status ix_check_start(wk_gpu_ctx *c, ix_sync *sy, const wk_view *ids, int64_t limit, ix_pending *pd)
+/* Launch the check of every id against [0, limit): on the main stream,
+ * marked after it with the fence (pinned memory); or, asked `beside` and
+ * with the word pair, on the side stream after a fence (pd->beside). pd->bad
+ * is the word to gate the op's kernel on (not needed beside). */
+static wk_status ix_check_start(wk_gpu_ctx *c, ix_sync *sy, const wk_view *ids, int64_t limit, bool beside,
+                                ix_pending *pd)
 {
     memset(pd, 0, sizeof *pd);
     pd->pos = IX_NONE;
     switch (ids->dtype) {
-    case WK_U8: return ix_check_start_t<uint8_t>(c, sy, ids, limit, pd);
-    case WK_U32: return ix_check_start_t<uint32_t>(c, sy, ids, limit, pd);
-    default: return ix_check_start_t<int64_t>(c, sy, ids, limit, pd);
+    case WK_U8: return ix_check_start_t<uint8_t>(c, sy, ids, limit, beside, pd);
+    case WK_U32: return ix_check_start_t<uint32_t>(c, sy, ids, limit, beside, pd);
+    default: return ix_check_start_t<int64_t>(c, sy, ids, limit, beside, pd);
     }
+}
+
+/* After the op's launch: queue the answer's copy to the host on the side
+ * stream, behind the mark after the check, so the device runs the check
+ * and the op's kernel back to back while the host issues this. */
+static wk_status ix_check_send(wk_gpu_ctx *c, ix_sync *sy, const ix_pending *pd)
+{
+    if (!pd->bad || pd->waited) return WK_OK;
+    if (!pd->beside) WK_GPU_CHECK_C(c, hipStreamWaitEvent(sy->side, sy->fence, 0));
+    WK_GPU_CHECK_C(c, hipMemcpyAsync(sy->host, pd->bad, sizeof *pd->bad, hipMemcpyDeviceToHost, sy->side));
+    WK_GPU_CHECK_C(c, hipEventRecord(sy->ev, sy->side));
+    return WK_OK;
 }
 
 /* Wait for the check's answer (not for the op's kernel); WK_ERR_INDEX
@@ -587,6 +645,7 @@ static int64_t ix_prepare(const ix_spec &S, int mode, bool regroup, ix_params *p
     const int64_t npre_n = wk_gpu_layout_make<3>(&p->pre, pvp);
     p->npost = wk_gpu_layout_make<3>(&p->post, qvp);
     p->nd = S.dims[S.dim];
+    p->limit = S.limit;
     for (int k = 0; k < 3; k++) p->sd[k] = S.st[k][S.dim];
     int es = (int)wk_gpu_dtype_size(S.xdt);
     *unit = es;
@@ -659,6 +718,7 @@ static bool ix_rows_plan(const ix_spec &S, const ix_params &p, ix_rows *r, int *
     r->d_outer = dso * es / u;
     r->d_id = dsi * es / u;
     r->i_st = p.sd[2];
+    r->limit = S.limit;
     const int64_t tile = (int64_t)IX_ROWS_BLOCK * IX_ROWS_K;
     r->ntiles = (r->total + tile - 1) / tile;
     if (r->total > 0 && r->total <= (int64_t)UINT32_MAX) {
@@ -673,14 +733,13 @@ static bool ix_rows_plan(const ix_spec &S, const ix_params &p, ix_rows *r, int *
 }
 
 template <typename U, typename I>
-static void ix_rows_launch(wk_gpu_ctx *c, const ix_rows &r, const char *src, char *dst, const I *ids,
-                           const unsigned long long *bad)
+static void ix_rows_launch(wk_gpu_ctx *c, const ix_rows &r, const char *src, char *dst, const I *ids)
 {
     const int64_t grid = r.ntiles < ((int64_t)1 << 20) ? r.ntiles : ((int64_t)1 << 20);
     if (r.total <= (int64_t)UINT32_MAX)
-        ix_rows_kernel<U, I, false><<<(unsigned)grid, IX_ROWS_BLOCK, 0, c->stream>>>(r, (const U *)src, (U *)dst, ids, bad);
+        ix_rows_kernel<U, I, false><<<(unsigned)grid, IX_ROWS_BLOCK, 0, c->stream>>>(r, (const U *)src, (U *)dst, ids);
     else
-        ix_rows_kernel<U, I, true><<<(unsigned)grid, IX_ROWS_BLOCK, 0, c->stream>>>(r, (const U *)src, (U *)dst, ids, bad);
+        ix_rows_kernel<U, I, true><<<(unsigned)grid, IX_ROWS_BLOCK, 0, c->stream>>>(r, (const U *)src, (U *)dst, ids);
 }
 
 template <typename I>
@@ -697,11 +756,11 @@ static wk_status ix_run_t(wk_gpu_ctx *c, const ix_spec &S, int mode, const unsig
         if (ix_rows_plan(S, p, &r, &unit, &src, &dst, &ioff)) {
             const I *ids = (const I *)S.base[2] + ioff;
             switch (unit) {
-            case 16: ix_rows_launch<ix_v16, I>(c, r, src, dst, ids, bad); break;
-            case 8: ix_rows_launch<uint64_t, I>(c, r, src, dst, ids, bad); break;
-            case 4: ix_rows_launch<uint32_t, I>(c, r, src, dst, ids, bad); break;
-            case 2: ix_rows_launch<uint16_t, I>(c, r, src, dst, ids, bad); break;
-            default: ix_rows_launch<uint8_t, I>(c, r, src, dst, ids, bad); break;
+            case 16: ix_rows_launch<ix_v16, I>(c, r, src, dst, ids); break;
+            case 8: ix_rows_launch<uint64_t, I>(c, r, src, dst, ids); break;
+            case 4: ix_rows_launch<uint32_t, I>(c, r, src, dst, ids); break;
+            case 2: ix_rows_launch<uint16_t, I>(c, r, src, dst, ids); break;
+            default: ix_rows_launch<uint8_t, I>(c, r, src, dst, ids); break;
             }
             return wk_gpu_launched(c, "index_select rows", __FILE__, __LINE__);
         }
@@ -777,9 +836,15 @@ static wk_status ix_op(void *ctx, const char *name, int mode, const wk_view *it,
     std::unique_lock<std::mutex> held;
     if (sy) held = std::unique_lock<std::mutex>(sy->lock);
     ix_pending pd;
-    wk_status st = ix_check_start(c, sy, ids, S.limit, &pd);
-    const bool started = st == WK_OK;       /* the event was recorded (when not waited) */
-    if (st == WK_OK && !(pd.waited && pd.pos != IX_NONE)) st = ix_run(c, S, mode, pd.bad);
+    const wk_status ck = ix_check_start(c, sy, ids, S.limit, mode == IX_READ, &pd);
+    wk_status st = ck;
+    if (ck == WK_OK && !(pd.waited && pd.pos != IX_NONE))   /* reads need no gate: they skip bad ids */
+        st = ix_run(c, S, mode, mode == IX_READ ? NULL : pd.bad);
+    /* the answer's copy is queued even when the op's launch failed, so
+     * the word is read and released the same way */
+    const wk_status ss = ck == WK_OK ? ix_check_send(c, sy, &pd) : ck;
+    if (st == WK_OK) st = ss;
+    const bool started = ss == WK_OK;       /* the event was recorded (when not waited) */
     const wk_status cs = ix_check_finish(c, sy, ids, S.limit, dim, &pd, started);
     return cs != WK_OK ? cs : st;
 }
