@@ -9,8 +9,8 @@
  *
  * How it is made fast: the contiguous path moves 16-byte units (wk_vec:
  * 4 x f32, 8 x bf16, ...) through wk_gpu_stream: each thread loads
- * up to WK_GPU_STREAM_U units of its block's tile (16 elements at most:
- * 64 bytes of f32, 32 of bf16) before computing and storing any, one
+ * wk_gpu_stream_units of its block's tile (gpu_internal.h: one unit for
+ * f32, two for bf16) before computing and storing any, one
  * tile per block, so the grid
  * covers the tensor in one pass; the heavy math (sin, log, erf, pow, ...)
  * takes 4 elements and one unit at a time. Elements past the last whole

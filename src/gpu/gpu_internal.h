@@ -645,8 +645,9 @@ static inline unsigned wk_gpu_grid(const wk_gpu_ctx *c, int64_t items, int block
  * both rules beat the other choices by 1-10%): kernels whose operands
  * are all 4 bytes or wider stream best one 16-byte unit per thread
  * (WK_GPU_STREAM_WIDE_U); narrower ones (bf16, f16, u8, casts to them)
- * want WK_GPU_STREAM_NARROW_BYTES of the narrow operand in flight per
- * thread, within WK_GPU_STREAM_ELEMS elements (the body is unrolled
+ * want WK_GPU_STREAM_NARROW_BYTES (32; 64 was best before bf16 results
+ * were rounded in pairs) of the narrow operand in flight per thread,
+ * within WK_GPU_STREAM_ELEMS elements (the body is unrolled
  * U x v times). v: elements per unit; min_size: bytes of the narrowest
  * operand. Host and kernel use the same value, so the grid covers the
  * range once. The -D overrides are for tuning builds. */
@@ -654,7 +655,7 @@ static inline unsigned wk_gpu_grid(const wk_gpu_ctx *c, int64_t items, int block
 #define WK_GPU_STREAM_WIDE_U 1
 #endif
 #ifndef WK_GPU_STREAM_NARROW_BYTES
-#define WK_GPU_STREAM_NARROW_BYTES 64
+#define WK_GPU_STREAM_NARROW_BYTES 32
 #endif
 #ifndef WK_GPU_STREAM_ELEMS
 #define WK_GPU_STREAM_ELEMS 32
@@ -666,10 +667,13 @@ __host__ __device__ constexpr int wk_gpu_stream_units(int v, int min_size, int m
     if (u > max_elems / v) u = max_elems / v;
     return u < 1 ? 1 : u;
 }
-/* the choices bench/TUNING-gpu.md measured */
-static_assert(wk_gpu_stream_units(4, 4) == 1 && wk_gpu_stream_units(8, 2) == 4 && wk_gpu_stream_units(16, 1) == 2 &&
+/* the choices bench/TUNING-gpu.md measured (checked in default builds;
+ * tuning builds override the knobs) */
+#if WK_GPU_STREAM_WIDE_U == 1 && WK_GPU_STREAM_NARROW_BYTES == 32 && WK_GPU_STREAM_ELEMS == 32
+static_assert(wk_gpu_stream_units(4, 4) == 1 && wk_gpu_stream_units(8, 2) == 2 && wk_gpu_stream_units(16, 1) == 2 &&
                   wk_gpu_stream_units(4, 2, 16) == 4 && wk_gpu_stream_units(2, 8) == 1,
-              "units per thread: f32 1, bf16 4, u8 2, casts f32->bf16 4, f64 1");
+              "units per thread: f32 1, bf16 2, u8 2, casts f32->bf16 4, f64 1");
+#endif
 
 template <int U, typename Load, typename Store>
 WK_DEV void wk_gpu_stream(int64_t nv, Load load, Store store)
