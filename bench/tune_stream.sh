@@ -4,7 +4,10 @@
 # plugin once per variant of the compile-time knobs (src/gpu/gpu_internal.h:
 # WK_GPU_STREAM_WIDE_U, WK_GPU_STREAM_NARROW_BYTES, WK_GPU_STREAM_ELEMS:
 # units per thread; WK_GPU_HW_BF16: the hardware's bf16 rounding;
-# src/gpu/copy.hip: CP_TILE, CP_ROWS: the transpose tile), then times a
+# src/gpu/copy.hip: CP_TILE, CP_ROWS: the transpose tile; src/gpu/index.hip:
+# IX_ROWS_BLOCK, IX_ROWS_K: index_select's row copy; src/gpu/reduce.hip:
+# RED_ROWS_U, RED_ROWS_U1: vectors in flight per thread of the rows
+# reductions), then times a
 # few cases with the benchmark's C driver under several block sizes
 # (WICK_GPU_STREAM_BLOCK). Prints one line per (variant, block, case): wick's
 # times in ms from the driver's JSON. No PyTorch: variants are compared

@@ -316,6 +316,15 @@ RED_UNROLL
     return red_k<T, K>::template vec<V>(s, e, (uint32_t)j);
 }
 
+/* 16-byte vectors in flight per thread in the rows kernel (1-byte types:
+ * RED_ROWS_U1); the -D overrides are for tuning builds */
+#ifndef RED_ROWS_U
+#define RED_ROWS_U 4
+#endif
+#ifndef RED_ROWS_U1
+#define RED_ROWS_U1 2
+#endif
+
 /* One group member's share of a contiguous run p[0, len) whose first
  * element has reduced index jb. */
 template <typename T, int K>
@@ -332,7 +341,7 @@ WK_HD typename red_k<T, K>::S red_run(typename red_k<T, K>::S s, const T *__rest
     const int64_t jv = jb + head;
     const red_v16 fm = red_flipmask<T>(K, mx);
     /* U vectors in flight per thread (2 for 1-byte types: 32 elements) */
-    constexpr int U = V >= 16 ? 2 : 4;
+    constexpr int U = V >= 16 ? RED_ROWS_U1 : RED_ROWS_U;
     int64_t v = t;
     for (; v + (U - 1) * (int64_t)G < nv; v += U * (int64_t)G) {
         red_v16 x[U];
