@@ -5,7 +5,8 @@
 # WK_GPU_STREAM_WIDE_U, WK_GPU_STREAM_NARROW_BYTES, WK_GPU_STREAM_ELEMS:
 # units per thread; WK_GPU_HW_BF16: the hardware's bf16 rounding;
 # src/gpu/copy.hip: CP_TILE, CP_ROWS: the transpose tile; src/gpu/index.hip:
-# IX_ROWS_BLOCK, IX_ROWS_K: index_select's row copy; src/gpu/reduce.hip:
+# IX_ROWS_K: units per thread of index_select's row copy, whose block is
+# the stream block; src/gpu/reduce.hip:
 # RED_ROWS_U, RED_ROWS_U1: vectors in flight per thread of the rows
 # reductions), then times a
 # few cases with the benchmark's C driver under several block sizes

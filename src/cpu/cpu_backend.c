@@ -173,12 +173,6 @@ static wk_status cpu_event_new(void *ctx, void **ev)
     return *ev ? WK_OK : WK_CPU_ERROR(WK_ERR_MEMORY, "out of memory for an event");
 }
 
-static void cpu_event_free(void *ctx, void *ev)
-{
-    (void)ctx;
-    free(ev);
-}
-
 static wk_status cpu_event_record(void *ctx, void *ev)
 {
     (void)ctx;
@@ -209,12 +203,6 @@ static wk_status cpu_host_alloc(void *ctx, size_t bytes, void **ptr)
     (void)ctx;
     *ptr = NULL;
     return cpu_aligned_alloc(bytes, ptr);
-}
-
-static void cpu_host_free(void *ctx, void *ptr)
-{
-    (void)ctx;
-    free(ptr);
 }
 
 /* ---- the vtable ------------------------------------------------------- */
@@ -248,12 +236,12 @@ static const wk_backend_iface cpu_iface = {
     .rand_uniform = wk_cpu_rand_uniform,
     .rand_normal = wk_cpu_rand_normal,
     .event_new = cpu_event_new,
-    .event_free = cpu_event_free,
+    .event_free = cpu_free,          /* events and host blocks are malloc'd */
     .event_record = cpu_event_record,
     .event_synchronize = cpu_event_synchronize,
     .event_elapsed_ms = cpu_event_elapsed_ms,
     .host_alloc = cpu_host_alloc,
-    .host_free = cpu_host_free,
+    .host_free = cpu_free,
 };
 
 const wk_backend_iface *wk_cpu_backend(const wk_host_api *host)

@@ -446,13 +446,19 @@ WK_DEV void ew_bcast_run(const T *__restrict__ f, const T *__restrict__ g, D *__
     }
 }
 
+/* case lists of the arithmetic and comparison families; C(op) expands
+ * to one case */
+#define EW_ARITH_CASES(C) C(WK_OP_ADD) C(WK_OP_SUB) C(WK_OP_MUL) C(WK_OP_DIV) C(WK_OP_MINIMUM) C(WK_OP_MAXIMUM)
+#define EW_CMP_CASES(C) C(WK_OP_EQ) C(WK_OP_NE) C(WK_OP_LT) C(WK_OP_LE) C(WK_OP_GT) C(WK_OP_GE)
+static_assert(WK_OP_MAXIMUM - WK_OP_ADD == 5 && WK_OP_GE - WK_OP_EQ == 5, "binary and cmp cases list every op");
+
 template <typename T>
 __global__ void __launch_bounds__(WK_GPU_EW_MAX_BLOCK)
 ew_arith_contig(const T *a, const T *b, T *dst, int64_t n, int op, int vec)
 {
     switch (op) {
 #define EW_C_(OP) case OP: ew_binary_contig_run<false, OP, T, T>(a, b, dst, n, vec); break;
-    EW_C_(WK_OP_ADD) EW_C_(WK_OP_SUB) EW_C_(WK_OP_MUL) EW_C_(WK_OP_DIV) EW_C_(WK_OP_MINIMUM) EW_C_(WK_OP_MAXIMUM)
+    EW_ARITH_CASES(EW_C_)
 #undef EW_C_
     default: break;
     }
@@ -469,7 +475,7 @@ ew_arith_small(const T *a, const T *b, T *dst, int n, int op)
     T r = x;
     switch (op) {
 #define EW_C_(OP) case OP: r = ew_arith_elem<OP, T>(x, y); break;
-    EW_C_(WK_OP_ADD) EW_C_(WK_OP_SUB) EW_C_(WK_OP_MUL) EW_C_(WK_OP_DIV) EW_C_(WK_OP_MINIMUM) EW_C_(WK_OP_MAXIMUM)
+    EW_ARITH_CASES(EW_C_)
 #undef EW_C_
     default: break;
     }
@@ -484,7 +490,7 @@ ew_arith_bcast(const T *f, const T *g, T *dst, int64_t n, int64_t C, int64_t g_r
 {
     switch (op) {
 #define EW_C_(OP) case OP: ew_bcast_run<false, ROW, SWAP, OP, T, T>(f, g, dst, n, C, g_rs, units_per_row, vec); break;
-    EW_C_(WK_OP_ADD) EW_C_(WK_OP_SUB) EW_C_(WK_OP_MUL) EW_C_(WK_OP_DIV) EW_C_(WK_OP_MINIMUM) EW_C_(WK_OP_MAXIMUM)
+    EW_ARITH_CASES(EW_C_)
 #undef EW_C_
     default: break;
     }
@@ -496,7 +502,7 @@ ew_cmp_contig(const T *a, const T *b, uint8_t *dst, int64_t n, int op, int vec)
 {
     switch (op) {
 #define EW_C_(OP) case OP: ew_binary_contig_run<true, OP, T, uint8_t>(a, b, dst, n, vec); break;
-    EW_C_(WK_OP_EQ) EW_C_(WK_OP_NE) EW_C_(WK_OP_LT) EW_C_(WK_OP_LE) EW_C_(WK_OP_GT) EW_C_(WK_OP_GE)
+    EW_CMP_CASES(EW_C_)
 #undef EW_C_
     default: break;
     }
@@ -512,7 +518,7 @@ ew_arith_strided(wk_gpu_layout<3> L, const T *a, const T *b, T *dst, int op)
         T x = a[o[1]], y = b[o[2]], r = x;
         switch (op) {
 #define EW_C_(OP) case OP: r = ew_arith_elem<OP, T>(x, y); break;
-        EW_C_(WK_OP_ADD) EW_C_(WK_OP_SUB) EW_C_(WK_OP_MUL) EW_C_(WK_OP_DIV) EW_C_(WK_OP_MINIMUM) EW_C_(WK_OP_MAXIMUM)
+        EW_ARITH_CASES(EW_C_)
 #undef EW_C_
         default: break;
         }
@@ -531,14 +537,13 @@ ew_cmp_strided(wk_gpu_layout<3> L, const T *a, const T *b, uint8_t *dst, int op)
         uint8_t r = 0;
         switch (op) {
 #define EW_C_(OP) case OP: r = ew_cmp_elem<OP, T>(x, y); break;
-        EW_C_(WK_OP_EQ) EW_C_(WK_OP_NE) EW_C_(WK_OP_LT) EW_C_(WK_OP_LE) EW_C_(WK_OP_GT) EW_C_(WK_OP_GE)
+        EW_CMP_CASES(EW_C_)
 #undef EW_C_
         default: break;
         }
         dst[o[0]] = r;
     }
 }
-static_assert(WK_OP_MAXIMUM - WK_OP_ADD == 5 && WK_OP_GE - WK_OP_EQ == 5, "binary and cmp cases list every op");
 
 /* The rank-2 broadcast fast path: true when it launched. dst contiguous
  * [R, C] (C > 1, under 2^32 elements); one operand the same, the other a

@@ -51,13 +51,12 @@
  * (any dim: outer x ids x row, the outer dim one merged stride), each row
  * is moved as raw bytes in units of 16 bytes (8/4/2/1 when the row bytes,
  * the strides or the base addresses are not 16-aligned) by
- * ix_rows_kernel: tiles of IX_ROWS_K x IX_ROWS_BLOCK consecutive units of
- * the flattened (outer, id, unit) space, each thread issuing its K id
- * loads (cached: a row's threads read one id), then its K row loads,
- * then its K stores; one tile per block until 2^20 blocks, then
- * striding. Blocks of 128 threads with 2 units each (32 bytes in flight
- * per thread), like the streaming kernels' small blocks: for [8192 ids x
- * 4096 bf16] on an H200 that took 38.4 us against 40.2 for 256 x 4
+ * ix_rows_kernel: the flattened (outer, id, unit) space streams through
+ * wk_gpu_stream, the elementwise kernels' loop (tiles of the stream block
+ * x IX_ROWS_K units, each thread issuing its K loads, each with its id
+ * load before it, then its K stores). 2 units per thread in blocks of 128
+ * (32 bytes in flight per thread, like the streaming kernels): for [8192
+ * ids x 4096 bf16] on an H200 that took 38.4 us against 40.2 for 256 x 4
  * (bench/TUNING-gpu.md has the sweep). The old path moved one 16-byte
  * unit per thread per iteration behind its own dependent id load and a
  * strided-offset computation (2.7 TB/s on an H200).
@@ -216,13 +215,10 @@ __global__ void ix_add_kernel(ix_params p, T *x, const T *__restrict__ y, const 
 
 /* Rows: dst row (o, j) = src row (o, ids[j]), moved in units U of 1..16
  * bytes; strides in units, the ids' in elements. The flattened unit space
- * e = (o * n_ids + j) * nu + col is cut into tiles of IX_ROWS_K x
- * IX_ROWS_BLOCK units; a thread's units of a tile are IX_ROWS_BLOCK apart
- * (each load instruction of a warp reads consecutive units). */
-#ifndef IX_ROWS_BLOCK    /* -D overrides are for tuning builds */
-#define IX_ROWS_BLOCK 128
-#endif
-#ifndef IX_ROWS_K
+ * e = (o * n_ids + j) * nu + col streams through wk_gpu_stream (the
+ * elementwise kernels' tile loop, gpu_internal.h) with IX_ROWS_K units per
+ * thread. */
+#ifndef IX_ROWS_K        /* -D overrides are for tuning builds */
 #define IX_ROWS_K 2
 #endif
 
@@ -233,7 +229,6 @@ struct ix_rows {
     int64_t d_outer, d_id;       /* dst strides (units) of outer and j       */
     int64_t i_st;                /* ids stride (elements)                    */
     int64_t limit;               /* src rows: ids in [0, limit)              */
-    int64_t ntiles;
     wk_divmod32 dnu, dids;       /* when total < 2^32                        */
 };
 
@@ -256,44 +251,25 @@ WK_DEV void ix_rows_at(const ix_rows &r, int64_t e, int64_t *o, int64_t *j, int6
     }
 }
 
+/* A unit's load finds its id (a row's threads read one id, cached) and
+ * reads nothing through a bad one (zeros); its store recomputes the
+ * destination offset (fewer registers than keeping it). */
 template <typename U, typename I, bool BIG>
-__global__ void __launch_bounds__(IX_ROWS_BLOCK)
+__global__ void __launch_bounds__(WK_GPU_EW_MAX_BLOCK)
 ix_rows_kernel(ix_rows r, const U *__restrict__ src, U *__restrict__ dst, const I *__restrict__ ids)
 {
-    const int64_t tile = (int64_t)IX_ROWS_BLOCK * IX_ROWS_K;
-    _Pragma("unroll 1")
-    for (int64_t q = blockIdx.x; q < r.ntiles; q += gridDim.x) {
-        const int64_t e0 = q * tile + threadIdx.x;
-        /* 1: each unit's id (a row's threads read the same one) and
-         * source; a unit past the end or of a bad id reads nothing */
-        const U *sp[IX_ROWS_K];
-#pragma unroll
-        for (int k = 0; k < IX_ROWS_K; k++) {
-            const int64_t e = e0 + (int64_t)k * IX_ROWS_BLOCK;
-            int64_t o, j, col;
-            ix_rows_at<BIG>(r, e < r.total ? e : 0, &o, &j, &col);
-            const I id = e < r.total ? ids[j * r.i_st] : (I)0;
-            sp[k] = e < r.total && ix_in_range(id, r.limit) ? src + (o * r.s_outer + (int64_t)id * r.s_id + col)
-                                                            : NULL;
-        }
-        /* 2: every load of the tile, then every store (the destination
-         * offsets recomputed: fewer registers, more blocks per SM) */
-        U v[IX_ROWS_K];
-#pragma unroll
-        for (int k = 0; k < IX_ROWS_K; k++) {
-            v[k] = U{};
-            if (sp[k]) v[k] = *sp[k];
-        }
-#pragma unroll
-        for (int k = 0; k < IX_ROWS_K; k++) {
-            const int64_t e = e0 + (int64_t)k * IX_ROWS_BLOCK;
-            if (e < r.total) {
-                int64_t o, j, col;
-                ix_rows_at<BIG>(r, e, &o, &j, &col);
-                dst[o * r.d_outer + j * r.d_id + col] = v[k];
-            }
-        }
-    }
+    wk_gpu_stream<IX_ROWS_K>(r.total, [&](int64_t e) {
+        int64_t o, j, col;
+        ix_rows_at<BIG>(r, e, &o, &j, &col);
+        const I id = ids[j * r.i_st];
+        U v{};
+        if (ix_in_range(id, r.limit)) v = src[o * r.s_outer + (int64_t)id * r.s_id + col];
+        return v;
+    }, [&](int64_t e, const U &v) {
+        int64_t o, j, col;
+        ix_rows_at<BIG>(r, e, &o, &j, &col);
+        dst[o * r.d_outer + j * r.d_id + col] = v;
+    });
 }
 
 /* first (row-major) position of an id outside [0, limit), by one block
@@ -719,8 +695,6 @@ static bool ix_rows_plan(const ix_spec &S, const ix_params &p, ix_rows *r, int *
     r->d_id = dsi * es / u;
     r->i_st = p.sd[2];
     r->limit = S.limit;
-    const int64_t tile = (int64_t)IX_ROWS_BLOCK * IX_ROWS_K;
-    r->ntiles = (r->total + tile - 1) / tile;
     if (r->total > 0 && r->total <= (int64_t)UINT32_MAX) {
         r->dnu = wk_divmod32_make((uint32_t)r->nu);
         r->dids = wk_divmod32_make((uint32_t)r->n_ids);
@@ -735,11 +709,12 @@ static bool ix_rows_plan(const ix_spec &S, const ix_params &p, ix_rows *r, int *
 template <typename U, typename I>
 static void ix_rows_launch(wk_gpu_ctx *c, const ix_rows &r, const char *src, char *dst, const I *ids)
 {
-    const int64_t grid = r.ntiles < ((int64_t)1 << 20) ? r.ntiles : ((int64_t)1 << 20);
+    const int block = wk_gpu_stream_block(c);
+    const unsigned grid = wk_gpu_stream_grid(r.total, block, IX_ROWS_K);
     if (r.total <= (int64_t)UINT32_MAX)
-        ix_rows_kernel<U, I, false><<<(unsigned)grid, IX_ROWS_BLOCK, 0, c->stream>>>(r, (const U *)src, (U *)dst, ids);
+        ix_rows_kernel<U, I, false><<<grid, block, 0, c->stream>>>(r, (const U *)src, (U *)dst, ids);
     else
-        ix_rows_kernel<U, I, true><<<(unsigned)grid, IX_ROWS_BLOCK, 0, c->stream>>>(r, (const U *)src, (U *)dst, ids);
+        ix_rows_kernel<U, I, true><<<grid, block, 0, c->stream>>>(r, (const U *)src, (U *)dst, ids);
 }
 
 template <typename I>
