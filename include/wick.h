@@ -77,12 +77,35 @@ typedef enum wk_dtype {
     WK_F32,
     WK_F64,
     WK_F8E4M3,          /* OCP E4M3FN: no Inf, saturating to +-448 */
+    /* Block-quantized dtypes (GGUF's layouts, byte for byte): `block`
+     * elements packed into `block_bytes` bytes. A tensor of one is
+     * row-contiguous: its last dim a multiple of the block, views narrow
+     * or select rows only. Ops that do not take them say so. */
+    WK_Q4_0,            /*  32 elements in  18 bytes */
+    WK_Q4_1,            /*  32 elements in  20 bytes */
+    WK_Q5_0,            /*  32 elements in  22 bytes */
+    WK_Q5_1,            /*  32 elements in  24 bytes */
+    WK_Q8_0,            /*  32 elements in  34 bytes */
+    WK_Q8_1,            /*  32 elements in  36 bytes */
+    WK_Q2_K,            /* 256 elements in  84 bytes */
+    WK_Q3_K,            /* 256 elements in 110 bytes */
+    WK_Q4_K,            /* 256 elements in 144 bytes */
+    WK_Q5_K,            /* 256 elements in 176 bytes */
+    WK_Q6_K,            /* 256 elements in 210 bytes */
+    WK_Q8_K,            /* 256 elements in 292 bytes */
     WK_DTYPE_COUNT
 } wk_dtype;
+/* The dense dtypes are the first WK_DENSE_DTYPE_COUNT (u8 .. f8e4m3). */
+#define WK_DENSE_DTYPE_COUNT 10
 
-const char *wk_dtype_name(wk_dtype dt);   /* "f32", ...; "?" if invalid */
-size_t wk_dtype_size(wk_dtype dt);        /* bytes; 0 if invalid         */
+const char *wk_dtype_name(wk_dtype dt);   /* "f32", "q4_k", ...; "?" if invalid */
+/* Bytes of one element of a dense dtype; 0 for block-quantized and
+ * invalid dtypes (see wk_dtype_block_bytes, wk_tensor_nbytes). */
+size_t wk_dtype_size(wk_dtype dt);
+size_t wk_dtype_block_size(wk_dtype dt);  /* elements per block: 1 if dense; 0 if invalid */
+size_t wk_dtype_block_bytes(wk_dtype dt); /* bytes per block; 0 if invalid */
 bool wk_dtype_is_float(wk_dtype dt);
+bool wk_dtype_is_quantized(wk_dtype dt);
 bool wk_dtype_from_name(const char *name, wk_dtype *out);
 
 /* ------------------------------------------------------------------ */
@@ -144,6 +167,10 @@ int64_t wk_tensor_dim(const wk_tensor *t, int dim);     /* dim may be < 0 */
 int64_t wk_tensor_stride(const wk_tensor *t, int dim);  /* in elements    */
 int64_t wk_tensor_offset(const wk_tensor *t);           /* in elements    */
 int64_t wk_tensor_numel(const wk_tensor *t);
+/* Bytes the view's elements take when laid out contiguously (what
+ * wk_to_host writes): numel x element size, or whole blocks for a
+ * block-quantized dtype. */
+size_t wk_tensor_nbytes(const wk_tensor *t);
 bool wk_tensor_is_contiguous(const wk_tensor *t);
 wk_device *wk_tensor_device(const wk_tensor *t);
 /* true when both views share one storage */
@@ -168,10 +195,11 @@ wk_tensor *wk_ones(wk_device *dev, wk_dtype dt, wk_shape shape);
 wk_tensor *wk_full(wk_device *dev, wk_dtype dt, wk_shape shape, double value);
 /* start, start+step, ... while < end (> end for a negative step); 1-d */
 wk_tensor *wk_arange(wk_device *dev, wk_dtype dt, double start, double end, double step);
-/* Copies numel * dtype-size bytes from host memory (row-major). */
+/* Copies wk_tensor_nbytes of the new tensor from host memory (row-major;
+ * for a block-quantized dtype, whole blocks as GGUF stores them). */
 wk_tensor *wk_from_host(wk_device *dev, wk_dtype dt, wk_shape shape, const void *data);
 /* Copies the tensor (any view) to host memory, row-major, synchronizing.
- * bytes must be at least numel * dtype-size. */
+ * bytes must be at least wk_tensor_nbytes(t). */
 wk_status wk_to_host(const wk_tensor *t, void *dst, size_t bytes);
 /* One element as a double (for tests and scalars). */
 wk_status wk_item(const wk_tensor *t, const int64_t *index, double *out);
@@ -262,7 +290,7 @@ int wk_chunk(const wk_tensor *t, int n, int dim, wk_tensor **out);
 typedef enum wk_unary_op {
     WK_EXP, WK_LOG, WK_SIN, WK_COS, WK_TANH, WK_ABS, WK_NEG, WK_RECIP,
     WK_SQR, WK_SQRT, WK_GELU, WK_GELU_ERF, WK_ERF, WK_RELU, WK_SILU,
-    WK_FLOOR, WK_CEIL, WK_ROUND, WK_SIGN,
+    WK_FLOOR, WK_CEIL, WK_ROUND, WK_SIGN, WK_SIGMOID,
     WK_UNARY_COUNT
 } wk_unary_op;
 
@@ -300,6 +328,7 @@ wk_tensor *wk_floor(const wk_tensor *t);
 wk_tensor *wk_ceil(const wk_tensor *t);
 wk_tensor *wk_round(const wk_tensor *t);     /* half to even */
 wk_tensor *wk_sign(const wk_tensor *t);
+wk_tensor *wk_sigmoid(const wk_tensor *t);   /* 1 / (1 + e^-x) */
 wk_tensor *wk_affine(const wk_tensor *t, double mul, double add);  /* x*mul+add */
 wk_tensor *wk_powf(const wk_tensor *t, double e);                  /* x^e      */
 wk_tensor *wk_elu(const wk_tensor *t, double alpha);

@@ -21,6 +21,8 @@
 #define WICK_BACKEND_H
 
 #include "wick.h"
+#include "dtype_traits.h"
+#include "op_list.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -29,60 +31,60 @@ extern "C" {
 /* Bump when the structs below change layout or meaning. The core and a
  * plugin each check the other's number (wk_host_api.abi before the plugin
  * fills its table, wk_backend_iface.abi after), so a plugin built from
- * another version refuses to load instead of being misread. The entry
- * point's name stays: its signature has not changed since v1.
+ * another version refuses to load instead of being misread. Adding an op
+ * (op_list.h) does not change the ABI: a plugin's op table says how many
+ * ops it knows (n_ops) and the core treats the rest as unsupported. The
+ * entry point's name stays: its signature has not changed since v1.
  *   1  the first interface
  *   2  events (event_new .. event_elapsed_ms) and pinned host memory
- *      (host_alloc, host_free), appended to wk_backend_iface */
-#define WK_BACKEND_ABI 2
+ *      (host_alloc, host_free), appended to wk_backend_iface
+ *   3  ops through one per-op table (ops, n_ops) of run functions taking
+ *      a wk_op_args record, replacing one member per op family and
+ *      supports(); block-quantized dtypes */
+#define WK_BACKEND_ABI 3
 #define WK_BACKEND_ENTRY wk_backend_entry_v1
 
 /* ------------------------------------------------------------------ */
-/* Every operation a backend may implement. Adding one: append it before
- * WK_OP_COUNT, add its name to wk_op_name_table (src/core/ops_table.c; a
- * static_assert there checks the count) and to every per-op table a
- * backend keeps (each has its own static_assert on WK_OP_COUNT). */
+/* Every operation a backend may implement, from src/op_list.h (append
+ * new ops there, never insert). */
 typedef enum wk_op {
-    /* unary family: wk_unary_op order, then the parametrised ones */
-    WK_OP_EXP = 0, WK_OP_LOG, WK_OP_SIN, WK_OP_COS, WK_OP_TANH, WK_OP_ABS,
-    WK_OP_NEG, WK_OP_RECIP, WK_OP_SQR, WK_OP_SQRT, WK_OP_GELU,
-    WK_OP_GELU_ERF, WK_OP_ERF, WK_OP_RELU, WK_OP_SILU, WK_OP_FLOOR,
-    WK_OP_CEIL, WK_OP_ROUND, WK_OP_SIGN,
-    WK_OP_AFFINE,         /* p0 = mul, p1 = add                        */
-    WK_OP_POWF,           /* p0 = exponent                             */
-    WK_OP_ELU,            /* p0 = alpha                                */
-    /* binary family: wk_binary_op order */
-    WK_OP_ADD, WK_OP_SUB, WK_OP_MUL, WK_OP_DIV, WK_OP_MINIMUM, WK_OP_MAXIMUM,
-    /* cmp family: wk_cmp_op order; dst is u8 */
-    WK_OP_EQ, WK_OP_NE, WK_OP_LT, WK_OP_LE, WK_OP_GT, WK_OP_GE,
-    WK_OP_WHERE,
-    /* reduce family: wk_reduce_op order */
-    WK_OP_SUM, WK_OP_MIN, WK_OP_MAX, WK_OP_ARGMIN, WK_OP_ARGMAX,
-    WK_OP_MATMUL,
-    WK_OP_INDEX_SELECT, WK_OP_GATHER, WK_OP_SCATTER_SET, WK_OP_SCATTER_ADD,
-    WK_OP_INDEX_ADD,
-    WK_OP_COPY,           /* strided copy with dtype conversion (to_dtype,
-                             contiguous, copy_strided_src, copy_into)   */
-    WK_OP_COPY2D,
-    WK_OP_CONST_SET,
-    WK_OP_RAND_UNIFORM, WK_OP_RAND_NORMAL,
-    /* reserved for the layers that come next (no backend implements them
-     * yet; wk_supports answers false) */
-    WK_OP_CONV1D, WK_OP_CONV_TRANSPOSE1D, WK_OP_CONV2D, WK_OP_CONV_TRANSPOSE2D,
-    WK_OP_AVG_POOL2D, WK_OP_MAX_POOL2D, WK_OP_UPSAMPLE_NEAREST1D,
-    WK_OP_UPSAMPLE_NEAREST2D, WK_OP_UPSAMPLE_BILINEAR2D, WK_OP_ARG_SORT,
-    WK_OP_SOFTMAX, WK_OP_RMS_NORM, WK_OP_LAYER_NORM, WK_OP_ROPE,
-    WK_OP_ATTENTION, WK_OP_QMATMUL, WK_OP_CUSTOM,
+#define WK_OP_ENUM_(K, N, S, P, D) WK_OP_##N,
+    WK_OP_LIST(WK_OP_ENUM_)
+#undef WK_OP_ENUM_
     WK_OP_COUNT
 } wk_op;
 
-#define WK_OP_UNARY_FIRST WK_OP_EXP
-#define WK_OP_BINARY_FIRST WK_OP_ADD
-#define WK_OP_CMP_FIRST WK_OP_EQ
-#define WK_OP_REDUCE_FIRST WK_OP_SUM
+/* What an op's wk_op_args mean is set by its family (op_list.h). */
+typedef enum wk_op_family {
+    WK_FAMILY_UNARY,         /* dst = f(src[0]); one dtype; p[0], p[1]: affine (mul, add),
+                                powf (exponent), elu (alpha)                         */
+    WK_FAMILY_BINARY,        /* dst = src[0] op src[1]; one dtype; src have dst's dims
+                                (stride 0 where broadcast)                           */
+    WK_FAMILY_CMP,           /* as BINARY, dst u8                                    */
+    WK_FAMILY_WHERE,         /* dst = src[0] != 0 ? src[1] : src[2]; src[0] u8/u32/i64;
+                                src[1], src[2], dst one dtype                        */
+    WK_FAMILY_REDUCE,        /* dst = reduce src[0] over the dims of dim_mask (below) */
+    WK_FAMILY_MATMUL,        /* dst [B.., m, n] = src[0] [B.., m, k] x src[1] [B.., k, n] */
+    WK_FAMILY_INDEX_SELECT,  /* dst = src[0] with dims[dim] = n ids, rows picked by
+                                src[1] (1-d ids)                                     */
+    WK_FAMILY_GATHER,        /* dst (ids' dims) = src[0][.. src[1][i] ..] along dim  */
+    WK_FAMILY_SCATTER,       /* in place: dst[.. src[0][i] ..] = / += src[1][i] along dim */
+    WK_FAMILY_INDEX_ADD,     /* in place: dst.narrow(dim, src[0][i], 1) += src[1].narrow(dim, i, 1) */
+    WK_FAMILY_COPY,          /* dst (any non-overlapping view) = src[0] converted to dst's
+                                dtype; src[0] has dst's dims                         */
+    WK_FAMILY_COPY2D,        /* rows of contiguous elements: dst and src[0] are [rows, cols]
+                                views with strides [row stride, 1]; one dtype        */
+    WK_FAMILY_CONST_SET,     /* every element of dst (any non-overlapping view) = *value */
+    WK_FAMILY_RAND,          /* contiguous dst from the generator: key seed, first block
+                                offset (docs/random.md); p[0], p[1]: lo, hi or mean, std */
+    WK_FAMILY_RESERVED,      /* named for a layer still to come; no front-end yet    */
+    WK_FAMILY_COUNT
+} wk_op_family;
 
 /* Name of an op ("exp", "matmul", ...); "?" when out of range. */
 const char *wk_op_name(wk_op op);
+/* Family of an op; WK_FAMILY_COUNT when out of range. */
+wk_op_family wk_op_family_of(wk_op op);
 
 /* A strided view of raw storage. Offsets and strides are in elements. */
 typedef struct wk_view {
@@ -93,6 +95,50 @@ typedef struct wk_view {
     int64_t dims[WK_MAX_RANK];
     int64_t strides[WK_MAX_RANK];  /* >= 0; 0 on broadcast dims         */
 } wk_view;
+
+/* One call of an op: what the core passes to a backend's run function.
+ * Which fields an op reads is set by its family (wk_op_family above);
+ * unused fields are zero. Views are validated by the core: shapes agree,
+ * dtypes are the ones the op takes, views lie inside their storage;
+ * unless the family says otherwise dst is contiguous (its offset may be
+ * non-zero). Index ids are data: backends range-check them and report
+ * WK_ERR_INDEX, writing nothing to an in-place destination. */
+typedef struct wk_op_args {
+    wk_op op;
+    const wk_view *dst;          /* the result, or the in-place destination  */
+    const wk_view *src[4];       /* inputs, in the family's order            */
+    int dim;                     /* index ops: the dim indexed               */
+    uint32_t dim_mask;           /* REDUCE: bit d set when dim d is reduced; dst has
+                                    src's rank with dims 1 there. dst dtype = src
+                                    dtype, u32 for argmin/argmax (index into the
+                                    reduced dims flattened row-major); the core never
+                                    asks min/max/arg* over an empty extent */
+    double p[4];                 /* scalar parameters (family comments)      */
+    uint64_t seed, offset;       /* RAND                                     */
+    const void *value;           /* CONST_SET: one element of dst's dtype (host memory) */
+    const void *params;          /* op-specific parameters, for ops that need more */
+} wk_op_args;
+
+/* A backend's implementation of one op. */
+typedef wk_status (*wk_op_run_fn)(void *ctx, const wk_op_args *args);
+typedef struct wk_op_impl {
+    wk_op_run_fn run;            /* NULL: not implemented                    */
+    wk_dtype_mask dtypes;        /* the dtypes it takes (of dst, or of src[0]
+                                    for COPY/CMP/WHERE/REDUCE where they differ) */
+    /* Optional run-time rule on top of the mask (a library found or not);
+     * NULL: the mask decides. */
+    bool (*available)(void *ctx, wk_op op, wk_dtype dt);
+} wk_op_impl;
+
+/* Whether a backend's table implements op for dt (the mask and the
+ * run-time rule). */
+static inline bool wk_op_impl_supports(const wk_op_impl *ops, int n_ops, void *ctx, wk_op op, wk_dtype dt)
+{
+    if ((unsigned)op >= (unsigned)n_ops || (unsigned)dt >= (unsigned)WK_DTYPE_COUNT) return false;
+    const wk_op_impl *e = &ops[op];
+    if (!e->run || !(e->dtypes & WK_DT_BIT(dt))) return false;
+    return !e->available || e->available(ctx, op, dt);
+}
 
 /* Services the core gives a backend. */
 typedef struct wk_host_api {
@@ -129,55 +175,13 @@ typedef struct wk_backend_iface {
      * NULL if the backend cannot, and the core stages through the host). */
     wk_status (*copy_peer)(void *dst_ctx, void *dst, void *src_ctx, const void *src, size_t bytes);
 
-    /* ---- ops ---- */
-    bool (*supports)(void *ctx, wk_op op, wk_dtype dtype);
-
-    /* Unary family (WK_OP_EXP..WK_OP_ELU) and to its dtype: dst and src
-     * share a dtype. p0/p1: parameters of affine/powf/elu. */
-    wk_status (*unary)(void *ctx, wk_op op, const wk_view *dst, const wk_view *src, double p0, double p1);
-    /* Binary (ADD..MAXIMUM: dst dtype = a dtype) and cmp (EQ..GE: dst u8).
-     * a and b share a dtype and dst's dims. */
-    wk_status (*binary)(void *ctx, wk_op op, const wk_view *dst, const wk_view *a, const wk_view *b);
-    /* dst = cond != 0 ? a : b; cond u8/u32/i64; a, b, dst one dtype. */
-    wk_status (*where_cond)(void *ctx, const wk_view *dst, const wk_view *cond, const wk_view *a, const wk_view *b);
-    /* Strided copy with conversion: dst may be any non-overlapping view
-     * (not only contiguous) and dtype may differ from src's; src has
-     * dst's dims (stride 0 where broadcast). */
-    wk_status (*copy)(void *ctx, const wk_view *dst, const wk_view *src);
-    /* Rows of contiguous elements; offsets and strides in elements. */
-    wk_status (*copy2d)(void *ctx, void *dst_base, const void *src_base, wk_dtype dtype,
-                        int64_t rows, int64_t cols, int64_t dst_stride, int64_t src_stride,
-                        int64_t dst_offset, int64_t src_offset);
-    /* Every element of dst (any non-overlapping view) = *value, which
-     * points to one element of dst's dtype in host memory. */
-    wk_status (*const_set)(void *ctx, const wk_view *dst, const void *value);
-    /* Reduce (SUM..ARGMAX). src is the full input; dst is contiguous with
-     * src's rank, dims equal to src's except 1 on every dim whose bit is
-     * set in dim_mask. dst dtype = src dtype, u32 for argmin/argmax
-     * (index into the reduced dims flattened row-major). The core never
-     * calls min/max/arg* with an empty reduced extent. */
-    wk_status (*reduce)(void *ctx, wk_op op, const wk_view *dst, const wk_view *src, uint32_t dim_mask);
-    /* dst [B.., m, n] = a [B.., m, k] x b [B.., k, n]; all three of one
-     * rank >= 2 and one dtype; a and b have dst's batch dims (stride 0
-     * where broadcast) and any strides. */
-    wk_status (*matmul)(void *ctx, const wk_view *dst, const wk_view *a, const wk_view *b);
-    /* dst = src with dims[dim] = n_ids, rows picked by ids (1-d view). */
-    wk_status (*index_select)(void *ctx, const wk_view *dst, const wk_view *src, const wk_view *ids, int dim);
-    /* dst (ids' dims) = src[... ids[i] ...] along dim; src's dims equal
-     * ids' dims except on dim. */
-    wk_status (*gather)(void *ctx, const wk_view *dst, const wk_view *src, const wk_view *ids, int dim);
-    /* In place: dst (any non-overlapping view) [.. ids[i] ..] = / += src[i]
-     * along dim; ids and src share dims; dst's dims equal them except on
-     * dim. op is WK_OP_SCATTER_SET or WK_OP_SCATTER_ADD. All ids are
-     * checked before anything is written. */
-    wk_status (*scatter)(void *ctx, wk_op op, const wk_view *dst, const wk_view *ids, const wk_view *src, int dim);
-    /* In place: dst.narrow(dim, ids[i], 1) += src.narrow(dim, i, 1); ids
-     * 1-d; src's dims equal dst's except dims[dim] = n_ids. */
-    wk_status (*index_add)(void *ctx, const wk_view *dst, const wk_view *ids, const wk_view *src, int dim);
-    /* Fill contiguous dst from the generator (docs/random.md): key = seed,
-     * first block = offset. The core advances the offset. */
-    wk_status (*rand_uniform)(void *ctx, const wk_view *dst, uint64_t seed, uint64_t offset, double lo, double hi);
-    wk_status (*rand_normal)(void *ctx, const wk_view *dst, uint64_t seed, uint64_t offset, double mean, double std);
+    /* ---- ops (ABI 3) ---- */
+    /* The backend's op table, indexed by wk_op, n_ops entries long (the
+     * WK_OP_COUNT it was built with). An entry whose run is NULL, an op
+     * at or past n_ops, or a dtype outside the entry's mask is
+     * unsupported. */
+    const struct wk_op_impl *ops;
+    int n_ops;
 
     /* ---- events (ABI 2) ---- */
     /* A backend event handle (*ev), not yet recorded. */

@@ -211,7 +211,7 @@ static void where_case(wk_dtype cdt, wk_dtype dt, const blay *L)
 T_SUITE(binary)
 {
     for (int o = 0; o < WK_BINARY_COUNT; o++)
-        for (int d = 0; d < WK_DTYPE_COUNT; d++) {
+        for (int d = 0; d < WK_DENSE_DTYPE_COUNT; d++) {
             for (int l = 0; l < NBLAYS; l++)
                 if (t_case("binary/%s/%s/%s", wk_binary_name((wk_binary_op)o), t_dt_name((wk_dtype)d), blays[l].name))
                     binary_case((wk_binary_op)o, (wk_dtype)d, &blays[l], false);
@@ -228,7 +228,7 @@ T_SUITE(binary)
 T_SUITE(cmp)
 {
     for (int o = 0; o < WK_CMP_COUNT; o++)
-        for (int d = 0; d < WK_DTYPE_COUNT; d++)
+        for (int d = 0; d < WK_DENSE_DTYPE_COUNT; d++)
             for (int l = 0; l < NBLAYS; l++)
                 if (t_case("cmp/%s/%s/%s", wk_cmp_name((wk_cmp_op)o), t_dt_name((wk_dtype)d), blays[l].name))
                     cmp_case((wk_cmp_op)o, (wk_dtype)d, &blays[l]);
@@ -243,7 +243,7 @@ T_SUITE(where)
 {
     static const wk_dtype masks[] = { WK_U8, WK_U32, WK_I64 };
     for (int m = 0; m < 3; m++)
-        for (int d = 0; d < WK_DTYPE_COUNT; d++)
+        for (int d = 0; d < WK_DENSE_DTYPE_COUNT; d++)
             for (int l = 0; l < NBLAYS; l++)
                 if (t_case("where_cond/%s/%s/%s", t_dt_name(masks[m]), t_dt_name((wk_dtype)d), blays[l].name))
                     where_case(masks[m], (wk_dtype)d, &blays[l]);

@@ -191,7 +191,7 @@ static void create_cases(wk_dtype dt)
 
 T_SUITE(copy)
 {
-    for (int d = 0; d < WK_DTYPE_COUNT; d++)
+    for (int d = 0; d < WK_DENSE_DTYPE_COUNT; d++)
         for (int l = 0; l < NDST; l++)
             for (int m = 0; m < 3; m++) {
                 static const char *mode[] = { "src_transposed", "src_broadcast", "src_scalar" };
@@ -207,7 +207,7 @@ T_SUITE(copy)
 
     static const double values[] = { 1.5, -2.5, 300, 1e10, NAN };
     static const char *vnames[] = { "1.5", "-2.5", "300", "1e10", "nan" };
-    for (int d = 0; d < WK_DTYPE_COUNT; d++)
+    for (int d = 0; d < WK_DENSE_DTYPE_COUNT; d++)
         for (int l = 0; l < NDST; l++)
             for (int v = 0; v < 5; v++) {
                 if (v > 1 && l > 1) continue;      /* the extreme values on two layouts */
@@ -215,7 +215,7 @@ T_SUITE(copy)
                     const_set_case((wk_dtype)d, &dst_lays[l], values[v]);
             }
 
-    for (int d = 0; d < WK_DTYPE_COUNT; d++) {
+    for (int d = 0; d < WK_DENSE_DTYPE_COUNT; d++) {
         wk_dtype dt = (wk_dtype)d;
         if (t_case("copy2d/%s/rows", t_dt_name(dt))) copy2d_case(dt, 5, 7, 9, 11, 2, 3);
         if (t_case("copy2d/%s/packed", t_dt_name(dt))) copy2d_case(dt, 4, 33, 33, 33, 0, 0);
@@ -225,7 +225,7 @@ T_SUITE(copy)
         if (t_case("copy2d/%s/large", t_dt_name(dt))) copy2d_case(dt, 300, 257, 263, 260, 5, 7);
     }
 
-    for (int d = 0; d < WK_DTYPE_COUNT; d++) {
+    for (int d = 0; d < WK_DENSE_DTYPE_COUNT; d++) {
         wk_dtype dt = (wk_dtype)d;
         static const int dims[] = { 0, 1, 2, -1 };
         for (int k = 0; k < 4; k++) {

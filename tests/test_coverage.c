@@ -74,13 +74,13 @@ static void listing(wk_device *dev, bool test_here, const pair *ps, int n)
 {
     printf("\ncoverage on %s (T tested, I implemented/untested, ! required but missing, - neither)\n", wk_device_name(dev));
     printf("%-20s", "op");
-    for (int d = 0; d < WK_DTYPE_COUNT; d++) printf("%7s", wk_dtype_name((wk_dtype)d));
+    for (int d = 0; d < WK_DENSE_DTYPE_COUNT; d++) printf("%7s", wk_dtype_name((wk_dtype)d));
     printf("\n");
     int counts[4] = { 0 };
     for (const char *const *p = wk_op_names(); p && *p; p++) {
-        char row[WK_DTYPE_COUNT];
+        char row[WK_DENSE_DTYPE_COUNT];
         bool any = false;
-        for (int d = 0; d < WK_DTYPE_COUNT; d++) {
+        for (int d = 0; d < WK_DENSE_DTYPE_COUNT; d++) {
             bool sup = wk_supports(dev, *p, (wk_dtype)d), req = required(ps, n, *p, d);
             bool tst = test_here && tested(*p, d);
             char c = sup ? (tst ? 'T' : 'I') : '-';
@@ -91,7 +91,7 @@ static void listing(wk_device *dev, bool test_here, const pair *ps, int n)
         }
         if (!any) continue;
         printf("%-20s", *p);
-        for (int d = 0; d < WK_DTYPE_COUNT; d++) printf("%7c", row[d]);
+        for (int d = 0; d < WK_DENSE_DTYPE_COUNT; d++) printf("%7c", row[d]);
         printf("\n");
     }
     printf("%s: %d tested, %d implemented untested, %d required missing\n", wk_device_name(dev), counts[0], counts[1],

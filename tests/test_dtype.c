@@ -229,8 +229,8 @@ T_SUITE(dtype)
     decode_cases();
     round_cases();
     static const char *lays[] = { "contiguous", "transposed", "narrowed", "broadcast", "empty", "scalar", "odd1023" };
-    for (int a = 0; a < WK_DTYPE_COUNT; a++)
-        for (int b = 0; b < WK_DTYPE_COUNT; b++)
+    for (int a = 0; a < WK_DENSE_DTYPE_COUNT; a++)
+        for (int b = 0; b < WK_DENSE_DTYPE_COUNT; b++)
             for (int l = 0; l < t_nlayouts; l++) {
                 const t_layout *lay = &t_layouts[l];
                 bool use = false;
@@ -242,7 +242,7 @@ T_SUITE(dtype)
 
     if (t_case("dtype/names_sizes")) {
         static const size_t sizes[] = { 1, 4, 2, 4, 8, 2, 2, 4, 8, 1 };
-        for (int d = 0; d < WK_DTYPE_COUNT; d++) {
+        for (int d = 0; d < WK_DENSE_DTYPE_COUNT; d++) {
             wk_dtype back;
             T_CHECK(!strcmp(wk_dtype_name((wk_dtype)d), t_dt_name((wk_dtype)d)), "wk_dtype_name(%d) = %s", d,
                     wk_dtype_name((wk_dtype)d));

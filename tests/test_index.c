@@ -212,7 +212,7 @@ static void out_of_range_case(const char *op, wk_dtype idt, int64_t bad)
 
 T_SUITE(index)
 {
-    for (int d = 0; d < WK_DTYPE_COUNT; d++)
+    for (int d = 0; d < WK_DENSE_DTYPE_COUNT; d++)
         for (int k = 0; k < 3; k++)
             for (int c = 0; c < NICASES; c++) {
                 wk_dtype dt = (wk_dtype)d, idt = id_dts[k];

@@ -185,7 +185,7 @@ static void mean_case(wk_dtype dt, const rlay *L, bool keepdim)
 T_SUITE(reduce)
 {
     for (int o = 0; o < WK_REDUCE_COUNT; o++)
-        for (int d = 0; d < WK_DTYPE_COUNT; d++)
+        for (int d = 0; d < WK_DENSE_DTYPE_COUNT; d++)
             for (int l = 0; l < NRLAYS; l++) {
                 const rlay *L = &rlays[l];
                 bool empty_reduced = !strncmp(L->name, "empty_all", 9) || !strncmp(L->name, "empty_reduced", 13);

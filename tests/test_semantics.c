@@ -158,7 +158,7 @@ static void float_rules(void)
         expecti("argmax", t_own(wk_argmax(r, 0, false)), WK_U32, 1, (int64_t[]){ 2 });
         expecti("argmin", t_own(wk_argmin(r, 0, false)), WK_U32, 1, (int64_t[]){ 2 });
     }
-    for (int k = 0; k < WK_DTYPE_COUNT; k++) {
+    for (int k = 0; k < WK_DENSE_DTYPE_COUNT; k++) {
         wk_dtype dt = (wk_dtype)k;
         if (!t_case("semantics/arg_first_index/%s", t_dt_name(dt))) continue;
         wk_tensor *r = vec(dt, 7, (double[]){ 1, 3, 0, 3, 0, 2, 3 });

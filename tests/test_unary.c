@@ -1,4 +1,4 @@
-/* test_unary.c — the unary family: the 19 wk_unary_op ops plus affine,
+/* test_unary.c — the unary family: the wk_unary_op ops plus affine,
  * powf and elu, on every dtype that takes them, over every standard
  * layout (contiguous, transposed, narrowed, broadcast, reversed, rank 8,
  * empty, size 1, odd sizes, rank 0, large). References are naive double
@@ -41,6 +41,7 @@ static const uspec specs[U_COUNT] = {
     { WK_CEIL, "ceil", true, { G_HALVES, -10, 10 } },
     { WK_ROUND, "round", true, { G_HALVES, -10, 10 } },
     { WK_SIGN, "sign", true, { G_SMALLSET, 0, 0 } },
+    { WK_SIGMOID, "sigmoid", false, { G_UNIFORM, -12, 12 } },
     { U_AFFINE, "affine", true, { G_UNIFORM, -8, 8 } },
     { U_POWF, "powf", false, { G_UNIFORM, 0.1, 4 } },
     { U_ELU, "elu", false, { G_UNIFORM, -4, 4 } },
@@ -76,6 +77,7 @@ static double ref_float(int op, double x)
     case WK_CEIL: return ceil(x);
     case WK_ROUND: return nearbyint(x);        /* default mode: half to even */
     case WK_SIGN: return x > 0 ? 1.0 : x < 0 ? -1.0 : x;
+    case WK_SIGMOID: return 1.0 / (1.0 + exp(-x));
     case U_AFFINE: return x * AFF_MUL + AFF_ADD;
     case U_POWF: return pow(x, POW_E);
     case U_ELU: return x > 0 ? x : ELU_ALPHA * (exp(x) - 1.0);
@@ -127,6 +129,7 @@ wk_tensor *t_unary_call(int op, const wk_tensor *x, bool wrapper, bool is_int)
     case WK_CEIL: return wk_ceil(x);
     case WK_ROUND: return wk_round(x);
     case WK_SIGN: return wk_sign(x);
+    case WK_SIGMOID: return wk_sigmoid(x);
     default: return NULL;
     }
 }
@@ -170,7 +173,7 @@ T_SUITE(unary)
 {
     for (int o = 0; o < U_COUNT; o++) {
         const uspec *sp = &specs[o];
-        for (int d = 0; d < WK_DTYPE_COUNT; d++) {
+        for (int d = 0; d < WK_DENSE_DTYPE_COUNT; d++) {
             wk_dtype dt = (wk_dtype)d;
             if (!t_is_float(dt) && !sp->ints) continue;
             for (int l = 0; l < t_nlayouts; l++)

@@ -278,6 +278,6 @@ static void shared_writes(void)
 
 T_SUITE(views)
 {
-    for (int d = 0; d < WK_DTYPE_COUNT; d++) view_ops((wk_dtype)d);
+    for (int d = 0; d < WK_DENSE_DTYPE_COUNT; d++) view_ops((wk_dtype)d);
     shared_writes();
 }

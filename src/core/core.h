@@ -4,7 +4,10 @@
  * File map of src/core/:
  *   error.c          thread-local error state, the host API given to backends
  *   dtype.c          dtype names and sizes
- *   ops_table.c      names of the backend ops (wk_op), wk_supports
+ *   ops_table.c      what the core knows of each op (src/op_list.h):
+ *                    names, families, public enums, wk_supports
+ *   frontend.c       steps every op's front-end shares: argument checks,
+ *                    results, copies and fills used by other ops
  *   device.c         device registry, GPU plugin loading, seeds
  *   tensor.c         storage and tensors: refcounts, scopes, accessors,
  *                    host transfers
@@ -12,8 +15,11 @@
  *                    (wk_view_of, a tensor as a wk_view, is inline here)
  *   views.c          view ops (reshape, narrow, transpose, ...), contiguous,
  *                    to_dtype, cat, stack, chunk
- *   ops_elementwise.c unary, binary, cmp, where, creation fills, copies
- *   ops_reduce.c     reductions and matmul
+ *   ops_elementwise.c unary, binary, cmp, where
+ *   ops_fill.c       creation fills (zeros, ones, full, arange), const_set,
+ *                    copy_into, copy2d
+ *   ops_reduce.c     reductions and mean
+ *   ops_matmul.c     matmul
  *   ops_index.c      index_select, gather, scatter, index_add
  *   random.c         rand_uniform / rand_normal front-end
  *   event.c          device events (wk_event_*)
@@ -94,7 +100,21 @@ wk_tensor *wk_track(wk_tensor *t);
 
 /* ---- layout helpers (layout.c) ------------------------------------ */
 
+/* numel of dims; for views of existing tensors (their size was checked
+ * when they were made: wk_tensor_alloc, wk_tensor_view). */
 int64_t wk_numel(int rank, const int64_t *dims);
+/* numel of new dims: false + error when a dim is negative (WK_ERR_SHAPE)
+ * or the count passes 2^63 (too_big: WK_ERR_MEMORY for an allocation,
+ * WK_ERR_SHAPE for a view). */
+bool wk_numel_checked(int rank, const int64_t *dims, int64_t *out, wk_status too_big);
+/* Bytes of n elements of dt (dtype_traits.h's wk_dt_bytes): false +
+ * error on overflow or a partial block. Every byte count from an element
+ * count goes through here or wk_dt_bytes. */
+bool wk_bytes_checked(wk_dtype dt, int64_t n, int64_t *out);
+/* The layout rule of block-quantized dtypes (dtype_traits.h): last dim a
+ * multiple of the block with stride 1, other strides and the offset
+ * multiples of it. Always true for dense dtypes; false + error. */
+bool wk_layout_fits_dtype(wk_dtype dt, int rank, const int64_t *dims, const int64_t *strides, int64_t offset);
 bool wk_shape_valid(const char *what, wk_shape s);     /* sets an error  */
 void wk_contiguous_strides(int rank, const int64_t *dims, int64_t *strides);
 bool wk_layout_is_contiguous(int rank, const int64_t *dims, const int64_t *strides);
@@ -130,17 +150,54 @@ bool wk_view_overlaps(int rank, const int64_t *dims, const int64_t *strides);
  * same way. False for row-major, empty, overlapping or gapped layouts. */
 bool wk_layout_dense_permuted(int rank, const int64_t *dims, const int64_t *strides, int64_t *out);
 
-/* ---- helpers shared by op files ------------------------------------- */
+/* ---- op table (ops_table.c) and the front-end's shared steps (frontend.c)
+ * Every public op is written as: enter (names the op for errors), check
+ * the arguments, allocate the result, fill a wk_op_args, wk_run it, and
+ * leave. WK_API wraps an implementation function in the enter/leave pair.
+ */
+
+/* The op behind a public enum value; WK_OP_COUNT when out of range. */
+wk_op wk_op_of_unary(wk_unary_op op);
+wk_op wk_op_of_binary(wk_binary_op op);
+wk_op wk_op_of_cmp(wk_cmp_op op);
+wk_op wk_op_of_reduce(wk_reduce_op op);
+/* Whether dev's backend implements op for dt (no error set). */
+bool wk_device_supports(const wk_device *dev, wk_op op, wk_dtype dt);
+/* Check that dev's backend implements op for dt; sets an error. */
+bool wk_check_supported(wk_device *dev, wk_op op, wk_dtype dt);
+
+/* Run one op on dev's backend (args->op names it). An op the backend's
+ * table lacks is WK_ERR_UNSUPPORTED, never a crash. */
+static inline wk_status wk_run(wk_device *dev, const wk_op_args *args)
+{
+    const wk_backend_iface *be = dev->be;
+    if ((unsigned)args->op >= (unsigned)be->n_ops || !be->ops[args->op].run)
+        return wk_error(WK_ERR_UNSUPPORTED, "%s is not implemented on %s", wk_op_name(args->op), dev->name);
+    return be->ops[args->op].run(dev->ctx, args);
+}
+
+/* Body of a public function: `T f(args) WK_API(T, "name", impl(args))`
+ * runs impl with the op's name set for error messages. */
+#define WK_API(T, name, call)                                                \
+    {                                                                        \
+        WK_ENTER(name);                                                      \
+        T wk_r_ = (call);                                                    \
+        WK_LEAVE();                                                          \
+        return wk_r_;                                                        \
+    }
 
 /* Check that n tensors are non-NULL and on one device; sets an error. */
 bool wk_check_tensors(int n, const wk_tensor *const *ts, const char *const *names);
-/* Check that dev's backend implements op for dt; sets an error. */
-bool wk_check_supported(wk_device *dev, wk_op op, wk_dtype dt);
+/* Check that a and b share a dtype; sets an error naming both. */
+bool wk_check_same_dtype(const wk_tensor *a, const wk_tensor *b, const char *na, const char *nb);
 /* Status from a backend call; on failure releases out (if any). */
 wk_tensor *wk_finish(wk_status st, wk_tensor *out);
 /* dst (any layout) = src broadcast to dst's dims, converted to dst's
- * dtype; both on one device, no checks beyond shapes. */
+ * dtype; both on one device, no checks beyond shapes. Block-quantized
+ * tensors of one dtype copy as their bytes. */
 wk_status wk_copy_raw(wk_tensor *dst, const wk_tensor *src);
+/* Zero every element of dst (a fresh contiguous tensor). */
+wk_status wk_fill_zero(wk_tensor *dst);
 /* Common argument check of one-tensor ops: sets an error for NULL. */
 #define WK_CHECK_T(t) ((t) ? true : (wk_error(WK_ERR_ARGUMENT, "NULL tensor"), false))
 /* Convert a double to one element of dt (cast rules) into buf[8]. */

@@ -1,30 +1,36 @@
-/* dtype.c — names, sizes and classes of wick's dtypes, and the conversion
- * of a host double to one element of any dtype (scalar.h rules). */
+/* dtype.c — the public dtype functions (names, sizes, classes: all read
+ * from src/dtype_traits.h), and the conversion of a host double to one
+ * element of any dense dtype (scalar.h rules). */
 #include <string.h>
 #include "core.h"
 #include "scalar.h"
 
-static const char *const dtype_names[] = {
-    "u8", "u32", "i16", "i32", "i64", "bf16", "f16", "f32", "f64", "f8e4m3",
+/* the public enum and the traits list (src/dtype_traits.h) agree */
+#define DT_ORDER_(ID, NM, CL, SG, B, BB) _Static_assert((int)ID == (int)DT_INDEX_##ID, "dtype list order");
+enum {
+#define DT_INDEX_(ID, NM, CL, SG, B, BB) DT_INDEX_##ID,
+    WK_DTYPE_LIST(DT_INDEX_)
+#undef DT_INDEX_
+    DT_LISTED_
 };
-static const unsigned char dtype_sizes[] = { 1, 4, 2, 4, 8, 2, 2, 4, 8, 1 };
-_Static_assert(sizeof dtype_names / sizeof dtype_names[0] == WK_DTYPE_COUNT, "dtype names");
-_Static_assert(sizeof dtype_sizes == WK_DTYPE_COUNT, "dtype sizes");
+_Static_assert((int)DT_LISTED_ == (int)WK_DTYPE_COUNT, "one traits entry per dtype");
+WK_DTYPE_LIST(DT_ORDER_)
+_Static_assert(WK_DENSE_DTYPE_COUNT == 10 && WK_DT_DENSE == (WK_DT_BIT(WK_DENSE_DTYPE_COUNT) - 1),
+               "the dense dtypes come first");
 
-bool wk_dtype_valid(wk_dtype dt) { return (unsigned)dt < WK_DTYPE_COUNT; }
-const char *wk_dtype_name(wk_dtype dt) { return wk_dtype_valid(dt) ? dtype_names[dt] : "?"; }
-size_t wk_dtype_size(wk_dtype dt) { return wk_dtype_valid(dt) ? dtype_sizes[dt] : 0; }
-
-bool wk_dtype_is_float(wk_dtype dt)
-{
-    return dt == WK_BF16 || dt == WK_F16 || dt == WK_F32 || dt == WK_F64 || dt == WK_F8E4M3;
-}
+bool wk_dtype_valid(wk_dtype dt) { return wk_dt_valid(dt); }
+const char *wk_dtype_name(wk_dtype dt) { return wk_dt_name(dt); }
+size_t wk_dtype_size(wk_dtype dt) { return (size_t)wk_dt_elem_bytes(dt); }
+size_t wk_dtype_block_size(wk_dtype dt) { return (size_t)wk_dt_block(dt); }
+size_t wk_dtype_block_bytes(wk_dtype dt) { return (size_t)wk_dt_block_bytes(dt); }
+bool wk_dtype_is_float(wk_dtype dt) { return wk_dt_is_float(dt); }
+bool wk_dtype_is_quantized(wk_dtype dt) { return wk_dt_is_quant(dt); }
 
 bool wk_dtype_from_name(const char *name, wk_dtype *out)
 {
     if (!name) return false;
     for (int i = 0; i < WK_DTYPE_COUNT; i++) {
-        if (strcmp(name, dtype_names[i]) == 0) {
+        if (strcmp(name, wk_dt_name((wk_dtype)i)) == 0) {
             if (out) *out = (wk_dtype)i;
             return true;
         }

@@ -11,6 +11,65 @@ int64_t wk_numel(int rank, const int64_t *dims)
     return n;
 }
 
+bool wk_numel_checked(int rank, const int64_t *dims, int64_t *out, wk_status too_big)
+{
+    int64_t n = 1;
+    bool big = false;
+    for (int d = 0; d < rank; d++) {
+        if (dims[d] < 0) {
+            wk_error(WK_ERR_SHAPE, "dim %d has negative size %lld", d, (long long)dims[d]);
+            return false;
+        }
+        if (dims[d] == 0) {
+            *out = 0;
+            return true;
+        }
+        if (!big && __builtin_mul_overflow(n, dims[d], &n)) big = true;
+    }
+    if (big) {
+        wk_error(too_big, "the shape has more than 2^63 elements");
+        return false;
+    }
+    *out = n;
+    return true;
+}
+
+bool wk_bytes_checked(wk_dtype dt, int64_t n, int64_t *out)
+{
+    if (wk_dt_bytes(dt, n, out)) return true;
+    if (!wk_dt_valid(dt)) wk_error(WK_ERR_DTYPE, "invalid dtype %d", (int)dt);
+    else if (n >= 0 && n % wk_dt_block(dt) != 0)
+        wk_error(WK_ERR_SHAPE, "%lld elements of %s are not a whole number of %lld-element blocks", (long long)n,
+                 wk_dtype_name(dt), (long long)wk_dt_block(dt));
+    else
+        wk_error(WK_ERR_MEMORY, "%lld elements of %s take more than 2^63 bytes", (long long)n, wk_dtype_name(dt));
+    return false;
+}
+
+bool wk_layout_fits_dtype(wk_dtype dt, int rank, const int64_t *dims, const int64_t *strides, int64_t offset)
+{
+    const int64_t b = wk_dt_block(dt);
+    if (b == 1) return true;
+    if (rank < 1) {
+        wk_error(WK_ERR_SHAPE, "a %s tensor needs rank >= 1 (rows of %lld-element blocks)", wk_dtype_name(dt),
+                 (long long)b);
+        return false;
+    }
+    const int last = rank - 1;
+    if (dims[last] % b != 0) {
+        wk_error(WK_ERR_SHAPE, "a %s tensor's last dim must be a multiple of %lld, not %lld", wk_dtype_name(dt),
+                 (long long)b, (long long)dims[last]);
+        return false;
+    }
+    bool ok = offset % b == 0 && (dims[last] == 0 || strides[last] == 1);
+    for (int d = 0; d < last && ok; d++)
+        if (dims[d] > 1 && strides[d] % b != 0) ok = false;
+    if (!ok)
+        wk_error(WK_ERR_SHAPE, "a %s tensor is stored in blocks of %lld elements along its last dim: views may "
+                 "narrow or select rows only", wk_dtype_name(dt), (long long)b);
+    return ok;
+}
+
 bool wk_shape_valid(const char *what, wk_shape s)
 {
     if (s.rank < 0 || s.rank > WK_MAX_RANK) {

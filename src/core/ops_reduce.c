@@ -1,6 +1,5 @@
-/* ops_reduce.c — front-end of the reductions (sum, min, max, argmin,
- * argmax over any set of dims; mean) and of matmul (batched, broadcast
- * batch dims, any strides). */
+/* ops_reduce.c — front-end of the reductions: sum, min, max, argmin,
+ * argmax over any set of dims, and mean. */
 #include <string.h>
 #include "core.h"
 
@@ -80,13 +79,12 @@ static wk_tensor *reduce_impl(wk_op op, const wk_tensor *t, const int *dims, int
     wk_status st = WK_OK;
     if (on > 0) {
         if (extent == 0) {
-            unsigned char zero[8] = { 0 };
-            wk_view d = wk_view_of(out);
-            st = dev->be->const_set(dev->ctx, &d, zero);
+            st = wk_fill_zero(out);
         } else {
             wk_view vs, vd;
-            uint32_t m = reduce_views(t, mask, out, &vs, &vd);
-            st = dev->be->reduce(dev->ctx, op, &vd, &vs, m);
+            wk_op_args a = { .op = op, .dst = &vd, .src = { &vs } };
+            a.dim_mask = reduce_views(t, mask, out, &vs, &vd);
+            st = wk_run(dev, &a);
         }
     }
     if (st == WK_OK) WK_FAULT(op, out);
@@ -109,7 +107,7 @@ wk_tensor *wk_reduce(wk_reduce_op op, const wk_tensor *t, const int *dims, int n
         wk_error(WK_ERR_ARGUMENT, "reduce: invalid op %d", (int)op);
         return NULL;
     }
-    wk_op o = (wk_op)(WK_OP_REDUCE_FIRST + op);
+    wk_op o = wk_op_of_reduce(op);
     WK_ENTER(wk_op_name(o));
     wk_tensor *r = reduce_impl(o, t, dims, ndims, keepdim);
     WK_LEAVE();
@@ -149,73 +147,3 @@ wk_tensor *wk_mean(const wk_tensor *t, const int *dims, int ndims, bool keepdim)
     return r;
 }
 
-/* ---- matmul ------------------------------------------------------------------ */
-
-static wk_tensor *matmul_impl(const wk_tensor *a, const wk_tensor *b)
-{
-    const wk_tensor *ts[2] = { a, b };
-    static const char *const names[2] = { "a", "b" };
-    if (!wk_check_tensors(2, ts, names)) return NULL;
-    if (a->dtype != b->dtype) {
-        wk_error(WK_ERR_DTYPE, "dtypes differ: a is %s, b is %s", wk_dtype_name(a->dtype), wk_dtype_name(b->dtype));
-        return NULL;
-    }
-    if (a->rank < 2 || b->rank < 2) {
-        wk_error(WK_ERR_SHAPE, "operands need rank >= 2 (a has %d, b has %d)", a->rank, b->rank);
-        return NULL;
-    }
-    int64_t m = a->dims[a->rank - 2], k = a->dims[a->rank - 1], n = b->dims[b->rank - 1];
-    if (b->dims[b->rank - 2] != k) {
-        wk_error(WK_ERR_SHAPE, "inner dims differ: a is [.., %lld, %lld], b is [.., %lld, %lld]", (long long)m,
-                 (long long)k, (long long)b->dims[b->rank - 2], (long long)n);
-        return NULL;
-    }
-    wk_device *dev = a->st->dev;
-    if (!wk_check_supported(dev, WK_OP_MATMUL, a->dtype)) return NULL;
-    int br;
-    int64_t dims[WK_MAX_RANK];
-    if (!wk_broadcast_shapes(a->rank - 2, a->dims, b->rank - 2, b->dims, &br, dims)) return NULL;
-    int rank = br + 2;
-    dims[br] = m;
-    dims[br + 1] = n;
-    wk_tensor *out = wk_tensor_alloc(dev, a->dtype, rank, dims);
-    if (!out) return NULL;
-    wk_status st = WK_OK;
-    if (wk_numel(rank, dims) > 0) {
-        wk_view d = wk_view_of(out);
-        if (k == 0) {
-            unsigned char zero[8] = { 0 };
-            st = dev->be->const_set(dev->ctx, &d, zero);
-        } else {
-            wk_view v[2];
-            for (int i = 0; i < 2; i++) {
-                const wk_tensor *t = ts[i];
-                v[i] = wk_view_of(t);
-                v[i].rank = rank;
-                /* batch dims broadcast (stride 0); the last two keep theirs */
-                int tb = t->rank - 2;
-                for (int q = 0; q < br; q++) {
-                    int qt = q - (br - tb);
-                    v[i].dims[q] = dims[q];
-                    v[i].strides[q] = qt >= 0 && t->dims[qt] == dims[q] && dims[q] != 1 ? t->strides[qt] : 0;
-                }
-                v[i].dims[br] = t->dims[t->rank - 2];
-                v[i].dims[br + 1] = t->dims[t->rank - 1];
-                v[i].strides[br] = t->strides[t->rank - 2];
-                v[i].strides[br + 1] = t->strides[t->rank - 1];
-                for (int q = rank; q < WK_MAX_RANK; q++) v[i].dims[q] = v[i].strides[q] = 0;
-            }
-            st = dev->be->matmul(dev->ctx, &d, &v[0], &v[1]);
-        }
-    }
-    if (st == WK_OK) WK_FAULT(WK_OP_MATMUL, out);
-    return wk_finish(st, out);
-}
-
-wk_tensor *wk_matmul(const wk_tensor *a, const wk_tensor *b)
-{
-    WK_ENTER("matmul");
-    wk_tensor *r = matmul_impl(a, b);
-    WK_LEAVE();
-    return r;
-}

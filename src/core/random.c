@@ -25,23 +25,12 @@ static wk_tensor *rand_impl(wk_op op, wk_device *dev, wk_dtype dt, wk_shape shap
     if (n == 0) return out;
     uint64_t seed, off = wk_device_rng_take(dev, wk_rand_blocks(dt, n, op == WK_OP_RAND_NORMAL), &seed);
     wk_view v = wk_view_of(out);
-    wk_status st = op == WK_OP_RAND_UNIFORM ? dev->be->rand_uniform(dev->ctx, &v, seed, off, p0, p1)
-                                            : dev->be->rand_normal(dev->ctx, &v, seed, off, p0, p1);
+    wk_op_args a = { .op = op, .dst = &v, .p = { p0, p1 }, .seed = seed, .offset = off };
+    wk_status st = wk_run(dev, &a);
     return wk_finish(st, out);
 }
 
 wk_tensor *wk_rand_uniform(wk_device *dev, wk_dtype dt, wk_shape shape, double lo, double hi)
-{
-    WK_ENTER("rand_uniform");
-    wk_tensor *t = rand_impl(WK_OP_RAND_UNIFORM, dev, dt, shape, lo, hi);
-    WK_LEAVE();
-    return t;
-}
-
+    WK_API(wk_tensor *, "rand_uniform", rand_impl(WK_OP_RAND_UNIFORM, dev, dt, shape, lo, hi))
 wk_tensor *wk_rand_normal(wk_device *dev, wk_dtype dt, wk_shape shape, double mean, double std)
-{
-    WK_ENTER("rand_normal");
-    wk_tensor *t = rand_impl(WK_OP_RAND_NORMAL, dev, dt, shape, mean, std);
-    WK_LEAVE();
-    return t;
-}
+    WK_API(wk_tensor *, "rand_normal", rand_impl(WK_OP_RAND_NORMAL, dev, dt, shape, mean, std))

@@ -145,28 +145,16 @@ static bool dims_bytes(wk_dtype dt, int rank, const int64_t *dims, size_t *bytes
         wk_error(WK_ERR_SHAPE, "rank %d is outside 0..%d", rank, WK_MAX_RANK);
         return false;
     }
-    uint64_t n = 1;
-    bool zero = false;
-    for (int d = 0; d < rank; d++) {
-        if (dims[d] < 0) {
-            wk_error(WK_ERR_SHAPE, "dim %d has negative size %lld", d, (long long)dims[d]);
-            return false;
-        }
-        if (dims[d] == 0) zero = true;
+    int64_t n, b;
+    if (!wk_numel_checked(rank, dims, &n, WK_ERR_MEMORY)) return false;
+    if (wk_dt_is_quant(dt)) {
+        int64_t one[WK_MAX_RANK] = { 0 };
+        if (rank > 0) one[rank - 1] = 1;
+        if (!wk_layout_fits_dtype(dt, rank, dims, one, 0)) return false;
     }
-    if (!zero) {
-        for (int d = 0; d < rank; d++) {
-            if (__builtin_mul_overflow(n, (uint64_t)dims[d], &n) || n > (uint64_t)INT64_MAX) {
-                wk_error(WK_ERR_MEMORY, "shape has more than 2^63 elements");
-                return false;
-            }
-        }
-    } else {
-        n = 0;
-    }
-    uint64_t b;
-    if (__builtin_mul_overflow(n, (uint64_t)wk_dtype_size(dt), &b) || b > (uint64_t)SIZE_MAX / 2) {
-        wk_error(WK_ERR_MEMORY, "%llu elements of %s do not fit in memory", (unsigned long long)n, wk_dtype_name(dt));
+    if (!wk_bytes_checked(dt, n, &b)) return false;
+    if ((uint64_t)b > (uint64_t)SIZE_MAX / 2) {
+        wk_error(WK_ERR_MEMORY, "%lld elements of %s do not fit in memory", (long long)n, wk_dtype_name(dt));
         return false;
     }
     *bytes = (size_t)b;
@@ -215,6 +203,9 @@ wk_tensor *wk_tensor_alloc(wk_device *dev, wk_dtype dt, int rank, const int64_t 
 
 wk_tensor *wk_tensor_view(const wk_tensor *src, int rank, const int64_t *dims, const int64_t *strides, int64_t offset)
 {
+    int64_t n;
+    if (!wk_numel_checked(rank, dims, &n, WK_ERR_SHAPE) || !wk_layout_fits_dtype(src->dtype, rank, dims, strides, offset))
+        return NULL;
     wk_tensor *t = calloc(1, sizeof *t);
     if (!t) {
         wk_error(WK_ERR_MEMORY, "out of memory");
@@ -257,6 +248,12 @@ int64_t wk_tensor_stride(const wk_tensor *t, int dim)
 }
 int64_t wk_tensor_offset(const wk_tensor *t) { return t ? t->offset : -1; }
 int64_t wk_tensor_numel(const wk_tensor *t) { return t ? wk_numel(t->rank, t->dims) : -1; }
+size_t wk_tensor_nbytes(const wk_tensor *t)
+{
+    int64_t b;
+    if (!t) return 0;
+    return wk_dt_bytes(t->dtype, wk_numel(t->rank, t->dims), &b) ? (size_t)b : SIZE_MAX;
+}
 bool wk_tensor_is_contiguous(const wk_tensor *t)
 {
     return t && wk_layout_is_contiguous(t->rank, t->dims, t->strides);
@@ -300,13 +297,18 @@ wk_status wk_to_host(const wk_tensor *t, void *dst, size_t bytes)
     wk_status st = WK_OK;
     if (!t) st = wk_error(WK_ERR_ARGUMENT, "NULL tensor");
     else {
-        size_t need = (size_t)wk_numel(t->rank, t->dims) * wk_dtype_size(t->dtype);
-        if (bytes < need) st = wk_error(WK_ERR_ARGUMENT, "buffer of %zu bytes is smaller than the %zu needed", bytes, need);
+        int64_t n = wk_numel(t->rank, t->dims), nb;
+        size_t need = 0;
+        if (!wk_dt_bytes(t->dtype, n, &nb))
+            st = wk_error(WK_ERR_ARGUMENT, "the tensor's %lld elements of %s take more than 2^63 bytes: no buffer holds them",
+                          (long long)n, wk_dtype_name(t->dtype));
+        else if (bytes < (need = (size_t)nb))
+            st = wk_error(WK_ERR_ARGUMENT, "buffer of %zu bytes is smaller than the %zu needed", bytes, need);
         else if (need && !dst) st = wk_error(WK_ERR_ARGUMENT, "NULL destination");
-        else if (need) {
+        if (st == WK_OK && need) {
             wk_device *dev = t->st->dev;
             if (wk_tensor_is_contiguous(t)) {
-                st = dev->be->read(dev->ctx, dst, (const char *)t->st->ptr + t->offset * wk_dtype_size(t->dtype), need);
+                st = dev->be->read(dev->ctx, dst, (const char *)t->st->ptr + wk_dt_bytes_of(t->dtype, t->offset), need);
             } else {
                 wk_tensor *c = wk_contiguous(t);
                 st = c ? dev->be->read(dev->ctx, dst, c->st->ptr, need) : wk_last_status();
@@ -349,6 +351,8 @@ wk_status wk_item(const wk_tensor *t, const int64_t *index, double *out)
             else
                 off += index[d] * t->strides[d];
         }
+        if (st == WK_OK && wk_dt_is_quant(t->dtype))
+            st = wk_error(WK_ERR_DTYPE, "%s elements are stored in blocks: dequantize first", wk_dtype_name(t->dtype));
         if (st == WK_OK) {
             unsigned char buf[8];
             size_t sz = wk_dtype_size(t->dtype);
@@ -374,8 +378,8 @@ wk_tensor *wk_to_device(const wk_tensor *t, wk_device *dev)
     if (c) {
         wk_device *src = t->st->dev;
         out = wk_tensor_alloc(dev, t->dtype, t->rank, t->dims);
-        size_t bytes = out ? (size_t)wk_numel(t->rank, t->dims) * wk_dtype_size(t->dtype) : 0;
-        const void *sp = (const char *)c->st->ptr + c->offset * (int64_t)wk_dtype_size(t->dtype);
+        size_t bytes = out ? out->st->bytes : 0;
+        const void *sp = (const char *)c->st->ptr + wk_dt_bytes_of(t->dtype, c->offset);
         wk_status st = WK_OK;
         if (out && bytes) {
             if (src->be == dev->be && dev->be->copy_peer) {

@@ -333,7 +333,10 @@ static wk_tensor *cat_impl(wk_tensor *const *ts, int n, int dim)
                          (long long)t->dims[k], k, (long long)t0->dims[k]);
                 return NULL;
             }
-        dims[d] += t->dims[d];
+        if (__builtin_add_overflow(dims[d], t->dims[d], &dims[d])) {
+            wk_error(WK_ERR_SHAPE, "the sizes along dim %d add up to more than 2^63", dim);
+            return NULL;
+        }
     }
     wk_tensor *out = wk_tensor_alloc(t0->st->dev, t0->dtype, t0->rank, dims);
     int64_t at = 0;

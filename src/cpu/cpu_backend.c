@@ -1,7 +1,7 @@
 /* cpu_backend.c — the CPU backend's vtable: device functions (host memory
- * is the device memory), events (host timestamps), the (op, dtype) support
- * table, and the wiring of the op entry points implemented in the other
- * files of src/cpu/. */
+ * is the device memory), events (host timestamps), and the op table that
+ * wires each op (src/op_list.h) to the kernels of the other files of
+ * src/cpu/, with the dtypes it takes. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,46 +12,85 @@
 
 const wk_host_api *wk_cpu_host;
 
-/* ---- support table --------------------------------------------------- */
+/* ---- the op table ------------------------------------------------------
+ * One entry per op the cpu implements, indexed by wk_op: its run function
+ * (the adapters below unpack a wk_op_args for the kernels of the other
+ * files) and the dtypes it takes, which are the reference sets of
+ * src/op_list.h: the families the list describes fill themselves from it,
+ * so a new unary op needs no line here. */
 
-static bool is_float(wk_dtype dt)
+static wk_status run_unary(void *ctx, const wk_op_args *a)
 {
-    return dt == WK_BF16 || dt == WK_F16 || dt == WK_F32 || dt == WK_F64 || dt == WK_F8E4M3;
+    return wk_cpu_unary(ctx, a->op, a->dst, a->src[0], a->p[0], a->p[1]);
+}
+static wk_status run_binary(void *ctx, const wk_op_args *a)
+{
+    return wk_cpu_binary(ctx, a->op, a->dst, a->src[0], a->src[1]);
+}
+static wk_status run_where(void *ctx, const wk_op_args *a)
+{
+    return wk_cpu_where_cond(ctx, a->dst, a->src[0], a->src[1], a->src[2]);
+}
+static wk_status run_reduce(void *ctx, const wk_op_args *a)
+{
+    return wk_cpu_reduce(ctx, a->op, a->dst, a->src[0], a->dim_mask);
+}
+static wk_status run_matmul(void *ctx, const wk_op_args *a) { return wk_cpu_matmul(ctx, a->dst, a->src[0], a->src[1]); }
+static wk_status run_index_select(void *ctx, const wk_op_args *a)
+{
+    return wk_cpu_index_select(ctx, a->dst, a->src[0], a->src[1], a->dim);
+}
+static wk_status run_gather(void *ctx, const wk_op_args *a)
+{
+    return wk_cpu_gather(ctx, a->dst, a->src[0], a->src[1], a->dim);
+}
+static wk_status run_scatter(void *ctx, const wk_op_args *a)
+{
+    return wk_cpu_scatter(ctx, a->op, a->dst, a->src[0], a->src[1], a->dim);
+}
+static wk_status run_index_add(void *ctx, const wk_op_args *a)
+{
+    return wk_cpu_index_add(ctx, a->dst, a->src[0], a->src[1], a->dim);
+}
+static wk_status run_copy(void *ctx, const wk_op_args *a) { return wk_cpu_copy(ctx, a->dst, a->src[0]); }
+static wk_status run_copy2d(void *ctx, const wk_op_args *a)
+{
+    const wk_view *d = a->dst, *s = a->src[0];
+    return wk_cpu_copy2d(ctx, d->base, s->base, d->dtype, d->dims[0], d->dims[1], d->strides[0], s->strides[0],
+                         d->offset, s->offset);
+}
+static wk_status run_const_set(void *ctx, const wk_op_args *a) { return wk_cpu_const_set(ctx, a->dst, a->value); }
+static wk_status run_rand(void *ctx, const wk_op_args *a)
+{
+    return a->op == WK_OP_RAND_UNIFORM ? wk_cpu_rand_uniform(ctx, a->dst, a->seed, a->offset, a->p[0], a->p[1])
+                                       : wk_cpu_rand_normal(ctx, a->dst, a->seed, a->offset, a->p[0], a->p[1]);
 }
 
-bool wk_cpu_supports(void *ctx, wk_op op, wk_dtype dt)
-{
-    (void)ctx;
-    if ((unsigned)dt >= WK_DTYPE_COUNT) return false;
-    switch (op) {
-    /* integer dtypes: the unary ops that are exact on integers */
-    case WK_OP_ABS: case WK_OP_NEG: case WK_OP_SQR: case WK_OP_RELU:
-    case WK_OP_SIGN: case WK_OP_FLOOR: case WK_OP_CEIL: case WK_OP_ROUND:
-    case WK_OP_AFFINE:
-        return true;
-    case WK_OP_EXP: case WK_OP_LOG: case WK_OP_SIN: case WK_OP_COS:
-    case WK_OP_TANH: case WK_OP_RECIP: case WK_OP_SQRT: case WK_OP_GELU:
-    case WK_OP_GELU_ERF: case WK_OP_ERF: case WK_OP_SILU: case WK_OP_POWF:
-    case WK_OP_ELU:
-        return is_float(dt);
-    case WK_OP_ADD: case WK_OP_SUB: case WK_OP_MUL: case WK_OP_DIV:
-    case WK_OP_MINIMUM: case WK_OP_MAXIMUM:
-    case WK_OP_EQ: case WK_OP_NE: case WK_OP_LT: case WK_OP_LE:
-    case WK_OP_GT: case WK_OP_GE: case WK_OP_WHERE:
-    case WK_OP_SUM: case WK_OP_MIN: case WK_OP_MAX: case WK_OP_ARGMIN:
-    case WK_OP_ARGMAX:
-    case WK_OP_INDEX_SELECT: case WK_OP_GATHER: case WK_OP_SCATTER_SET:
-    case WK_OP_SCATTER_ADD: case WK_OP_INDEX_ADD:
-    case WK_OP_COPY: case WK_OP_COPY2D: case WK_OP_CONST_SET:
-        return true;
-    case WK_OP_MATMUL:
-        return dt == WK_F16 || dt == WK_BF16 || dt == WK_F32 || dt == WK_F64;
-    case WK_OP_RAND_UNIFORM: case WK_OP_RAND_NORMAL:
-        return is_float(dt);
-    default:
-        return false;
-    }
-}
+/* run function of each family the list describes (NULL: none here) */
+#define FAMILY_RUN_UNARY run_unary
+#define FAMILY_RUN_BINARY run_binary
+#define FAMILY_RUN_CMP run_binary
+#define FAMILY_RUN_WHERE run_where
+#define FAMILY_RUN_REDUCE run_reduce
+#define FAMILY_RUN_MATMUL run_matmul
+#define FAMILY_RUN_INDEX_SELECT run_index_select
+#define FAMILY_RUN_GATHER run_gather
+#define FAMILY_RUN_SCATTER run_scatter
+#define FAMILY_RUN_INDEX_ADD run_index_add
+#define FAMILY_RUN_COPY run_copy
+#define FAMILY_RUN_COPY2D run_copy2d
+#define FAMILY_RUN_CONST_SET run_const_set
+#define FAMILY_RUN_RAND run_rand
+#define FAMILY_RUN_RESERVED NULL
+#define RUN_OF_U(P) run_unary
+#define RUN_OF_P(P) run_unary
+#define RUN_OF_B(P) run_binary
+#define RUN_OF_C(P) run_binary
+#define RUN_OF_R(P) run_reduce
+#define RUN_OF_O(P) FAMILY_RUN_##P
+#define CPU_ENTRY_(K, N, S, P, D) [WK_OP_##N] = { RUN_OF_##K(P), D, NULL },
+
+static const wk_op_impl cpu_ops[WK_OP_COUNT] = { WK_OP_LIST(CPU_ENTRY_) };
 
 /* ---- device functions ------------------------------------------------ */
 
@@ -220,21 +259,8 @@ static const wk_backend_iface cpu_iface = {
     .write = cpu_write,
     .read = cpu_read,
     .copy_peer = cpu_copy_peer,
-    .supports = wk_cpu_supports,
-    .unary = wk_cpu_unary,
-    .binary = wk_cpu_binary,
-    .where_cond = wk_cpu_where_cond,
-    .copy = wk_cpu_copy,
-    .copy2d = wk_cpu_copy2d,
-    .const_set = wk_cpu_const_set,
-    .reduce = wk_cpu_reduce,
-    .matmul = wk_cpu_matmul,
-    .index_select = wk_cpu_index_select,
-    .gather = wk_cpu_gather,
-    .scatter = wk_cpu_scatter,
-    .index_add = wk_cpu_index_add,
-    .rand_uniform = wk_cpu_rand_uniform,
-    .rand_normal = wk_cpu_rand_normal,
+    .ops = cpu_ops,
+    .n_ops = WK_OP_COUNT,
     .event_new = cpu_event_new,
     .event_free = cpu_free,          /* events and host blocks are malloc'd */
     .event_record = cpu_event_record,

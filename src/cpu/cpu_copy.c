@@ -398,8 +398,8 @@ CVT_DTYPES(CVT_ROW, 0)
 #define CVT_TBL_ONE(DN, SN) cvt_##SN##_##DN,
 #define CVT_TBL_ROW(SN, TS, K, LD, unused) { CVT_DTYPES_D(CVT_TBL_ONE, SN) },
 /* cvt_table[src][dst], in wk_dtype order */
-static const wk_ew_row_fn cvt_table[WK_DTYPE_COUNT][WK_DTYPE_COUNT] = { CVT_DTYPES(CVT_TBL_ROW, 0) };
-_Static_assert(WK_DTYPE_COUNT == 10, "cvt_table lists 10 dtypes");
+static const wk_ew_row_fn cvt_table[WK_DENSE_DTYPE_COUNT][WK_DENSE_DTYPE_COUNT] = { CVT_DTYPES(CVT_TBL_ROW, 0) };
+_Static_assert(WK_DENSE_DTYPE_COUNT == 10, "cvt_table lists the 10 dense dtypes");
 _Static_assert(WK_U8 == 0 && WK_U32 == 1 && WK_I16 == 2 && WK_I32 == 3 && WK_I64 == 4 && WK_BF16 == 5 &&
                    WK_F16 == 6 && WK_F32 == 7 && WK_F64 == 8 && WK_F8E4M3 == 9,
                "CVT_DTYPES follows wk_dtype order");
@@ -471,8 +471,8 @@ static wk_ew_row_fn cvt_fn(wk_dtype s, wk_dtype d)
 
 static wk_status check_dtype(wk_dtype dt, const char *what)
 {
-    if ((unsigned)dt >= WK_DTYPE_COUNT)
-        return WK_CPU_ERROR(WK_ERR_DTYPE, "%s has an invalid dtype (%d)", what, (int)dt);
+    if ((unsigned)dt >= WK_DENSE_DTYPE_COUNT)
+        return WK_CPU_ERROR(WK_ERR_DTYPE, "%s has a dtype the cpu cannot copy (%d)", what, (int)dt);
     return WK_OK;
 }
 

@@ -79,6 +79,9 @@ static inline double fast_exp(double x) { return exp(x); }
  * cancellation of 1 + tanh(u) for negative x. f32 uses fast_expf. */
 static inline float op_siluf(float x) { return x / (1.0f + fast_expf(-x)); }
 static inline double op_silu(double x) { return x / (1.0 + exp(-x)); }
+/* sigmoid(x) = 1 / (1 + e^-x): Inf at x -> -Inf gives 0, NaN stays NaN */
+static inline float op_sigmoidf(float x) { return 1.0f / (1.0f + fast_expf(-x)); }
+static inline double op_sigmoid(double x) { return 1.0 / (1.0 + exp(-x)); }
 static inline float op_geluf(float x)
 {
     float u = 0x1.988454p-1f * (x + 0.044715f * (x * x * x));  /* sqrt(2/pi) */
@@ -142,9 +145,6 @@ static inline double op_gelu_erf(double x) { return 0.5 * x * erfc(x * -0.707106
 
 typedef struct uparams { double p0, p1; } uparams;
 
-#define N_UNARY (WK_OP_ELU - WK_OP_EXP + 1)
-_Static_assert(N_UNARY == 22, "unary tables list 22 ops (exp .. elu)");
-
 /* float ops: x (compute type), FS (libm suffix), a = p0, b = p1 */
 #define UF_EXP(x, FS, a, b) fast_exp##FS(x)
 #define UF_LOG(x, FS, a, b) log##FS(x)
@@ -168,16 +168,43 @@ _Static_assert(N_UNARY == 22, "unary tables list 22 ops (exp .. elu)");
 #define UF_AFFINE(x, FS, a, b) ((x) * (a) + (b))
 #define UF_POWF(x, FS, a, b) pow##FS(x, a)
 #define UF_ELU(x, FS, a, b) ((x) > 0 ? (x) : (a) * expm1##FS(x))
+#define UF_SIGMOID(x, FS, a, b) op_sigmoid##FS(x)
 
-#define FLOAT_UOPS(X, ...)                                                      \
-    X(EXP, HOT, __VA_ARGS__) X(LOG, COLD, __VA_ARGS__) X(SIN, COLD, __VA_ARGS__) \
-    X(COS, COLD, __VA_ARGS__) X(TANH, COLD, __VA_ARGS__) X(ABS, COLD, __VA_ARGS__) \
-    X(NEG, COLD, __VA_ARGS__) X(RECIP, HOT, __VA_ARGS__) X(SQR, HOT, __VA_ARGS__) \
-    X(SQRT, COLD, __VA_ARGS__) X(GELU, HOT, __VA_ARGS__) X(GELU_ERF, COLD, __VA_ARGS__) \
-    X(ERF, COLD, __VA_ARGS__) X(RELU, COLD, __VA_ARGS__) X(SILU, HOT, __VA_ARGS__) \
-    X(FLOOR, COLD, __VA_ARGS__) X(CEIL, COLD, __VA_ARGS__) X(ROUND, COLD, __VA_ARGS__) \
-    X(SIGN, COLD, __VA_ARGS__) X(AFFINE, HOT, __VA_ARGS__) X(POWF, COLD, __VA_ARGS__) \
-    X(ELU, COLD, __VA_ARGS__)
+/* Every unary op of src/op_list.h (kinds U and P) has a UF_ body above,
+ * and here its hotness: HOT ops also get AVX2 and AVX-512 variants of
+ * their contiguous f32 loop. */
+#define UH_EXP HOT
+#define UH_LOG COLD
+#define UH_SIN COLD
+#define UH_COS COLD
+#define UH_TANH COLD
+#define UH_ABS COLD
+#define UH_NEG COLD
+#define UH_RECIP HOT
+#define UH_SQR HOT
+#define UH_SQRT COLD
+#define UH_GELU HOT
+#define UH_GELU_ERF COLD
+#define UH_ERF COLD
+#define UH_RELU COLD
+#define UH_SILU HOT
+#define UH_FLOOR COLD
+#define UH_CEIL COLD
+#define UH_ROUND COLD
+#define UH_SIGN COLD
+#define UH_AFFINE HOT
+#define UH_POWF COLD
+#define UH_ELU COLD
+#define UH_SIGMOID HOT
+
+/* the unary ops of the op list, each as X(OP) */
+#define UOP_OF_(K, N, S, P, D) UOP_OF_##K(N)
+#define UOP_OF_U(N) UOP_X_(N)
+#define UOP_OF_P(N) UOP_X_(N)
+#define UOP_OF_B(N)
+#define UOP_OF_C(N)
+#define UOP_OF_R(N)
+#define UOP_OF_O(N)
 
 /* integer ops: x (T), T, UT (wrap type), ISNEG, F2T (double -> T) */
 #define UI_ABS(x, T, UT, ISNEG, F2T, a, b) (ISNEG(x) ? (T)((UT)0 - (UT)(x)) : (x))
@@ -246,44 +273,54 @@ _Static_assert(N_UNARY == 22, "unary tables list 22 ops (exp .. elu)");
 #define DEF_UROW_H(NAME, H, ...) DEF_UROW_X(NAME, H, __VA_ARGS__)
 #define DEF_UROW_X(NAME, H, T, CT, PT, LD, ST, EXPR) DEF_UROW(NAME, H, T, CT, PT, LD, ST, EXPR)
 
-#define INST_FU(OP, OPH, DN, T, CT, FS, LD, ST, DH)                             \
-    DEF_UROW_H(u_##OP##_##DN, HOTNESS_##OPH##_##DH, T, CT, CT, LD, ST, UF_##OP(x, FS, a, b))
-#define INST_FU_DT(DN, T, CT, FS, LD, ST, DH, unused) FLOAT_UOPS(INST_FU, DN, T, CT, FS, LD, ST, DH)
-FLOAT_DTYPES(INST_FU_DT, 0)
+#define INST_FU(DN, T, CT, FS, LD, ST, DH, OP)                                  \
+    DEF_UROW_H(u_##OP##_##DN, HOTNESS_X(UH_##OP, DH), T, CT, CT, LD, ST, UF_##OP(x, FS, a, b))
+#define HOTNESS_X(OPH, DH) HOTNESS_Y(OPH, DH)
+#define HOTNESS_Y(OPH, DH) HOTNESS_##OPH##_##DH
+#define UOP_X_(N) FLOAT_DTYPES(INST_FU, N)
+WK_OP_LIST(UOP_OF_)
+#undef UOP_X_
 
 #define INST_IU(OP, DN, T, UT, ISNEG, F2T)                                      \
     DEF_UROW_H(u_##OP##_##DN, 0, T, T, double, LD_ID, ST_ID, UI_##OP(x, T, UT, ISNEG, F2T, a, b))
 #define INST_IU_DT(DN, T, UT, ISNEG, F2T, unused) INT_UOPS(INST_IU, DN, T, UT, ISNEG, F2T)
 INT_DTYPES(INST_IU_DT, 0)
 
-/* per-dtype tables, indexed by op - WK_OP_EXP; NULL: not for this dtype */
-#define TBL_FU(OP, OPH, DN) [WK_OP_##OP - WK_OP_EXP] = u_##OP##_##DN,
-#define TBL_IU(OP, DN) [WK_OP_##OP - WK_OP_EXP] = u_##OP##_##DN,
-#define DEF_FU_TABLE(DN, T, CT, FS, LD, ST, DH, unused) \
-    static const wk_ew_row_fn unary_##DN[N_UNARY] = { FLOAT_UOPS(TBL_FU, DN) };
-#define DEF_IU_TABLE(DN, T, UT, ISNEG, F2T, unused) \
-    static const wk_ew_row_fn unary_##DN[N_UNARY] = { INT_UOPS(TBL_IU, DN) };
-FLOAT_DTYPES(DEF_FU_TABLE, 0)
-INT_DTYPES(DEF_IU_TABLE, 0)
+/* Row functions by [op][dtype]: float ones from the op list, integer ones
+ * from INT_UOPS; NULL: not for this dtype. */
+#define DTID_bf16 WK_BF16
+#define DTID_f16 WK_F16
+#define DTID_f32 WK_F32
+#define DTID_f64 WK_F64
+#define DTID_f8 WK_F8E4M3
+#define DTID_u8 WK_U8
+#define DTID_u32 WK_U32
+#define DTID_i16 WK_I16
+#define DTID_i32 WK_I32
+#define DTID_i64 WK_I64
+#define FU_CELL(DN, T, CT, FS, LD, ST, DH, OP) [DTID_##DN] = u_##OP##_##DN,
+#define UOP_X_(N) [WK_OP_##N] = { FLOAT_DTYPES(FU_CELL, N) },
+static const wk_ew_row_fn unary_float_fns[WK_OP_COUNT][WK_DTYPE_COUNT] = { WK_OP_LIST(UOP_OF_) };
+#undef UOP_X_
+#define IU_CELL(OP, DN, T, UT, ISNEG, F2T) [WK_OP_##OP][DTID_##DN] = u_##OP##_##DN,
+#define IU_CELLS_DT(DN, T, UT, ISNEG, F2T, unused) INT_UOPS(IU_CELL, DN, T, UT, ISNEG, F2T)
+static const wk_ew_row_fn unary_int_fns[WK_OP_COUNT][WK_DTYPE_COUNT] = { INT_DTYPES(IU_CELLS_DT, 0) };
 
-static const wk_ew_row_fn *const unary_table[WK_DTYPE_COUNT] = {
-    [WK_U8] = unary_u8, [WK_U32] = unary_u32, [WK_I16] = unary_i16, [WK_I32] = unary_i32,
-    [WK_I64] = unary_i64, [WK_BF16] = unary_bf16, [WK_F16] = unary_f16, [WK_F32] = unary_f32,
-    [WK_F64] = unary_f64, [WK_F8E4M3] = unary_f8,
-};
-_Static_assert(WK_DTYPE_COUNT == 10, "unary_table lists 10 dtypes");
+static wk_ew_row_fn unary_fn(wk_op op, wk_dtype dt)
+{
+    if ((unsigned)op >= WK_OP_COUNT || (unsigned)dt >= WK_DTYPE_COUNT) return NULL;
+    return wk_dt_is_float(dt) ? unary_float_fns[op][dt] : unary_int_fns[op][dt];
+}
 
-static bool dtype_ok(wk_dtype dt) { return (unsigned)dt < WK_DTYPE_COUNT; }
+static bool dtype_ok(wk_dtype dt) { return (unsigned)dt < WK_DENSE_DTYPE_COUNT; }
 
 wk_status wk_cpu_unary(void *ctx, wk_op op, const wk_view *dst, const wk_view *src, double p0, double p1)
 {
     (void)ctx;
-    if (op < WK_OP_EXP || op > WK_OP_ELU)
-        return WK_CPU_ERROR(WK_ERR_UNSUPPORTED, "op %s is not a unary op", wk_op_name(op));
-    if (!dtype_ok(dst->dtype) || dst->dtype != src->dtype)
+    if (dst->dtype != src->dtype)
         return WK_CPU_ERROR(WK_ERR_DTYPE, "%s: dst dtype %s differs from src dtype %s", wk_op_name(op),
                             wk_dtype_name(dst->dtype), wk_dtype_name(src->dtype));
-    wk_ew_row_fn fn = unary_table[dst->dtype][op - WK_OP_EXP];
+    wk_ew_row_fn fn = unary_fn(op, dst->dtype);
     if (!fn)
         return WK_CPU_ERROR(WK_ERR_DTYPE, "%s is not supported for dtype %s", wk_op_name(op),
                             wk_dtype_name(dst->dtype));
@@ -295,7 +332,7 @@ wk_status wk_cpu_unary(void *ctx, wk_op op, const wk_view *dst, const wk_view *s
     if (op == (WK_FAULT_INJECT)) {
         const uparams bad = { 1.01, 0.01 };
         const wk_view *self[2] = { dst, dst };
-        wk_ew_run(2, self, unary_table[dst->dtype][WK_OP_AFFINE - WK_OP_EXP], &bad);
+        wk_ew_run(2, self, unary_fn(WK_OP_AFFINE, dst->dtype), &bad);
     }
 #endif
     return WK_OK;

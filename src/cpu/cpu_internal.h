@@ -3,7 +3,8 @@
  * access helpers and a strided multi-operand iterator.
  *
  * File map of src/cpu/:
- *   cpu_backend.c     vtable, device functions (alloc, read, write), supports()
+ *   cpu_backend.c     vtable, device functions (alloc, read, write), the op
+ *                     table (src/op_list.h -> kernels, dtypes)
  *   threadpool.c      wk_parallel_for: a persistent pthread pool
  *   cpu_elementwise.c unary/affine/powf/elu, binary, cmp, where_cond
  *   cpu_copy.c        copy (strided, with dtype conversion), copy2d, const_set
@@ -52,7 +53,6 @@ int wk_cpu_num_threads(void);
 
 /* ---- op entry points ---------------------------------------------- */
 
-bool wk_cpu_supports(void *ctx, wk_op op, wk_dtype dt);
 wk_status wk_cpu_unary(void *ctx, wk_op op, const wk_view *dst, const wk_view *src, double p0, double p1);
 wk_status wk_cpu_binary(void *ctx, wk_op op, const wk_view *dst, const wk_view *a, const wk_view *b);
 wk_status wk_cpu_where_cond(void *ctx, const wk_view *dst, const wk_view *cond, const wk_view *a, const wk_view *b);
@@ -74,11 +74,8 @@ const char *wk_cpu_blas_name(void);
 
 /* ---- element access ------------------------------------------------ */
 
-static inline size_t wk_cpu_dtype_size(wk_dtype dt)
-{
-    static const unsigned char sz[WK_DTYPE_COUNT] = { 1, 4, 2, 4, 8, 2, 2, 4, 8, 1 };
-    return sz[dt];
-}
+/* Bytes of one element of a dense dtype (dtype_traits.h). */
+static inline size_t wk_cpu_dtype_size(wk_dtype dt) { return (size_t)wk_dt_elem_bytes(dt); }
 
 /* Element idx (in elements from base) as a double. Exact for every dtype
  * except i64 beyond 2^53 (use wk_cpu_load_i64 for integer paths). */

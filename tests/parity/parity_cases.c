@@ -33,7 +33,7 @@ static const p_lay lays[] = {
     { "big_transposed", PK_TRANSPOSED, { 2, { 257, 255 } } },
 };
 
-static const wk_dtype all_dts[WK_DTYPE_COUNT] = { WK_U8, WK_U32, WK_I16, WK_I32, WK_I64, WK_BF16, WK_F16, WK_F32, WK_F64, WK_F8E4M3 };
+static const wk_dtype all_dts[WK_DENSE_DTYPE_COUNT] = { WK_U8, WK_U32, WK_I16, WK_I32, WK_I64, WK_BF16, WK_F16, WK_F32, WK_F64, WK_F8E4M3 };
 static const wk_dtype id_dts[3] = { WK_U8, WK_U32, WK_I64 };
 
 static int64_t numel(wk_shape s)
@@ -78,7 +78,7 @@ static const struct { const char *name; int sub; p_family fam; bool ints; p_gen 
     { "sqr", WK_SQR, PF_UNARY, true, PG_UNIFORM, -10, 10, 0, 0 },  { "sqrt", WK_SQRT, PF_UNARY, false, PG_POSITIVE, 0, 20, 0, 0 },
     { "gelu", WK_GELU, PF_UNARY, false, PG_UNIFORM, -5, 5, 0, 0 }, { "gelu_erf", WK_GELU_ERF, PF_UNARY, false, PG_UNIFORM, -5, 5, 0, 0 },
     { "erf", WK_ERF, PF_UNARY, false, PG_UNIFORM, -3, 3, 0, 0 },   { "relu", WK_RELU, PF_UNARY, true, PG_UNIFORM, -5, 5, 0, 0 },
-    { "silu", WK_SILU, PF_UNARY, false, PG_UNIFORM, -6, 6, 0, 0 }, { "floor", WK_FLOOR, PF_UNARY, true, PG_UNIFORM, -10, 10, 0, 0 },
+    { "silu", WK_SILU, PF_UNARY, false, PG_UNIFORM, -6, 6, 0, 0 }, { "sigmoid", WK_SIGMOID, PF_UNARY, false, PG_UNIFORM, -12, 12, 0, 0 }, { "floor", WK_FLOOR, PF_UNARY, true, PG_UNIFORM, -10, 10, 0, 0 },
     { "ceil", WK_CEIL, PF_UNARY, true, PG_UNIFORM, -10, 10, 0, 0 }, { "round", WK_ROUND, PF_UNARY, true, PG_SMALLSET, 0, 0, 0, 0 },
     { "sign", WK_SIGN, PF_UNARY, true, PG_SMALLSET, 0, 0, 0, 0 },  { "affine", 0, PF_AFFINE, true, PG_UNIFORM, -8, 8, 1.5, -0.25 },
     { "powf", 0, PF_POWF, false, PG_POSITIVE, 0.1, 4, 2.5, 0 },    { "elu", 0, PF_ELU, false, PG_UNIFORM, -4, 4, 0.7, 0 },
@@ -87,7 +87,7 @@ static const struct { const char *name; int sub; p_family fam; bool ints; p_gen 
 static void elementwise(void)
 {
     for (int o = 0; o < N_(unary_ops); o++)
-        for (int d = 0; d < WK_DTYPE_COUNT; d++) {
+        for (int d = 0; d < WK_DENSE_DTYPE_COUNT; d++) {
             wk_dtype dt = all_dts[d];
             if (!t_is_float(dt) && !unary_ops[o].ints) continue;
             for (int l = 0; l < N_(lays); l++) {
@@ -105,7 +105,7 @@ static void elementwise(void)
             }
         }
     for (int o = 0; o < WK_BINARY_COUNT + WK_CMP_COUNT; o++)
-        for (int d = 0; d < WK_DTYPE_COUNT; d++) {
+        for (int d = 0; d < WK_DENSE_DTYPE_COUNT; d++) {
             wk_dtype dt = all_dts[d];
             bool cmp = o >= WK_BINARY_COUNT;
             const char *op = cmp ? wk_cmp_name((wk_cmp_op)(o - WK_BINARY_COUNT)) : wk_binary_name((wk_binary_op)o);
@@ -140,7 +140,7 @@ static void elementwise(void)
             }
         }
     for (int m = 0; m < 3; m++)
-        for (int d = 0; d < WK_DTYPE_COUNT; d++)
+        for (int d = 0; d < WK_DENSE_DTYPE_COUNT; d++)
             for (int l = 0; l < N_(lays); l++) {
                 wk_dtype dt = all_dts[d];
                 p_case c = start("where_cond", dt, PF_WHERE);
@@ -159,8 +159,8 @@ static void elementwise(void)
 static void copies(void)
 {
     static const int cast_lays[] = { 3, 4, 5, 7, 8, 11 };   /* size1023 size65537 empty scalar transposed broadcast */
-    for (int a = 0; a < WK_DTYPE_COUNT; a++)
-        for (int b = 0; b < WK_DTYPE_COUNT; b++)
+    for (int a = 0; a < WK_DENSE_DTYPE_COUNT; a++)
+        for (int b = 0; b < WK_DENSE_DTYPE_COUNT; b++)
             for (int k = 0; k < N_(cast_lays); k++) {
                 const p_lay *L = &lays[cast_lays[k]];
                 p_case c = start("copy", all_dts[a], PF_CAST);
@@ -172,7 +172,7 @@ static void copies(void)
                 go(&c);
             }
     static const int dst_lays[] = { 3, 6, 7, 8, 10, 12, 13 };
-    for (int d = 0; d < WK_DTYPE_COUNT; d++)
+    for (int d = 0; d < WK_DENSE_DTYPE_COUNT; d++)
         for (int k = 0; k < N_(dst_lays); k++) {
             const p_lay *L = &lays[dst_lays[k]];
             wk_dtype dt = all_dts[d];
@@ -198,7 +198,7 @@ static void copies(void)
             }
         }
     static const int64_t c2[][4] = { { 5, 7, 9, 11 }, { 1, 1, 1, 1 }, { 0, 5, 5, 5 }, { 33, 1023, 1030, 1025 }, { 257, 255, 260, 255 } };
-    for (int d = 0; d < WK_DTYPE_COUNT; d++)
+    for (int d = 0; d < WK_DENSE_DTYPE_COUNT; d++)
         for (int k = 0; k < N_(c2); k++) {
             wk_dtype dt = all_dts[d];
             p_case c = start("copy2d", dt, PF_COPY2D);
@@ -211,7 +211,7 @@ static void copies(void)
             c.in[1] = IN(dt, WK_SHAPE(srcn), PK_CONTIG, PG_FULL, 0, 0);
             go(&c);
         }
-    for (int d = 0; d < WK_DTYPE_COUNT; d++)
+    for (int d = 0; d < WK_DENSE_DTYPE_COUNT; d++)
         for (int dim = 0; dim < 2; dim++) {
             wk_dtype dt = all_dts[d];
             p_case c = start("copy", dt, PF_CAT);
@@ -244,7 +244,7 @@ static void reductions_matmul(void)
     };
     static const char *rnames[] = { "sum", "min", "max", "argmin", "argmax" };
     for (int o = 0; o < WK_REDUCE_COUNT; o++)
-        for (int d = 0; d < WK_DTYPE_COUNT; d++)
+        for (int d = 0; d < WK_DENSE_DTYPE_COUNT; d++)
             for (int k = 0; k < N_(rc); k++) {
                 wk_dtype dt = all_dts[d];
                 if (o != WK_SUM && !strcmp(rc[k].name, "dim1/empty_extent")) continue;
@@ -293,7 +293,7 @@ static void reductions_matmul(void)
 
 static void indexing(void)
 {
-    for (int d = 0; d < WK_DTYPE_COUNT; d++)
+    for (int d = 0; d < WK_DENSE_DTYPE_COUNT; d++)
         for (int k = 0; k < 3; k++) {
             wk_dtype dt = all_dts[d], it = id_dts[k];
             const char *dn = wk_dtype_name(dt), *in = wk_dtype_name(it);
@@ -385,7 +385,7 @@ static void index_rows(void)
         { "empty_ids", PK_CONTIG, { 2, { 9, 33 } }, 0, 0, PK_CONTIG },
         { "many_ids", PK_CONTIG, { 2, { 100, 3 } }, 0, 20000, PK_CONTIG },
     };
-    for (int d = 0; d < WK_DTYPE_COUNT; d++)
+    for (int d = 0; d < WK_DENSE_DTYPE_COUNT; d++)
         for (int k = 0; k < 3; k++)
             for (int j = 0; j < N_(cfg); j++) {
                 wk_dtype dt = all_dts[d], it = id_dts[k];

@@ -361,7 +361,7 @@ static void support_check_and_table(void)
     for (int k = 0; k < ndev; k++) {
         int fewer = 0, sup_cpu = 0, sup_dev = 0;
         for (int o = 0; names[o] && o < MAX_OPS; o++)
-            for (int d = 0; d < WK_DTYPE_COUNT; d++) {
+            for (int d = 0; d < WK_DENSE_DTYPE_COUNT; d++) {
                 bool c = wk_supports(cpu, names[o], (wk_dtype)d), g = wk_supports(devs[k], names[o], (wk_dtype)d);
                 sup_cpu += c;
                 sup_dev += g;
@@ -376,19 +376,19 @@ static void support_check_and_table(void)
             n_pass++;
         }
         printf("\ncoverage on %s (T passed, F failed, I supported untested, ! cpu-only, - neither)\n%-20s", dev_names[k], "op");
-        for (int d = 0; d < WK_DTYPE_COUNT; d++) printf("%7s", wk_dtype_name((wk_dtype)d));
+        for (int d = 0; d < WK_DENSE_DTYPE_COUNT; d++) printf("%7s", wk_dtype_name((wk_dtype)d));
         printf("\n");
         for (int o = 0; names[o] && o < MAX_OPS; o++) {
-            char row[WK_DTYPE_COUNT];
+            char row[WK_DENSE_DTYPE_COUNT];
             bool any = false;
-            for (int d = 0; d < WK_DTYPE_COUNT; d++) {
+            for (int d = 0; d < WK_DENSE_DTYPE_COUNT; d++) {
                 bool c = wk_supports(cpu, names[o], (wk_dtype)d), g = wk_supports(devs[k], names[o], (wk_dtype)d);
                 row[d] = cov[k][o][d] == 2 ? 'F' : cov[k][o][d] == 1 ? 'T' : g ? 'I' : c ? '!' : '-';
                 any |= row[d] != '-';
             }
             if (!any) continue;
             printf("%-20s", names[o]);
-            for (int d = 0; d < WK_DTYPE_COUNT; d++) printf("%7c", row[d]);
+            for (int d = 0; d < WK_DENSE_DTYPE_COUNT; d++) printf("%7c", row[d]);
             printf("\n");
         }
         printf("%s: %d (op, dtype) pairs supported, cpu %d\n", dev_names[k], sup_dev, sup_cpu);

@@ -1,0 +1,117 @@
+/* op_list.h — every op a backend may implement, in one list. The wk_op
+ * enum, the op names, each op's family, the dtypes it takes, and the
+ * mapping from the public enums (wk_unary_op, wk_binary_op, wk_cmp_op,
+ * wk_reduce_op) are all generated from it, and so are the parts of the
+ * backends' op tables and kernel switches that a family shares.
+ *
+ * Adding an op: append a line at the END (before the closing comment
+ * line), so that no existing op is renumbered and a plugin built before
+ * the op still loads (its op table is shorter; the core treats the ops it
+ * lacks as unsupported). Then write its kernel bodies and its tests: for
+ * an elementwise unary op that is all (see WK_OP_SIGMOID: UF_SIGMOID in
+ * src/cpu/cpu_elementwise.c, its case in src/gpu/elementwise.hip).
+ *
+ Each entry is X(KIND, NAME, "name", P, DTYPES); a user defines X to
+ * dispatch on KIND (#define MY(K, N, S, P, D) MY_##K(N, S, P, D)):
+ *   U  unary elementwise; P is its wk_unary_op
+ *   B  binary arithmetic; P is its wk_binary_op
+ *   C  comparison (dst u8); P is its wk_cmp_op
+ *   R  reduction; P is its wk_reduce_op
+ *   P  unary elementwise with scalar parameters (p[0], p[1]); no public
+ *      enum value (P is 0)
+ *   O  any other op; P is its family (a wk_op_family without the
+ *      WK_FAMILY_ prefix), which says which wk_op_args fields it uses
+ *      (backend.h)
+ * Static asserts in src/core/ops_table.c check that the public enums have
+ * one entry per line of their kind, with the values the lines give.
+ * DTYPES is the set the reference (cpu) backend implements and wk_supports
+ * answers for it (a wk_dtype_mask of src/dtype_traits.h; WK_DT_NONE for
+ * ops reserved for layers still to come).
+ */
+#ifndef WICK_OP_LIST_H
+#define WICK_OP_LIST_H
+
+#include "dtype_traits.h"
+
+#define WK_OP_LIST(X)                                                              \
+    X(U, EXP, "exp", WK_EXP, WK_DT_FLOATS)                                         \
+    X(U, LOG, "log", WK_LOG, WK_DT_FLOATS)                                         \
+    X(U, SIN, "sin", WK_SIN, WK_DT_FLOATS)                                         \
+    X(U, COS, "cos", WK_COS, WK_DT_FLOATS)                                         \
+    X(U, TANH, "tanh", WK_TANH, WK_DT_FLOATS)                                      \
+    X(U, ABS, "abs", WK_ABS, WK_DT_DENSE)                                          \
+    X(U, NEG, "neg", WK_NEG, WK_DT_DENSE)                                          \
+    X(U, RECIP, "recip", WK_RECIP, WK_DT_FLOATS)                                   \
+    X(U, SQR, "sqr", WK_SQR, WK_DT_DENSE)                                          \
+    X(U, SQRT, "sqrt", WK_SQRT, WK_DT_FLOATS)                                      \
+    X(U, GELU, "gelu", WK_GELU, WK_DT_FLOATS)                                      \
+    X(U, GELU_ERF, "gelu_erf", WK_GELU_ERF, WK_DT_FLOATS)                          \
+    X(U, ERF, "erf", WK_ERF, WK_DT_FLOATS)                                         \
+    X(U, RELU, "relu", WK_RELU, WK_DT_DENSE)                                       \
+    X(U, SILU, "silu", WK_SILU, WK_DT_FLOATS)                                      \
+    X(U, FLOOR, "floor", WK_FLOOR, WK_DT_DENSE)                                    \
+    X(U, CEIL, "ceil", WK_CEIL, WK_DT_DENSE)                                       \
+    X(U, ROUND, "round", WK_ROUND, WK_DT_DENSE)                                    \
+    X(U, SIGN, "sign", WK_SIGN, WK_DT_DENSE)                                       \
+    X(P, AFFINE, "affine", 0, WK_DT_DENSE)  /* p[0] mul, p[1] add */           \
+    X(P, POWF, "powf", 0, WK_DT_FLOATS)  /* p[0] exponent      */              \
+    X(P, ELU, "elu", 0, WK_DT_FLOATS)  /* p[0] alpha         */                \
+    X(B, ADD, "add", WK_ADD, WK_DT_DENSE)                                          \
+    X(B, SUB, "sub", WK_SUB, WK_DT_DENSE)                                          \
+    X(B, MUL, "mul", WK_MUL, WK_DT_DENSE)                                          \
+    X(B, DIV, "div", WK_DIV, WK_DT_DENSE)                                          \
+    X(B, MINIMUM, "minimum", WK_MINIMUM, WK_DT_DENSE)                              \
+    X(B, MAXIMUM, "maximum", WK_MAXIMUM, WK_DT_DENSE)                              \
+    X(C, EQ, "eq", WK_EQ, WK_DT_DENSE)                                             \
+    X(C, NE, "ne", WK_NE, WK_DT_DENSE)                                             \
+    X(C, LT, "lt", WK_LT, WK_DT_DENSE)                                             \
+    X(C, LE, "le", WK_LE, WK_DT_DENSE)                                             \
+    X(C, GT, "gt", WK_GT, WK_DT_DENSE)                                             \
+    X(C, GE, "ge", WK_GE, WK_DT_DENSE)                                             \
+    X(O, WHERE, "where_cond", WHERE, WK_DT_DENSE)                                  \
+    X(R, SUM, "sum", WK_SUM, WK_DT_DENSE)                                          \
+    X(R, MIN, "min", WK_MIN, WK_DT_DENSE)                                          \
+    X(R, MAX, "max", WK_MAX, WK_DT_DENSE)                                          \
+    X(R, ARGMIN, "argmin", WK_ARGMIN, WK_DT_DENSE)                                 \
+    X(R, ARGMAX, "argmax", WK_ARGMAX, WK_DT_DENSE)                                 \
+    X(O, MATMUL, "matmul", MATMUL, WK_DT_MATMUL)                                   \
+    X(O, INDEX_SELECT, "index_select", INDEX_SELECT, WK_DT_DENSE)                  \
+    X(O, GATHER, "gather", GATHER, WK_DT_DENSE)                                    \
+    X(O, SCATTER_SET, "scatter_set", SCATTER, WK_DT_DENSE)                         \
+    X(O, SCATTER_ADD, "scatter_add", SCATTER, WK_DT_DENSE)                         \
+    X(O, INDEX_ADD, "index_add", INDEX_ADD, WK_DT_DENSE)                           \
+    X(O, COPY, "copy", COPY, WK_DT_DENSE)                                          \
+    X(O, COPY2D, "copy2d", COPY2D, WK_DT_DENSE)                                    \
+    X(O, CONST_SET, "const_set", CONST_SET, WK_DT_DENSE)                           \
+    X(O, RAND_UNIFORM, "rand_uniform", RAND, WK_DT_FLOATS)                         \
+    X(O, RAND_NORMAL, "rand_normal", RAND, WK_DT_FLOATS)                           \
+    X(O, CONV1D, "conv1d", RESERVED, WK_DT_NONE)                                   \
+    X(O, CONV_TRANSPOSE1D, "conv_transpose1d", RESERVED, WK_DT_NONE)               \
+    X(O, CONV2D, "conv2d", RESERVED, WK_DT_NONE)                                   \
+    X(O, CONV_TRANSPOSE2D, "conv_transpose2d", RESERVED, WK_DT_NONE)               \
+    X(O, AVG_POOL2D, "avg_pool2d", RESERVED, WK_DT_NONE)                           \
+    X(O, MAX_POOL2D, "max_pool2d", RESERVED, WK_DT_NONE)                           \
+    X(O, UPSAMPLE_NEAREST1D, "upsample_nearest1d", RESERVED, WK_DT_NONE)           \
+    X(O, UPSAMPLE_NEAREST2D, "upsample_nearest2d", RESERVED, WK_DT_NONE)           \
+    X(O, UPSAMPLE_BILINEAR2D, "upsample_bilinear2d", RESERVED, WK_DT_NONE)         \
+    X(O, ARG_SORT, "arg_sort", RESERVED, WK_DT_NONE)                               \
+    X(O, SOFTMAX, "softmax", RESERVED, WK_DT_NONE)                                 \
+    X(O, RMS_NORM, "rms_norm", RESERVED, WK_DT_NONE)                               \
+    X(O, LAYER_NORM, "layer_norm", RESERVED, WK_DT_NONE)                           \
+    X(O, ROPE, "rope", RESERVED, WK_DT_NONE)                                       \
+    X(O, ATTENTION, "attention", RESERVED, WK_DT_NONE)                             \
+    X(O, QMATMUL, "qmatmul", RESERVED, WK_DT_NONE)                                 \
+    X(O, CUSTOM, "custom", RESERVED, WK_DT_NONE)                                   \
+    X(U, SIGMOID, "sigmoid", WK_SIGMOID, WK_DT_FLOATS)                             \
+    /* append new ops above this line */
+
+/* Family of an entry (a wk_op_family value): WK_OP_FAMILY(K, P) */
+#define WK_OP_FAMILY(K, P) WK_OP_FAMILY_##K(P)
+#define WK_OP_FAMILY_U(P) WK_FAMILY_UNARY
+#define WK_OP_FAMILY_P(P) WK_FAMILY_UNARY
+#define WK_OP_FAMILY_B(P) WK_FAMILY_BINARY
+#define WK_OP_FAMILY_C(P) WK_FAMILY_CMP
+#define WK_OP_FAMILY_R(P) WK_FAMILY_REDUCE
+#define WK_OP_FAMILY_O(P) WK_FAMILY_##P
+
+#endif /* WICK_OP_LIST_H */
