@@ -81,6 +81,24 @@ typedef enum wk_op_family {
     WK_FAMILY_COUNT
 } wk_op_family;
 
+/* The dtypes an op takes in the reference (cpu) backend: op_list.h's
+ * DTYPES column (0 when out of range). Host and device code; constexpr in
+ * C++, so kernels can test it at compile time. */
+#ifdef __cplusplus
+#define WK_OP_CONSTEXPR_ constexpr
+#else
+#define WK_OP_CONSTEXPR_
+#endif
+WK_DT_FN WK_OP_CONSTEXPR_ wk_dtype_mask wk_op_dtypes(int op)
+{
+    switch (op) {
+#define WK_OP_DT_(K, N, S, P, D) case WK_OP_##N: return D;
+    WK_OP_LIST(WK_OP_DT_)
+#undef WK_OP_DT_
+    default: return 0;
+    }
+}
+
 /* Name of an op ("exp", "matmul", ...); "?" when out of range. */
 const char *wk_op_name(wk_op op);
 /* Family of an op; WK_FAMILY_COUNT when out of range. */

@@ -116,7 +116,12 @@ WK_DT_FN bool wk_dt_is_quant(wk_dtype dt) { return wk_dt_class(dt) == WK_CLASS_Q
 /* Bytes of one element of a dense dtype: the element size every kernel
  * indexes with. 0 for block dtypes (they have no per-element size) and
  * invalid ones. */
-WK_DT_FN int64_t wk_dt_elem_bytes(wk_dtype dt) { return wk_dt_block(dt) == 1 ? wk_dt_block_bytes(dt) : 0; }
+WK_DT_FN int64_t wk_dt_elem_bytes(wk_dtype dt)
+{
+#define WK_DT_CASE_(ID, NM, CL, SG, B, BB) case ID: return B == 1 ? BB : 0;
+    switch (dt) { WK_DTYPE_LIST(WK_DT_CASE_) default: return 0; }
+#undef WK_DT_CASE_
+}
 
 /* Bytes that n elements of dt take (n >= 0, a whole number of blocks).
  * false (and *out untouched) for an invalid dtype, a negative n, n not a
@@ -125,6 +130,11 @@ WK_DT_FN int64_t wk_dt_elem_bytes(wk_dtype dt) { return wk_dt_block(dt) == 1 ? w
 WK_DT_FN bool wk_dt_bytes(wk_dtype dt, int64_t n, int64_t *out)
 {
     int64_t b = wk_dt_block(dt), bb = wk_dt_block_bytes(dt), r;
+    if (b == 1 && n >= 0) {                          /* dense: no division */
+        if (__builtin_mul_overflow(n, bb, &r)) return false;
+        *out = r;
+        return true;
+    }
     if (b <= 0 || n < 0 || n % b != 0) return false;
     if (__builtin_mul_overflow(n / b, bb, &r)) return false;
     *out = r;

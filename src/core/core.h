@@ -162,7 +162,10 @@ wk_op wk_op_of_binary(wk_binary_op op);
 wk_op wk_op_of_cmp(wk_cmp_op op);
 wk_op wk_op_of_reduce(wk_reduce_op op);
 /* Whether dev's backend implements op for dt (no error set). */
-bool wk_device_supports(const wk_device *dev, wk_op op, wk_dtype dt);
+static inline bool wk_device_supports(const wk_device *dev, wk_op op, wk_dtype dt)
+{
+    return wk_op_impl_supports(dev->be->ops, dev->be->n_ops, dev->ctx, op, dt);
+}
 /* Check that dev's backend implements op for dt; sets an error. */
 bool wk_check_supported(wk_device *dev, wk_op op, wk_dtype dt);
 
@@ -186,10 +189,32 @@ static inline wk_status wk_run(wk_device *dev, const wk_op_args *args)
         return wk_r_;                                                        \
     }
 
-/* Check that n tensors are non-NULL and on one device; sets an error. */
-bool wk_check_tensors(int n, const wk_tensor *const *ts, const char *const *names);
+/* Check that n tensors are non-NULL and on one device; sets an error.
+ * (Inline, as the other checks on every op's path: the launch chain of
+ * bench/launch_overhead.c counts their instructions.) */
+static inline bool wk_check_tensors(int n, const wk_tensor *const *ts, const char *const *names)
+{
+    for (int i = 0; i < n; i++)
+        if (!ts[i]) {
+            wk_error(WK_ERR_ARGUMENT, "%s is NULL", names[i]);
+            return false;
+        }
+    for (int i = 1; i < n; i++)
+        if (ts[i]->st->dev != ts[0]->st->dev) {
+            wk_error(WK_ERR_DEVICE, "%s is on %s but %s is on %s", names[0], ts[0]->st->dev->name, names[i],
+                     ts[i]->st->dev->name);
+            return false;
+        }
+    return true;
+}
 /* Check that a and b share a dtype; sets an error naming both. */
-bool wk_check_same_dtype(const wk_tensor *a, const wk_tensor *b, const char *na, const char *nb);
+static inline bool wk_check_same_dtype(const wk_tensor *a, const wk_tensor *b, const char *na, const char *nb)
+{
+    if (a->dtype == b->dtype) return true;
+    wk_error(WK_ERR_DTYPE, "dtypes differ: %s is %s, %s is %s", na, wk_dtype_name(a->dtype), nb,
+             wk_dtype_name(b->dtype));
+    return false;
+}
 /* Status from a backend call; on failure releases out (if any). */
 wk_tensor *wk_finish(wk_status st, wk_tensor *out);
 /* dst (any layout) = src broadcast to dst's dims, converted to dst's

@@ -1,5 +1,5 @@
 /* frontend.c — the steps every op's front-end shares: argument checks
- * (NULL tensors, one device, one dtype), turning a backend status into a
+ * (those on every op's path are inline in core.h), turning a backend status into a
  * result, and the copies and fills other ops are built from (wk_copy_raw,
  * wk_fill_zero). The fault-injection hook of test builds lives here too. */
 #include <string.h>
@@ -12,32 +12,6 @@ wk_tensor *wk_finish(wk_status st, wk_tensor *out)
         return NULL;
     }
     return out;
-}
-
-bool wk_check_tensors(int n, const wk_tensor *const *ts, const char *const *names)
-{
-    for (int i = 0; i < n; i++) {
-        if (!ts[i]) {
-            wk_error(WK_ERR_ARGUMENT, "%s is NULL", names[i]);
-            return false;
-        }
-    }
-    for (int i = 1; i < n; i++) {
-        if (ts[i]->st->dev != ts[0]->st->dev) {
-            wk_error(WK_ERR_DEVICE, "%s is on %s but %s is on %s", names[0], ts[0]->st->dev->name,
-                     names[i], ts[i]->st->dev->name);
-            return false;
-        }
-    }
-    return true;
-}
-
-bool wk_check_same_dtype(const wk_tensor *a, const wk_tensor *b, const char *na, const char *nb)
-{
-    if (a->dtype == b->dtype) return true;
-    wk_error(WK_ERR_DTYPE, "dtypes differ: %s is %s, %s is %s", na, wk_dtype_name(a->dtype), nb,
-             wk_dtype_name(b->dtype));
-    return false;
 }
 
 /* A view of a block-quantized tensor as the u8 bytes of its blocks (the

@@ -3,6 +3,7 @@
  * coalescing of dims that lets backends see most inputs as flat runs. */
 #include <stdlib.h>
 #include "core.h"
+#include "../view.h"
 
 int64_t wk_numel(int rank, const int64_t *dims)
 {
@@ -177,23 +178,7 @@ void wk_views_coalesce(int n, wk_view **views)
     }
     int64_t dims[WK_MAX_RANK];
     int64_t strides[4][WK_MAX_RANK];
-    int r = 0;
-    for (int o = 0; o < rank; o++) {
-        const int d = order[o];
-        int64_t size = views[0]->dims[d];
-        if (size == 1) continue;
-        bool merge = r > 0;
-        for (int k = 0; k < n && merge; k++)
-            if (strides[k][r - 1] != views[k]->strides[d] * size) merge = false;
-        if (merge) {
-            dims[r - 1] *= size;
-            for (int k = 0; k < n; k++) strides[k][r - 1] = views[k]->strides[d];
-        } else {
-            dims[r] = size;
-            for (int k = 0; k < n; k++) strides[k][r] = views[k]->strides[d];
-            r++;
-        }
-    }
+    int r = wk_views_merge_dims(n, (const wk_view *const *)views, order, dims, strides);
     for (int k = 0; k < n; k++) {
         views[k]->rank = r;
         for (int d = 0; d < WK_MAX_RANK; d++) {

@@ -88,7 +88,7 @@ wk_tensor *wk_elu(const wk_tensor *t, double alpha) { return unary_entry(WK_OP_E
 
 /* ---- binary and cmp --------------------------------------------------------- */
 
-static wk_tensor *binary_impl(wk_op op, const wk_tensor *a, const wk_tensor *b)
+static wk_tensor *binary_impl(wk_op op, bool cmp, const wk_tensor *a, const wk_tensor *b)
 {
     const wk_tensor *ts[2] = { a, b };
     static const char *const names[2] = { "a", "b" };
@@ -98,7 +98,6 @@ static wk_tensor *binary_impl(wk_op op, const wk_tensor *a, const wk_tensor *b)
     int rank;
     int64_t dims[WK_MAX_RANK];
     if (!wk_broadcast_shapes(a->rank, a->dims, b->rank, b->dims, &rank, dims)) return NULL;
-    bool cmp = wk_op_family_of(op) == WK_FAMILY_CMP;
     wk_tensor *out = wk_tensor_alloc(dev, cmp ? WK_U8 : a->dtype, rank, dims);
     if (!out) return NULL;
     keep_dense_layout(out, a, b);
@@ -120,7 +119,9 @@ static wk_tensor *binary_impl(wk_op op, const wk_tensor *a, const wk_tensor *b)
 }
 
 static wk_tensor *binary_entry(wk_op op, const wk_tensor *a, const wk_tensor *b)
-    WK_API(wk_tensor *, wk_op_name(op), binary_impl(op, a, b))
+    WK_API(wk_tensor *, wk_op_name(op), binary_impl(op, false, a, b))
+static wk_tensor *cmp_entry(wk_op op, const wk_tensor *a, const wk_tensor *b)
+    WK_API(wk_tensor *, wk_op_name(op), binary_impl(op, true, a, b))
 
 wk_tensor *wk_binary(wk_binary_op op, const wk_tensor *a, const wk_tensor *b)
 {
@@ -137,7 +138,7 @@ wk_tensor *wk_cmp(wk_cmp_op op, const wk_tensor *a, const wk_tensor *b)
         wk_error(WK_ERR_ARGUMENT, "cmp: invalid op %d", (int)op);
         return NULL;
     }
-    return binary_entry(wk_op_of_cmp(op), a, b);
+    return cmp_entry(wk_op_of_cmp(op), a, b);
 }
 
 wk_tensor *wk_add(const wk_tensor *a, const wk_tensor *b) { return binary_entry(WK_OP_ADD, a, b); }

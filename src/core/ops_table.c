@@ -106,11 +106,6 @@ const char *wk_cmp_name(wk_cmp_op op) { return wk_op_name(wk_op_of_cmp(op)); }
 
 /* ---- support ------------------------------------------------------------- */
 
-bool wk_device_supports(const wk_device *dev, wk_op op, wk_dtype dt)
-{
-    return wk_op_impl_supports(dev->be->ops, dev->be->n_ops, dev->ctx, op, dt);
-}
-
 bool wk_supports(wk_device *dev, const char *op, wk_dtype dt)
 {
     if (!dev || !op || !wk_dtype_valid(dt)) return false;

@@ -139,20 +139,46 @@ void wk_release(wk_tensor *t)
     }
 }
 
+/* Bytes of a new tensor: the element count by checked multiplies (inline:
+ * every op allocates), whole blocks for block dtypes. */
 static bool dims_bytes(wk_dtype dt, int rank, const int64_t *dims, size_t *bytes)
 {
     if (rank < 0 || rank > WK_MAX_RANK) {
         wk_error(WK_ERR_SHAPE, "rank %d is outside 0..%d", rank, WK_MAX_RANK);
         return false;
     }
-    int64_t n, b;
-    if (!wk_numel_checked(rank, dims, &n, WK_ERR_MEMORY)) return false;
+    int64_t n = 1, b;
+    bool big = false;
+    for (int d = 0; d < rank; d++) {
+        if (dims[d] <= 0) {
+            if (dims[d] == 0) {
+                n = 0;
+                big = false;
+                break;
+            }
+            wk_error(WK_ERR_SHAPE, "dim %d has negative size %lld", d, (long long)dims[d]);
+            return false;
+        }
+        big |= __builtin_mul_overflow(n, dims[d], &n);
+    }
+    if (big) {
+        for (int d = 0; d < rank; d++)          /* a later negative dim is the error to report */
+            if (dims[d] < 0) {
+                wk_numel_checked(rank, dims, &n, WK_ERR_MEMORY);   /* sets the error */
+                return false;
+            }
+        wk_error(WK_ERR_MEMORY, "the shape has more than 2^63 elements");
+        return false;
+    }
     if (wk_dt_is_quant(dt)) {
         int64_t one[WK_MAX_RANK] = { 0 };
         if (rank > 0) one[rank - 1] = 1;
         if (!wk_layout_fits_dtype(dt, rank, dims, one, 0)) return false;
     }
-    if (!wk_bytes_checked(dt, n, &b)) return false;
+    if (!wk_dt_bytes(dt, n, &b)) {
+        wk_bytes_checked(dt, n, &b);            /* sets the error */
+        return false;
+    }
     if ((uint64_t)b > (uint64_t)SIZE_MAX / 2) {
         wk_error(WK_ERR_MEMORY, "%lld elements of %s do not fit in memory", (long long)n, wk_dtype_name(dt));
         return false;

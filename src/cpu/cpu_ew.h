@@ -1,5 +1,5 @@
-/* cpu_ew.h — what the CPU elementwise files (cpu_unary.c, cpu_binary.c,
- * cpu_copy.c) share: the strided multi-operand row driver, run-time CPU
+/* cpu_ew.h — what the CPU elementwise files (cpu_elementwise.c,
+ * cpu_copy.c; the driver itself is cpu_ew.c) share: the strided multi-operand row driver, run-time CPU
  * feature dispatch, and branch-free narrow-float conversions that the
  * compiler can vectorize.
  *

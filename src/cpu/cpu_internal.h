@@ -13,8 +13,9 @@
  *                     time) when present, own blocked kernel otherwise
  *   cpu_index.c       index_select, gather, scatter_set/add, index_add
  *   cpu_random.c      Philox4x32-10 uniform/normal (docs/random.md)
- *   cpu_ew.h          private to cpu_elementwise.c and cpu_copy.c: the
- *                     strided elementwise driver and fast conversions
+ *   cpu_ew.c/.h       the strided elementwise driver (wk_ew_run) and CPU
+ *                     feature checks; cpu_ew.h, private to the elementwise
+ *                     files, also holds the fast narrow-float conversions
  */
 #ifndef WICK_CPU_INTERNAL_H
 #define WICK_CPU_INTERNAL_H
@@ -22,6 +23,7 @@
 #include <stdint.h>
 #include <string.h>
 #include "../backend.h"
+#include "../view.h"
 #include "../core/scalar.h"
 
 /* The core's services (error reporting), set when the backend is made. */
@@ -193,24 +195,6 @@ static inline void wk_cpu_iter_next(wk_cpu_iter *it)
         it->idx[d] = 0;
         for (int k = 0; k < it->nops; k++) it->off[k] -= (it->dims[d] - 1) * it->strides[k][d];
     }
-}
-
-static inline int64_t wk_view_numel(const wk_view *v)
-{
-    int64_t n = 1;
-    for (int d = 0; d < v->rank; d++) n *= v->dims[d];
-    return n;
-}
-
-/* true when the view's elements are dense in row-major order */
-static inline bool wk_view_is_contiguous(const wk_view *v)
-{
-    int64_t s = 1;
-    for (int d = v->rank - 1; d >= 0; d--) {
-        if (v->dims[d] != 1 && v->strides[d] != s) return false;
-        s *= v->dims[d];
-    }
-    return true;
 }
 
 #endif /* WICK_CPU_INTERNAL_H */

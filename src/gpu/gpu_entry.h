@@ -1,7 +1,6 @@
-/* gpu_entry.h — the GPU backend's op entry points, with the signatures of
- * the matching wk_backend_iface members (src/backend.h). C linkage, and
- * C-includable, so that stubs.c (plain C) can stand in for the ones
- * another file has not defined yet. Included by gpu_internal.h. */
+/* gpu_entry.h — the GPU backend's entry points, one per op family, each in
+ * the file that holds the family's kernels; op_table.hip wires the ops of
+ * src/op_list.h to them. C linkage. Included by gpu_internal.h. */
 #ifndef WICK_GPU_ENTRY_H
 #define WICK_GPU_ENTRY_H
 
@@ -14,7 +13,10 @@ extern "C" {
 /* The core's services (error reporting); set by the entry point. */
 extern const wk_host_api *wk_gpu_host;
 
-bool wk_gpu_supports(void *ctx, wk_op op, wk_dtype dt);
+/* op_table.hip: the op table (filled at the first call), and whether an
+ * op takes a dtype (its op_list.h mask) */
+const wk_op_impl *wk_gpu_op_table(void);
+bool wk_gpu_op_takes(wk_op op, wk_dtype dt);
 /* elementwise.hip */
 wk_status wk_gpu_unary(void *ctx, wk_op op, const wk_view *dst, const wk_view *src, double p0, double p1);
 wk_status wk_gpu_binary(void *ctx, wk_op op, const wk_view *dst, const wk_view *a, const wk_view *b);
@@ -40,19 +42,13 @@ wk_status wk_gpu_event_record(void *ctx, void *ev);
 wk_status wk_gpu_event_synchronize(void *ctx, void *ev);
 wk_status wk_gpu_event_elapsed_ms(void *ctx, void *start, void *end, double *ms);
 
-/* reduce.hip, matmul.hip, index.hip (stubs.c has weak stand-ins that
- * answer WK_ERR_UNSUPPORTED / false until those files define them) */
+/* reduce.hip, matmul.hip, index.hip */
 wk_status wk_gpu_reduce(void *ctx, wk_op op, const wk_view *dst, const wk_view *src, uint32_t dim_mask);
 wk_status wk_gpu_matmul(void *ctx, const wk_view *dst, const wk_view *a, const wk_view *b);
 wk_status wk_gpu_index_select(void *ctx, const wk_view *dst, const wk_view *src, const wk_view *ids, int dim);
 wk_status wk_gpu_gather(void *ctx, const wk_view *dst, const wk_view *src, const wk_view *ids, int dim);
 wk_status wk_gpu_scatter(void *ctx, wk_op op, const wk_view *dst, const wk_view *ids, const wk_view *src, int dim);
 wk_status wk_gpu_index_add(void *ctx, const wk_view *dst, const wk_view *ids, const wk_view *src, int dim);
-/* supports() asks these for their op families (reduce: SUM..ARGMAX;
- * matmul: MATMUL; index: INDEX_SELECT..INDEX_ADD). */
-bool wk_gpu_reduce_supports(void *ctx, wk_op op, wk_dtype dt);
-bool wk_gpu_matmul_supports(void *ctx, wk_op op, wk_dtype dt);
-bool wk_gpu_index_supports(void *ctx, wk_op op, wk_dtype dt);
 
 #ifdef __cplusplus
 }

@@ -824,12 +824,6 @@ static wk_status ix_op(void *ctx, const char *name, int mode, const wk_view *it,
     return cs != WK_OK ? cs : st;
 }
 
-bool wk_gpu_index_supports(void *ctx, wk_op op, wk_dtype dt)
-{
-    (void)ctx;
-    return op >= WK_OP_INDEX_SELECT && op <= WK_OP_INDEX_ADD && (unsigned)dt < WK_DTYPE_COUNT;
-}
-
 wk_status wk_gpu_index_select(void *ctx, const wk_view *dst, const wk_view *src, const wk_view *ids, int dim)
 {
     return ix_op(ctx, "index_select", IX_READ, dst, src, dst, ids, true, dim);

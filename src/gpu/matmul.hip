@@ -46,11 +46,6 @@ wk_status wk_gpu_gemm_tiled(wk_gpu_ctx *c, wk_dtype dt, int64_t m, int64_t n, in
                             const void *a, int64_t a_sm, int64_t a_sk, const void *b, int64_t b_sk, int64_t b_sn,
                             void *d, int64_t d_sm, int64_t d_sn);
 
-bool wk_gpu_matmul_supports(void *ctx, wk_op op, wk_dtype dt)
-{
-    (void)ctx;
-    return op == WK_OP_MATMUL && (dt == WK_F16 || dt == WK_BF16 || dt == WK_F32 || dt == WK_F64);
-}
 
 /* ------------------------------------------------------------------ */
 /* The vendor library, opened once per process                          */
@@ -383,7 +378,7 @@ static wk_status mm_blas(wk_gpu_ctx *c, const wk_view *dst, const wk_view *a0, c
 wk_status wk_gpu_matmul(void *ctx, const wk_view *dst, const wk_view *a, const wk_view *b)
 {
     wk_gpu_ctx *c = (wk_gpu_ctx *)ctx;
-    if (!wk_gpu_matmul_supports(ctx, WK_OP_MATMUL, dst->dtype))
+    if (!wk_gpu_op_takes(WK_OP_MATMUL, dst->dtype))
         return wk_gpu_host->set_error(WK_ERR_UNSUPPORTED, "matmul takes f16, bf16, f32 or f64 (dtype %d given)",
                                       (int)dst->dtype);
     if (dst->rank < 2) return wk_gpu_host->set_error(WK_ERR_SHAPE, "matmul needs rank >= 2");

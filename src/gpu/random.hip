@@ -62,7 +62,7 @@ static wk_status rnd_run(void *ctx, const wk_view *dst, uint64_t seed, uint64_t 
 {
     wk_gpu_ctx *c = (wk_gpu_ctx *)ctx;
     const wk_dtype dt = dst->dtype;
-    if (!wk_gpu_supports(c, normal ? WK_OP_RAND_NORMAL : WK_OP_RAND_UNIFORM, dt))
+    if (!wk_gpu_op_takes(normal ? WK_OP_RAND_NORMAL : WK_OP_RAND_UNIFORM, dt))
         return wk_gpu_host->set_error(WK_ERR_DTYPE, "%s: dtype %s is not a float dtype",
                                       normal ? "rand_normal" : "rand_uniform", wk_gpu_dtype_name(dt));
     if (!wk_gpu_is_contiguous(dst))

@@ -601,16 +601,10 @@ static wk_status red_dispatch_w(wk_gpu_ctx *c, const T *src, void *dst, const re
     return wk_gpu_host->set_error(WK_ERR_BACKEND, "reduce: no kernels for warp size %d in this build", c->warp_size);
 }
 
-bool wk_gpu_reduce_supports(void *ctx, wk_op op, wk_dtype dt)
-{
-    (void)ctx;
-    return op >= WK_OP_SUM && op <= WK_OP_ARGMAX && (unsigned)dt < WK_DTYPE_COUNT;
-}
-
 wk_status wk_gpu_reduce(void *ctx, wk_op op, const wk_view *dst, const wk_view *src, uint32_t dim_mask)
 {
     wk_gpu_ctx *c = (wk_gpu_ctx *)ctx;
-    if (!wk_gpu_reduce_supports(ctx, op, src->dtype))
+    if (!wk_gpu_op_takes(op, src->dtype))
         return wk_gpu_host->set_error(WK_ERR_UNSUPPORTED, "reduce op %d on dtype %d is not supported by the %s backend",
                                       (int)op, (int)src->dtype, WK_GPU_PLATFORM);
     WK_GPU_ENTER(c);

@@ -1,6 +1,6 @@
 /* runtime.hip — the GPU backend's host side: device enumeration and
- * properties, contexts (one stream each), error reporting, the
- * (op, dtype) support table, the vtable and the plugin's one exported
+ * properties, contexts (one stream each), error reporting, the vtable
+ * (its op table is op_table.hip's) and the plugin's one exported
  * symbol, wk_backend_entry_v1. The same file builds the "cuda" plugin
  * (nvcc) and the "rocm" plugin (hipcc); see compat.h. */
 #include "gpu_internal.h"
@@ -253,46 +253,6 @@ static wk_status rt_copy_peer(void *dst_ctx, void *dst, void *src_ctx, const voi
     return st;
 }
 
-/* ---- support table ------------------------------------------------------ */
-
-static bool rt_is_float(wk_dtype dt)
-{
-    return dt == WK_BF16 || dt == WK_F16 || dt == WK_F32 || dt == WK_F64 || dt == WK_F8E4M3;
-}
-
-bool wk_gpu_supports(void *ctx, wk_op op, wk_dtype dt)
-{
-    if ((unsigned)dt >= WK_DTYPE_COUNT) return false;
-    switch (op) {
-    case WK_OP_ABS: case WK_OP_NEG: case WK_OP_SQR: case WK_OP_RELU:
-    case WK_OP_SIGN: case WK_OP_FLOOR: case WK_OP_CEIL: case WK_OP_ROUND:
-    case WK_OP_AFFINE:
-        return true;
-    case WK_OP_EXP: case WK_OP_LOG: case WK_OP_SIN: case WK_OP_COS:
-    case WK_OP_TANH: case WK_OP_RECIP: case WK_OP_SQRT: case WK_OP_GELU:
-    case WK_OP_GELU_ERF: case WK_OP_ERF: case WK_OP_SILU: case WK_OP_POWF:
-    case WK_OP_ELU:
-        return rt_is_float(dt);
-    case WK_OP_ADD: case WK_OP_SUB: case WK_OP_MUL: case WK_OP_DIV:
-    case WK_OP_MINIMUM: case WK_OP_MAXIMUM:
-    case WK_OP_EQ: case WK_OP_NE: case WK_OP_LT: case WK_OP_LE:
-    case WK_OP_GT: case WK_OP_GE: case WK_OP_WHERE:
-    case WK_OP_COPY: case WK_OP_COPY2D: case WK_OP_CONST_SET:
-        return true;
-    case WK_OP_RAND_UNIFORM: case WK_OP_RAND_NORMAL:
-        return rt_is_float(dt);
-    case WK_OP_SUM: case WK_OP_MIN: case WK_OP_MAX: case WK_OP_ARGMIN: case WK_OP_ARGMAX:
-        return wk_gpu_reduce_supports(ctx, op, dt);
-    case WK_OP_MATMUL:
-        return wk_gpu_matmul_supports(ctx, op, dt);
-    case WK_OP_INDEX_SELECT: case WK_OP_GATHER: case WK_OP_SCATTER_SET:
-    case WK_OP_SCATTER_ADD: case WK_OP_INDEX_ADD:
-        return wk_gpu_index_supports(ctx, op, dt);
-    default:
-        return false;
-    }
-}
-
 /* ---- the vtable and the entry point -------------------------------------- */
 
 static wk_backend_iface rt_iface;
@@ -312,21 +272,8 @@ static void rt_fill_iface(wk_backend_iface *f)
     f->write = wk_gpu_write;
     f->read = wk_gpu_read;
     f->copy_peer = rt_copy_peer;
-    f->supports = wk_gpu_supports;
-    f->unary = wk_gpu_unary;
-    f->binary = wk_gpu_binary;
-    f->where_cond = wk_gpu_where_cond;
-    f->copy = wk_gpu_copy;
-    f->copy2d = wk_gpu_copy2d;
-    f->const_set = wk_gpu_const_set;
-    f->reduce = wk_gpu_reduce;
-    f->matmul = wk_gpu_matmul;
-    f->index_select = wk_gpu_index_select;
-    f->gather = wk_gpu_gather;
-    f->scatter = wk_gpu_scatter;
-    f->index_add = wk_gpu_index_add;
-    f->rand_uniform = wk_gpu_rand_uniform;
-    f->rand_normal = wk_gpu_rand_normal;
+    f->ops = wk_gpu_op_table();
+    f->n_ops = WK_OP_COUNT;
     f->event_new = wk_gpu_event_new;
     f->event_free = wk_gpu_event_free;
     f->event_record = wk_gpu_event_record;
