@@ -16,6 +16,10 @@
  *    cache cannot serve) on fresh threads, on one device and, where the
  *    kind has two, alternating between the two on one thread and split
  *    over two threads, so that every op finds another device current;
+ *  - block-quantized tensors (q4_0 .. q8_k): bytes moved to the device and
+ *    back, rows narrowed, made contiguous and concatenated on the device,
+ *    bit for bit against the host's bytes; ops that do not take them fail
+ *    with an error naming the dtype;
  *  - tensors of more than 2^31 elements (64-bit indexing in every kernel
  *    family): contiguous and strided elementwise ops, a transposed copy,
  *    reductions over either dim, argmax over everything, const_set through
@@ -263,6 +267,43 @@ static void check_current_device(wk_device *dev, const char *name)
     wk_device_close(dev2);
 }
 
+/* Block-quantized tensors on dev: [rows, 2 blocks] of random bytes. */
+static void check_quant(wk_device *dev, wk_device *cpu)
+{
+    static const wk_dtype qs[] = { WK_Q4_0, WK_Q4_1, WK_Q5_0, WK_Q5_1, WK_Q8_0, WK_Q8_1,
+                                   WK_Q2_K, WK_Q3_K, WK_Q4_K, WK_Q5_K, WK_Q6_K, WK_Q8_K };
+    for (size_t q = 0; q < sizeof qs / sizeof qs[0]; q++) {
+        const wk_dtype dt = qs[q];
+        const int64_t rows = 37, cols = 2 * (int64_t)wk_dtype_block_size(dt);
+        const size_t row_bytes = 2 * wk_dtype_block_bytes(dt), n = (size_t)rows * row_bytes;
+        unsigned char *h = malloc(n), *back = malloc(2 * n);
+        char what[64];
+        fill_bytes(h, n, 1000 + q);
+        wk_scope_begin();
+        wk_tensor *src = wk_from_host(cpu, dt, WK_SHAPE(rows, cols), h);
+        wk_tensor *t = wk_to_device(src, dev);                       /* cpu -> device */
+        snprintf(what, sizeof what, "quant_%s_roundtrip", wk_dtype_name(dt));
+        bool ok = t && wk_to_host(t, back, n) == WK_OK && memcmp(back, h, n) == 0;
+        check(what, ok, 0, 0);
+        /* rows 5..24 and 30..36 on the device, made contiguous there, then cat */
+        wk_tensor *a = wk_contiguous(wk_narrow(t, 0, 5, 20)), *b = wk_narrow(t, 0, 30, 7);
+        wk_tensor *parts[2] = { a, b };
+        wk_tensor *c = wk_cat(parts, 2, 0);
+        wk_tensor *home = c ? wk_to_device(c, cpu) : NULL;            /* device -> cpu */
+        snprintf(what, sizeof what, "quant_%s_rows_cat", wk_dtype_name(dt));
+        ok = home && wk_tensor_nbytes(home) == 27 * row_bytes && wk_to_host(home, back, 27 * row_bytes) == WK_OK &&
+             memcmp(back, h + 5 * row_bytes, 20 * row_bytes) == 0 &&
+             memcmp(back + 20 * row_bytes, h + 30 * row_bytes, 7 * row_bytes) == 0;
+        check(what, ok, 0, 0);
+        wk_tensor *e = t ? wk_exp(t) : NULL;
+        snprintf(what, sizeof what, "quant_%s_exp_refused", wk_dtype_name(dt));
+        check(what, !e && wk_last_status() == WK_ERR_UNSUPPORTED && strstr(wk_last_error(), wk_dtype_name(dt)), 0, 0);
+        wk_scope_end();
+        free(h);
+        free(back);
+    }
+}
+
 int main(int argc, char **argv)
 {
     const char *name = "cpu";
@@ -289,6 +330,7 @@ int main(int argc, char **argv)
         check("mixed_devices_fail", !mixed && wk_last_status() == WK_ERR_DEVICE && strstr(msg, name) && strstr(msg, "cpu"),
               mixed != NULL, 0);
     }
+    check_quant(dev, cpu);
     float tab[6] = { 1, 2, 3, 4, 5, 6 };
     wk_tensor *table = wk_from_host(dev, WK_F32, WK_SHAPE(3, 2), tab);
     int64_t bad_h[2] = { 1, 3 }, bad_g[4] = { 0, 1, 5, 0 };
