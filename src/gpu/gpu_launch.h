@@ -51,7 +51,7 @@ template <int N> struct wk_gpu_layout {
 
 /* 64-bit division out of line: its long instruction sequence once per
  * kernel, not once per dim and op (only launches over 2^32 elements). */
-__device__ __noinline__ static int64_t wk_div64(int64_t a, int64_t b) { return a / b; }
+__device__ __noinline__ static inline int64_t wk_div64(int64_t a, int64_t b) { return a / b; }
 
 /* Offsets of linear (row-major) element i in each operand. */
 template <int N> WK_DEV void wk_gpu_offsets(const wk_gpu_layout<N> &L, int64_t i, int64_t (&o)[N])
