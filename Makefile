@@ -16,7 +16,7 @@ LIB_SRC   := $(sort $(wildcard src/core/*.c src/cpu/*.c))
 LIB_OBJ   := $(LIB_SRC:%.c=$(BUILD)/%.o)
 TEST_SRC  := $(sort $(wildcard tests/*.c))
 TEST_OBJ  := $(TEST_SRC:%.c=$(BUILD)/%.o)
-TOOL_SRC  := $(sort $(wildcard tools/*.c))
+CLI_SRC   := $(sort $(wildcard cli/*.c))
 
 .PHONY: all lib test asan fault-check clean cuda rocm
 all: lib $(BUILD)/wick $(BUILD)/wick-tests $(BUILD)/wick-parity
@@ -25,7 +25,7 @@ lib: $(BUILD)/libwick.a $(BUILD)/libwick.so
 
 Q := $(if $(V),,@)
 
-$(BUILD)/%.o: %.c $(wildcard include/*.h src/*.h src/*/*.h tests/*.h tests/data/*.h tools/*.h) Makefile
+$(BUILD)/%.o: %.c $(wildcard include/*.h src/*.h src/*/*.h tests/*.h tests/data/*.h tools/*.h cli/*.h) Makefile
 	@mkdir -p $(dir $@)
 	@$(if $(V),,echo "  CC $<")
 	$(Q)$(CC) $(ALL_CFLAGS) -c $< -o $@
@@ -37,7 +37,7 @@ $(BUILD)/libwick.a: $(LIB_OBJ)
 $(BUILD)/libwick.so: $(LIB_OBJ)
 	$(Q)$(CC) -shared -o $@ $^ $(LDLIBS)
 
-$(BUILD)/wick: $(TOOL_SRC:%.c=$(BUILD)/%.o) $(BUILD)/libwick.a
+$(BUILD)/wick: $(CLI_SRC:%.c=$(BUILD)/%.o) $(BUILD)/libwick.a
 	@$(if $(V),,echo "  LD $@")
 	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDLIBS)
 
@@ -76,6 +76,8 @@ $(BUILD)/wick-launch-overhead: bench/launch_overhead.c tools/timing.h $(BUILD)/l
 # The README's test command.
 test: all
 	$(BUILD)/wick-tests
+	tests/cli/test_cli.sh $(BUILD)/wick
+	tools/check-layers
 
 asan:
 	$(MAKE) BUILD=build-asan OPT="-O1 -fno-omit-frame-pointer" EXTRA_CFLAGS="-fsanitize=address,undefined -fno-sanitize-recover=undefined" \

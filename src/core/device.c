@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "core.h"
 
 const wk_backend_iface *wk_cpu_backend(const wk_host_api *host);
@@ -36,9 +37,13 @@ static int kind_of(const char *s, size_t n)
     return -1;
 }
 
+/* set by try_dlopen when a path it failed to load exists as a file */
+static _Thread_local bool plugin_file_seen;
+
 static void *try_dlopen(int k, const char *path, const char *why)
 {
     void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (!h && strchr(path, '/') && access(path, F_OK) == 0) plugin_file_seen = true;
     if (!h) {
         const char *e = dlerror();
         size_t used = strlen(kinds[k].status);
@@ -59,9 +64,21 @@ static void load_plugin(int k)
     }
     char file[64], path[4096];
     snprintf(file, sizeof file, "libwick_%s.so", kind_names[k]);
+    plugin_file_seen = false;
     void *h = NULL;
-    const char *env = getenv(k == KIND_CUDA ? "WICK_CUDA_PLUGIN" : "WICK_ROCM_PLUGIN");
-    if (env && *env) h = try_dlopen(k, env, "from the environment");
+    const char *var = k == KIND_CUDA ? "WICK_CUDA_PLUGIN" : "WICK_ROCM_PLUGIN";
+    const char *env = getenv(var);
+    if (env && *env) {
+        /* named explicitly: that file or nothing, never a plugin found
+         * elsewhere in its place */
+        h = dlopen(env, RTLD_NOW | RTLD_LOCAL);
+        if (!h) {
+            const char *e = dlerror();
+            snprintf(kinds[k].status, sizeof kinds[k].status, "not loaded: %s=%.200s cannot be loaded: %.200s", var,
+                     env, e ? e : "not loadable");
+            return;
+        }
+    }
     const char *dir = getenv("WICK_PLUGIN_DIR");
     if (!h && dir && *dir) {
         snprintf(path, sizeof path, "%s/%s", dir, file);
@@ -78,7 +95,14 @@ static void load_plugin(int k)
         }
     }
     if (!h) h = try_dlopen(k, file, "loader search path");
-    if (!h) return;
+    if (!h) {
+        /* the first words say which: no plugin file anywhere, or one that
+         * is there but needs a library (the GPU runtime) this machine lacks */
+        char detail[sizeof kinds[k].status];
+        snprintf(detail, sizeof detail, "%s", kinds[k].status);
+        snprintf(kinds[k].status, sizeof kinds[k].status, "%s %.480s", plugin_file_seen ? "no driver:" : "not built:", detail);
+        return;
+    }
     wk_backend_entry_fn entry = (wk_backend_entry_fn)dlsym(h, "wk_backend_entry_v1");
     if (!entry) {
         snprintf(kinds[k].status, sizeof kinds[k].status, "%s has no entry point wk_backend_entry_v1", file);

@@ -19,6 +19,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
 #include "cpu_internal.h"
@@ -87,19 +88,23 @@ static void *worker_main(void *unused)
     return NULL;
 }
 
+/* WICK_NUM_THREADS, else the processors online. A value that is not a
+ * positive integer is not silently taken: one warning on stderr (the pool
+ * is made once per process), then the default. */
 static int threads_wanted(void)
 {
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    if (n < 1) n = 1;
+    if (n > WK_POOL_MAX_THREADS) n = WK_POOL_MAX_THREADS;
     const char *env = getenv("WICK_NUM_THREADS");
     if (env && *env) {
         char *end;
         errno = 0;
         long v = strtol(env, &end, 10);
-        if (errno == 0 && *end == '\0' && v >= 1)
-            return v > WK_POOL_MAX_THREADS ? WK_POOL_MAX_THREADS : (int)v;
+        if (errno == 0 && *end == '\0' && v >= 1) return v > WK_POOL_MAX_THREADS ? WK_POOL_MAX_THREADS : (int)v;
+        fprintf(stderr, "wick: WICK_NUM_THREADS='%s' is not a positive integer; using %ld threads\n", env, n);
     }
-    long n = sysconf(_SC_NPROCESSORS_ONLN);
-    if (n < 1) n = 1;
-    return n > WK_POOL_MAX_THREADS ? WK_POOL_MAX_THREADS : (int)n;
+    return (int)n;
 }
 
 /* A forked child has only the forking thread: run everything inline. */

@@ -1,4 +1,4 @@
-/* wick_bench.c — `wick bench`: times a few core ops on one device through
+/* bench.c — `wick bench`: times a few core ops on one device through
  * the public API, the way a user calls them.
  *
  * Each case makes its inputs with wk_rand_uniform (never zeros), runs the
@@ -28,8 +28,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "wick.h"
-#include "wick_tool.h"
-#include "timing.h"
+#include "cli.h"
+#include "../tools/timing.h"
 
 typedef enum bench_kind { K_MATMUL, K_ADD, K_EXP, K_SUM_LAST, K_CAST, K_TRANSPOSE } bench_kind;
 

@@ -1,0 +1,22 @@
+/* cli.h — what the files of the `wick` command line share: one entry
+ * function per subcommand (argv[0] is the subcommand's name) and the
+ * exit statuses they return. The command line is written against the
+ * public API (include/wick.h) only; tools/check-layers checks it.
+ *
+ *   main.c     dispatch, usage, `wick version`
+ *   info.c     `wick info`: version, build, every device found
+ *   bench.c    `wick bench`: timing of core ops through the public API
+ */
+#ifndef WICK_CLI_H
+#define WICK_CLI_H
+
+#define WICK_EXIT_OK 0
+#define WICK_EXIT_FAIL 1    /* the command ran and something failed      */
+#define WICK_EXIT_USAGE 2   /* bad command line                          */
+
+int wick_cmd_info(int argc, char **argv);
+int wick_cmd_version(int argc, char **argv);
+int wick_cmd_bench(int argc, char **argv);
+void wick_bench_usage(void);
+
+#endif /* WICK_CLI_H */
