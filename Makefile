@@ -64,12 +64,12 @@ $(BUILD)/wick-device-checks: tests/device/device_checks.c $(BUILD)/libwick.a
 	@$(if $(V),,echo "  LD $@")
 	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDLIBS)
 
-$(BUILD)/wick-gpu-bench: bench/gpu_bench.c tools/timing.h $(BUILD)/libwick.a
+$(BUILD)/wick-gpu-bench: bench/gpu_bench.c cli/timing.h $(BUILD)/libwick.a
 	@$(if $(V),,echo "  LD $@")
 	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $(filter-out %.h,$^) $(LDLIBS)
 
 # Host cost of one small op: the launch chain on any device (bench/README.md).
-$(BUILD)/wick-launch-overhead: bench/launch_overhead.c tools/timing.h $(BUILD)/libwick.a
+$(BUILD)/wick-launch-overhead: bench/launch_overhead.c cli/timing.h $(BUILD)/libwick.a
 	@$(if $(V),,echo "  LD $@")
 	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $(filter-out %.h,$^) $(LDLIBS)
 

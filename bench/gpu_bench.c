@@ -55,7 +55,7 @@
 #include <string.h>
 #include <time.h>
 #include "wick.h"
-#include "../tools/timing.h"
+#include "../cli/timing.h"
 
 /* ---- sizes ---------------------------------------------------------------- */
 

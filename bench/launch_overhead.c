@@ -17,7 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "wick.h"
-#include "../tools/timing.h"
+#include "../cli/timing.h"
 
 static int fail(const char *what)
 {

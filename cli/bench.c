@@ -29,7 +29,7 @@
 #include <unistd.h>
 #include "wick.h"
 #include "cli.h"
-#include "../tools/timing.h"
+#include "timing.h"
 
 typedef enum bench_kind { K_MATMUL, K_ADD, K_EXP, K_SUM_LAST, K_CAST, K_TRANSPOSE } bench_kind;
 

@@ -1,8 +1,8 @@
 /* timing.h — host-clock timing helpers shared by the benchmark drivers
- * (tools/wick_bench.c, bench/gpu_bench.c): a monotonic clock in ms and the
+ * (cli/bench.c, bench/gpu_bench.c, bench/launch_overhead.c): a monotonic clock in ms and the
  * median of a sample. */
-#ifndef WICK_TOOLS_TIMING_H
-#define WICK_TOOLS_TIMING_H
+#ifndef WICK_CLI_TIMING_H
+#define WICK_CLI_TIMING_H
 
 #include <stdlib.h>
 #include <time.h>
@@ -28,4 +28,4 @@ static inline double wk_median(double *v, int n)
     return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
-#endif /* WICK_TOOLS_TIMING_H */
+#endif /* WICK_CLI_TIMING_H */
