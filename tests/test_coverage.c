@@ -1,4 +1,5 @@
-/* test_coverage.c — the (op, dtype) coverage rule and listing.
+/* test_coverage.c — the (op, dtype) coverage rule and listing, and the
+ * guard that every pair wk_supports claims runs (coverage/runs, below).
  *
  * tests/required_ops.txt lists every pair that must be supported. The rule:
  * the list holds at least REQUIRED_PAIRS_MIN pairs (so it cannot shrink
@@ -159,4 +160,201 @@ bool t_coverage_check(bool print_listing, const char *required_path)
     }
     free(ps);
     return ok;
+}
+
+/* ---- every supported pair runs ------------------------------------------------
+ *
+ * coverage/runs/<op>/<dtype>: for every op of wk_op_names() and every dense
+ * dtype that wk_supports(cpu, op, dtype) claims, the op's public entry
+ * (wk_unary, wk_affine, wk_powf, wk_elu, wk_binary, wk_cmp, wk_where,
+ * wk_reduce, wk_matmul, the index ops, wk_to_dtype for copy, wk_copy2d,
+ * wk_const_set, wk_rand_*) runs on a small valid input and succeeds with the
+ * expected shape and dtype, so a pair listed as supported whose kernel is
+ * missing fails here by name. A supported op this file has no call for
+ * fails too (add its call to run_op). coverage/refuses/<op>/<dtype>: the
+ * same call for a dense dtype the op does not support is an error, never a
+ * silent success. Values are checked by the op's own suite. */
+
+#define RUN_UNMAPPED 2   /* run_op: this file has no call for the op */
+
+static int unary_of(const char *op)
+{
+    for (int i = 0; i < WK_UNARY_COUNT; i++)
+        if (!strcmp(op, wk_unary_name((wk_unary_op)i))) return i;
+    return -1;
+}
+static int binary_of(const char *op)
+{
+    for (int i = 0; i < WK_BINARY_COUNT; i++)
+        if (!strcmp(op, wk_binary_name((wk_binary_op)i))) return i;
+    return -1;
+}
+static int cmp_of(const char *op)
+{
+    for (int i = 0; i < WK_CMP_COUNT; i++)
+        if (!strcmp(op, wk_cmp_name((wk_cmp_op)i))) return i;
+    return -1;
+}
+static int reduce_of(const char *op)
+{
+    static const struct { const char *name; wk_reduce_op op; } rs[] = {
+        { "sum", WK_SUM }, { "min", WK_MIN }, { "max", WK_MAX }, { "argmin", WK_ARGMIN }, { "argmax", WK_ARGMAX },
+    };
+    for (size_t i = 0; i < sizeof rs / sizeof rs[0]; i++)
+        if (!strcmp(op, rs[i].name)) return (int)rs[i].op;
+    return -1;
+}
+
+/* the ops run_op calls beside the unary, binary, cmp and reduce families */
+static const char *const other_ops[] = {
+    "affine", "powf", "elu", "where_cond", "matmul", "index_select", "gather", "scatter_set", "scatter_add",
+    "index_add", "copy", "copy2d", "const_set", "rand_uniform", "rand_normal",
+};
+static bool mapped(const char *op)
+{
+    if (unary_of(op) >= 0 || binary_of(op) >= 0 || cmp_of(op) >= 0 || reduce_of(op) >= 0) return true;
+    for (size_t i = 0; i < sizeof other_ops / sizeof other_ops[0]; i++)
+        if (!strcmp(op, other_ops[i])) return true;
+    return false;
+}
+
+/* a contiguous [rows, cols] tensor of dt with values in [1, 3] (owned by the case) */
+static wk_tensor *small(wk_dtype dt, int64_t rows, int64_t cols)
+{
+    t_arr a = t_arr_new(dt, WK_SHAPE(rows, cols));
+    t_fill(dt, a.p, a.n, T_GEN(G_UNIFORM, 1, 3));
+    return T_NEED(wk_from_host(t_dev(), dt, a.shape, a.p));
+}
+/* 1-d or 2-d ids of dtype dt from n values (owned by the case) */
+static wk_tensor *ids_from(wk_dtype dt, wk_shape s, const int64_t *v)
+{
+    t_arr a = t_arr_new(dt, s);
+    for (int64_t i = 0; i < a.n; i++) t_puti(dt, a.p, i, v[i]);
+    return T_NEED(wk_from_host(t_dev(), dt, a.shape, a.p));
+}
+
+/* a tensor result: r must be non-NULL with dtype want_dt and shape want */
+static int tensor_result(wk_tensor *r, wk_dtype want_dt, wk_shape want, char *why, size_t n)
+{
+    if (!r) {
+        snprintf(why, n, "returned NULL: %s (%s)", wk_last_error(), wk_status_name(wk_last_status()));
+        return 1;
+    }
+    t_own(r);
+    if (wk_tensor_dtype(r) != want_dt || !t_shape_eq(wk_tensor_shape(r), want)) {
+        snprintf(why, n, "returned %s %s, expected %s", wk_dtype_name(wk_tensor_dtype(r)),
+                 t_shape_str(wk_tensor_shape(r)), wk_dtype_name(want_dt));
+        return 1;
+    }
+    return 0;
+}
+static int status_result(wk_status st, char *why, size_t n)
+{
+    if (st == WK_OK) return 0;
+    snprintf(why, n, "returned %s: %s", wk_status_name(st), wk_last_error());
+    return 1;
+}
+
+/* Call op on small valid inputs of dtype dt. 0: success with the right
+ * result; 1: it failed (why says how); RUN_UNMAPPED: no call for op here. */
+static int run_op(const char *op, wk_dtype dt, char *why, size_t n)
+{
+    why[0] = 0;
+    wk_tensor *x = small(dt, 3, 4), *y = small(dt, 3, 4);
+    if (!x || !y) {
+        snprintf(why, n, "making the inputs failed");
+        return 1;
+    }
+    const wk_shape s34 = WK_SHAPE(3, 4);
+    int k;
+    if ((k = unary_of(op)) >= 0) return tensor_result(wk_unary((wk_unary_op)k, x), dt, s34, why, n);
+    if (!strcmp(op, "affine")) return tensor_result(wk_affine(x, 2, -1), dt, s34, why, n);
+    if (!strcmp(op, "powf")) return tensor_result(wk_powf(x, 1.5), dt, s34, why, n);
+    if (!strcmp(op, "elu")) return tensor_result(wk_elu(x, 0.5), dt, s34, why, n);
+    if ((k = binary_of(op)) >= 0) return tensor_result(wk_binary((wk_binary_op)k, x, y), dt, s34, why, n);
+    if ((k = cmp_of(op)) >= 0) return tensor_result(wk_cmp((wk_cmp_op)k, x, y), WK_U8, s34, why, n);
+    if (!strcmp(op, "where_cond")) {
+        static const int64_t m[12] = { 1, 0, 0, 1, 1, 1, 0, 0, 0, 1, 0, 1 };
+        wk_tensor *mask = ids_from(WK_U8, s34, m);
+        return mask ? tensor_result(wk_where(mask, x, y), dt, s34, why, n) : 1;
+    }
+    if ((k = reduce_of(op)) >= 0) {
+        const bool arg = k == WK_ARGMIN || k == WK_ARGMAX;
+        return tensor_result(wk_reduce((wk_reduce_op)k, x, (const int[]){ 1 }, 1, false), arg ? WK_U32 : dt,
+                             WK_SHAPE(3), why, n);
+    }
+    if (!strcmp(op, "matmul")) {
+        wk_tensor *b = small(dt, 4, 2);
+        return b ? tensor_result(wk_matmul(x, b), dt, WK_SHAPE(3, 2), why, n) : 1;
+    }
+    if (!strcmp(op, "index_select")) {
+        wk_tensor *ids = ids_from(WK_U32, WK_SHAPE(2), (const int64_t[]){ 2, 0 });
+        return ids ? tensor_result(wk_index_select(x, ids, 0), dt, WK_SHAPE(2, 4), why, n) : 1;
+    }
+    static const int64_t ids32[6] = { 0, 2, 1, 3, 3, 0 };   /* [3, 2], distinct within each row */
+    if (!strcmp(op, "gather")) {
+        wk_tensor *ids = ids_from(WK_I64, WK_SHAPE(3, 2), ids32);
+        return ids ? tensor_result(wk_gather(x, ids, 1), dt, WK_SHAPE(3, 2), why, n) : 1;
+    }
+    if (!strcmp(op, "scatter_set") || !strcmp(op, "scatter_add")) {
+        wk_tensor *ids = ids_from(WK_I64, WK_SHAPE(3, 2), ids32), *src = small(dt, 3, 2);
+        if (!ids || !src) return 1;
+        wk_status st = !strcmp(op, "scatter_set") ? wk_scatter_set(x, ids, src, 1) : wk_scatter_add(x, ids, src, 1);
+        return status_result(st, why, n);
+    }
+    if (!strcmp(op, "index_add")) {
+        wk_tensor *ids = ids_from(WK_U8, WK_SHAPE(2), (const int64_t[]){ 2, 0 }), *src = small(dt, 2, 4);
+        return ids && src ? status_result(wk_index_add(x, ids, src, 0), why, n) : 1;
+    }
+    if (!strcmp(op, "copy")) {
+        /* to every dense dtype, and a transposed view made contiguous */
+        for (int d = 0; d < WK_DENSE_DTYPE_COUNT; d++) {
+            if (tensor_result(wk_to_dtype(x, (wk_dtype)d), (wk_dtype)d, s34, why, n)) {
+                char w[512];
+                snprintf(w, sizeof w, "to_dtype to %s %s", wk_dtype_name((wk_dtype)d), why);
+                snprintf(why, n, "%s", w);
+                return 1;
+            }
+        }
+        wk_tensor *tr = T_NEED(wk_transpose(x, 0, 1));
+        return tr ? tensor_result(wk_contiguous(tr), dt, WK_SHAPE(4, 3), why, n) : 1;
+    }
+    if (!strcmp(op, "copy2d")) {
+        wk_tensor *dst = T_NEED(wk_empty(t_dev(), dt, WK_SHAPE(12)));
+        return dst ? status_result(wk_copy2d(dst, x, 2, 3, 4, 5, 1, 0), why, n) : 1;
+    }
+    if (!strcmp(op, "const_set")) {
+        wk_tensor *tr = T_NEED(wk_transpose(x, 0, 1));
+        return tr ? status_result(wk_const_set(tr, 1), why, n) : 1;
+    }
+    if (!strcmp(op, "rand_uniform")) return tensor_result(wk_rand_uniform(t_dev(), dt, s34, -1, 1), dt, s34, why, n);
+    if (!strcmp(op, "rand_normal")) return tensor_result(wk_rand_normal(t_dev(), dt, s34, 0, 1), dt, s34, why, n);
+    return RUN_UNMAPPED;
+}
+
+T_SUITE(coverage_runs)
+{
+    for (const char *const *p = wk_op_names(); p && *p; p++) {
+        for (int d = 0; d < WK_DENSE_DTYPE_COUNT; d++) {
+            const wk_dtype dt = (wk_dtype)d;
+            char why[768];
+            if (wk_supports(t_dev(), *p, dt)) {
+                if (!t_case("coverage/runs/%s/%s", *p, wk_dtype_name(dt))) continue;
+                int r = mapped(*p) ? run_op(*p, dt, why, sizeof why) : RUN_UNMAPPED;
+                if (r == RUN_UNMAPPED)
+                    t_fail("wk_supports(cpu, \"%s\", %s) is true but test_coverage.c has no call for %s: add one to run_op",
+                           *p, wk_dtype_name(dt), *p);
+                else if (r) t_fail("%s on %s is listed as supported but %s", *p, wk_dtype_name(dt), why);
+            } else if (mapped(*p)) {
+                /* an op this file calls, on a dtype it does not take: the call must fail */
+                if (!t_case("coverage/refuses/%s/%s", *p, wk_dtype_name(dt))) continue;
+                wk_clear_error();
+                int r = run_op(*p, dt, why, sizeof why);
+                if (r == 0) t_fail("%s on %s ran although wk_supports says it is not supported", *p, wk_dtype_name(dt));
+                else if (r == RUN_UNMAPPED) t_fail("%s is not called by run_op although mapped() names it", *p);
+                else if (r == 1 && (wk_last_status() == WK_OK || !*wk_last_error()))
+                    t_fail("%s on %s failed without an error status and message", *p, wk_dtype_name(dt));
+            }
+        }
+    }
 }
