@@ -25,7 +25,7 @@ lib: $(BUILD)/libwick.a $(BUILD)/libwick.so
 
 Q := $(if $(V),,@)
 
-$(BUILD)/%.o: %.c $(wildcard include/*.h src/*.h src/*/*.h tests/*.h tests/data/*.h tools/*.h cli/*.h) Makefile
+$(BUILD)/%.o: %.c $(wildcard include/*.h src/*.h src/*/*.h tests/*.h tests/data/*.h cli/*.h) Makefile
 	@mkdir -p $(dir $@)
 	@$(if $(V),,echo "  CC $<")
 	$(Q)$(CC) $(ALL_CFLAGS) -c $< -o $@
@@ -76,7 +76,7 @@ $(BUILD)/wick-launch-overhead: bench/launch_overhead.c cli/timing.h $(BUILD)/lib
 # The README's test command.
 test: all
 	$(BUILD)/wick-tests
-	tests/cli/test_cli.sh $(BUILD)/wick
+	CC="$(CC)" tests/cli/test_cli.sh $(BUILD)/wick
 	tools/check-layers
 
 asan:

@@ -52,6 +52,7 @@ static int print_gpu_kind(const char *kind, bool verbose)
         if (!why || !why[0]) printf("  %-8s no devices found\n", kind);
         else if (!strncmp(why, "not built", 9)) printf("  %-8s not built (no libwick_%s.so found)\n", kind, kind);
         else if (!strncmp(why, "no driver", 9)) printf("  %-8s no driver (the plugin needs a library this machine lacks)\n", kind);
+        else if (!strncmp(why, "not loadable", 12)) printf("  %-8s not loadable (the plugin file found is not a usable plugin; -v says why)\n", kind);
         else if (!strncmp(why, "not loaded: ", 12)) {
             const char *end = strstr(why, " cannot be loaded");
             printf("  %-8s not loaded: %.*s cannot be loaded\n", kind, end ? (int)(end - why - 12) : 0, why + 12);

@@ -3,10 +3,12 @@
  * through their one exported symbol), device references, generator state.
  *
  * Plugin search, first hit wins: $WICK_CUDA_PLUGIN / $WICK_ROCM_PLUGIN (a
- * file), $WICK_PLUGIN_DIR/libwick_<kind>.so, the folder holding libwick
- * (or the executable it is linked into), then the dynamic loader's own
- * search for libwick_<kind>.so. A missing plugin is not an error: the kind
- * has zero devices and wk_plugin_status says why. */
+ * file: when set, that file or no plugin of the kind at all),
+ * $WICK_PLUGIN_DIR/libwick_<kind>.so, the folder holding libwick (or the
+ * executable it is linked into), then the dynamic loader's own search for
+ * libwick_<kind>.so. A missing plugin is not an error: the kind has zero
+ * devices and wk_plugin_status says why, its first words one of "not
+ * built", "no driver", "not loadable" or "not loaded" (the named file). */
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,20 +39,30 @@ static int kind_of(const char *s, size_t n)
     return -1;
 }
 
-/* set by try_dlopen when a path it failed to load exists as a file */
-static _Thread_local bool plugin_file_seen;
+/* What the failed attempts of one plugin search saw, worst news last:
+ * nothing there, a file there that is not a loadable plugin, a plugin
+ * there whose own libraries (the GPU runtime, the driver) are missing. */
+enum { SEEN_NOTHING, SEEN_UNLOADABLE, SEEN_NO_DRIVER };
 
-static void *try_dlopen(int k, const char *path, const char *why)
+/* dlopen(path); on failure appends "path (why): loader's words" to the
+ * kind's status and raises *seen to what the failure shows. */
+static void *try_dlopen(int k, const char *path, const char *why, int *seen)
 {
     void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-    if (!h && strchr(path, '/') && access(path, F_OK) == 0) plugin_file_seen = true;
-    if (!h) {
-        const char *e = dlerror();
-        size_t used = strlen(kinds[k].status);
-        snprintf(kinds[k].status + used, sizeof kinds[k].status - used, "%s%s (%s): %s",
-                 used ? "; " : "", path, why, e ? e : "not loadable");
-    }
-    return h;
+    if (h) return h;
+    const char *e = dlerror();
+    if (!e) e = "not loadable";
+    /* glibc names the file it could not open first: the plugin itself, or
+     * a library the plugin needs */
+    size_t plen = strlen(path);
+    bool about_plugin = strncmp(e, path, plen) == 0 && e[plen] == ':';
+    int saw = SEEN_NOTHING;
+    if (!about_plugin && strstr(e, "cannot open shared object file")) saw = SEEN_NO_DRIVER;
+    else if (!about_plugin || (strchr(path, '/') && access(path, F_OK) == 0)) saw = SEEN_UNLOADABLE;
+    if (saw > *seen) *seen = saw;
+    size_t used = strlen(kinds[k].status);
+    snprintf(kinds[k].status + used, sizeof kinds[k].status - used, "%s%s (%s): %s", used ? "; " : "", path, why, e);
+    return NULL;
 }
 
 /* Loads kind k's plugin once; under registry_lock. */
@@ -64,8 +76,9 @@ static void load_plugin(int k)
     }
     char file[64], path[4096];
     snprintf(file, sizeof file, "libwick_%s.so", kind_names[k]);
-    plugin_file_seen = false;
+    int seen = SEEN_NOTHING;
     void *h = NULL;
+    const char *from = file;   /* what was loaded, for the messages below */
     const char *var = k == KIND_CUDA ? "WICK_CUDA_PLUGIN" : "WICK_ROCM_PLUGIN";
     const char *env = getenv(var);
     if (env && *env) {
@@ -78,41 +91,53 @@ static void load_plugin(int k)
                      env, e ? e : "not loadable");
             return;
         }
+        from = env;
     }
     const char *dir = getenv("WICK_PLUGIN_DIR");
     if (!h && dir && *dir) {
         snprintf(path, sizeof path, "%s/%s", dir, file);
-        h = try_dlopen(k, path, "WICK_PLUGIN_DIR");
+        if ((h = try_dlopen(k, path, "WICK_PLUGIN_DIR", &seen))) from = path;
     }
     if (!h) {
+        /* the file holding this code: libwick.so, or the executable libwick.a
+         * is linked into, whose name the loader gives as it was run (no
+         * folder when found through PATH: then ask the kernel) */
         Dl_info info;
-        if (dladdr((void *)&load_plugin, &info) && info.dli_fname) {
-            const char *slash = strrchr(info.dli_fname, '/');
-            if (slash) {
-                snprintf(path, sizeof path, "%.*s/%s", (int)(slash - info.dli_fname), info.dli_fname, file);
-                h = try_dlopen(k, path, "beside libwick");
-            }
+        char self[4096] = "";
+        if (dladdr((void *)&load_plugin, &info) && info.dli_fname && strchr(info.dli_fname, '/')) {
+            snprintf(self, sizeof self, "%s", info.dli_fname);
+        } else {
+            ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
+            self[len > 0 ? len : 0] = 0;
+        }
+        const char *slash = strrchr(self, '/');
+        if (slash) {
+            snprintf(path, sizeof path, "%.*s/%s", (int)(slash - self), self, file);
+            if ((h = try_dlopen(k, path, "beside libwick", &seen))) from = path;
         }
     }
-    if (!h) h = try_dlopen(k, file, "loader search path");
+    if (!h) h = try_dlopen(k, file, "loader search path", &seen);
     if (!h) {
-        /* the first words say which: no plugin file anywhere, or one that
-         * is there but needs a library (the GPU runtime) this machine lacks */
+        /* the first words say which: no plugin file anywhere, a plugin
+         * that needs a library (the GPU runtime) this machine lacks, or a
+         * file of that name that is not a loadable plugin */
         char detail[sizeof kinds[k].status];
         snprintf(detail, sizeof detail, "%s", kinds[k].status);
-        snprintf(kinds[k].status, sizeof kinds[k].status, "%s %.480s", plugin_file_seen ? "no driver:" : "not built:", detail);
+        snprintf(kinds[k].status, sizeof kinds[k].status, "%s %.480s",
+                 seen == SEEN_NO_DRIVER ? "no driver:" : seen == SEEN_UNLOADABLE ? "not loadable:" : "not built:", detail);
         return;
     }
     wk_backend_entry_fn entry = (wk_backend_entry_fn)dlsym(h, "wk_backend_entry_v1");
     if (!entry) {
-        snprintf(kinds[k].status, sizeof kinds[k].status, "%s has no entry point wk_backend_entry_v1", file);
+        snprintf(kinds[k].status, sizeof kinds[k].status, "not loadable: %.400s has no entry point wk_backend_entry_v1",
+                 from);
         dlclose(h);
         return;
     }
     wk_status saved = wk_last_status();
     const wk_backend_iface *be = entry(&wk_host);
     if (!be || be->abi != WK_BACKEND_ABI) {
-        snprintf(kinds[k].status, sizeof kinds[k].status, "%s refused to load: %s", file,
+        snprintf(kinds[k].status, sizeof kinds[k].status, "not loadable: %.200s refused to load: %.250s", from,
                  be ? "backend ABI mismatch" : wk_last_error());
         dlclose(h);
         return;

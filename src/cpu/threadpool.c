@@ -102,7 +102,8 @@ static int threads_wanted(void)
         errno = 0;
         long v = strtol(env, &end, 10);
         if (errno == 0 && *end == '\0' && v >= 1) return v > WK_POOL_MAX_THREADS ? WK_POOL_MAX_THREADS : (int)v;
-        fprintf(stderr, "wick: WICK_NUM_THREADS='%s' is not a positive integer; using %ld threads\n", env, n);
+        fprintf(stderr, "wick: WICK_NUM_THREADS='%s' is not a positive integer; using %ld thread%s\n", env, n,
+                n == 1 ? "" : "s");
     }
     return (int)n;
 }

@@ -2,54 +2,136 @@
 # test_cli.sh — the `wick` command line as a newcomer meets it: exit
 # statuses (0 success, 2 a bad command line), `wick info` on a machine
 # without GPUs (one short line per GPU kind, the loader's words only under
-# -v), a plugin named in the environment that cannot be loaded, and a bad
-# WICK_NUM_THREADS (a warning, not silence). Usage: test_cli.sh path/to/wick
-# Ends with "N passed, N failed"; exits 1 on any failure.
+# -v), how each kind of missing plugin reads (not built, no driver, not
+# loadable), a plugin named in the environment that cannot be loaded (not
+# ignored when another plugin sits beside the program), and a bad
+# WICK_NUM_THREADS (a warning, not silence).
+# Usage: test_cli.sh path/to/wick. Ends with "N passed, N failed"; exits 1
+# on any failure.
 set -u
 wick=${1:-build/wick}
+[ -x "$wick" ] || { echo "test_cli.sh: no executable at '$wick' (run make first)"; echo "0 passed, 1 failed"; exit 1; }
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/wick-cli.XXXXXX") || { echo "test_cli.sh: mktemp failed"; exit 1; }
+trap 'rm -rf "$tmp"' EXIT
 pass=0; fail=0
 ok() { pass=$((pass+1)); }
 bad() { fail=$((fail+1)); echo "FAIL cli/$1: $2"; }
-# expect NAME STATUS CMD...: the command exits with STATUS
+# expect NAME STATUS CMD...: the command exits with STATUS; out and err
+# then print what it wrote
 expect() {
   local name=$1 want=$2; shift 2
-  "$@" > /tmp/wick-cli-out.$$ 2> /tmp/wick-cli-err.$$
+  "$@" > "$tmp/out" 2> "$tmp/err"
   local rc=$?
-  if [ "$rc" -eq "$want" ]; then ok; else bad "$name" "exit $rc, expected $want"; fi
+  if [ "$rc" -eq "$want" ]; then ok; else bad "$name" "exit $rc, expected $want; stderr: $(head -c 300 "$tmp/err")"; fi
 }
-out() { cat /tmp/wick-cli-out.$$; }
-err() { cat /tmp/wick-cli-err.$$; }
+out() { cat "$tmp/out"; }
+err() { cat "$tmp/err"; }
+line_of() { out | grep -E "^  $1 "; }   # the short line of one GPU kind
+# has NAME REGEX: the output has a line matching REGEX
+has() { out | grep -qE "$2" && ok || bad "$1" "no line matching '$2' in: $(out | grep -E '^  (cuda|rocm) ' | tr '\n' '|')"; }
+hasnt() { out | grep -qE "$2" && bad "$1" "a line matches '$2': $(out | grep -E "$2" | head -1)" || ok; }
 
+# ---- exit statuses -----------------------------------------------------------
 expect no_args 2 "$wick"
 err | grep -q "usage: wick" && ok || bad no_args_usage "no usage on stderr"
+[ -s "$tmp/out" ] && bad no_args_stdout "printed on stdout: $(out | head -1)" || ok
 expect unknown_command 2 "$wick" frobnicate
 expect version 0 "$wick" version
 out | grep -qE '^wick [0-9]+\.[0-9]+\.[0-9]+$' && ok || bad version_text "printed '$(out)'"
 expect version_extra_arg 2 "$wick" version --x
+expect version_extra_word 2 "$wick" version extra
 expect info_extra_arg 2 "$wick" info extra
+expect bench_unknown_option 2 "$wick" bench --frobnicate
 expect help 0 "$wick" help
+out | grep -q "usage: wick" && ok || bad help_stdout "no usage on stdout"
 expect help_unknown 2 "$wick" help frobnicate
+
+# ---- wick info as it stands ------------------------------------------------------
 expect info 0 "$wick" info
-out | grep -q "cannot open shared object file" && bad info_short "loader messages without -v" || ok
+hasnt info_short "cannot open shared object file"
+hasnt info_no_not_available "not available"
 for k in cuda rocm; do
   if out | grep -qE "^  $k:[0-9]"; then ok; ok; continue; fi       # devices found: listed as kind:N
-  line=$(out | grep -E "^  $k ")
-  [ "$(printf '%s\n' "$line" | wc -l)" -eq 1 ] && ok || bad "info_${k}_one_line" "'$line'"
-  printf '%s' "$line" | grep -qE "no devices found|not built|no driver|^  $k +[a-zA-Z]" && ok || bad "info_${k}_state" "'$line'"
+  line=$(line_of $k)
+  [ -n "$line" ] && [ "$(printf '%s\n' "$line" | wc -l)" -eq 1 ] && ok || bad "info_${k}_one_line" "'$line'"
+  printf '%s' "$line" | grep -qE "^  $k +(no devices found|not built|no driver|not loadable|not loaded)" && ok \
+    || bad "info_${k}_state" "'$line'"
 done
 expect info_verbose 0 "$wick" info -v
-# a plugin named in the environment is that file or nothing
-expect env_plugin_missing 0 env WICK_CUDA_PLUGIN=/nonexistent/libwick_cuda.so "$wick" info
-out | grep -qE "^  cuda +not loaded: WICK_CUDA_PLUGIN=/nonexistent/libwick_cuda.so" && ok \
-  || bad env_plugin_named "'$(out | grep -E '^  cuda ')'"
-# WICK_NUM_THREADS that is not a positive integer: a warning on stderr
+
+# ---- plugins, in a folder of our own: the program and what lies beside it --------
+mkdir -p "$tmp/bin" "$tmp/elsewhere"
+cp "$wick" "$tmp/bin/wick"
+w="$tmp/bin/wick"
+unset WICK_PLUGIN_DIR WICK_CUDA_PLUGIN WICK_ROCM_PLUGIN
+
+expect isolated_info 0 "$w" info
+for k in cuda rocm; do has "isolated_${k}_not_built" "^  $k +not built"; done
+hasnt isolated_short "cannot open shared object file"
+expect isolated_info_v 0 "$w" info -v
+has isolated_verbose_reason "^ +not built: .*libwick_cuda.so \(beside libwick\): .*cannot open shared object file"
+
+# beside the program: a shared object that is no plugin (libwick.so has no
+# plugin entry point), and one that needs a library this machine lacks
+lib=$(dirname "$wick")/libwick.so
+cc=${CC:-cc}
+if [ -f "$lib" ]; then
+  cp "$lib" "$tmp/bin/libwick_cuda.so"
+  expect beside_not_loadable 0 "$w" info
+  has beside_not_loadable_line "^  cuda +not loadable"
+  expect beside_not_loadable_v 0 "$w" info -v
+  has beside_not_loadable_reason "has no entry point wk_backend_entry_v1"
+  # run by name through PATH, the program still finds what lies beside it
+  expect beside_through_path 0 env PATH="$tmp/bin:$PATH" wick info
+  has beside_through_path_line "^  cuda +not loadable"
+  # the variable names a file that is not there: that, not the plugin beside
+  expect env_cuda_missing 0 env WICK_CUDA_PLUGIN=/nonexistent/libwick_cuda.so "$w" info
+  has env_cuda_named "^  cuda +not loaded: WICK_CUDA_PLUGIN=/nonexistent/libwick_cuda.so cannot be loaded$"
+  hasnt env_cuda_short "cannot open shared object file"
+  expect env_cuda_missing_v 0 env WICK_CUDA_PLUGIN=/nonexistent/libwick_cuda.so "$w" info -v
+  has env_cuda_reason "WICK_CUDA_PLUGIN=/nonexistent/libwick_cuda.so cannot be loaded: .*No such file"
+  # the variable names a loadable file: it is the one used
+  cp "$lib" "$tmp/elsewhere/named.so"
+  expect env_cuda_used 0 env WICK_CUDA_PLUGIN="$tmp/elsewhere/named.so" "$w" info -v
+  has env_cuda_used_path "not loadable: .*elsewhere/named.so has no entry point"
+  rm -f "$tmp/bin/libwick_cuda.so"
+else
+  bad beside_plugins "no $lib to stand in for a plugin"
+fi
+if command -v "$cc" >/dev/null 2>&1; then
+  printf 'int wick_test_dep(void);\nint wick_test_dep(void) { return 1; }\n' > "$tmp/dep.c"
+  printf 'int wick_test_dep(void);\nint wick_test_use(void);\nint wick_test_use(void) { return wick_test_dep(); }\n' > "$tmp/plugin.c"
+  if "$cc" -shared -fPIC -o "$tmp/libwicktestdep.so" "$tmp/dep.c" &&
+     "$cc" -shared -fPIC -o "$tmp/bin/libwick_rocm.so" "$tmp/plugin.c" -L"$tmp" -lwicktestdep; then
+    rm -f "$tmp/libwicktestdep.so"
+    expect no_driver 0 "$w" info
+    has no_driver_line "^  rocm +no driver"
+    hasnt no_driver_short "libwicktestdep"
+    expect no_driver_v 0 "$w" info -v
+    has no_driver_reason "^ +no driver: .*libwicktestdep.so: cannot open shared object file"
+    expect env_rocm_missing 0 env WICK_ROCM_PLUGIN=/nonexistent.so "$w" info
+    has env_rocm_named "^  rocm +not loaded: WICK_ROCM_PLUGIN=/nonexistent.so cannot be loaded$"
+    # the same plugin found through WICK_PLUGIN_DIR
+    mv "$tmp/bin/libwick_rocm.so" "$tmp/elsewhere/libwick_rocm.so"
+    expect plugin_dir_no_driver 0 env WICK_PLUGIN_DIR="$tmp/elsewhere" "$w" info
+    has plugin_dir_no_driver_line "^  rocm +no driver"
+  else
+    bad no_driver_build "$cc could not build the stand-in plugin"
+  fi
+else
+  echo "cli/no_driver: skipped (no C compiler '$cc')"
+fi
+
+# ---- WICK_NUM_THREADS that is not a positive integer: a warning on stderr --------
 for v in abc 0 -3 4x; do
   expect "num_threads_$v" 0 env WICK_NUM_THREADS="$v" "$wick" info
-  err | grep -q "WICK_NUM_THREADS='$v' is not a positive integer" && ok || bad "num_threads_${v}_warns" "stderr: '$(err)'"
+  err | grep -qE "^wick: WICK_NUM_THREADS='$v' is not a positive integer; using [0-9]+ threads?$" && ok \
+    || bad "num_threads_${v}_warns" "stderr: '$(err)'"
+  [ "$(err | grep -c WICK_NUM_THREADS)" -eq 1 ] && ok || bad "num_threads_${v}_once" "stderr: '$(err)'"
 done
 expect num_threads_ok 0 env WICK_NUM_THREADS=1 "$wick" info
 err | grep -q WICK_NUM_THREADS && bad num_threads_ok_quiet "warned for 1" || ok
 out | grep -qE "1 compute unit;" && ok || bad num_threads_ok_used "cpu line: '$(out | grep -A1 '^  cpu' | tail -1)'"
-rm -f /tmp/wick-cli-out.$$ /tmp/wick-cli-err.$$
+
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
