@@ -376,6 +376,88 @@ wk_tensor *wk_argmin(const wk_tensor *t, int dim, bool keepdim);
 wk_tensor *wk_matmul(const wk_tensor *a, const wk_tensor *b);
 
 /* ------------------------------------------------------------------ */
+/* fused NN ops (docs/nn.md)                                           */
+/* f16, bf16, f32 and f64 on every device (attention: f16, bf16, f32 on */
+/* GPUs); every input in one dtype unless said otherwise; f16/bf16     */
+/* compute and accumulate in f32. Results are new contiguous tensors.  */
+
+/* exp(x - max) / sum(exp(x - max)) along dim (negative allowed); a row
+ * whose values are all -inf gives NaN, as PyTorch does. */
+wk_tensor *wk_softmax(const wk_tensor *x, int dim);
+/* x - max - log(sum(exp(x - max))) along dim. */
+wk_tensor *wk_log_softmax(const wk_tensor *x, int dim);
+
+/* x / sqrt(mean(x^2) + eps) * weight over the last dim; weight is 1-d of
+ * the last dim's size, or NULL for none. */
+wk_tensor *wk_rms_norm(const wk_tensor *x, const wk_tensor *weight, double eps);
+/* The Gemma form: x / sqrt(mean(x^2) + eps) * (1 + weight). */
+wk_tensor *wk_rms_norm_gemma(const wk_tensor *x, const wk_tensor *weight, double eps);
+/* The residual stream in one pass: *sum = x + residual (a new tensor,
+ * x's shape; x and residual of one shape), and the result is
+ * wk_rms_norm(*sum, weight, eps) (gemma: the Gemma form). On error *sum
+ * is NULL. */
+wk_tensor *wk_add_rms_norm(const wk_tensor *x, const wk_tensor *residual, const wk_tensor *weight, double eps,
+                           bool gemma, wk_tensor **sum);
+/* (x - mean) / sqrt(var + eps) * weight + bias over the last dim (var
+ * biased); weight and bias 1-d of the last dim's size, or NULL. */
+wk_tensor *wk_layer_norm(const wk_tensor *x, const wk_tensor *weight, const wk_tensor *bias, double eps);
+
+/* silu(a) * b (the SwiGLU gate); a and b broadcast as wk_binary. */
+wk_tensor *wk_silu_mul(const wk_tensor *a, const wk_tensor *b);
+
+/* Rotary embeddings. x is [B, H, T, D] (wk_rope, wk_rope_i) or
+ * [B, T, H, D] (wk_rope_thd), D even; cos and sin are [n_pos, D/2]
+ * tables (any float dtype; used as f32), and position t of x rotates by
+ * row t + pos_offset (pos_offset + T <= n_pos), so a decode step passes
+ * its absolute position. With c = cos[p][i], s = sin[p][i]:
+ *   wk_rope, wk_rope_thd (halves, Llama/NeoX): the pair (x[i], x[i + D/2])
+ *   wk_rope_i (interleaved, GPT-J):           the pair (x[2i], x[2i + 1])
+ * becomes (x0 c - x1 s, x0 s + x1 c). */
+wk_tensor *wk_rope(const wk_tensor *x, const wk_tensor *cos, const wk_tensor *sin, int64_t pos_offset);
+wk_tensor *wk_rope_i(const wk_tensor *x, const wk_tensor *cos, const wk_tensor *sin, int64_t pos_offset);
+wk_tensor *wk_rope_thd(const wk_tensor *x, const wk_tensor *cos, const wk_tensor *sin, int64_t pos_offset);
+
+typedef enum wk_rope_scaling_type {
+    WK_ROPE_SCALING_NONE,
+    WK_ROPE_SCALING_LINEAR,   /* positions divided by factor                  */
+    WK_ROPE_SCALING_LLAMA3    /* Llama 3.1's frequency-dependent scaling      */
+} wk_rope_scaling_type;
+
+typedef struct wk_rope_scaling {
+    wk_rope_scaling_type type;
+    double factor;                 /* LINEAR, LLAMA3 (8 for Llama 3.1)          */
+    double low_freq_factor;        /* LLAMA3 (1)                                */
+    double high_freq_factor;       /* LLAMA3 (4)                                */
+    double original_max_position;  /* LLAMA3 (8192)                             */
+} wk_rope_scaling;
+
+/* cos and sin tables for positions 0 .. n_pos-1 of a head of dim
+ * head_dim (even): frequency i = base^(-2i/head_dim), scaled as asked
+ * (scaling NULL: none); f32 [n_pos, head_dim/2] on dev, computed in
+ * double. On error both are NULL. */
+wk_status wk_rope_tables(wk_device *dev, int64_t head_dim, double base, int64_t n_pos,
+                         const wk_rope_scaling *scaling, wk_tensor **cos, wk_tensor **sin);
+
+/* Options of wk_attention; zero-initialised means the defaults. */
+typedef struct wk_attention_opts {
+    double scale;            /* 0: 1/sqrt(D)                                  */
+    bool causal;             /* query i sees keys j <= i + Tk - Tq            */
+    int64_t window;          /* > 0: query i sees only keys j > i + Tk - Tq - window */
+    double softcap;          /* > 0: scores become softcap * tanh(s / softcap) */
+    const wk_tensor *mask;   /* additive, broadcastable to [B, Hq, Tq, Tk],
+                                any float dtype (used as f32); NULL: none      */
+} wk_attention_opts;
+
+/* out [B, Hq, Tq, D] = softmax(scale * q k^T (soft-capped) + mask) v, in
+ * q's dtype, accumulated in f32 (f64 for f64). q [B, Hq, Tq, D]; k and v
+ * [B, Hkv, Tk, D] with Hq a multiple of Hkv (grouped-query heads: query
+ * head h reads kv head h / (Hq / Hkv)); any strides (a transposed view of
+ * [B, T, H, D] goes in without a copy). A query that sees no key gets
+ * zeros. D: a multiple of 8 up to 256 on GPUs, any on the cpu. opts NULL:
+ * the defaults. */
+wk_tensor *wk_attention(const wk_tensor *q, const wk_tensor *k, const wk_tensor *v, const wk_attention_opts *opts);
+
+/* ------------------------------------------------------------------ */
 /* indexing (ids: u8, u32 or i64; an id out of range is an error and,   */
 /* for in-place ops, leaves the destination unchanged)                 */
 

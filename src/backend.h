@@ -59,7 +59,7 @@ typedef enum wk_op_family {
     WK_FAMILY_UNARY,         /* dst = f(src[0]); one dtype; p[0], p[1]: affine (mul, add),
                                 powf (exponent), elu (alpha)                         */
     WK_FAMILY_BINARY,        /* dst = src[0] op src[1]; one dtype; src have dst's dims
-                                (stride 0 where broadcast)                           */
+                                (stride 0 where broadcast). SILU_MUL: silu(a) * b    */
     WK_FAMILY_CMP,           /* as BINARY, dst u8                                    */
     WK_FAMILY_WHERE,         /* dst = src[0] != 0 ? src[1] : src[2]; src[0] u8/u32/i64;
                                 src[1], src[2], dst one dtype                        */
@@ -77,6 +77,30 @@ typedef enum wk_op_family {
     WK_FAMILY_CONST_SET,     /* every element of dst (any non-overlapping view) = *value */
     WK_FAMILY_RAND,          /* contiguous dst from the generator: key seed, first block
                                 offset (docs/random.md); p[0], p[1]: lo, hi or mean, std */
+    WK_FAMILY_SOFTMAX,       /* softmax / log_softmax: src[0] and dst are rank 3
+                                [outer, n, inner], the op runs along dim 1 (n >= 1);
+                                src[0] any strides, dst contiguous; one dtype; f16/bf16
+                                computed in f32                                      */
+    WK_FAMILY_NORM,          /* over the last dim of rows: src[0] x [rows, D] with strides
+                                [row stride, 1]; dst [rows, D] contiguous; p[0] eps.
+                                RMS_NORM: src[1] weight [D] contiguous or NULL; p[1] = 1:
+                                the weight is applied as (1 + w) (Gemma).
+                                LAYER_NORM: src[1] weight or NULL, src[2] bias or NULL.
+                                ADD_RMS_NORM: src[1] residual (as x), src[2] weight or
+                                NULL, p[1] as RMS_NORM; src[3] is a second destination
+                                (contiguous, x's dims) that receives x + residual, and
+                                dst the rms_norm of that sum. One dtype throughout.  */
+    WK_FAMILY_ROPE,          /* rotary embedding: src[0] x rank 4, strides with the last
+                                1, [B, H, T, D] (ROPE: halves rotate together; ROPE_I:
+                                interleaved pairs) or [B, T, H, D] (ROPE_THD: halves);
+                                dst x's dims, contiguous; src[1] cos and src[2] sin f32
+                                [n_pos, D/2] contiguous; position t uses table row
+                                t + p[0] (the core checks it is in the table)        */
+    WK_FAMILY_ATTENTION,     /* dst [B, Hq, Tq, D] contiguous = softmax(scale q k^T +
+                                mask) v; src[0] q [B, Hq, Tq, D], src[1] k and src[2] v
+                                [B, Hkv, Tk, D] (last stride 1, others any; Hq a multiple
+                                of Hkv), src[3] mask f32 [B, Hq, Tq, Tk] with stride 0 on
+                                broadcast dims, or NULL; params: wk_attention_params */
     WK_FAMILY_RESERVED,      /* named for a layer still to come; no front-end yet    */
     WK_FAMILY_COUNT
 } wk_op_family;
@@ -136,6 +160,18 @@ typedef struct wk_op_args {
     const void *value;           /* CONST_SET: one element of dst's dtype (host memory) */
     const void *params;          /* op-specific parameters, for ops that need more */
 } wk_op_args;
+
+/* The options of an ATTENTION op (wk_op_args.params). A key j is visible
+ * to query i when (with pos = i + Tk - Tq, its position among the keys)
+ * !causal || j <= pos, and window <= 0 || j > pos - window. Scores are
+ * s = scale * q.k, then softcap * tanh(s / softcap) when softcap > 0,
+ * then + mask. A row with no visible key (or every score -inf) is 0. */
+typedef struct wk_attention_params {
+    double scale;
+    double softcap;              /* <= 0: none                               */
+    int64_t window;              /* <= 0: none                               */
+    int causal;
+} wk_attention_params;
 
 /* A backend's implementation of one op. */
 typedef wk_status (*wk_op_run_fn)(void *ctx, const wk_op_args *args);

@@ -22,6 +22,9 @@
  *   O  any other op; P is its family (a wk_op_family without the
  *      WK_FAMILY_ prefix), which says which wk_op_args fields it uses
  *      (backend.h)
+ * A reserved op (family RESERVED, no dtypes) may be given its family
+ * and dtypes in place when its layer lands: no backend implemented it, so
+ * nothing built before sees a change.
  * Static asserts in src/core/ops_table.c check that the public enums have
  * one entry per line of their kind, with the values the lines give.
  * DTYPES is the set the reference (cpu) backend implements and wk_supports
@@ -95,14 +98,19 @@
     X(O, UPSAMPLE_NEAREST2D, "upsample_nearest2d", RESERVED, WK_DT_NONE)           \
     X(O, UPSAMPLE_BILINEAR2D, "upsample_bilinear2d", RESERVED, WK_DT_NONE)         \
     X(O, ARG_SORT, "arg_sort", RESERVED, WK_DT_NONE)                               \
-    X(O, SOFTMAX, "softmax", RESERVED, WK_DT_NONE)                                 \
-    X(O, RMS_NORM, "rms_norm", RESERVED, WK_DT_NONE)                               \
-    X(O, LAYER_NORM, "layer_norm", RESERVED, WK_DT_NONE)                           \
-    X(O, ROPE, "rope", RESERVED, WK_DT_NONE)                                       \
-    X(O, ATTENTION, "attention", RESERVED, WK_DT_NONE)                             \
+    X(O, SOFTMAX, "softmax", SOFTMAX, WK_DT_NN)                                    \
+    X(O, RMS_NORM, "rms_norm", NORM, WK_DT_NN)                                     \
+    X(O, LAYER_NORM, "layer_norm", NORM, WK_DT_NN)                                 \
+    X(O, ROPE, "rope", ROPE, WK_DT_NN)                                             \
+    X(O, ATTENTION, "attention", ATTENTION, WK_DT_NN)                              \
     X(O, QMATMUL, "qmatmul", RESERVED, WK_DT_NONE)                                 \
     X(O, CUSTOM, "custom", RESERVED, WK_DT_NONE)                                   \
     X(U, SIGMOID, "sigmoid", WK_SIGMOID, WK_DT_FLOATS)                             \
+    X(O, LOG_SOFTMAX, "log_softmax", SOFTMAX, WK_DT_NN)                            \
+    X(O, ROPE_I, "rope_i", ROPE, WK_DT_NN)                                         \
+    X(O, ROPE_THD, "rope_thd", ROPE, WK_DT_NN)                                     \
+    X(O, SILU_MUL, "silu_mul", BINARY, WK_DT_NN)                                   \
+    X(O, ADD_RMS_NORM, "add_rms_norm", NORM, WK_DT_NN)                             \
     /* append new ops above this line */
 
 /* Family of an entry (a wk_op_family value): WK_OP_FAMILY(K, P) */

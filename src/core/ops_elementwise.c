@@ -147,6 +147,7 @@ wk_tensor *wk_mul(const wk_tensor *a, const wk_tensor *b) { return binary_entry(
 wk_tensor *wk_div(const wk_tensor *a, const wk_tensor *b) { return binary_entry(WK_OP_DIV, a, b); }
 wk_tensor *wk_minimum(const wk_tensor *a, const wk_tensor *b) { return binary_entry(WK_OP_MINIMUM, a, b); }
 wk_tensor *wk_maximum(const wk_tensor *a, const wk_tensor *b) { return binary_entry(WK_OP_MAXIMUM, a, b); }
+wk_tensor *wk_silu_mul(const wk_tensor *a, const wk_tensor *b) { return binary_entry(WK_OP_SILU_MUL, a, b); }
 
 /* ---- where ------------------------------------------------------------------- */
 

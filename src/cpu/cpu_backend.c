@@ -81,6 +81,10 @@ static wk_status run_rand(void *ctx, const wk_op_args *a)
 #define FAMILY_RUN_COPY2D run_copy2d
 #define FAMILY_RUN_CONST_SET run_const_set
 #define FAMILY_RUN_RAND run_rand
+#define FAMILY_RUN_SOFTMAX wk_cpu_softmax
+#define FAMILY_RUN_NORM wk_cpu_norm
+#define FAMILY_RUN_ROPE wk_cpu_rope
+#define FAMILY_RUN_ATTENTION wk_cpu_attention
 #define FAMILY_RUN_RESERVED NULL
 #define RUN_OF_U(P) run_unary
 #define RUN_OF_P(P) run_unary

@@ -72,6 +72,13 @@ wk_status wk_cpu_index_add(void *ctx, const wk_view *dst, const wk_view *ids, co
 wk_status wk_cpu_rand_uniform(void *ctx, const wk_view *dst, uint64_t seed, uint64_t offset, double lo, double hi);
 wk_status wk_cpu_rand_normal(void *ctx, const wk_view *dst, uint64_t seed, uint64_t offset, double mean, double std);
 /* Name of the BLAS matmul uses ("openblas" or "none"), for wick info. */
+/* cpu_nn.c: softmax/log_softmax, the norms, the ropes (wk_op_args as
+ * backend.h's families SOFTMAX, NORM, ROPE describe them) */
+wk_status wk_cpu_softmax(void *ctx, const wk_op_args *a);
+wk_status wk_cpu_norm(void *ctx, const wk_op_args *a);
+wk_status wk_cpu_rope(void *ctx, const wk_op_args *a);
+/* cpu_attention.c: the ATTENTION family */
+wk_status wk_cpu_attention(void *ctx, const wk_op_args *a);
 const char *wk_cpu_blas_name(void);
 
 /* ---- element access ------------------------------------------------ */

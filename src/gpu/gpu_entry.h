@@ -49,6 +49,12 @@ wk_status wk_gpu_index_select(void *ctx, const wk_view *dst, const wk_view *src,
 wk_status wk_gpu_gather(void *ctx, const wk_view *dst, const wk_view *src, const wk_view *ids, int dim);
 wk_status wk_gpu_scatter(void *ctx, wk_op op, const wk_view *dst, const wk_view *ids, const wk_view *src, int dim);
 wk_status wk_gpu_index_add(void *ctx, const wk_view *dst, const wk_view *ids, const wk_view *src, int dim);
+/* nn.hip: softmax/log_softmax, the norms, the ropes; attention.hip:
+ * attention (wk_op_args as backend.h's families describe them) */
+wk_status wk_gpu_softmax(void *ctx, const wk_op_args *a);
+wk_status wk_gpu_norm(void *ctx, const wk_op_args *a);
+wk_status wk_gpu_rope(void *ctx, const wk_op_args *a);
+wk_status wk_gpu_attention(void *ctx, const wk_op_args *a);
 
 #ifdef __cplusplus
 }

@@ -71,6 +71,10 @@ static wk_status ot_rand(void *ctx, const wk_op_args *a)
 #define OT_FAMILY_COPY2D ot_copy2d
 #define OT_FAMILY_CONST_SET ot_const_set
 #define OT_FAMILY_RAND ot_rand
+#define OT_FAMILY_SOFTMAX wk_gpu_softmax
+#define OT_FAMILY_NORM wk_gpu_norm
+#define OT_FAMILY_ROPE wk_gpu_rope
+#define OT_FAMILY_ATTENTION wk_gpu_attention
 #define OT_FAMILY_RESERVED NULL
 #define OT_RUN_U(P) ot_unary
 #define OT_RUN_P(P) ot_unary
@@ -87,6 +91,8 @@ const wk_op_impl *wk_gpu_op_table(void)
 #define OT_ENTRY_(K, N, S, P, D) ot_ops[WK_OP_##N] = wk_op_impl{ OT_RUN_##K(P), D, NULL };
         WK_OP_LIST(OT_ENTRY_)
 #undef OT_ENTRY_
+        /* attention: no f64 kernel on the GPU */
+        ot_ops[WK_OP_ATTENTION].dtypes &= ~WK_DT_BIT(WK_F64);
     }
     return ot_ops;
 }

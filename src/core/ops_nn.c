@@ -1,0 +1,488 @@
+/* ops_nn.c — front-ends of the fused NN ops: softmax, log_softmax,
+ * rms_norm (plain, Gemma, fused with the residual add), layer_norm,
+ * the three rotary embeddings and their tables, and attention.
+ * Each checks its arguments, brings its inputs to the layouts the
+ * backend families of backend.h describe (a copy only where a view cannot
+ * be described that way) and runs the op. silu_mul is a binary op
+ * (ops_elementwise.c). docs/nn.md has the semantics. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include "core.h"
+
+/* ---- layout helpers ---------------------------------------------------- */
+
+/* Merge dims [lo, hi) of a layout into one (size, stride): false when
+ * they are not equally spaced (then the caller copies). Size-1 dims are
+ * ignored; an all-size-1 range has stride 1. */
+static bool nn_merge(const int64_t *dims, const int64_t *strides, int lo, int hi, int64_t *size, int64_t *stride)
+{
+    int64_t n = 1, st = 1;
+    int last = -1;
+    for (int d = hi - 1; d >= lo; d--) {
+        n *= dims[d];
+        if (dims[d] == 1) continue;
+        if (last < 0) st = strides[d];
+        else if (strides[d] != strides[last] * dims[last]) return false;
+        last = d;
+    }
+    *size = n;
+    *stride = st;
+    return true;
+}
+
+/* t itself when every dim from `from` on has unit spacing as nn_merge
+ * needs, else a contiguous copy; NULL + error on failure. The caller
+ * releases the result. */
+static wk_tensor *nn_usable(const wk_tensor *t, bool ok)
+{
+    return ok ? wk_retain((wk_tensor *)t) : wk_contiguous(t);
+}
+
+/* x as [rows, D] with strides [row stride, 1] (a copy when its layout
+ * does not allow it): *held receives the tensor the view is of. */
+static bool nn_rows(const wk_tensor *x, wk_tensor **held, wk_view *v)
+{
+    int r = x->rank;
+    int64_t D = x->dims[r - 1], rows = 0, rs = 0;
+    bool ok = (D <= 1 || x->strides[r - 1] == 1) && nn_merge(x->dims, x->strides, 0, r - 1, &rows, &rs);
+    *held = nn_usable(x, ok);
+    if (!*held) return false;
+    const wk_tensor *h = *held;
+    if (!ok) nn_merge(h->dims, h->strides, 0, r - 1, &rows, &rs);
+    *v = wk_view_of(h);
+    v->rank = 2;
+    v->dims[0] = rows;
+    v->dims[1] = D;
+    v->strides[0] = rows > 1 ? rs : D;
+    v->strides[1] = 1;
+    for (int d = 2; d < WK_MAX_RANK; d++) v->dims[d] = v->strides[d] = 0;
+    return true;
+}
+
+/* the view of a fresh contiguous tensor as [rows, D] */
+static wk_view nn_rows_of_fresh(const wk_tensor *t)
+{
+    wk_view v = wk_view_of(t);
+    int64_t D = t->dims[t->rank - 1];
+    v.rank = 2;
+    v.dims[0] = D ? wk_numel(t->rank, t->dims) / D : 0;
+    v.dims[1] = D;
+    v.strides[0] = D;
+    v.strides[1] = 1;
+    for (int d = 2; d < WK_MAX_RANK; d++) v.dims[d] = v.strides[d] = 0;
+    return v;
+}
+
+/* a 1-d parameter (weight, bias) of size D, x's dtype and device; made
+ * contiguous when it is not. NULL stays NULL (*held NULL). */
+static bool nn_param(const wk_tensor *x, const wk_tensor *p, const char *name, wk_tensor **held)
+{
+    *held = NULL;
+    if (!p) return true;
+    if (p->st->dev != x->st->dev) {
+        wk_error(WK_ERR_DEVICE, "x is on %s but %s is on %s", x->st->dev->name, name, p->st->dev->name);
+        return false;
+    }
+    if (p->dtype != x->dtype) {
+        wk_error(WK_ERR_DTYPE, "dtypes differ: x is %s, %s is %s", wk_dtype_name(x->dtype), name,
+                 wk_dtype_name(p->dtype));
+        return false;
+    }
+    int64_t D = x->dims[x->rank - 1];
+    if (p->rank != 1 || p->dims[0] != D) {
+        wk_error(WK_ERR_SHAPE, "%s must be 1-d of x's last dim (%lld), not of rank %d%s%lld%s", name,
+                 (long long)D, p->rank, p->rank ? " [" : "", p->rank ? (long long)p->dims[0] : 0LL,
+                 p->rank == 1 ? "]" : p->rank ? ", ..]" : "");
+        return false;
+    }
+    *held = nn_usable(p, D <= 1 || p->strides[0] == 1);
+    return *held != NULL;
+}
+
+/* x must be a float tensor of a dtype the device's backend implements
+ * op for, of rank >= min_rank */
+static bool nn_check_x(const wk_tensor *x, wk_op op, int min_rank, const char *what)
+{
+    if (!WK_CHECK_T(x)) return false;
+    if (x->rank < min_rank) {
+        wk_error(WK_ERR_SHAPE, "%s needs rank >= %d, got rank %d", what, min_rank, x->rank);
+        return false;
+    }
+    return wk_check_supported(x->st->dev, op, x->dtype);
+}
+
+/* ---- softmax, log_softmax ---------------------------------------------- */
+
+static wk_tensor *softmax_impl(wk_op op, const wk_tensor *x, int dim)
+{
+    if (!nn_check_x(x, op, 1, "x")) return NULL;
+    int d = wk_norm_dim(dim, x->rank);
+    if (d < 0) return NULL;
+    wk_tensor *out = wk_tensor_alloc(x->st->dev, x->dtype, x->rank, x->dims);
+    if (!out) return NULL;
+    if (wk_numel(x->rank, x->dims) == 0) return out;
+    int64_t outer = 0, os = 0, inner = 0, is = 0;
+    bool ok = nn_merge(x->dims, x->strides, 0, d, &outer, &os) &&
+              nn_merge(x->dims, x->strides, d + 1, x->rank, &inner, &is);
+    wk_tensor *h = nn_usable(x, ok);
+    if (!h) return wk_finish(wk_last_status(), out);
+    nn_merge(h->dims, h->strides, 0, d, &outer, &os);
+    nn_merge(h->dims, h->strides, d + 1, h->rank, &inner, &is);
+    wk_view s = wk_view_of(h), o = wk_view_of(out);
+    int64_t n = x->dims[d];
+    const int64_t sdims[3] = { outer, n, inner }, sstr[3] = { os, h->strides[d], is };
+    const int64_t ostr[3] = { n * inner, inner, 1 };
+    for (int q = 0; q < WK_MAX_RANK; q++) {
+        s.dims[q] = o.dims[q] = q < 3 ? sdims[q] : 0;
+        s.strides[q] = q < 3 ? sstr[q] : 0;
+        o.strides[q] = q < 3 ? ostr[q] : 0;
+    }
+    s.rank = o.rank = 3;
+    wk_op_args a = { .op = op, .dst = &o, .src = { &s } };
+    wk_status st = wk_run(x->st->dev, &a);
+    wk_release(h);
+    if (st == WK_OK) WK_FAULT(op, out);
+    return wk_finish(st, out);
+}
+
+wk_tensor *wk_softmax(const wk_tensor *x, int dim) WK_API(wk_tensor *, "softmax", softmax_impl(WK_OP_SOFTMAX, x, dim))
+wk_tensor *wk_log_softmax(const wk_tensor *x, int dim)
+    WK_API(wk_tensor *, "log_softmax", softmax_impl(WK_OP_LOG_SOFTMAX, x, dim))
+
+/* ---- norms ---------------------------------------------------------------- */
+
+static bool nn_check_eps(double eps)
+{
+    if (eps >= 0 && isfinite(eps)) return true;
+    wk_error(WK_ERR_ARGUMENT, "eps must be finite and >= 0, got %g", eps);
+    return false;
+}
+
+/* rms_norm, its Gemma form, layer_norm and add_rms_norm (residual, sum) */
+static wk_tensor *norm_impl(wk_op op, const wk_tensor *x, const wk_tensor *residual, const wk_tensor *weight,
+                            const wk_tensor *bias, double eps, bool gemma, wk_tensor **sum)
+{
+    if (sum) *sum = NULL;
+    if (!nn_check_x(x, op, 1, "x") || !nn_check_eps(eps)) return NULL;
+    if (op == WK_OP_ADD_RMS_NORM) {
+        if (!WK_CHECK_T(residual)) return NULL;
+        const wk_tensor *ts[2] = { x, residual };
+        static const char *const names[2] = { "x", "residual" };
+        if (!wk_check_tensors(2, ts, names) || !wk_check_same_dtype(x, residual, "x", "residual")) return NULL;
+        if (residual->rank != x->rank || memcmp(residual->dims, x->dims, sizeof x->dims) != 0) {
+            wk_error(WK_ERR_SHAPE, "x and residual must have one shape (ranks %d and %d)", x->rank,
+                     residual->rank);
+            return NULL;
+        }
+    }
+    wk_device *dev = x->st->dev;
+    wk_tensor *hw = NULL, *hb = NULL, *hx = NULL, *hr = NULL, *out = NULL, *s = NULL;
+    wk_status st = WK_OK;
+    if (!nn_param(x, weight, "weight", &hw) || !nn_param(x, bias, "bias", &hb)) goto fail;
+    out = wk_tensor_alloc(dev, x->dtype, x->rank, x->dims);
+    if (!out) goto fail;
+    if (sum && !(s = wk_tensor_alloc(dev, x->dtype, x->rank, x->dims))) goto fail;
+    if (wk_numel(x->rank, x->dims) > 0) {
+        wk_view vx, vr, vo = nn_rows_of_fresh(out), vs, vw, vb;
+        if (!nn_rows(x, &hx, &vx)) goto fail;
+        if (residual && !nn_rows(residual, &hr, &vr)) goto fail;
+        if (hw) vw = wk_view_of(hw);
+        if (hb) vb = wk_view_of(hb);
+        wk_op_args a = { .op = op, .dst = &vo, .src = { &vx }, .p = { eps, gemma ? 1.0 : 0.0 } };
+        if (op == WK_OP_LAYER_NORM) {
+            a.src[1] = hw ? &vw : NULL;
+            a.src[2] = hb ? &vb : NULL;
+        } else if (op == WK_OP_ADD_RMS_NORM) {
+            vs = nn_rows_of_fresh(s);
+            a.src[1] = &vr;
+            a.src[2] = hw ? &vw : NULL;
+            a.src[3] = &vs;
+        } else {
+            a.src[1] = hw ? &vw : NULL;
+        }
+        st = wk_run(dev, &a);
+        if (st != WK_OK) goto fail;
+        WK_FAULT(op, out);
+    }
+    wk_release(hw);
+    wk_release(hb);
+    wk_release(hx);
+    wk_release(hr);
+    if (sum) *sum = s;
+    return out;
+fail:
+    wk_release(hw);
+    wk_release(hb);
+    wk_release(hx);
+    wk_release(hr);
+    wk_release(s);
+    wk_release(out);
+    return NULL;
+}
+
+wk_tensor *wk_rms_norm(const wk_tensor *x, const wk_tensor *weight, double eps)
+    WK_API(wk_tensor *, "rms_norm", norm_impl(WK_OP_RMS_NORM, x, NULL, weight, NULL, eps, false, NULL))
+wk_tensor *wk_rms_norm_gemma(const wk_tensor *x, const wk_tensor *weight, double eps)
+    WK_API(wk_tensor *, "rms_norm", norm_impl(WK_OP_RMS_NORM, x, NULL, weight, NULL, eps, true, NULL))
+wk_tensor *wk_layer_norm(const wk_tensor *x, const wk_tensor *weight, const wk_tensor *bias, double eps)
+    WK_API(wk_tensor *, "layer_norm", norm_impl(WK_OP_LAYER_NORM, x, NULL, weight, bias, eps, false, NULL))
+
+static wk_tensor *add_rms_norm_impl(const wk_tensor *x, const wk_tensor *residual, const wk_tensor *weight,
+                                    double eps, bool gemma, wk_tensor **sum)
+{
+    if (!sum) {
+        wk_error(WK_ERR_ARGUMENT, "sum is NULL (it receives x + residual)");
+        return NULL;
+    }
+    return norm_impl(WK_OP_ADD_RMS_NORM, x, residual, weight, NULL, eps, gemma, sum);
+}
+
+wk_tensor *wk_add_rms_norm(const wk_tensor *x, const wk_tensor *residual, const wk_tensor *weight, double eps,
+                           bool gemma, wk_tensor **sum)
+    WK_API(wk_tensor *, "add_rms_norm", add_rms_norm_impl(x, residual, weight, eps, gemma, sum))
+
+/* ---- rotary embeddings ------------------------------------------------------- */
+
+/* a cos/sin table as f32 [n_pos, half] contiguous (converted or copied
+ * when it is not); NULL + error */
+static wk_tensor *rope_table(const wk_tensor *x, const wk_tensor *t, const char *name, int64_t half)
+{
+    if (!t) {
+        wk_error(WK_ERR_ARGUMENT, "%s is NULL", name);
+        return NULL;
+    }
+    if (t->st->dev != x->st->dev) {
+        wk_error(WK_ERR_DEVICE, "x is on %s but %s is on %s", x->st->dev->name, name, t->st->dev->name);
+        return NULL;
+    }
+    if (!wk_dtype_is_float(t->dtype) || wk_dt_is_quant(t->dtype)) {
+        wk_error(WK_ERR_DTYPE, "%s must be a float tensor, not %s", name, wk_dtype_name(t->dtype));
+        return NULL;
+    }
+    if (t->rank != 2 || t->dims[1] != half) {
+        wk_error(WK_ERR_SHAPE, "%s must be [n_pos, %lld] (head dim / 2), got rank %d%s", name, (long long)half,
+                 t->rank, t->rank == 2 ? " with another last dim" : "");
+        return NULL;
+    }
+    if (t->dtype != WK_F32) return wk_to_dtype(t, WK_F32);
+    return nn_usable(t, wk_layout_is_contiguous(t->rank, t->dims, t->strides));
+}
+
+/* the run of a rope op once the tables are f32 [n_pos, D/2] */
+static wk_tensor *rope_run(wk_op op, const wk_tensor *x, const wk_tensor *hc, const wk_tensor *hs, int64_t pos)
+{
+    int64_t T = x->dims[op == WK_OP_ROPE_THD ? 1 : 2];
+    if (hc->dims[0] != hs->dims[0]) {
+        wk_error(WK_ERR_SHAPE, "cos has %lld positions but sin has %lld", (long long)hc->dims[0],
+                 (long long)hs->dims[0]);
+        return NULL;
+    }
+    if (pos < 0 || pos > hc->dims[0] - T) {
+        wk_error(WK_ERR_INDEX, "positions %lld .. %lld are not all in the tables (%lld positions)", (long long)pos,
+                 (long long)(pos + T - 1), (long long)hc->dims[0]);
+        return NULL;
+    }
+    wk_tensor *out = wk_tensor_alloc(x->st->dev, x->dtype, 4, x->dims);
+    if (!out || wk_numel(4, x->dims) == 0) return out;
+    wk_tensor *hx = nn_usable(x, x->dims[3] <= 1 || x->strides[3] == 1);
+    if (!hx) return wk_finish(wk_last_status(), out);
+    wk_view vx = wk_view_of(hx), vo = wk_view_of(out), vc = wk_view_of(hc), vs = wk_view_of(hs);
+    wk_op_args a = { .op = op, .dst = &vo, .src = { &vx, &vc, &vs }, .p = { (double)pos } };
+    wk_status st = wk_run(x->st->dev, &a);
+    wk_release(hx);
+    if (st == WK_OK) WK_FAULT(op, out);
+    return wk_finish(st, out);
+}
+
+static wk_tensor *rope_impl(wk_op op, const wk_tensor *x, const wk_tensor *cos, const wk_tensor *sin, int64_t pos)
+{
+    if (!nn_check_x(x, op, 4, "x")) return NULL;
+    if (x->rank != 4) {
+        wk_error(WK_ERR_SHAPE, "x must be rank 4 (%s), got rank %d",
+                 op == WK_OP_ROPE_THD ? "[B, T, H, D]" : "[B, H, T, D]", x->rank);
+        return NULL;
+    }
+    int64_t D = x->dims[3];
+    if (D % 2) {
+        wk_error(WK_ERR_SHAPE, "head dim D must be even, got %lld", (long long)D);
+        return NULL;
+    }
+    wk_tensor *hc = rope_table(x, cos, "cos", D / 2);
+    wk_tensor *hs = hc ? rope_table(x, sin, "sin", D / 2) : NULL;
+    wk_tensor *out = hs ? rope_run(op, x, hc, hs, pos) : NULL;
+    wk_release(hc);
+    wk_release(hs);
+    return out;
+}
+
+wk_tensor *wk_rope(const wk_tensor *x, const wk_tensor *cos, const wk_tensor *sin, int64_t pos_offset)
+    WK_API(wk_tensor *, "rope", rope_impl(WK_OP_ROPE, x, cos, sin, pos_offset))
+wk_tensor *wk_rope_i(const wk_tensor *x, const wk_tensor *cos, const wk_tensor *sin, int64_t pos_offset)
+    WK_API(wk_tensor *, "rope_i", rope_impl(WK_OP_ROPE_I, x, cos, sin, pos_offset))
+wk_tensor *wk_rope_thd(const wk_tensor *x, const wk_tensor *cos, const wk_tensor *sin, int64_t pos_offset)
+    WK_API(wk_tensor *, "rope_thd", rope_impl(WK_OP_ROPE_THD, x, cos, sin, pos_offset))
+
+/* inverse frequency i of a head of dim D, scaled as asked */
+static double rope_inv_freq(int64_t i, int64_t D, double base, const wk_rope_scaling *sc)
+{
+    double f = pow(base, -(double)(2 * i) / (double)D);
+    if (!sc || sc->type != WK_ROPE_SCALING_LLAMA3) return f;
+    const double pi = 3.14159265358979323846;
+    double lo_wl = sc->original_max_position / sc->low_freq_factor;
+    double hi_wl = sc->original_max_position / sc->high_freq_factor;
+    double wl = 2 * pi / f;
+    if (wl < hi_wl) return f;
+    if (wl > lo_wl) return f / sc->factor;
+    double smooth = (sc->original_max_position / wl - sc->low_freq_factor) /
+                    (sc->high_freq_factor - sc->low_freq_factor);
+    return (1 - smooth) * f / sc->factor + smooth * f;
+}
+
+static wk_status rope_tables_impl(wk_device *dev, int64_t D, double base, int64_t n_pos, const wk_rope_scaling *sc,
+                                  wk_tensor **cos_out, wk_tensor **sin_out)
+{
+    if (!cos_out || !sin_out) return wk_error(WK_ERR_ARGUMENT, "cos and sin must not be NULL");
+    *cos_out = *sin_out = NULL;
+    if (!dev) return wk_error(WK_ERR_ARGUMENT, "device is NULL");
+    if (D <= 0 || D % 2) return wk_error(WK_ERR_SHAPE, "head_dim must be even and > 0, got %lld", (long long)D);
+    if (n_pos < 0) return wk_error(WK_ERR_SHAPE, "n_pos must be >= 0, got %lld", (long long)n_pos);
+    if (!(base > 0) || !isfinite(base)) return wk_error(WK_ERR_ARGUMENT, "base must be finite and > 0, got %g", base);
+    if (sc && sc->type != WK_ROPE_SCALING_NONE) {
+        if (sc->type != WK_ROPE_SCALING_LINEAR && sc->type != WK_ROPE_SCALING_LLAMA3)
+            return wk_error(WK_ERR_ARGUMENT, "unknown rope scaling type %d", (int)sc->type);
+        if (!(sc->factor > 0) || !isfinite(sc->factor))
+            return wk_error(WK_ERR_ARGUMENT, "scaling factor must be finite and > 0, got %g", sc->factor);
+        if (sc->type == WK_ROPE_SCALING_LLAMA3 &&
+            (!(sc->low_freq_factor > 0) || !(sc->high_freq_factor > sc->low_freq_factor) ||
+             !(sc->original_max_position > 0)))
+            return wk_error(WK_ERR_ARGUMENT,
+                            "llama3 scaling needs 0 < low_freq_factor < high_freq_factor and "
+                            "original_max_position > 0 (got %g, %g, %g)",
+                            sc->low_freq_factor, sc->high_freq_factor, sc->original_max_position);
+    }
+    int64_t half = D / 2, n;
+    if (!wk_numel_checked(2, (int64_t[]){ n_pos, half }, &n, WK_ERR_MEMORY)) return wk_last_status();
+    if ((uint64_t)n > SIZE_MAX / (2 * sizeof(float))) return wk_error(WK_ERR_MEMORY, "tables too large");
+    float *buf = malloc((size_t)(n ? n : 1) * 2 * sizeof(float));
+    if (!buf) return wk_error(WK_ERR_MEMORY, "out of host memory for %lld table entries", (long long)n);
+    double pscale = sc && sc->type == WK_ROPE_SCALING_LINEAR ? 1.0 / sc->factor : 1.0;
+    for (int64_t i = 0; i < half; i++) {
+        double f = rope_inv_freq(i, D, base, sc);
+        for (int64_t p = 0; p < n_pos; p++) {
+            double ang = (double)p * pscale * f;
+            buf[p * half + i] = (float)cos(ang);
+            buf[n + p * half + i] = (float)sin(ang);
+        }
+    }
+    wk_tensor *c = wk_from_host(dev, WK_F32, WK_SHAPE(n_pos, half), buf);
+    wk_tensor *s = c ? wk_from_host(dev, WK_F32, WK_SHAPE(n_pos, half), buf + n) : NULL;
+    free(buf);
+    if (!s) {
+        wk_release(c);
+        return wk_last_status();
+    }
+    *cos_out = c;
+    *sin_out = s;
+    return WK_OK;
+}
+
+wk_status wk_rope_tables(wk_device *dev, int64_t head_dim, double base, int64_t n_pos, const wk_rope_scaling *scaling,
+                         wk_tensor **cos, wk_tensor **sin)
+    WK_API(wk_status, "rope_tables", rope_tables_impl(dev, head_dim, base, n_pos, scaling, cos, sin))
+
+/* ---- attention ------------------------------------------------------------------- */
+
+static wk_tensor *attention_impl(const wk_tensor *q, const wk_tensor *k, const wk_tensor *v,
+                                 const wk_attention_opts *opts)
+{
+    const wk_tensor *ts[3] = { q, k, v };
+    static const char *const names[3] = { "q", "k", "v" };
+    if (!wk_check_tensors(3, ts, names)) return NULL;
+    if (!wk_check_same_dtype(q, k, "q", "k") || !wk_check_same_dtype(q, v, "q", "v")) return NULL;
+    if (q->rank != 4 || k->rank != 4 || v->rank != 4) {
+        wk_error(WK_ERR_SHAPE, "q, k and v must be rank 4 ([B, H, T, D]), got ranks %d, %d, %d", q->rank, k->rank,
+                 v->rank);
+        return NULL;
+    }
+    wk_attention_opts o = { 0 };
+    if (opts) o = *opts;
+    int64_t B = q->dims[0], Hq = q->dims[1], Tq = q->dims[2], D = q->dims[3];
+    int64_t Hkv = k->dims[1], Tk = k->dims[2];
+    if (k->dims[0] != B || v->dims[0] != B) {
+        wk_error(WK_ERR_SHAPE, "batch sizes differ: q %lld, k %lld, v %lld", (long long)B, (long long)k->dims[0],
+                 (long long)v->dims[0]);
+        return NULL;
+    }
+    if (memcmp(k->dims, v->dims, 4 * sizeof k->dims[0]) != 0) {
+        wk_error(WK_ERR_SHAPE, "k [%lld, %lld, %lld, %lld] and v [%lld, %lld, %lld, %lld] must have one shape",
+                 (long long)k->dims[0], (long long)k->dims[1], (long long)k->dims[2], (long long)k->dims[3],
+                 (long long)v->dims[0], (long long)v->dims[1], (long long)v->dims[2], (long long)v->dims[3]);
+        return NULL;
+    }
+    if (k->dims[3] != D) {
+        wk_error(WK_ERR_SHAPE, "head dims differ: q has D = %lld, k and v %lld", (long long)D, (long long)k->dims[3]);
+        return NULL;
+    }
+    if (Hkv == 0 ? Hq != 0 : Hq % Hkv != 0) {
+        wk_error(WK_ERR_SHAPE, "query heads (%lld) must be a multiple of key/value heads (%lld)", (long long)Hq,
+                 (long long)Hkv);
+        return NULL;
+    }
+    if (o.window < 0) {
+        wk_error(WK_ERR_ARGUMENT, "window must be >= 0 (0: none), got %lld", (long long)o.window);
+        return NULL;
+    }
+    if (!(o.softcap >= 0) || !isfinite(o.softcap) || !isfinite(o.scale)) {
+        wk_error(WK_ERR_ARGUMENT, "softcap must be finite and >= 0 and scale finite (got %g, %g)", o.softcap,
+                 o.scale);
+        return NULL;
+    }
+    wk_device *dev = q->st->dev;
+    if (o.mask && o.mask->st->dev != dev) {
+        wk_error(WK_ERR_DEVICE, "q is on %s but mask is on %s", dev->name, o.mask->st->dev->name);
+        return NULL;
+    }
+    if (o.mask && (!wk_dtype_is_float(o.mask->dtype) || wk_dt_is_quant(o.mask->dtype))) {
+        wk_error(WK_ERR_DTYPE, "mask must be a float tensor, not %s", wk_dtype_name(o.mask->dtype));
+        return NULL;
+    }
+    if (!wk_check_supported(dev, WK_OP_ATTENTION, q->dtype)) return NULL;
+    const int64_t mdims[4] = { B, Hq, Tq, Tk };
+    int64_t mstr[4];
+    if (o.mask && !wk_broadcast_strides(o.mask, 4, mdims, mstr)) return NULL;
+    const int64_t odims[4] = { B, Hq, Tq, D };
+    wk_tensor *out = wk_tensor_alloc(dev, q->dtype, 4, odims);
+    if (!out || wk_numel(4, odims) == 0) return out;
+    if (Tk == 0) return wk_finish(wk_fill_zero(out), out);
+    wk_tensor *h[4] = { NULL, NULL, NULL, NULL };
+    wk_status st = WK_OK;
+    for (int i = 0; i < 3; i++)
+        if (!(h[i] = nn_usable(ts[i], D <= 1 || ts[i]->strides[3] == 1))) st = wk_last_status();
+    if (st == WK_OK && o.mask) {
+        h[3] = o.mask->dtype == WK_F32 ? wk_retain((wk_tensor *)o.mask) : wk_to_dtype(o.mask, WK_F32);
+        if (!h[3] || !wk_broadcast_strides(h[3], 4, mdims, mstr)) st = wk_last_status();
+    }
+    if (st == WK_OK) {
+        wk_view vq = wk_view_of(h[0]), vk = wk_view_of(h[1]), vv = wk_view_of(h[2]), vo = wk_view_of(out), vm;
+        if (h[3]) {
+            vm = wk_view_of(h[3]);
+            vm.rank = 4;
+            for (int d = 0; d < WK_MAX_RANK; d++) {
+                vm.dims[d] = d < 4 ? mdims[d] : 0;
+                vm.strides[d] = d < 4 ? mstr[d] : 0;
+            }
+        }
+        wk_attention_params p = { .scale = o.scale != 0 ? o.scale : 1.0 / sqrt((double)D),
+                                  .softcap = o.softcap, .window = o.window, .causal = o.causal };
+        wk_op_args a = { .op = WK_OP_ATTENTION, .dst = &vo, .src = { &vq, &vk, &vv, h[3] ? &vm : NULL },
+                         .params = &p };
+        st = wk_run(dev, &a);
+    }
+    for (int i = 0; i < 4; i++) wk_release(h[i]);
+    if (st == WK_OK) WK_FAULT(WK_OP_ATTENTION, out);
+    return wk_finish(st, out);
+}
+
+wk_tensor *wk_attention(const wk_tensor *q, const wk_tensor *k, const wk_tensor *v, const wk_attention_opts *opts)
+    WK_API(wk_tensor *, "attention", attention_impl(q, k, v, opts))
