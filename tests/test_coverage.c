@@ -168,7 +168,7 @@ bool t_coverage_check(bool print_listing, const char *required_path)
  * dtype that wk_supports(cpu, op, dtype) claims, the op's public entry
  * (wk_unary, wk_affine, wk_powf, wk_elu, wk_binary, wk_cmp, wk_where,
  * wk_reduce, wk_matmul, the index ops, wk_to_dtype for copy, wk_copy2d,
- * wk_const_set, wk_rand_*) runs on a small valid input and succeeds with the
+ * wk_const_set, wk_rand_*, the NN ops) runs on a small valid input and succeeds with the
  * expected shape and dtype, so a pair listed as supported whose kernel is
  * missing fails here by name. A supported op this file has no call for
  * fails too (add its call to run_op). coverage/refuses/<op>/<dtype>: the
@@ -208,7 +208,8 @@ static int reduce_of(const char *op)
 /* the ops run_op calls beside the unary, binary, cmp and reduce families */
 static const char *const other_ops[] = {
     "affine", "powf", "elu", "where_cond", "matmul", "index_select", "gather", "scatter_set", "scatter_add",
-    "index_add", "copy", "copy2d", "const_set", "rand_uniform", "rand_normal",
+    "index_add", "copy", "copy2d", "const_set", "rand_uniform", "rand_normal", "softmax", "log_softmax",
+    "rms_norm", "layer_norm", "add_rms_norm", "rope", "rope_i", "rope_thd", "silu_mul", "attention",
 };
 static bool mapped(const char *op)
 {
@@ -225,6 +226,8 @@ static wk_tensor *small(wk_dtype dt, int64_t rows, int64_t cols)
     t_fill(dt, a.p, a.n, T_GEN(G_UNIFORM, 1, 3));
     return T_NEED(wk_from_host(t_dev(), dt, a.shape, a.p));
 }
+/* x (a [rows, cols] tensor, owned by the case) viewed as shape s */
+static wk_tensor *as_shape(wk_tensor *x, wk_shape s) { return x ? T_NEED(wk_reshape(x, s)) : NULL; }
 /* 1-d or 2-d ids of dtype dt from n values (owned by the case) */
 static wk_tensor *ids_from(wk_dtype dt, wk_shape s, const int64_t *v)
 {
@@ -326,6 +329,44 @@ static int run_op(const char *op, wk_dtype dt, char *why, size_t n)
     if (!strcmp(op, "const_set")) {
         wk_tensor *tr = T_NEED(wk_transpose(x, 0, 1));
         return tr ? status_result(wk_const_set(tr, 1), why, n) : 1;
+    }
+    if (!strcmp(op, "softmax")) return tensor_result(wk_softmax(x, 1), dt, s34, why, n);
+    if (!strcmp(op, "log_softmax")) return tensor_result(wk_log_softmax(x, 0), dt, s34, why, n);
+    if (!strcmp(op, "silu_mul")) {
+        wk_tensor *row = as_shape(small(dt, 1, 4), WK_SHAPE(4));
+        return row ? tensor_result(wk_silu_mul(x, row), dt, s34, why, n) : 1;
+    }
+    if (!strcmp(op, "rms_norm") || !strcmp(op, "layer_norm") || !strcmp(op, "add_rms_norm")) {
+        wk_tensor *w = as_shape(small(dt, 1, 4), WK_SHAPE(4)), *b = as_shape(small(dt, 1, 4), WK_SHAPE(4));
+        if (!w || !b) return 1;
+        if (!strcmp(op, "rms_norm")) return tensor_result(wk_rms_norm(x, w, 1e-5), dt, s34, why, n);
+        if (!strcmp(op, "layer_norm")) return tensor_result(wk_layer_norm(x, w, b, 1e-5), dt, s34, why, n);
+        wk_tensor *sum = NULL;
+        int r = tensor_result(wk_add_rms_norm(x, y, w, 1e-5, false, &sum), dt, s34, why, n);
+        if (r == 0) r = tensor_result(sum, dt, s34, why, n);
+        else wk_release(sum);
+        return r;
+    }
+    if (!strcmp(op, "rope") || !strcmp(op, "rope_i") || !strcmp(op, "rope_thd")) {
+        wk_tensor *c = NULL, *s = NULL;
+        wk_status st = wk_rope_tables(t_dev(), 4, 10000, 8, NULL, &c, &s);
+        t_own(c);
+        t_own(s);
+        if (st != WK_OK) return status_result(st, why, n);
+        const wk_shape s4 = WK_SHAPE(1, 2, 3, 4);
+        wk_tensor *x4 = as_shape(small(dt, 6, 4), s4);
+        if (!x4) return 1;
+        wk_tensor *r = !strcmp(op, "rope") ? wk_rope(x4, c, s, 2) : !strcmp(op, "rope_i") ? wk_rope_i(x4, c, s, 2)
+                                                                                         : wk_rope_thd(x4, c, s, 5);
+        return tensor_result(r, dt, s4, why, n);
+    }
+    if (!strcmp(op, "attention")) {
+        wk_tensor *q = as_shape(small(dt, 6, 4), WK_SHAPE(1, 2, 3, 4));
+        wk_tensor *kt = as_shape(small(dt, 5, 4), WK_SHAPE(1, 1, 5, 4));
+        wk_tensor *vt = as_shape(small(dt, 5, 4), WK_SHAPE(1, 1, 5, 4));
+        if (!q || !kt || !vt) return 1;
+        const wk_attention_opts o = { .causal = true };
+        return tensor_result(wk_attention(q, kt, vt, &o), dt, WK_SHAPE(1, 2, 3, 4), why, n);
     }
     if (!strcmp(op, "rand_uniform")) return tensor_result(wk_rand_uniform(t_dev(), dt, s34, -1, 1), dt, s34, why, n);
     if (!strcmp(op, "rand_normal")) return tensor_result(wk_rand_normal(t_dev(), dt, s34, 0, 1), dt, s34, why, n);

@@ -1,8 +1,225 @@
-/* cpu_attention.c — the cpu's attention (placeholder: being written). */
+/* cpu_attention.c — the cpu's attention (family ATTENTION):
+ *   out[b, h, i, :] = sum_j softmax_j(s_ij) v[b, h / g, j, :],
+ *   s_ij = scale q[b, h, i] . k[b, h / g, j], soft-capped (softcap *
+ *   tanh(s / softcap)) when softcap > 0, plus mask[b, h, i, j] when there
+ *   is a mask; keys outside the causal / window range of query i (its
+ *   position among the keys is pos = i + Tk - Tq: causal j <= pos, window
+ *   j > pos - window) are left out. A query that sees no key, or sees
+ *   only scores of -inf, gets zeros. g = Hq / Hkv (grouped-query heads).
+ * f16/bf16/f32 compute and accumulate in f32, f64 in double; any D.
+ *
+ * How it works: blocked, online softmax (flash attention), never holding
+ * the Tq x Tk scores. One task is (batch, kv head, block of up to BQ query
+ * rows), the rows taken from the g query heads that share the kv head, so
+ * a decode step (Tq = 1) of a grouped model reads its keys and values once
+ * for all g heads. The task walks the key blocks of BK keys that any of
+ * its rows can see; each block of keys and values is converted to the
+ * compute type once, then every row takes its scores against the block,
+ * updates its running max m and sum l (rescaling its accumulator by
+ * exp(m_old - m_new)) and adds p v. Tasks run on the thread pool; the
+ * dot products and the p v updates are loops with independent lanes that
+ * the compiler vectorizes.
+ */
+#include <math.h>
+#include <stdatomic.h>
+#include <stdlib.h>
 #include "cpu_internal.h"
+
+#define BQ 32     /* query rows per task     */
+#define BK 64     /* keys per block          */
+#define LANES 8
+
+/* n elements of dt from base[off + i * st] as float / double */
+static void ald_f(const void *base, wk_dtype dt, int64_t off, int64_t st, int64_t n, float *out)
+{
+    switch (dt) {
+    case WK_F32: {
+        const float *p = (const float *)base + off;
+        if (st == 1) memcpy(out, p, (size_t)n * sizeof(float));
+        else for (int64_t i = 0; i < n; i++) out[i] = p[i * st];
+        break;
+    }
+    case WK_F16: { const uint16_t *p = (const uint16_t *)base + off; for (int64_t i = 0; i < n; i++) out[i] = wk_f16_to_f32(p[i * st]); break; }
+    case WK_BF16: { const uint16_t *p = (const uint16_t *)base + off; for (int64_t i = 0; i < n; i++) out[i] = wk_bf16_to_f32(p[i * st]); break; }
+    default: for (int64_t i = 0; i < n; i++) out[i] = (float)wk_cpu_load_f64(base, dt, off + i * st); break;
+    }
+}
+static void ald_d(const void *base, wk_dtype dt, int64_t off, int64_t st, int64_t n, double *out)
+{
+    (void)dt;
+    const double *p = (const double *)base + off;
+    if (st == 1) memcpy(out, p, (size_t)n * sizeof(double));
+    else for (int64_t i = 0; i < n; i++) out[i] = p[i * st];
+}
+/* n values into dt at base[off + i * st], rounded once */
+static void ast_f(void *base, wk_dtype dt, int64_t off, int64_t st, int64_t n, const float *in)
+{
+    switch (dt) {
+    case WK_F32: { float *p = (float *)base + off; for (int64_t i = 0; i < n; i++) p[i * st] = in[i]; break; }
+    case WK_F16: { uint16_t *p = (uint16_t *)base + off; for (int64_t i = 0; i < n; i++) p[i * st] = wk_f32_to_f16(in[i]); break; }
+    case WK_BF16: { uint16_t *p = (uint16_t *)base + off; for (int64_t i = 0; i < n; i++) p[i * st] = wk_f32_to_bf16(in[i]); break; }
+    default: for (int64_t i = 0; i < n; i++) wk_cpu_store_f64(base, dt, off + i * st, in[i]); break;
+    }
+}
+static void ast_d(void *base, wk_dtype dt, int64_t off, int64_t st, int64_t n, const double *in)
+{
+    (void)dt;
+    double *p = (double *)base + off;
+    for (int64_t i = 0; i < n; i++) p[i * st] = in[i];
+}
+
+typedef struct att_job {
+    const wk_view *q, *k, *v, *mask, *o;
+    wk_dtype dt;
+    int64_t B, Hq, Hkv, Tq, Tk, D, g, nqb;   /* nqb: query blocks per (b, kv head) */
+    double scale, softcap;
+    int64_t window;
+    int causal;
+    atomic_int oom;
+} att_job;
+
+#define DEF_ATTENTION(S, CT, EXP, TANH)                                        \
+    static CT dot_##S(const CT *a, const CT *b, int64_t n)                     \
+    {                                                                          \
+        CT acc[LANES] = { 0 };                                                 \
+        int64_t i = 0;                                                         \
+        for (; i + LANES <= n; i += LANES)                                     \
+            for (int l = 0; l < LANES; l++) acc[l] += a[i + l] * b[i + l];     \
+        CT s = 0;                                                              \
+        for (; i < n; i++) s += a[i] * b[i];                                   \
+        for (int l = 0; l < LANES; l++) s += acc[l];                           \
+        return s;                                                              \
+    }                                                                          \
+    static void att_chunk_##S(void *arg, int64_t begin, int64_t end)          \
+    {                                                                          \
+        att_job *j = arg;                                                      \
+        const int64_t D = j->D, Tq = j->Tq, Tk = j->Tk, g = j->g;              \
+        const wk_view *q = j->q, *k = j->k, *v = j->v, *mk = j->mask, *o = j->o; \
+        /* qt, acc [BQ, D]; kt, vt [BK, D]; s [BK]; m, l [BQ] */               \
+        CT *mem = malloc(((size_t)(2 * BQ + 2 * BK) * (size_t)D + BK + 2 * BQ) * sizeof(CT)); \
+        if (!mem) {                                                            \
+            atomic_store(&j->oom, 1);                                          \
+            return;                                                            \
+        }                                                                      \
+        CT *qt = mem, *acc = qt + BQ * D, *kt = acc + BQ * D, *vt = kt + BK * D; \
+        CT *sc = vt + BK * D, *m = sc + BK, *l = m + BQ;                       \
+        const float *mbase = mk ? (const float *)mk->base : NULL;              \
+        const CT scale = (CT)j->scale, cap = (CT)j->softcap;                   \
+        const int64_t shift = Tk - Tq;                                         \
+        for (int64_t t = begin; t < end; t++) {                                \
+            const int64_t b = t / (j->Hkv * j->nqb), kh = (t / j->nqb) % j->Hkv; \
+            const int64_t r0 = (t % j->nqb) * BQ;                              \
+            const int64_t nr = BQ < g * Tq - r0 ? BQ : g * Tq - r0;            \
+            /* rows r0 .. r0 + nr - 1 of the (head in group, query) pairs */   \
+            int64_t imin = INT64_MAX, imax = INT64_MIN;                        \
+            for (int64_t r = 0; r < nr; r++) {                                 \
+                const int64_t h = kh * g + (r0 + r) / Tq, i = (r0 + r) % Tq;   \
+                imin = i < imin ? i : imin;                                    \
+                imax = i > imax ? i : imax;                                    \
+                ald_##S(q->base, j->dt, q->offset + b * q->strides[0] + h * q->strides[1] + i * q->strides[2], \
+                        D > 1 ? q->strides[3] : 1, D, qt + r * D);             \
+                m[r] = -INFINITY;                                              \
+                l[r] = 0;                                                      \
+            }                                                                  \
+            memset(acc, 0, (size_t)(nr * D) * sizeof(CT));                     \
+            /* the keys some row of the block can see */                       \
+            int64_t jlo = 0, jhi = Tk - 1;                                     \
+            if (j->causal && imax + shift < jhi) jhi = imax + shift;           \
+            if (j->window > 0 && imin + shift - j->window + 1 > jlo) jlo = imin + shift - j->window + 1; \
+            for (int64_t k0 = jlo; k0 <= jhi; k0 += BK) {                      \
+                const int64_t nk = BK < jhi + 1 - k0 ? BK : jhi + 1 - k0;      \
+                const int64_t ko = k->offset + b * k->strides[0] + kh * k->strides[1]; \
+                const int64_t vo = v->offset + b * v->strides[0] + kh * v->strides[1]; \
+                for (int64_t c = 0; c < nk; c++) {                             \
+                    ald_##S(k->base, j->dt, ko + (k0 + c) * k->strides[2], D > 1 ? k->strides[3] : 1, D, kt + c * D); \
+                    ald_##S(v->base, j->dt, vo + (k0 + c) * v->strides[2], D > 1 ? v->strides[3] : 1, D, vt + c * D); \
+                }                                                              \
+                for (int64_t r = 0; r < nr; r++) {                             \
+                    const int64_t h = kh * g + (r0 + r) / Tq, i = (r0 + r) % Tq; \
+                    const int64_t pos = i + shift;                             \
+                    int64_t lo = k0, hi = k0 + nk - 1;                         \
+                    if (j->causal && pos < hi) hi = pos;                       \
+                    if (j->window > 0 && pos - j->window + 1 > lo) lo = pos - j->window + 1; \
+                    if (lo > hi) continue;                                     \
+                    const CT *qr = qt + r * D;                                 \
+                    const float *mrow = mk ? mbase + mk->offset + b * mk->strides[0] + h * mk->strides[1] + \
+                                                 i * mk->strides[2]        \
+                                           : NULL;                             \
+                    CT mb = -INFINITY;                                         \
+                    for (int64_t jj = lo; jj <= hi; jj++) {                    \
+                        CT s = dot_##S(qr, kt + (jj - k0) * D, D) * scale;     \
+                        if (cap > 0) s = cap * TANH(s / cap);                  \
+                        if (mrow) s += (CT)mrow[jj * mk->strides[3]];          \
+                        sc[jj - k0] = s;                                       \
+                        mb = s > mb ? s : mb;                                  \
+                    }                                                          \
+                    const CT mnew = mb > m[r] ? mb : m[r];                     \
+                    if (mnew == -INFINITY) continue;  /* every score so far -inf */ \
+                    CT *ar = acc + r * D;                                      \
+                    if (m[r] != mnew) {                                        \
+                        const CT corr = EXP(m[r] - mnew);                      \
+                        l[r] *= corr;                                          \
+                        for (int64_t d = 0; d < D; d++) ar[d] *= corr;         \
+                        m[r] = mnew;                                           \
+                    }                                                          \
+                    CT ls = 0;                                                 \
+                    for (int64_t jj = lo; jj <= hi; jj++) {                    \
+                        const CT p = EXP(sc[jj - k0] - mnew);                  \
+                        const CT *vr = vt + (jj - k0) * D;                     \
+                        ls += p;                                               \
+                        for (int64_t d = 0; d < D; d++) ar[d] += p * vr[d];    \
+                    }                                                          \
+                    l[r] += ls;                                                \
+                }                                                              \
+            }                                                                  \
+            for (int64_t r = 0; r < nr; r++) {                                 \
+                const int64_t h = kh * g + (r0 + r) / Tq, i = (r0 + r) % Tq;   \
+                CT *ar = acc + r * D;                                          \
+                if (m[r] == -INFINITY) {                                       \
+                    for (int64_t d = 0; d < D; d++) ar[d] = 0;                 \
+                } else {                                                       \
+                    const CT inv = (CT)1 / l[r];                               \
+                    for (int64_t d = 0; d < D; d++) ar[d] *= inv;              \
+                }                                                              \
+                ast_##S(o->base, j->dt, o->offset + b * o->strides[0] + h * o->strides[1] + i * o->strides[2], \
+                        D > 1 ? o->strides[3] : 1, D, ar);                     \
+            }                                                                  \
+        }                                                                      \
+        free(mem);                                                             \
+    }
+DEF_ATTENTION(f, float, expf, tanhf)
+DEF_ATTENTION(d, double, exp, tanh)
 
 wk_status wk_cpu_attention(void *ctx, const wk_op_args *a)
 {
     (void)ctx;
-    return WK_CPU_ERROR(WK_ERR_UNSUPPORTED, "%s is not written yet", wk_op_name(a->op));
+    const wk_view *q = a->src[0], *k = a->src[1], *v = a->src[2], *mk = a->src[3], *o = a->dst;
+    const wk_attention_params *p = a->params;
+    if (!p || !k || !v) return WK_CPU_ERROR(WK_ERR_ARGUMENT, "attention needs q, k, v and its parameters");
+    const wk_dtype dt = q->dtype;
+    if (!(WK_DT_NN & WK_DT_BIT(dt)) || k->dtype != dt || v->dtype != dt || o->dtype != dt ||
+        (mk && mk->dtype != WK_F32))
+        return WK_CPU_ERROR(WK_ERR_DTYPE, "attention takes q, k, v of one dtype of f16, bf16, f32, f64 (q %s, k %s, "
+                            "v %s, out %s) and an f32 mask", wk_dtype_name(dt), wk_dtype_name(k->dtype),
+                            wk_dtype_name(v->dtype), wk_dtype_name(o->dtype));
+    if (q->rank != 4 || k->rank != 4 || v->rank != 4 || o->rank != 4 || (mk && mk->rank != 4))
+        return WK_CPU_ERROR(WK_ERR_SHAPE, "attention expects rank-4 views");
+    const int64_t B = q->dims[0], Hq = q->dims[1], Tq = q->dims[2], D = q->dims[3];
+    const int64_t Hkv = k->dims[1], Tk = k->dims[2];
+    if (B == 0 || Hq == 0 || Tq == 0 || D == 0) return WK_OK;
+    if (Hkv <= 0 || Hq % Hkv != 0)
+        return WK_CPU_ERROR(WK_ERR_SHAPE, "attention: query heads (%lld) must be a multiple of kv heads (%lld)",
+                            (long long)Hq, (long long)Hkv);
+    att_job j = { .q = q, .k = k, .v = v, .mask = mk, .o = o, .dt = dt, .B = B, .Hq = Hq, .Hkv = Hkv, .Tq = Tq,
+                  .Tk = Tk, .D = D, .g = Hq / Hkv, .scale = p->scale, .softcap = p->softcap, .window = p->window,
+                  .causal = p->causal };
+    j.nqb = (j.g * Tq + BQ - 1) / BQ;
+    atomic_init(&j.oom, 0);
+    const int64_t rows = j.g * Tq < BQ ? j.g * Tq : BQ;
+    wk_parallel_tasks(B * Hkv * j.nqb, (double)rows * (double)(Tk + 1) * (double)D * 4,
+                      dt == WK_F64 ? att_chunk_d : att_chunk_f, &j);
+    if (atomic_load(&j.oom))
+        return WK_CPU_ERROR(WK_ERR_MEMORY, "attention: out of memory for the blocks of a task (D = %lld)",
+                            (long long)D);
+    return WK_OK;
 }

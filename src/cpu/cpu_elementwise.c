@@ -1,6 +1,7 @@
 /* cpu_elementwise.c — the CPU backend's elementwise ops: unary (exp ..
- * sign, affine, powf, elu), binary (add .. maximum), comparisons (dst u8)
- * and where_cond, for every dtype each op takes.
+ * sign, affine, powf, elu), binary (add .. maximum, and silu_mul on the
+ * NN float dtypes), comparisons (dst u8) and where_cond, for every dtype
+ * each op takes.
  *
  * One templated body per op family: a macro builds a row function (see
  * cpu_ew.h) from a typed load, an op expression and a typed store, and
@@ -459,6 +460,19 @@ INT_DTYPES(INST_IB_DT, 0)
 FLOAT_DTYPES(DEF_FB_TABLE, 0)
 INT_DTYPES(DEF_IB_TABLE, 0)
 
+/* silu_mul (the SwiGLU gate): silu(a) * b on the NN float dtypes, with
+ * the binary ops' broadcast and strided loops; f16/bf16 in f32 */
+#define NN_FLOAT_DTYPES(X, ...)                                                 \
+    X(bf16, uint16_t, float, f, LD_BF16, ST_BF16, COLD, __VA_ARGS__)           \
+    X(f16, uint16_t, float, f, LD_F16, ST_F16, COLD, __VA_ARGS__)              \
+    X(f32, float, float, f, LD_ID, ST_ID, HOT, __VA_ARGS__)                    \
+    X(f64, double, double, , LD_ID, ST_ID, COLD, __VA_ARGS__)
+#define INST_SILU_MUL(DN, T, CT, FS, LD, ST, DH, unused)                       \
+    DEF_BROW_H(b_SILU_MUL_##DN, HOTNESS_HOT_##DH, T, T, CT, LD, ST, op_silu##FS(x) * (y))
+NN_FLOAT_DTYPES(INST_SILU_MUL, 0)
+#define SILU_MUL_CELL(DN, T, CT, FS, LD, ST, DH, unused) [DTID_##DN] = b_SILU_MUL_##DN,
+static const wk_ew_row_fn silu_mul_table[WK_DTYPE_COUNT] = { NN_FLOAT_DTYPES(SILU_MUL_CELL, 0) };
+
 static const wk_ew_row_fn *const binary_table[WK_DTYPE_COUNT] = {
     [WK_U8] = binary_u8, [WK_U32] = binary_u32, [WK_I16] = binary_i16, [WK_I32] = binary_i32,
     [WK_I64] = binary_i64, [WK_BF16] = binary_bf16, [WK_F16] = binary_f16, [WK_F32] = binary_f32,
@@ -468,6 +482,15 @@ static const wk_ew_row_fn *const binary_table[WK_DTYPE_COUNT] = {
 wk_status wk_cpu_binary(void *ctx, wk_op op, const wk_view *dst, const wk_view *a, const wk_view *b)
 {
     (void)ctx;
+    if (op == WK_OP_SILU_MUL) {
+        const wk_dtype dt = a->dtype;
+        if ((unsigned)dt >= WK_DTYPE_COUNT || !silu_mul_table[dt] || b->dtype != dt || dst->dtype != dt)
+            return WK_CPU_ERROR(WK_ERR_DTYPE, "silu_mul on %s and %s into %s (one dtype of f16, bf16, f32, f64)",
+                                wk_dtype_name(dt), wk_dtype_name(b->dtype), wk_dtype_name(dst->dtype));
+        const wk_view *views[3] = { dst, a, b };
+        wk_ew_run(3, views, silu_mul_table[dt], NULL);
+        return WK_OK;
+    }
     if (op < WK_OP_ADD || op > WK_OP_GE)
         return WK_CPU_ERROR(WK_ERR_UNSUPPORTED, "op %s is not a binary or comparison op", wk_op_name(op));
     const wk_dtype dt = a->dtype;
