@@ -23,13 +23,17 @@
  *   reduce.hip        sum/min/max/argmin/argmax
  *   matmul.hip        batched strided matmul
  *   index.hip         index_select, gather, scatter, index_add
+ *   nn.hip            softmax, log_softmax, rms_norm, layer_norm, ropes
+ *   attention.hip     attention (flash attention, flash decoding)
  *
- * Build note: the ROCm plugin is compiled as ONE translation unit that
- * includes every .hip file of src/gpu/ (so each gfx target gets one code object
- * holding every kernel, which tools/check-hip-kernels verifies); the CUDA
- * plugin compiles the files separately. Names local to a file (static
- * functions, kernels, types) must therefore be unique across src/gpu/:
- * give them the file's prefix (ew_, cp_, rnd_, red_, mm_, ix_, ...).
+ * Build note: every plugin compiles the .hip files one by one (in
+ * parallel under make -j) and links the objects; no relocatable device
+ * code, so a kernel is launched only from the file that defines it. Each
+ * ROCm object carries one code object per gfx target;
+ * tools/check-hip-kernels checks that every kernel the host can launch is
+ * in every target (src/gpu/gpu.mk). Prefixing a file's local names
+ * (ew_, cp_, rnd_, red_, mm_, ix_, nn_, at_, ...) is kept for readable
+ * symbol lists, no longer for correctness.
  *
  * Streams: each context owns one stream and every op of the context runs
  * on it, in call order. Device memory freed to the allocator is reused by
