@@ -458,6 +458,41 @@ typedef struct wk_attention_opts {
 wk_tensor *wk_attention(const wk_tensor *q, const wk_tensor *k, const wk_tensor *v, const wk_attention_opts *opts);
 
 /* ------------------------------------------------------------------ */
+/* quantized tensors (docs/quantization.md)                            */
+/* GGUF's block types (WK_Q4_0 .. WK_Q8_K) as data: convert them to and */
+/* from floats, multiply by a quantized weight matrix, look rows up.   */
+/* Float results are f32, f16 or bf16 (the f32 value rounded once to   */
+/* nearest even) and new contiguous tensors. Each op is filed in       */
+/* wk_supports under the block dtype: wk_supports(dev, "qmatmul",      */
+/* WK_Q4_K) says whether dev multiplies by a q4_k matrix.              */
+
+/* t (block-quantized, any shape and view) decoded to dt (WK_F32, WK_F16
+ * or WK_BF16), t's shape. The f32 values are bit for bit those of the
+ * gguf Python package's dequantize (and ggml's dequantize_row_*); q8_1
+ * and q8_k, which that package does not take, as ggml defines them
+ * (d * q). */
+wk_tensor *wk_dequantize(const wk_tensor *t, wk_dtype dt);
+/* t (f32, any view, rank >= 1, last dim a multiple of qtype's block: 32
+ * or 256 elements) quantized to the block dtype qtype, t's shape. Byte
+ * for byte llama.cpp's reference quantizer of the type
+ * (quantize_row_*_ref, the one that writes GGUF files without an
+ * importance matrix); for q4_0, q4_1, q5_0, q5_1 and q8_0 also the gguf
+ * package's quantize. Every block is quantized on its own. Non-finite
+ * values give blocks that are defined but meaningless. */
+wk_tensor *wk_quantize(const wk_tensor *t, wk_dtype qtype);
+/* y [..., n] = x [..., k] . w^T: w a 2-d block-quantized [n, k] matrix
+ * (k a multiple of its block; rows may be a view), x f32, f16 or bf16 of
+ * any rank >= 1 and any strides; y in x's dtype. The cpu multiplies x by
+ * w dequantized to f32, accumulating in f32. */
+wk_tensor *wk_qmatmul(const wk_tensor *x, const wk_tensor *w);
+/* Rows of a quantized table (an embedding lookup): table 2-d
+ * block-quantized [rows, cols], ids u8, u32 or i64 of any shape of rank
+ * < 8; the result has ids' shape + [cols] in dt (WK_F32, WK_F16,
+ * WK_BF16), row ids[i] decoded as wk_dequantize does. An id out of
+ * range is WK_ERR_INDEX. */
+wk_tensor *wk_qgather(const wk_tensor *table, const wk_tensor *ids, wk_dtype dt);
+
+/* ------------------------------------------------------------------ */
 /* indexing (ids: u8, u32 or i64; an id out of range is an error and,   */
 /* for in-place ops, leaves the destination unchanged)                 */
 

@@ -101,6 +101,19 @@ typedef enum wk_op_family {
                                 [B, Hkv, Tk, D] (last stride 1, others any; Hq a multiple
                                 of Hkv), src[3] mask f32 [B, Hq, Tq, Tk] with stride 0 on
                                 broadcast dims, or NULL; params: wk_attention_params */
+    WK_FAMILY_QCONVERT,      /* block-quantized <-> float by rows (docs/quantization.md):
+                                dst and src[0] are [rows, cols], cols whole blocks;
+                                src[0] has strides [row stride, 1], dst is contiguous.
+                                DEQUANTIZE: src[0] a block dtype, dst f32/f16/bf16 (the
+                                f32 decode rounded once). QUANTIZE: src[0] f32, dst a
+                                block dtype (llama.cpp's reference quantizers)       */
+    WK_FAMILY_QMATMUL,       /* dst [m, n] contiguous = src[1] x [m, k] . src[0] w [n,
+                                k]^T; w a block dtype with strides [row stride, 1]; x
+                                f32/f16/bf16 of dst's dtype, any strides             */
+    WK_FAMILY_QGATHER,       /* dst [n, cols] contiguous: row i is row src[1][i] of
+                                src[0] [rows, cols] (a block dtype, strides [row
+                                stride, 1]) decoded as DEQUANTIZE; src[1] 1-d ids
+                                u8/u32/i64, any stride, range-checked by the backend */
     WK_FAMILY_RESERVED,      /* named for a layer still to come; no front-end yet    */
     WK_FAMILY_COUNT
 } wk_op_family;
@@ -178,7 +191,10 @@ typedef wk_status (*wk_op_run_fn)(void *ctx, const wk_op_args *args);
 typedef struct wk_op_impl {
     wk_op_run_fn run;            /* NULL: not implemented                    */
     wk_dtype_mask dtypes;        /* the dtypes it takes (of dst, or of src[0]
-                                    for COPY/CMP/WHERE/REDUCE where they differ) */
+                                    for COPY/CMP/WHERE/REDUCE where they differ;
+                                    the block dtype for the quantized families:
+                                    dst's for QUANTIZE, src[0]'s for DEQUANTIZE,
+                                    QMATMUL, QGATHER) */
     /* Optional run-time rule on top of the mask (a library found or not);
      * NULL: the mask decides. */
     bool (*available)(void *ctx, wk_op op, wk_dtype dt);

@@ -29,7 +29,11 @@
  * one entry per line of their kind, with the values the lines give.
  * DTYPES is the set the reference (cpu) backend implements and wk_supports
  * answers for it (a wk_dtype_mask of src/dtype_traits.h; WK_DT_NONE for
- * ops reserved for layers still to come).
+ * ops reserved for layers still to come). The ops on block-quantized
+ * tensors (QCONVERT, QMATMUL, QGATHER families) are filed under the block
+ * dtype they take: dst's for QUANTIZE, src[0]'s (the quantized operand)
+ * for DEQUANTIZE, QMATMUL and QGATHER; their float side (f32, f16, bf16)
+ * is not in the mask.
  */
 #ifndef WICK_OP_LIST_H
 #define WICK_OP_LIST_H
@@ -103,7 +107,7 @@
     X(O, LAYER_NORM, "layer_norm", NORM, WK_DT_NN)                                 \
     X(O, ROPE, "rope", ROPE, WK_DT_NN)                                             \
     X(O, ATTENTION, "attention", ATTENTION, WK_DT_NN)                              \
-    X(O, QMATMUL, "qmatmul", RESERVED, WK_DT_NONE)                                 \
+    X(O, QMATMUL, "qmatmul", QMATMUL, WK_DT_QUANTS)                                \
     X(O, CUSTOM, "custom", RESERVED, WK_DT_NONE)                                   \
     X(U, SIGMOID, "sigmoid", WK_SIGMOID, WK_DT_FLOATS)                             \
     X(O, LOG_SOFTMAX, "log_softmax", SOFTMAX, WK_DT_NN)                            \
@@ -111,6 +115,9 @@
     X(O, ROPE_THD, "rope_thd", ROPE, WK_DT_NN)                                     \
     X(O, SILU_MUL, "silu_mul", BINARY, WK_DT_NN)                                   \
     X(O, ADD_RMS_NORM, "add_rms_norm", NORM, WK_DT_NN)                             \
+    X(O, DEQUANTIZE, "dequantize", QCONVERT, WK_DT_QUANTS)                         \
+    X(O, QUANTIZE, "quantize", QCONVERT, WK_DT_QUANTS)                             \
+    X(O, QGATHER, "qgather", QGATHER, WK_DT_QUANTS)                                \
     /* append new ops above this line */
 
 /* Family of an entry (a wk_op_family value): WK_OP_FAMILY(K, P) */

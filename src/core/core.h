@@ -23,6 +23,8 @@
  *   ops_index.c      index_select, gather, scatter, index_add
  *   ops_nn.c         softmax, log_softmax, norms, rope and its tables,
  *                    attention (silu_mul is binary: ops_elementwise.c)
+ *   ops_quant.c      dequantize, quantize, qmatmul, qgather (block-quantized
+ *                    tensors)
  *   random.c         rand_uniform / rand_normal front-end
  *   event.c          device events (wk_event_*)
  *   host_memory.c    pinned host memory (wk_host_alloc / wk_host_free)

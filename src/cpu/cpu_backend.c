@@ -85,6 +85,9 @@ static wk_status run_rand(void *ctx, const wk_op_args *a)
 #define FAMILY_RUN_NORM wk_cpu_norm
 #define FAMILY_RUN_ROPE wk_cpu_rope
 #define FAMILY_RUN_ATTENTION wk_cpu_attention
+#define FAMILY_RUN_QCONVERT wk_cpu_qconvert
+#define FAMILY_RUN_QMATMUL wk_cpu_qmatmul
+#define FAMILY_RUN_QGATHER wk_cpu_qgather
 #define FAMILY_RUN_RESERVED NULL
 #define RUN_OF_U(P) run_unary
 #define RUN_OF_P(P) run_unary

@@ -13,6 +13,8 @@
  *                     time) when present, own blocked kernel otherwise
  *   cpu_index.c       index_select, gather, scatter_set/add, index_add
  *   cpu_random.c      Philox4x32-10 uniform/normal (docs/random.md)
+ *   cpu_quant.c       GGUF block types: dequantize, quantize (llama.cpp's
+ *                     reference quantizers), qmatmul, qgather
  *   cpu_ew.c/.h       the strided elementwise driver (wk_ew_run) and CPU
  *                     feature checks; cpu_ew.h, private to the elementwise
  *                     files, also holds the fast narrow-float conversions
@@ -79,6 +81,11 @@ wk_status wk_cpu_norm(void *ctx, const wk_op_args *a);
 wk_status wk_cpu_rope(void *ctx, const wk_op_args *a);
 /* cpu_attention.c: the ATTENTION family */
 wk_status wk_cpu_attention(void *ctx, const wk_op_args *a);
+/* cpu_quant.c: the block-quantized families QCONVERT (dequantize,
+ * quantize), QMATMUL and QGATHER */
+wk_status wk_cpu_qconvert(void *ctx, const wk_op_args *a);
+wk_status wk_cpu_qmatmul(void *ctx, const wk_op_args *a);
+wk_status wk_cpu_qgather(void *ctx, const wk_op_args *a);
 const char *wk_cpu_blas_name(void);
 
 /* ---- element access ------------------------------------------------ */

@@ -75,6 +75,10 @@ static wk_status ot_rand(void *ctx, const wk_op_args *a)
 #define OT_FAMILY_NORM wk_gpu_norm
 #define OT_FAMILY_ROPE wk_gpu_rope
 #define OT_FAMILY_ATTENTION wk_gpu_attention
+/* block-quantized ops: no GPU kernels yet (wk_supports says no) */
+#define OT_FAMILY_QCONVERT NULL
+#define OT_FAMILY_QMATMUL NULL
+#define OT_FAMILY_QGATHER NULL
 #define OT_FAMILY_RESERVED NULL
 #define OT_RUN_U(P) ot_unary
 #define OT_RUN_P(P) ot_unary
