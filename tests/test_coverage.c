@@ -16,7 +16,7 @@
 #include <string.h>
 #include "test.h"
 
-#define REQUIRED_PAIRS_MIN 429
+#define REQUIRED_PAIRS_MIN 469
 
 typedef struct pair { char op[32]; int dt; } pair;
 
