@@ -69,19 +69,34 @@ typedef struct sizes {
     int64_t mm_b, mm_bd;         /* batched: mm_b x [mm_bd, mm_bd]          */
     int64_t chain;               /* dependent adds                          */
     int64_t xfer;                /* host <-> device bytes                   */
+    int64_t nn_rows[2], nn_cols[2];  /* the NN rows: [16384, 4096], [4096, 32000] */
+    int64_t rope_h, rope_d;      /* rope x [1, H, rows x cols / (H D), D]   */
+    int64_t at_h, at_hkv, at_tq[4], at_d[4], at_tk[3];  /* attention shapes (below) */
 } sizes;
 
 static const sizes full_sizes = {
     (int64_t)1 << 28, 16384, 65536, 4096, 128256, 4096, 8192, 4096, 8192, 64, 512, 10000, (int64_t)1 << 30,
+    { 16384, 4096 }, { 4096, 32000 }, 32, 128,     /* rows a, b; cols a, b; rope H, D */
+    /* prefill [1, 32, T, D] for (T, D) = (4096, 128), (16384, 128), (4096, 64),
+     * (4096, 256); decode q [1, 32, 1, 128], k and v [1, 8, Tk, 128] */
+    32, 8, { 4096, 16384, 4096, 4096 }, { 128, 128, 64, 256 }, { 4096, 16384, 65536 },
 };
 /* --small: the same cases at sizes a CPU runs in a moment (tests) */
 static const sizes small_sizes = {
     (int64_t)1 << 16, 256, 512, 256, 1000, 64, 64, 128, 192, 4, 64, 200, (int64_t)1 << 20,
+    { 64, 16 }, { 256, 1024 }, 4, 64,
+    4, 2, { 64, 128, 64, 64 }, { 128, 128, 64, 256 }, { 64, 256, 1024 },
 };
 
 /* ---- inputs --------------------------------------------------------------- */
 
-typedef enum shape_id { SH_ELEM, SH_SQ, SH_ROW, SH_COL, SH_RED, SH_TABLE, SH_IDS, SH_MM_S, SH_MM_L, SH_MM_B } shape_id;
+typedef enum shape_id {
+    SH_ELEM, SH_SQ, SH_ROW, SH_COL, SH_RED, SH_TABLE, SH_IDS, SH_MM_S, SH_MM_L, SH_MM_B,
+    SH_NN_A, SH_NN_B, SH_NNW_A, SH_NNW_B,       /* NN rows and their [cols] weights   */
+    SH_ROPE_A, SH_ROPE_B, SH_TAB_A, SH_TAB_B,   /* rope x; its cos/sin tables         */
+    SH_PF0, SH_PF1, SH_PF2, SH_PF3,             /* attention prefill q, k, v          */
+    SH_DQ, SH_DKV0, SH_DKV1, SH_DKV2            /* attention decode q; k and v        */
+} shape_id;
 
 typedef struct input_spec {
     const char *key;
@@ -105,6 +120,25 @@ static const input_spec input_specs[] = {
     { "mms_f32_a", WK_F32, SH_MM_S },    { "mms_f32_b", WK_F32, SH_MM_S },
     { "mml_f32_a", WK_F32, SH_MM_L },    { "mml_f32_b", WK_F32, SH_MM_L },
     { "mmb_f32_a", WK_F32, SH_MM_B },    { "mmb_f32_b", WK_F32, SH_MM_B },
+    { "nna_bf16", WK_BF16, SH_NN_A },    { "nnb_bf16", WK_BF16, SH_NN_B },
+    { "nna_f32", WK_F32, SH_NN_A },      { "nnb_f32", WK_F32, SH_NN_B },
+    { "nnwa_bf16", WK_BF16, SH_NNW_A },  { "nnwb_bf16", WK_BF16, SH_NNW_B },
+    { "nnba_bf16", WK_BF16, SH_NNW_A },  { "nnbb_bf16", WK_BF16, SH_NNW_B },
+    { "nnwa_f32", WK_F32, SH_NNW_A },    { "nnwb_f32", WK_F32, SH_NNW_B },
+    { "nnba_f32", WK_F32, SH_NNW_A },    { "nnbb_f32", WK_F32, SH_NNW_B },
+    { "ropea_bf16", WK_BF16, SH_ROPE_A }, { "ropeb_bf16", WK_BF16, SH_ROPE_B },
+    { "ropea_f32", WK_F32, SH_ROPE_A },  { "ropeb_f32", WK_F32, SH_ROPE_B },
+    /* wk_rope_tables (head dim rope_d, base 10000), not random */
+    { "cosa", WK_F32, SH_TAB_A },        { "sina", WK_F32, SH_TAB_A },
+    { "cosb", WK_F32, SH_TAB_B },        { "sinb", WK_F32, SH_TAB_B },
+    { "pf0_q", WK_BF16, SH_PF0 }, { "pf0_k", WK_BF16, SH_PF0 }, { "pf0_v", WK_BF16, SH_PF0 },
+    { "pf1_q", WK_BF16, SH_PF1 }, { "pf1_k", WK_BF16, SH_PF1 }, { "pf1_v", WK_BF16, SH_PF1 },
+    { "pf2_q", WK_BF16, SH_PF2 }, { "pf2_k", WK_BF16, SH_PF2 }, { "pf2_v", WK_BF16, SH_PF2 },
+    { "pf3_q", WK_BF16, SH_PF3 }, { "pf3_k", WK_BF16, SH_PF3 }, { "pf3_v", WK_BF16, SH_PF3 },
+    { "dec_q", WK_BF16, SH_DQ },
+    { "dec0_k", WK_BF16, SH_DKV0 }, { "dec0_v", WK_BF16, SH_DKV0 },
+    { "dec1_k", WK_BF16, SH_DKV1 }, { "dec1_v", WK_BF16, SH_DKV1 },
+    { "dec2_k", WK_BF16, SH_DKV2 }, { "dec2_v", WK_BF16, SH_DKV2 },
 };
 #define N_INPUTS (int)(sizeof input_specs / sizeof input_specs[0])
 
@@ -121,6 +155,24 @@ static wk_shape shape_of(shape_id id, const sizes *s)
     case SH_MM_S: return WK_SHAPE(s->mm_s, s->mm_s);
     case SH_MM_L: return WK_SHAPE(s->mm_l, s->mm_l);
     case SH_MM_B: return WK_SHAPE(s->mm_b, s->mm_bd, s->mm_bd);
+    case SH_NN_A: return WK_SHAPE(s->nn_rows[0], s->nn_cols[0]);
+    case SH_NN_B: return WK_SHAPE(s->nn_rows[1], s->nn_cols[1]);
+    case SH_NNW_A: return WK_SHAPE(s->nn_cols[0]);
+    case SH_NNW_B: return WK_SHAPE(s->nn_cols[1]);
+    case SH_ROPE_A: case SH_ROPE_B: {
+        const int i = id == SH_ROPE_B;
+        return WK_SHAPE(1, s->rope_h, s->nn_rows[i] * s->nn_cols[i] / (s->rope_h * s->rope_d), s->rope_d);
+    }
+    case SH_TAB_A: case SH_TAB_B: {
+        const int i = id == SH_TAB_B;
+        return WK_SHAPE(s->nn_rows[i] * s->nn_cols[i] / (s->rope_h * s->rope_d), s->rope_d / 2);
+    }
+    case SH_PF0: case SH_PF1: case SH_PF2: case SH_PF3: {
+        const int i = (int)(id - SH_PF0);
+        return WK_SHAPE(1, s->at_h, s->at_tq[i], s->at_d[i]);
+    }
+    case SH_DQ: return WK_SHAPE(1, s->at_h, 1, 128);
+    case SH_DKV0: case SH_DKV1: case SH_DKV2: return WK_SHAPE(1, s->at_hkv, s->at_tk[id - SH_DKV0], 128);
     }
     return WK_SCALAR;
 }
@@ -129,7 +181,9 @@ static wk_shape shape_of(shape_id id, const sizes *s)
 
 typedef enum case_kind {
     CK_UNARY, CK_AFFINE, CK_BINARY, CK_CAST, CK_CONTIG_T, CK_UNARY_T, CK_REDUCE, CK_INDEX, CK_MATMUL,
-    CK_CHAIN, CK_XFER
+    CK_CHAIN, CK_XFER,
+    CK_SOFTMAX, CK_LOG_SOFTMAX, CK_RMS_NORM, CK_LAYER_NORM, CK_ROPE,   /* along the last dim */
+    CK_ATTN, CK_ATTN_DECODE                                             /* wk_attention       */
 } case_kind;
 
 typedef struct gcase {
@@ -141,33 +195,46 @@ typedef struct gcase {
     wk_dtype out_dt;         /* casts                                     */
     const char *in0, *in1;   /* input keys                                */
     bool tiled;              /* matmul with WICK_GEMM=tiled               */
+    const char *in2, *in3;   /* more input keys (NN ops, attention)       */
 } gcase;
 
-#define UN(name, op, x) { name, "wk_unary", CK_UNARY, op, 0, WK_F32, x, NULL, false }
-#define BI(name, op, x, y) { name, "wk_binary", CK_BINARY, op, 0, WK_F32, x, y, false }
-#define RED(name, op, x, dim) { name, "wk_reduce", CK_REDUCE, op, dim, WK_F32, x, NULL, false }
-#define MM(name, a, b, tiled) { name, "wk_matmul", CK_MATMUL, 0, 0, WK_F32, a, b, tiled }
+#define UN(name, op, x) { name, "wk_unary", CK_UNARY, op, 0, WK_F32, x, NULL, false, NULL, NULL }
+#define BI(name, op, x, y) { name, "wk_binary", CK_BINARY, op, 0, WK_F32, x, y, false, NULL, NULL }
+#define RED(name, op, x, dim) { name, "wk_reduce", CK_REDUCE, op, dim, WK_F32, x, NULL, false, NULL, NULL }
+#define MM(name, a, b, tiled) { name, "wk_matmul", CK_MATMUL, 0, 0, WK_F32, a, b, tiled, NULL, NULL }
+/* NN ops on [rows, cols] (rope: [1, H, T, D] of as many elements); op of
+ * attention: causal */
+#define NN(n_, c_, k_, x, w, b) { .name = n_, .call = c_, .kind = k_, .in0 = x, .in1 = w, .in2 = b }
+#define NNX(sfx, tab)                                                                                      \
+    NN("softmax_" sfx, "wk_softmax", CK_SOFTMAX, "nn" sfx, NULL, NULL),                                 \
+    NN("log_softmax_" sfx, "wk_log_softmax", CK_LOG_SOFTMAX, "nn" sfx, NULL, NULL),                     \
+    NN("rms_norm_" sfx, "wk_rms_norm", CK_RMS_NORM, "nn" sfx, "nnw" sfx, NULL),                         \
+    NN("layer_norm_" sfx, "wk_layer_norm", CK_LAYER_NORM, "nn" sfx, "nnw" sfx, "nnb" sfx),              \
+    { .name = "rope_" sfx, .call = "wk_rope", .kind = CK_ROPE, .in0 = "rope" sfx, .in1 = "cos" tab,     \
+      .in2 = "sin" tab }
+#define ATT(n_, k_, causal, q, k, v)                                                                        \
+    { .name = n_, .call = "wk_attention", .kind = k_, .op = causal, .in0 = q, .in1 = k, .in2 = v }
 
 static const gcase cases[] = {
     UN("exp_f32", WK_EXP, "x_f32"),
     UN("silu_f32", WK_SILU, "x_f32"),
     UN("gelu_f32", WK_GELU, "x_f32"),
-    { "affine_f32", "wk_affine", CK_AFFINE, 0, 0, WK_F32, "x_f32", NULL, false },
+    { "affine_f32", "wk_affine", CK_AFFINE, 0, 0, WK_F32, "x_f32", NULL, false, NULL, NULL },
     BI("add_f32", WK_ADD, "x_f32", "y_f32"),
     BI("mul_f32", WK_MUL, "x_f32", "y_f32"),
     UN("exp_bf16", WK_EXP, "x_bf16"),
     UN("silu_bf16", WK_SILU, "x_bf16"),
     UN("gelu_bf16", WK_GELU, "x_bf16"),
-    { "affine_bf16", "wk_affine", CK_AFFINE, 0, 0, WK_F32, "x_bf16", NULL, false },
+    { "affine_bf16", "wk_affine", CK_AFFINE, 0, 0, WK_F32, "x_bf16", NULL, false, NULL, NULL },
     BI("add_bf16", WK_ADD, "x_bf16", "y_bf16"),
     BI("mul_bf16", WK_MUL, "x_bf16", "y_bf16"),
-    { "cast_f32_bf16", "wk_to_dtype", CK_CAST, 0, 0, WK_BF16, "x_f32", NULL, false },
-    { "cast_bf16_f32", "wk_to_dtype", CK_CAST, 0, 0, WK_F32, "x_bf16", NULL, false },
-    { "cast_f32_f16", "wk_to_dtype", CK_CAST, 0, 0, WK_F16, "x_f32", NULL, false },
+    { "cast_f32_bf16", "wk_to_dtype", CK_CAST, 0, 0, WK_BF16, "x_f32", NULL, false, NULL, NULL },
+    { "cast_bf16_f32", "wk_to_dtype", CK_CAST, 0, 0, WK_F32, "x_bf16", NULL, false, NULL, NULL },
+    { "cast_f32_f16", "wk_to_dtype", CK_CAST, 0, 0, WK_F16, "x_f32", NULL, false, NULL, NULL },
     BI("add_row_f32", WK_ADD, "sq_f32", "row_f32"),
     BI("add_col_f32", WK_ADD, "sq_f32", "col_f32"),
-    { "transpose_copy_f32", "wk_contiguous", CK_CONTIG_T, 0, 0, WK_F32, "sq_f32", NULL, false },
-    { "exp_transposed_f32", "wk_exp", CK_UNARY_T, WK_EXP, 0, WK_F32, "sq_f32", NULL, false },
+    { "transpose_copy_f32", "wk_contiguous", CK_CONTIG_T, 0, 0, WK_F32, "sq_f32", NULL, false, NULL, NULL },
+    { "exp_transposed_f32", "wk_exp", CK_UNARY_T, WK_EXP, 0, WK_F32, "sq_f32", NULL, false, NULL, NULL },
     RED("sum_last_f32", WK_SUM, "red_f32", -1),
     RED("max_last_f32", WK_MAX, "red_f32", -1),
     RED("argmax_last_f32", WK_ARGMAX, "red_f32", -1),
@@ -175,7 +242,7 @@ static const gcase cases[] = {
     RED("max_last_bf16", WK_MAX, "red_bf16", -1),
     RED("argmax_last_bf16", WK_ARGMAX, "red_bf16", -1),
     RED("sum_dim0_f32", WK_SUM, "sq_f32", 0),
-    { "index_select_bf16", "wk_index_select", CK_INDEX, 0, 0, WK_F32, "table_bf16", "ids_i64", false },
+    { "index_select_bf16", "wk_index_select", CK_INDEX, 0, 0, WK_F32, "table_bf16", "ids_i64", false, NULL, NULL },
     MM("matmul_bf16_s", "mms_bf16_a", "mms_bf16_b", false),
     MM("matmul_bf16_l", "mml_bf16_a", "mml_bf16_b", false),
     MM("matmul_bf16_b", "mmb_bf16_a", "mmb_bf16_b", false),
@@ -186,8 +253,17 @@ static const gcase cases[] = {
     MM("matmul_f32_l", "mml_f32_a", "mml_f32_b", false),
     MM("matmul_f32_b", "mmb_f32_a", "mmb_f32_b", false),
     MM("matmul_tiled_f32_s", "mms_f32_a", "mms_f32_b", true),
-    { "launch_chain", "wk_add", CK_CHAIN, WK_ADD, 0, WK_F32, NULL, NULL, false },
-    { "h2d_d2h", "wk_from_host+wk_to_host", CK_XFER, 0, 0, WK_U8, NULL, NULL, false },
+    { "launch_chain", "wk_add", CK_CHAIN, WK_ADD, 0, WK_F32, NULL, NULL, false, NULL, NULL },
+    { "h2d_d2h", "wk_from_host+wk_to_host", CK_XFER, 0, 0, WK_U8, NULL, NULL, false, NULL, NULL },
+    NNX("a_bf16", "a"), NNX("b_bf16", "b"), NNX("a_f32", "a"), NNX("b_f32", "b"),
+    ATT("attn_causal_t4096_d128", CK_ATTN, 1, "pf0_q", "pf0_k", "pf0_v"),
+    ATT("attn_causal_t16384_d128", CK_ATTN, 1, "pf1_q", "pf1_k", "pf1_v"),
+    ATT("attn_causal_t4096_d64", CK_ATTN, 1, "pf2_q", "pf2_k", "pf2_v"),
+    ATT("attn_causal_t4096_d256", CK_ATTN, 1, "pf3_q", "pf3_k", "pf3_v"),
+    ATT("attn_t4096_d128", CK_ATTN, 0, "pf0_q", "pf0_k", "pf0_v"),
+    ATT("attn_decode_tk4096", CK_ATTN_DECODE, 0, "dec_q", "dec0_k", "dec0_v"),
+    ATT("attn_decode_tk16384", CK_ATTN_DECODE, 0, "dec_q", "dec1_k", "dec1_v"),
+    ATT("attn_decode_tk65536", CK_ATTN_DECODE, 0, "dec_q", "dec2_k", "dec2_v"),
 };
 #define N_CASES (int)(sizeof cases / sizeof cases[0])
 
@@ -237,6 +313,14 @@ static wk_tensor *get_input(run_ctx *r, const char *key)
     if (r->inputs[i]) return r->inputs[i];
     const input_spec *s = &input_specs[i];
     wk_shape sh = shape_of(s->shape, r->sz);
+    if (s->shape == SH_TAB_A || s->shape == SH_TAB_B) {
+        /* cos and sin come together; key "cosX" is at i, "sinX" at i + 1 */
+        const int ic = key[0] == 'c' ? i : i - 1;
+        if (wk_rope_tables(r->dev, r->sz->rope_d, 10000.0, sh.dims[0], NULL, &r->inputs[ic], &r->inputs[ic + 1]) !=
+            WK_OK)
+            return NULL;
+        return r->inputs[i];
+    }
     if (s->dt == WK_I64) {
         /* ids uniform in [0, rows): drawn in f64 (exact), truncated */
         wk_tensor *f = wk_rand_uniform(r->dev, WK_F64, sh, 0.0, (double)r->sz->tab_rows - 0.5);
@@ -276,6 +360,7 @@ static bool write_tensor(const char *path, const wk_tensor *t, char *err, size_t
 
 typedef struct case_args {
     wk_tensor *a, *b;     /* what the op is called with (views included) */
+    wk_tensor *c, *d;     /* more inputs (NN ops, attention)             */
     wk_tensor *view;      /* a transposed view this case made, or NULL   */
 } case_args;
 
@@ -290,6 +375,17 @@ static wk_tensor *case_call(const gcase *c, const case_args *x)
     case CK_REDUCE: return wk_reduce((wk_reduce_op)c->op, x->a, &c->dim, 1, false);
     case CK_INDEX: return wk_index_select(x->a, x->b, 0);
     case CK_MATMUL: return wk_matmul(x->a, x->b);
+    case CK_SOFTMAX: return wk_softmax(x->a, -1);
+    case CK_LOG_SOFTMAX: return wk_log_softmax(x->a, -1);
+    case CK_RMS_NORM: return wk_rms_norm(x->a, x->b, 1e-6);
+    case CK_LAYER_NORM: return wk_layer_norm(x->a, x->b, x->c, 1e-5);
+    case CK_ROPE: return wk_rope(x->a, x->b, x->c, 0);
+    case CK_ATTN: case CK_ATTN_DECODE: {
+        wk_attention_opts o;
+        memset(&o, 0, sizeof o);
+        o.causal = c->op != 0;
+        return wk_attention(x->a, x->b, x->c, &o);
+    }
     default: return NULL;
     }
 }
@@ -324,13 +420,16 @@ static void print_error(const gcase *c, const char *msg)
 static void run_op_case(run_ctx *r, const gcase *c)
 {
     char err[1024] = "";
-    case_args x = { NULL, NULL, NULL };
+    case_args x = { NULL, NULL, NULL, NULL, NULL };
+    const char *keys[4] = { c->in0, c->in1, c->in2, c->in3 };
     double *times = NULL, *ev_times = NULL;
     wk_event **ev = NULL;
     wk_tensor *last = NULL;
-    x.a = get_input(r, c->in0);
-    if (x.a && c->in1) x.b = get_input(r, c->in1);
-    if (!x.a || (c->in1 && !x.b)) {
+    wk_tensor **slot[4] = { &x.a, &x.b, &x.c, &x.d };
+    bool got = true;
+    for (int k = 0; k < 4 && got; k++)
+        if (keys[k]) got = (*slot[k] = get_input(r, keys[k])) != NULL;
+    if (!got) {
         snprintf(err, sizeof err, "making the inputs failed: %s", wk_last_error());
         goto fail;
     }
@@ -395,20 +494,29 @@ static void run_op_case(run_ctx *r, const gcase *c)
     if (c->tiled) unsetenv("WICK_GEMM");
 
     /* compulsory traffic: each input read once, the output written once;
-     * index_select reads only the selected rows */
+     * index_select reads only the selected rows; attention decode: the
+     * keys and values (what the issue's bar counts) */
     double bytes = tensor_bytes(last) + (c->kind == CK_INDEX ? tensor_bytes(last) + tensor_bytes(x.b)
-                                                           : tensor_bytes(x.a) + (x.b ? tensor_bytes(x.b) : 0));
+                                                           : tensor_bytes(x.a) + (x.b ? tensor_bytes(x.b) : 0) +
+                                                                 (x.c ? tensor_bytes(x.c) : 0) +
+                                                                 (x.d ? tensor_bytes(x.d) : 0));
+    if (c->kind == CK_ATTN_DECODE) bytes = tensor_bytes(x.b) + tensor_bytes(x.c);
     double flops = 0;
     if (c->kind == CK_MATMUL) {
         wk_shape sa = wk_tensor_shape(x.a);
         flops = 2.0 * (double)wk_tensor_numel(last) * (double)sa.dims[sa.rank - 1];
+    } else if (c->kind == CK_ATTN) {
+        /* 4 B H D per visible (query, key) pair: q k^T and p v */
+        wk_shape sq = wk_tensor_shape(x.a), sk = wk_tensor_shape(x.b);
+        const double tq = (double)sq.dims[2], tk = (double)sk.dims[2];
+        const double pairs = c->op ? tq * (tq + 1) / 2 + tq * (tk - tq) : tq * tk;   /* causal: bottom right */
+        flops = 4.0 * (double)sq.dims[0] * (double)sq.dims[1] * (double)sq.dims[3] * pairs;
     }
     /* the output of the last timed rep, and any input not written yet */
     bool dumped = false;
     if (r->dump_dir) {
-        const char *keys[2] = { c->in0, c->in1 };
         dumped = true;
-        for (int k = 0; k < 2 && dumped; k++) {
+        for (int k = 0; k < 4 && dumped; k++) {
             if (!keys[k]) continue;
             int idx = input_index(keys[k]);
             if (r->dumped[idx]) continue;
@@ -432,8 +540,7 @@ static void run_op_case(run_ctx *r, const gcase *c)
            "\"bytes\":%.0f,\"flops\":%.0f,\"inputs\":[",
            r->reps, r->warmup, med, ev_times[0], ev_times[r->reps - 1], host_med, times[0], times[r->reps - 1],
            batch_ms, bytes, flops);
-    const char *keys[2] = { c->in0, c->in1 };
-    for (int k = 0; k < 2; k++) {
+    for (int k = 0; k < 4; k++) {
         if (!keys[k]) continue;
         const wk_tensor *t = r->inputs[input_index(keys[k])];
         printf("%s{\"key\":", k ? "," : "");

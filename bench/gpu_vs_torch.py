@@ -70,6 +70,10 @@ T_MM = (("speed", 0.95),)
 T_TILED = (("sgemm", 0.5),)
 T_CHAIN = (("bare", 1 / 1.15), ("speed", 1.3))
 T_XFER = (("speed", 0.9),)
+T_NN = (("frac", 0.85),)              # softmax, norms, rope (issue 11)
+T_ATT = (("speed", 0.6),)             # attention prefill: TFLOP/s vs PyTorch's SDPA
+T_DEC = (("frac", 0.70),)             # attention decode: K+V bytes over the copy rate
+T_DEC0 = (("frac", 0.70), ("speed", 2.0))
 
 
 def target_text(t):
@@ -99,6 +103,11 @@ def torch_ops():
 
     def affine(x):   # 0.25 + 1.5*x in one kernel
         return torch.add(quarter, x, alpha=1.5)
+
+    def rope(x, cos, sin):   # the halves (Llama/NeoX) form, written out; x [B, H, T, D], tables f32 [T, D/2]
+        h = x.shape[-1] // 2
+        x0, x1 = x[..., :h].float(), x[..., h:].float()
+        return torch.cat([x0 * cos - x1 * sin, x0 * sin + x1 * cos], -1).to(x.dtype)
     return {
         "exp": torch.exp, "silu": F.silu, "gelu": lambda x: F.gelu(x, approximate="tanh"),
         "affine": affine, "add": torch.add, "mul": torch.mul,
@@ -108,6 +117,13 @@ def torch_ops():
         "sum_last": lambda a: a.sum(-1), "max_last": lambda a: a.amax(-1),
         "argmax_last": lambda a: a.argmax(-1), "sum_dim0": lambda a: a.sum(0),
         "index_select": lambda t, i: torch.index_select(t, 0, i), "matmul": torch.matmul,
+        "softmax": lambda x: torch.softmax(x, -1), "log_softmax": lambda x: torch.log_softmax(x, -1),
+        "rms_norm": lambda x, w: F.rms_norm(x, (x.shape[-1],), w, 1e-6),
+        "layer_norm": lambda x, w, b: F.layer_norm(x, (x.shape[-1],), w, b, 1e-5),
+        "rope": rope,
+        "sdpa_causal": lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True),
+        "sdpa": lambda q, k, v: F.scaled_dot_product_attention(q, k, v),
+        "sdpa_gqa": lambda q, k, v: F.scaled_dot_product_attention(q, k, v, enable_gqa=True),
     }
 
 
@@ -156,7 +172,50 @@ CASES = {
     "launch_chain": ("misc", "dependent 1-element adds, eager", "f32", None, None, 0, T_CHAIN),
     "h2d_d2h": ("misc", "host -> device -> host", "u8", None, None, 0, T_XFER),
 }
-GROUPS = ["f32", "bf16", "sq", "red", "idx", "mm", "misc"]
+# the NN ops on [16384, 4096] (a) and [4096, 32000] (b); rope on
+# [1, 32, T, 128] of as many elements, tables from wk_rope_tables
+for _sfx, _shape in (("a", "[16384,4096]"), ("b", "[4096,32000]")):
+    for _dt, _bound in (("bf16", 1e-2), ("f32", 1e-5)):
+        for _op, _label in (("softmax", "softmax, last dim"), ("log_softmax", "log_softmax, last dim"),
+                            ("rms_norm", "rms_norm (weight)"), ("layer_norm", "layer_norm (weight, bias)"),
+                            ("rope", "rope (halves)")):
+            CASES["%s_%s_%s" % (_op, _sfx, _dt)] = ("nn", _label, _dt, _op, "close", _bound, T_NN)
+# attention, bf16: prefill B=1 H=32 (TFLOP/s against PyTorch's SDPA, whose
+# backend the row names) and decode Tq=1 Hq=32 Hkv=8 D=128 (K+V bytes)
+for _name, _label, _op, _t in (
+        ("attn_causal_t4096_d128", "attention prefill, causal", "sdpa_causal", T_ATT),
+        ("attn_causal_t16384_d128", "attention prefill, causal", "sdpa_causal", T_ATT),
+        ("attn_causal_t4096_d64", "attention prefill, causal", "sdpa_causal", T_ATT),
+        ("attn_causal_t4096_d256", "attention prefill, causal", "sdpa_causal", T_ATT),
+        ("attn_t4096_d128", "attention prefill", "sdpa", T_ATT),
+        ("attn_decode_tk4096", "attention decode (GQA 32/8)", "sdpa_gqa", T_DEC0),
+        ("attn_decode_tk16384", "attention decode (GQA 32/8)", "sdpa_gqa", T_DEC),
+        ("attn_decode_tk65536", "attention decode (GQA 32/8)", "sdpa_gqa", T_DEC)):
+    CASES[_name] = ("attn", _label, "bf16", _op, "close", 1e-2, _t)
+
+
+def att_shapes(name, small):
+    """(q, k, v) shapes of an attention case (as gpu_bench.c makes them)"""
+    h, hkv = (4, 2) if small else (32, 8)
+    if "decode" in name:
+        tk = int(name.split("tk")[1])
+        tk = {4096: 64, 16384: 256, 65536: 1024}[tk] if small else tk
+        return (1, h, 1, 128), (1, hkv, tk, 128), (1, hkv, tk, 128)
+    t, d = int(name.split("_t")[1].split("_")[0]), int(name.split("_d")[-1])
+    t = {4096: 64, 16384: 128}[t] if small else t
+    return ((1, h, t, d),) * 3
+
+
+def att_flops(name, q, k):
+    """4 B H D per visible (query, key) pair (causal: bottom right); decode: 0 (scored by bytes)"""
+    if "decode" in name:
+        return 0
+    tq, tk = q[2], k[2]
+    pairs = tq * (tq + 1) / 2 + tq * (tk - tq) if "causal" in name else tq * tk
+    return 4.0 * q[0] * q[1] * q[3] * pairs
+
+
+GROUPS = ["f32", "bf16", "sq", "red", "idx", "mm", "misc", "nn", "attn"]
 
 
 def size_text(b):
@@ -174,6 +233,11 @@ def shape_label(rec):
         return "n=%d" % rec["n"]
     if rec["case"] == "h2d_d2h":
         return size_text(rec["bytes"])
+    if rec["case"].startswith("attn"):
+        q, k = rec["inputs"][0]["shape"], rec["inputs"][1]["shape"]
+        if "decode" in rec["case"]:
+            return "Hq=%d Hkv=%d Tk=%d D=%d" % (q[1], k[1], k[2], q[3])
+        return "B=%d H=%d T=%d D=%d" % (q[0], q[1], q[2], q[3])
     shapes = [i["shape"] for i in rec["inputs"]]
     n = shapes[0]
     if len(n) == 1 and n[0] & (n[0] - 1) == 0:
@@ -332,6 +396,52 @@ def ceilings(T, small):
             "gemm_bf16_TFLOPs": 2 * m ** 3 / t_mm / 1e9}
 
 
+def sdpa_backend(T, fn, args):
+    """which SDPA backend PyTorch ran: the aten op its dispatcher chose and its first CUDA kernel"""
+    try:
+        from torch.profiler import profile, ProfilerActivity
+        acts = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if T.cuda else [])
+        with profile(activities=acts) as prof:
+            out = fn(*args)
+            T.sync()
+        del out
+        names = [e.key for e in prof.key_averages()]
+        kinds = (("cudnn", "cuDNN"), ("flash", "flash"), ("efficient", "memory-efficient"), ("math", "math"))
+        aten = [n for n in names if n.startswith("aten::_scaled_dot_product_")]
+        label = "?"
+        for key, nm in kinds:
+            if any(key in a for a in aten):
+                label = nm
+                break
+        kern = [n for n in names if not n.startswith("aten::") and any(
+            w in n.lower() for w in ("fmha", "flash", "attention", "sdpa", "cudnn"))]
+        return label + (" (kernel %s)" % kern[0][:80] if kern else "")
+    except Exception as e:   # noqa: BLE001 - reference figure only
+        return "unknown (%s)" % str(e)[:80]
+
+
+def torch_only_row(T, args, name, ops):
+    """PyTorch's side of an attention case whose wick side failed, on its own random inputs"""
+    torch = T.torch
+    shapes = att_shapes(name, args.small)
+    gen = torch.Generator(device=T.dev).manual_seed(args.seed)
+    tin = [(torch.rand(s, device=T.dev, generator=gen) * 4 - 2).to(torch.bfloat16) for s in shapes]
+    fn = ops[CASES[name][3]]
+    ev, host, batch = T.time(fn, tin, args.reps, args.warmup)
+    row = {"torch": {"event_ms": ev, "host_ms": host, "batch_ms": batch}, "torch_ms": ev,
+           "torch_backend": sdpa_backend(T, fn, tin)}
+    fl = att_flops(name, shapes[0], shapes[1])
+    if fl:
+        row["torch_tflops"] = fl / ev / 1e9
+    else:
+        row["torch_GBps"] = 2 * 2 * shapes[1][0] * shapes[1][1] * shapes[1][2] * shapes[1][3] / ev / 1e6
+    q, k = shapes[0], shapes[1]
+    row["shape"] = ("Hq=%d Hkv=%d Tk=%d D=%d" % (q[1], k[1], k[2], q[3]) if "decode" in name
+                    else "B=%d H=%d T=%d D=%d" % (q[0], q[1], q[2], q[3]))
+    del tin
+    return row
+
+
 def op_row(T, args, name, rec, inputs, scratch, ceil, ops):
     group, label, dt, op, check, bound, targets = CASES[name]
     row = {"case": name, "op": label, "dtype": dt, "targets": targets, "wick": rec}
@@ -356,6 +466,10 @@ def op_row(T, args, name, rec, inputs, scratch, ceil, ops):
     del ref
     ev, host, batch = T.time(fn, tin, args.reps, args.warmup)
     row["torch"] = {"event_ms": ev, "host_ms": host, "batch_ms": batch}
+    if group == "attn":
+        row["torch_backend"] = sdpa_backend(T, fn, tin)
+        if rec["flops"]:
+            row["torch_tflops"] = rec["flops"] / ev / 1e9
     wick_ms, wick_batch = rec["median_ms"], rec["batch_ms"]
     row["wick_ms"], row["torch_ms"] = wick_ms, ev
     row["speed"], row["speed_batch"] = ev / wick_ms, ev / wick_batch
@@ -506,7 +620,12 @@ def table(rows):
     lines = []
     for r in rows:
         if r.get("error"):
-            lines.append([r["op"], r["dtype"], r.get("shape", "-"), "error", "-", "-", "-",
+            torch_, frac = "-", "-"
+            if r.get("torch_ms"):   # attention: PyTorch timed alone
+                torch_ = fmt_ms(r["torch_ms"])
+                frac = ("PyTorch %.0f TFLOP/s" % r["torch_tflops"] if r.get("torch_tflops") else
+                        "PyTorch %.0f GB/s of K+V" % r.get("torch_GBps", 0)) + ", %s" % r.get("torch_backend", "?")
+            lines.append([r["op"], r["dtype"], r.get("shape", "-"), "error", torch_, "-", frac,
                           target_text(r["targets"]), "failed: " + r["error"][:120], "-", "-"])
             continue
         if r["case"] == "launch_chain":
@@ -531,7 +650,12 @@ def table(rows):
             lines.append([r["op"], r["dtype"], r["shape"], fmt_ms(r["wick_ms"]), fmt_ms(r["torch_ms"]),
                           "%.2f" % r["speed"], frac, target_text(r["targets"]), r["result"], "-", "-"])
             continue
-        if r["case"].startswith("matmul"):
+        if r["case"].startswith("attn") and r.get("tflops"):
+            frac = "wick %.0f TFLOP/s, PyTorch %.0f TFLOP/s (%s)" % (r["tflops"], r.get("torch_tflops", 0),
+                                                                      r.get("torch_backend", "?"))
+        elif r["case"].startswith("attn"):
+            frac = "%.0f%% (%.0f GB/s of K+V); PyTorch %s" % (100 * r["frac"], r["GBps"], r.get("torch_backend", "?"))
+        elif r["case"].startswith("matmul"):
             frac = "%.0f%% (%.0f TFLOP/s)" % (100 * r["frac"], r["tflops"])
             if r["case"].startswith("matmul_tiled") and r.get("sgemm_ratio"):
                 frac += "; %.2fx SGEMM" % r["sgemm_ratio"]
@@ -657,6 +781,8 @@ def main(argv):
                 try:
                     if "error" in rec:
                         row["error"] = rec["error"]
+                        if g == "attn":   # still time PyTorch (wick's kernel may not exist yet)
+                            row.update(torch_only_row(T, args, n, ops))
                     else:
                         row = case_row(T, args, n, rec, row, inputs, scratch, ceil, ops)
                 except Exception as e:   # noqa: BLE001 - a PyTorch or load failure is reported, not fatal

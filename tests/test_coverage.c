@@ -74,26 +74,30 @@ static bool op_known(const char *op)
 static void listing(wk_device *dev, bool test_here, const pair *ps, int n)
 {
     printf("\ncoverage on %s (T tested, I implemented/untested, ! required but missing, - neither)\n", wk_device_name(dev));
-    printf("%-20s", "op");
-    for (int d = 0; d < WK_DENSE_DTYPE_COUNT; d++) printf("%7s", wk_dtype_name((wk_dtype)d));
-    printf("\n");
     int counts[4] = { 0 };
-    for (const char *const *p = wk_op_names(); p && *p; p++) {
-        char row[WK_DENSE_DTYPE_COUNT];
-        bool any = false;
-        for (int d = 0; d < WK_DENSE_DTYPE_COUNT; d++) {
-            bool sup = wk_supports(dev, *p, (wk_dtype)d), req = required(ps, n, *p, d);
-            bool tst = test_here && tested(*p, d);
-            char c = sup ? (tst ? 'T' : 'I') : '-';
-            if (req && (!sup || (test_here && !tst))) c = '!';
-            row[d] = c;
-            counts[c == 'T' ? 0 : c == 'I' ? 1 : c == '!' ? 2 : 3]++;
-            if (c != '-') any = true;
-        }
-        if (!any) continue;
-        printf("%-20s", *p);
-        for (int d = 0; d < WK_DENSE_DTYPE_COUNT; d++) printf("%7c", row[d]);
+    /* two tables: the dense dtypes, then the block-quantized ones */
+    for (int part = 0; part < 2; part++) {
+        const int d0 = part ? WK_DENSE_DTYPE_COUNT : 0, d1 = part ? WK_DTYPE_COUNT : WK_DENSE_DTYPE_COUNT;
+        printf("%s%-20s", part ? "\n" : "", "op");
+        for (int d = d0; d < d1; d++) printf("%7s", wk_dtype_name((wk_dtype)d));
         printf("\n");
+        for (const char *const *p = wk_op_names(); p && *p; p++) {
+            char row[WK_DTYPE_COUNT];
+            bool any = false;
+            for (int d = d0; d < d1; d++) {
+                bool sup = wk_supports(dev, *p, (wk_dtype)d), req = required(ps, n, *p, d);
+                bool tst = test_here && tested(*p, d);
+                char c = sup ? (tst ? 'T' : 'I') : '-';
+                if (req && (!sup || (test_here && !tst))) c = '!';
+                row[d] = c;
+                counts[c == 'T' ? 0 : c == 'I' ? 1 : c == '!' ? 2 : 3]++;
+                if (c != '-') any = true;
+            }
+            if (!any) continue;
+            printf("%-20s", *p);
+            for (int d = d0; d < d1; d++) printf("%7c", row[d]);
+            printf("\n");
+        }
     }
     printf("%s: %d tested, %d implemented untested, %d required missing\n", wk_device_name(dev), counts[0], counts[1],
            counts[2]);
@@ -210,6 +214,7 @@ static const char *const other_ops[] = {
     "affine", "powf", "elu", "where_cond", "matmul", "index_select", "gather", "scatter_set", "scatter_add",
     "index_add", "copy", "copy2d", "const_set", "rand_uniform", "rand_normal", "softmax", "log_softmax",
     "rms_norm", "layer_norm", "add_rms_norm", "rope", "rope_i", "rope_thd", "silu_mul", "attention",
+    "dequantize", "quantize", "qmatmul", "qgather",
 };
 static bool mapped(const char *op)
 {
@@ -258,11 +263,37 @@ static int status_result(wk_status st, char *why, size_t n)
     return 1;
 }
 
+/* The ops on block-quantized tensors, filed under the block dtype dt: a
+ * [3, 2 blocks] weight or table quantized from f32 (for a dense dt, a
+ * dense tensor in its place, which each op must refuse). */
+static int run_quant_op(const char *op, wk_dtype dt, char *why, size_t n)
+{
+    const int64_t cols = 2 * (int64_t)wk_dtype_block_size(dt);
+    const bool quant = wk_dtype_is_quantized(dt);
+    wk_tensor *f = small(WK_F32, 3, cols);
+    if (!f) return 1;
+    if (!strcmp(op, "quantize")) return tensor_result(wk_quantize(f, dt), dt, WK_SHAPE(3, cols), why, n);
+    wk_tensor *w = quant ? t_own(wk_quantize(f, dt)) : small(dt, 3, cols);
+    if (!w) {
+        snprintf(why, n, "making the inputs failed: %s", wk_last_error());
+        return 1;
+    }
+    if (!strcmp(op, "dequantize")) return tensor_result(wk_dequantize(w, WK_F32), WK_F32, WK_SHAPE(3, cols), why, n);
+    if (!strcmp(op, "qmatmul")) {
+        wk_tensor *x = small(WK_BF16, 2, cols);
+        return x ? tensor_result(wk_qmatmul(x, w), WK_BF16, WK_SHAPE(2, 3), why, n) : 1;
+    }
+    wk_tensor *ids = ids_from(WK_U32, WK_SHAPE(2), (const int64_t[]){ 2, 0 });
+    return ids ? tensor_result(wk_qgather(w, ids, WK_F16), WK_F16, WK_SHAPE(2, cols), why, n) : 1;
+}
+
 /* Call op on small valid inputs of dtype dt. 0: success with the right
  * result; 1: it failed (why says how); RUN_UNMAPPED: no call for op here. */
 static int run_op(const char *op, wk_dtype dt, char *why, size_t n)
 {
     why[0] = 0;
+    if (!strcmp(op, "dequantize") || !strcmp(op, "quantize") || !strcmp(op, "qmatmul") || !strcmp(op, "qgather"))
+        return run_quant_op(op, dt, why, n);
     wk_tensor *x = small(dt, 3, 4), *y = small(dt, 3, 4);
     if (!x || !y) {
         snprintf(why, n, "making the inputs failed");
@@ -376,9 +407,11 @@ static int run_op(const char *op, wk_dtype dt, char *why, size_t n)
 T_SUITE(coverage_runs)
 {
     for (const char *const *p = wk_op_names(); p && *p; p++) {
-        for (int d = 0; d < WK_DENSE_DTYPE_COUNT; d++) {
+        /* block dtypes too: runs only (every other op's refusal of them is test_quant.c's) */
+        for (int d = 0; d < WK_DTYPE_COUNT; d++) {
             const wk_dtype dt = (wk_dtype)d;
             char why[768];
+            if (d >= WK_DENSE_DTYPE_COUNT && !wk_supports(t_dev(), *p, dt)) continue;
             if (wk_supports(t_dev(), *p, dt)) {
                 if (!t_case("coverage/runs/%s/%s", *p, wk_dtype_name(dt))) continue;
                 int r = mapped(*p) ? run_op(*p, dt, why, sizeof why) : RUN_UNMAPPED;

@@ -1,8 +1,1070 @@
-/* attention.hip — the GPU's attention (placeholder: being written). */
+/* attention.hip — the GPU's attention (family ATTENTION):
+ *   out[b, h, i, :] = sum_j softmax_j(s_ij) v[b, h / G, j, :]
+ *   s_ij = scale q[b, h, i] . k[b, h / G, j], soft-capped (cap tanh(s / cap))
+ *   when softcap > 0, plus mask[b, h, i, j]; keys outside the causal
+ *   (j <= i + Tk - Tq) or window (j > i + Tk - Tq - window) range of query i
+ *   are left out; a query that sees no key, or only scores of -inf, gets
+ *   zeros. G = Hq / Hkv (grouped-query heads: K and V are never repeated).
+ * f16, bf16 and f32 (f64 stays on the cpu); scores, softmax and the
+ * accumulator are f32; D is a multiple of 8 up to 256.
+ *
+ * Every path is a flash attention: online softmax (running max m and sum
+ * l per query row, the accumulator rescaled by exp(m_old - m_new) when the
+ * max grows), scores and probabilities never written to global memory,
+ * only the key tiles that some row of the block can see visited (causal
+ * and window ranges skip whole tiles; the per-element test runs on the
+ * boundary tiles only). Scores are kept in log2 units (scale * log2 e
+ * folded in) so that every exponential is one exp2.
+ *
+ * Three paths, chosen per call by at_pick (the environment variable
+ * WICK_GPU_ATTN=portable|mma|decode forces one, for tests and tuning):
+ *
+ * 1. mma (NVIDIA sm_80+, f16/bf16, rows 16-byte aligned): FlashAttention-2
+ *    style. A block is 4 warps and BM = 64 MT query rows (MT = 2 for
+ *    D <= 128: each warp owns 32 rows, so each K/V fragment read from
+ *    shared memory feeds two MMAs; MT = 1 for D = 256, where the 128-float
+ *    accumulator per thread leaves no room for more); key tiles of BN = 64.
+ *    Q, K and V tiles go to shared memory with cp.async (16-byte chunks,
+ *    rows padded by 16 bytes so that ldmatrix is free of bank conflicts);
+ *    V[j] is fetched while S = Q K[j]^T is computed and K[j+1] while P V[j]
+ *    is, so each tile's copy hides behind the other product. S = Q K^T
+ *    and O += P V are mma.sync.m16n8k16 (f32 accumulate) fed by ldmatrix
+ *    (ldmatrix.trans for V); P stays in registers: the accumulator layout
+ *    of two 16x8 score tiles is the A-operand layout of one 16x16 tile, so
+ *    P is rounded to bf16/f16 pairs in place. Row max and sum are reduced
+ *    over the 4 lanes of a quad with shuffles (NVIDIA-only code: 32-lane
+ *    warps). Blocks are ordered heaviest first (the last query blocks of a
+ *    causal call see the most keys). Compiled only in the plain CUDA build
+ *    (not under HIP, WK_VIRTUAL_WAVE64 or WK_ATTN_PORTABLE); the body is
+ *    inside #if __CUDA_ARCH__ >= 800.
+ *
+ * 2. portable (plain FMAs; f32 everywhere, every dtype on AMD, and any GPU
+ *    when built with -DWK_ATTN_PORTABLE, `make cuda ATTN_PORTABLE=1`):
+ *    256 threads as a 16 x 16 grid, Q tile (BM rows) and one K-or-V tile
+ *    (BN keys) in shared memory as f32 (rows padded to D + 4 floats, so the
+ *    16-byte reads along D of 16 different rows hit distinct banks), the
+ *    BM x BN scores in shared memory between the two products; each thread
+ *    owns BM/16 x BN/16 scores and BM/16 x DMAX/16 outputs. BM x BN is
+ *    64 x 64 (D <= 64), 64 x 32 (D <= 128), 32 x 16 (D <= 256): at most
+ *    61 KB of shared memory, inside the 64 KB of AMD's LDS. No warp
+ *    operation at all, so wave32 and wave64 run the same code.
+ *
+ * 3. decode (flash-decoding; every dtype and platform) when the rows that
+ *    share a kv head, R = (Hq / Hkv) Tq, are few (<= 8): one block takes
+ *    all R rows of a (batch, kv head) — so K and V are read once for the G
+ *    query heads — and one chunk of the keys; the chunks split the keys
+ *    across enough blocks to fill the GPU. In a block of 128 threads, a
+ *    group of GS lanes (D / 8 rounded up to a power of two, at most 32)
+ *    covers one key row with one 16-byte load per lane and takes U = 4 keys
+ *    per round (8 loads in flight per lane); dot products are reduced over
+ *    the group with shuffles inside GS-lane segments (the same on 32- and
+ *    64-lane waves; every lane runs every round, so no shuffle is
+ *    divergent). Groups merge their (m, l, acc) through shared memory;
+ *    each block writes one partial (m, l, acc[D]) per row to scratch, and a
+ *    second small kernel combines the chunks. R > 8 (or a forced decode)
+ *    takes the rows in groups of 8.
+ *
+ * (The CDNA MFMA path of gfx90a/gfx940 is not written: AMD runs the
+ * portable and decode paths.)
+ */
 #include "gpu_internal.h"
+#include <stdlib.h>
 
-wk_status wk_gpu_attention(void *ctx, const wk_op_args *a)
+#define AT_LOG2E 1.4426950408889634f
+
+/* ------------------------------------------------------------------ */
+/* What every kernel gets                                              */
+
+struct at_args {
+    const void *q, *k, *v;        /* element 0 of each view (offset folded) */
+    void *o;                      /* dst [B, Hq, Tq, D] contiguous          */
+    const float *mask;            /* element 0 of the mask view, or NULL    */
+    int64_t qs[3], ks[3], vs[3];  /* strides of b, h, t (elements); d is 1  */
+    int64_t ms[4];                /* mask strides (0 on broadcast dims)     */
+    int B, Hq, Hkv, G, Tq, Tk, D;
+    int causal;
+    int64_t window;               /* <= 0: none                             */
+    int64_t shift;                /* Tk - Tq: query i sits at key i + shift */
+    float qmul;                   /* scale (softcap) or scale log2 e        */
+    float cap_inv, cap_log2;      /* 1/cap, cap log2 e; cap_inv 0: no cap   */
+    int vec;                      /* rows of q, k, v allow 16-byte loads    */
+};
+
+/* keys [*lo, *hi) that some query row in [i0, i1] can see */
+WK_HD void at_key_range(const at_args &a, int64_t i0, int64_t i1, int64_t *lo, int64_t *hi)
 {
-    (void)ctx;
-    return wk_gpu_host->set_error(WK_ERR_UNSUPPORTED, "op %d is not written yet", (int)a->op);
+    int64_t l = 0, h = a.Tk;
+    if (a.causal && i1 + a.shift + 1 < h) h = i1 + a.shift + 1;
+    if (a.window > 0 && i0 + a.shift - a.window + 1 > l) l = i0 + a.shift - a.window + 1;
+    *lo = l;
+    *hi = h;
+}
+
+WK_DEV bool at_visible(const at_args &a, int64_t i, int64_t j)
+{
+    const int64_t pos = i + a.shift;
+    return (!a.causal || j <= pos) && (a.window <= 0 || j > pos - a.window);
+}
+
+/* x = (q qmul) . k -> the score in log2 units, capped and masked; mofs:
+ * the mask offset of (b, h) */
+WK_DEV float at_score(const at_args &a, float x, int64_t mofs, int64_t i, int64_t j)
+{
+    if (a.cap_inv != 0.0f) x = a.cap_log2 * tanhf(x * a.cap_inv);
+    if (a.mask) x += a.mask[mofs + i * a.ms[2] + j * a.ms[3]] * AT_LOG2E;
+    return x;
+}
+
+/* N consecutive elements as f32: one vector load when vec (the address is
+ * then a multiple of N elements), else element by element */
+template <typename T, int N> WK_DEV void at_ldv(const T *p, bool vec, float (&f)[N])
+{
+    if (vec) {
+        const wk_vec<T, N> x = *(const wk_vec<T, N> *)p;
+#pragma unroll
+        for (int e = 0; e < N; e++) f[e] = wk_load_c(x.v[e]);
+    } else {
+#pragma unroll
+        for (int e = 0; e < N; e++) f[e] = wk_load_c(p[e]);
+    }
+}
+
+extern __shared__ uint4 at_dsmem[];      /* dynamic shared memory of every kernel here */
+
+/* ------------------------------------------------------------------ */
+/* 2. portable flash attention (plain FMAs, any wave width)            */
+
+template <int DMAX> struct at_pcfg;
+template <> struct at_pcfg<64> { enum { BM = 64, BN = 64 }; };
+template <> struct at_pcfg<128> { enum { BM = 64, BN = 32 }; };
+template <> struct at_pcfg<256> { enum { BM = 32, BN = 16 }; };
+#define AT_PNT 256
+
+static inline size_t at_portable_smem(int DMAX, int D)
+{
+    const int BM = DMAX == 64 ? 64 : DMAX == 128 ? 64 : 32, BN = DMAX == 64 ? 64 : DMAX == 128 ? 32 : 16;
+    const int ld = D + 4, NP = AT_PNT / BM;
+    return sizeof(float) * ((size_t)BM * ld + (size_t)BN * ld + (size_t)BM * (BN + 1) + BM + (size_t)BM * NP);
+}
+
+template <typename T, int DMAX>
+__global__ __launch_bounds__(AT_PNT) void at_portable_kernel(at_args a)
+{
+    enum { BM = at_pcfg<DMAX>::BM, BN = at_pcfg<DMAX>::BN, NT = AT_PNT };
+    enum { RM = BM / 16, CN = BN / 16, CD = DMAX / 16, NP = NT / BM, SLD = BN + 1 };
+    enum { VCH = (BN * DMAX / 4 + NT - 1) / NT };   /* V chunks of 4 per thread */
+    const int D = a.D, ld = D + 4, D4 = D / 4;
+    float *Qs = (float *)at_dsmem;           /* [BM][ld] q * qmul                 */
+    float *KVs = Qs + BM * ld;               /* [BN][ld] the K tile, then the V tile */
+    float *Ss = KVs + BN * ld;               /* [BM][SLD] scores, then p          */
+    float *alpha_s = Ss + BM * SLD;          /* [BM] rescale of this tile         */
+    float *red = alpha_s + BM;               /* [BM][NP] partial max / sum        */
+    const T *Q = (const T *)a.q, *K = (const T *)a.k, *V = (const T *)a.v;
+    const bool vec = a.vec != 0;
+
+    const int tid = threadIdx.x, ty = tid / 16, tx = tid % 16;
+    const int rs = tid / NP, ps = tid % NP;  /* softmax phase: row, part       */
+    const int64_t nqb = (a.Tq + BM - 1) / BM, nbh = (int64_t)a.B * a.Hq;
+    const int64_t qb = nqb - 1 - (int64_t)blockIdx.x / nbh, bh = (int64_t)blockIdx.x % nbh;
+    const int b = (int)(bh / a.Hq), h = (int)(bh % a.Hq), hk = h / a.G;
+    const int64_t i0 = qb * BM, i1 = (i0 + BM < a.Tq ? i0 + BM : a.Tq) - 1;
+    const T *qp = Q + b * a.qs[0] + h * a.qs[1];
+    const T *kp = K + b * a.ks[0] + hk * a.ks[1];
+    const T *vp = V + b * a.vs[0] + hk * a.vs[1];
+    const int64_t mofs = b * a.ms[0] + h * a.ms[1];
+    int64_t kbeg, kend;
+    at_key_range(a, i0, i1, &kbeg, &kend);
+
+    for (int idx = tid; idx < BM * D4; idx += NT) {
+        const int r = idx / D4, c = idx % D4;
+        float f[4] = { 0.0f, 0.0f, 0.0f, 0.0f };
+        if (i0 + r < a.Tq) at_ldv<T, 4>(qp + (i0 + r) * a.qs[2] + c * 4, vec, f);
+        *(float4 *)(Qs + r * ld + c * 4) = make_float4(f[0] * a.qmul, f[1] * a.qmul, f[2] * a.qmul, f[3] * a.qmul);
+    }
+
+    float acc[RM][CD];
+#pragma unroll
+    for (int r = 0; r < RM; r++)
+#pragma unroll
+        for (int c = 0; c < CD; c++) acc[r][c] = 0.0f;
+    float m_run = -INFINITY, l_part = 0.0f;
+
+    for (int64_t j0 = kbeg; j0 < kend; j0 += BN) {
+        for (int idx = tid; idx < BN * D4; idx += NT) {
+            const int r = idx / D4, c = idx % D4;
+            float f[4] = { 0.0f, 0.0f, 0.0f, 0.0f };
+            if (j0 + r < kend) at_ldv<T, 4>(kp + (j0 + r) * a.ks[2] + c * 4, vec, f);
+            *(float4 *)(KVs + r * ld + c * 4) = make_float4(f[0], f[1], f[2], f[3]);
+        }
+        __syncthreads();                     /* Q (first time) and K in place   */
+        float s[RM][CN];
+#pragma unroll
+        for (int r = 0; r < RM; r++)
+#pragma unroll
+            for (int c = 0; c < CN; c++) s[r][c] = 0.0f;
+        for (int d = 0; d < D; d += 4) {
+            float4 qv[RM], kv[CN];
+#pragma unroll
+            for (int r = 0; r < RM; r++) qv[r] = *(const float4 *)(Qs + (ty + 16 * r) * ld + d);
+#pragma unroll
+            for (int c = 0; c < CN; c++) kv[c] = *(const float4 *)(KVs + (tx + 16 * c) * ld + d);
+#pragma unroll
+            for (int r = 0; r < RM; r++)
+#pragma unroll
+                for (int c = 0; c < CN; c++) {
+                    s[r][c] = fmaf(qv[r].x, kv[c].x, s[r][c]);
+                    s[r][c] = fmaf(qv[r].y, kv[c].y, s[r][c]);
+                    s[r][c] = fmaf(qv[r].z, kv[c].z, s[r][c]);
+                    s[r][c] = fmaf(qv[r].w, kv[c].w, s[r][c]);
+                }
+        }
+#pragma unroll
+        for (int r = 0; r < RM; r++)
+#pragma unroll
+            for (int c = 0; c < CN; c++) {
+                const int64_t i = i0 + ty + 16 * r, j = j0 + tx + 16 * c;
+                float t = -INFINITY;
+                if (i < a.Tq && j < kend && at_visible(a, i, j)) t = at_score(a, s[r][c], mofs, i, j);
+                Ss[(ty + 16 * r) * SLD + tx + 16 * c] = t;
+            }
+        __syncthreads();                     /* scores in place; K no longer read */
+        float4 vreg[VCH];
+#pragma unroll
+        for (int u = 0; u < VCH; u++) {
+            const int idx = tid + u * NT;
+            float f[4] = { 0.0f, 0.0f, 0.0f, 0.0f };
+            if (idx < BN * D4) {
+                const int r = idx / D4, c = idx % D4;
+                if (j0 + r < kend) at_ldv<T, 4>(vp + (j0 + r) * a.vs[2] + c * 4, vec, f);
+            }
+            vreg[u] = make_float4(f[0], f[1], f[2], f[3]);
+        }
+        float mx = -INFINITY;
+        for (int c = ps; c < BN; c += NP) mx = fmaxf(mx, Ss[rs * SLD + c]);
+        red[rs * NP + ps] = mx;
+#pragma unroll
+        for (int u = 0; u < VCH; u++) {
+            const int idx = tid + u * NT;
+            if (idx < BN * D4) {
+                const int r = idx / D4, c = idx % D4;
+                *(float4 *)(KVs + r * ld + c * 4) = vreg[u];
+            }
+        }
+        __syncthreads();                     /* partial maxima and V in place   */
+        float m_new = m_run;
+#pragma unroll
+        for (int p = 0; p < NP; p++) m_new = fmaxf(m_new, red[rs * NP + p]);
+        const float m_use = m_new == -INFINITY ? 0.0f : m_new;
+        const float alpha = exp2f(m_run - m_use);
+        float sum = 0.0f;
+        for (int c = ps; c < BN; c += NP) {
+            const float p = exp2f(Ss[rs * SLD + c] - m_use);
+            Ss[rs * SLD + c] = p;
+            sum += p;
+        }
+        l_part = l_part * alpha + sum;
+        m_run = m_new;
+        if (ps == 0) alpha_s[rs] = alpha;
+        __syncthreads();                     /* p and alpha in place            */
+#pragma unroll
+        for (int r = 0; r < RM; r++) {
+            const float al = alpha_s[ty + 16 * r];
+#pragma unroll
+            for (int c = 0; c < CD; c++) acc[r][c] *= al;
+        }
+        for (int n = 0; n < BN; n++) {
+            float pv[RM];
+#pragma unroll
+            for (int r = 0; r < RM; r++) pv[r] = Ss[(ty + 16 * r) * SLD + n];
+#pragma unroll
+            for (int c = 0; c < CD; c++) {
+                if (tx + 16 * c < D) {
+                    const float vv = KVs[n * ld + tx + 16 * c];
+#pragma unroll
+                    for (int r = 0; r < RM; r++) acc[r][c] = fmaf(pv[r], vv, acc[r][c]);
+                }
+            }
+        }
+        __syncthreads();                     /* done with V and p before the next tile */
+    }
+
+    red[rs * NP + ps] = l_part;
+    __syncthreads();
+    T *op = (T *)a.o + (bh * a.Tq) * D;
+#pragma unroll
+    for (int r = 0; r < RM; r++) {
+        const int64_t i = i0 + ty + 16 * r;
+        if (i >= a.Tq) continue;
+        float L = 0.0f;
+#pragma unroll
+        for (int p = 0; p < NP; p++) L += red[(ty + 16 * r) * NP + p];
+        const float inv = L > 0.0f ? 1.0f / L : 0.0f;
+#pragma unroll
+        for (int c = 0; c < CD; c++)
+            if (tx + 16 * c < D) op[i * D + tx + 16 * c] = wk_to<T>(acc[r][c] * inv);
+    }
+}
+
+/* 16 bytes of T (raw), one load when vec, else element by element */
+template <typename T> WK_DEV uint4 at_ld16(const T *p, bool vec)
+{
+    if (vec) return *(const uint4 *)p;
+    T e[16 / sizeof(T)];
+#pragma unroll
+    for (int i = 0; i < (int)(16 / sizeof(T)); i++) e[i] = p[i];
+    uint4 r;
+    memcpy(&r, e, 16);
+    return r;
+}
+/* element e of 16 raw bytes as f32 (e a constant after unrolling) */
+template <typename T> WK_DEV float at_elem(const uint4 &x, int e)
+{
+    const uint32_t w = e * (int)sizeof(T) / 4 == 0 ? x.x : e * (int)sizeof(T) / 4 == 1 ? x.y
+                     : e * (int)sizeof(T) / 4 == 2 ? x.z : x.w;
+    if constexpr (sizeof(T) == 4) {
+        return __uint_as_float(w);
+    } else {
+        T v;
+        v.bits = (uint16_t)(e % 2 ? w >> 16 : w & 0xFFFFu);
+        return wk_load_c(v);
+    }
+}
+
+/* ------------------------------------------------------------------ */
+/* 3. decode: keys split across blocks, partials combined              */
+
+#define AT_DNT 128     /* threads of a decode block                      */
+#define AT_DU 4        /* keys per group per round                       */
+#define AT_MAXSPLIT 1024
+
+/* per block and row: acc[D] at part + (pb * RMAX + r) * D, then (m, l)
+ * at part + nb * RMAX * D + (pb * RMAX + r) * 2 */
+template <typename T, int DV, int RMAX>
+__global__ __launch_bounds__(AT_DNT, RMAX <= 4 ? 3 : 2) void at_decode_kernel(at_args a, float *part, int nsplit, int64_t chunk,
+                                                           int nrg)
+{
+    enum { VEC = 16 / sizeof(T), GS = DV < 32 ? DV : 32, NVL = DV / GS, NG = AT_DNT / GS, DC = DV * VEC };
+    __shared__ float sm_acc[NG][RMAX][DC];
+    __shared__ float sm_m[NG][RMAX], sm_l[NG][RMAX];
+    const T *Q = (const T *)a.q, *K = (const T *)a.k, *V = (const T *)a.v;
+    const bool vec = a.vec != 0;
+    const int D = a.D, tid = threadIdx.x, gl = tid % GS, grp = tid / GS;
+    const int R = a.G * a.Tq;
+    int64_t blk = blockIdx.x;
+    const int split = (int)(blk % nsplit);
+    blk /= nsplit;
+    const int rg = (int)(blk % nrg);
+    blk /= nrg;
+    const int hk = (int)(blk % a.Hkv), b = (int)(blk / a.Hkv);
+
+    /* this block's rows: r = rg * RMAX + rr -> query head hk * G + r / Tq, query r % Tq */
+    float qf[RMAX][NVL][VEC];
+    int qi[RMAX];
+    int64_t ilo = INT64_MAX, ihi = -1;
+#pragma unroll
+    for (int rr = 0; rr < RMAX; rr++) {
+        const int r = rg * RMAX + rr;
+        const bool ok = r < R;
+        const int h = hk * a.G + (ok ? r / a.Tq : 0);
+        qi[rr] = ok ? r % a.Tq : 0;
+        if (ok) {
+            ilo = qi[rr] < ilo ? qi[rr] : ilo;
+            ihi = qi[rr] > ihi ? qi[rr] : ihi;
+        }
+#pragma unroll
+        for (int n = 0; n < NVL; n++) {
+            const int d = (gl + GS * n) * VEC;
+            float f[VEC];
+#pragma unroll
+            for (int e = 0; e < VEC; e++) f[e] = 0.0f;
+            if (ok && d < D) at_ldv<T, VEC>(Q + b * a.qs[0] + h * a.qs[1] + qi[rr] * a.qs[2] + d, vec, f);
+#pragma unroll
+            for (int e = 0; e < VEC; e++) qf[rr][n][e] = f[e] * a.qmul;
+        }
+    }
+    int64_t kbeg, kend;
+    at_key_range(a, ilo, ihi, &kbeg, &kend);
+    {   /* this split's keys: chunk `split` of the range of all rows */
+        int64_t alo, ahi;
+        at_key_range(a, 0, a.Tq - 1, &alo, &ahi);
+        const int64_t s0 = alo + split * chunk, s1 = s0 + chunk < ahi ? s0 + chunk : ahi;
+        kbeg = kbeg > s0 ? kbeg : s0;
+        kend = kend < s1 ? kend : s1;
+    }
+
+    float m[RMAX], l[RMAX], acc[RMAX][NVL][VEC];
+#pragma unroll
+    for (int rr = 0; rr < RMAX; rr++) {
+        m[rr] = -INFINITY;
+        l[rr] = 0.0f;
+#pragma unroll
+        for (int n = 0; n < NVL; n++)
+#pragma unroll
+            for (int e = 0; e < VEC; e++) acc[rr][n][e] = 0.0f;
+    }
+    const T *kp = K + b * a.ks[0] + hk * a.ks[1];
+    const T *vp = V + b * a.vs[0] + hk * a.vs[1];
+    const int64_t nround = kend > kbeg ? (kend - kbeg + NG * AT_DU - 1) / (NG * AT_DU) : 0;
+    for (int64_t rd = 0; rd < nround; rd++) {     /* uniform over the block: shuffles below */
+        const int64_t jb = kbeg + rd * (NG * AT_DU) + grp * AT_DU;
+        uint4 kr[AT_DU][NVL], vr[AT_DU][NVL];     /* raw 16-byte loads, converted at use */
+#pragma unroll
+        for (int u = 0; u < AT_DU; u++)
+#pragma unroll
+            for (int n = 0; n < NVL; n++) {
+                const int d = (gl + GS * n) * VEC;
+                kr[u][n] = vr[u][n] = make_uint4(0u, 0u, 0u, 0u);
+                if (jb + u < kend && d < D) {
+                    kr[u][n] = at_ld16<T>(kp + (jb + u) * a.ks[2] + d, vec);
+                    vr[u][n] = at_ld16<T>(vp + (jb + u) * a.vs[2] + d, vec);
+                }
+            }
+#pragma unroll
+        for (int rr = 0; rr < RMAX; rr++) {
+            if (rg * RMAX + rr >= R) break;       /* uniform */
+            float s[AT_DU];
+#pragma unroll
+            for (int u = 0; u < AT_DU; u++) {
+                float x = 0.0f;
+#pragma unroll
+                for (int n = 0; n < NVL; n++)
+#pragma unroll
+                    for (int e = 0; e < VEC; e++) x = fmaf(qf[rr][n][e], at_elem<T>(kr[u][n], e), x);
+#pragma unroll
+                for (int o = GS / 2; o > 0; o /= 2) x += wk_shfl_xor<32>(x, o, GS);
+                const int64_t j = jb + u;
+                const int64_t mofs = a.mask ? b * a.ms[0] + (hk * a.G + (rg * RMAX + rr) / a.Tq) * a.ms[1] : 0;
+                s[u] = (j < kend && at_visible(a, qi[rr], j)) ? at_score(a, x, mofs, qi[rr], j) : -INFINITY;
+            }
+            float mx = m[rr];
+#pragma unroll
+            for (int u = 0; u < AT_DU; u++) mx = fmaxf(mx, s[u]);
+            const float mu = mx == -INFINITY ? 0.0f : mx;
+            const float al = exp2f(m[rr] - mu);
+            m[rr] = mx;
+            float p[AT_DU], ps = 0.0f;
+#pragma unroll
+            for (int u = 0; u < AT_DU; u++) {
+                p[u] = exp2f(s[u] - mu);
+                ps += p[u];
+            }
+            l[rr] = l[rr] * al + ps;
+#pragma unroll
+            for (int n = 0; n < NVL; n++)
+#pragma unroll
+                for (int e = 0; e < VEC; e++) {
+                    float x = acc[rr][n][e] * al;
+#pragma unroll
+                    for (int u = 0; u < AT_DU; u++) x = fmaf(p[u], at_elem<T>(vr[u][n], e), x);
+                    acc[rr][n][e] = x;
+                }
+        }
+    }
+
+    /* merge the groups, then one partial per row */
+#pragma unroll
+    for (int rr = 0; rr < RMAX; rr++) {
+#pragma unroll
+        for (int n = 0; n < NVL; n++)
+#pragma unroll
+            for (int e = 0; e < VEC; e++) sm_acc[grp][rr][(gl + GS * n) * VEC + e] = acc[rr][n][e];
+        if (gl == 0) {
+            sm_m[grp][rr] = m[rr];
+            sm_l[grp][rr] = l[rr];
+        }
+    }
+    __syncthreads();
+    const int64_t nb = (int64_t)gridDim.x, pb = blockIdx.x;
+    for (int idx = tid; idx < RMAX * D; idx += AT_DNT) {
+        const int rr = idx / D, d = idx % D;
+        if (rg * RMAX + rr >= R) break;
+        float M = -INFINITY;
+#pragma unroll
+        for (int g = 0; g < NG; g++) M = fmaxf(M, sm_m[g][rr]);
+        const float mu = M == -INFINITY ? 0.0f : M;
+        float A = 0.0f, L = 0.0f;
+#pragma unroll
+        for (int g = 0; g < NG; g++) {
+            const float w = exp2f(sm_m[g][rr] - mu);
+            A = fmaf(sm_acc[g][rr][d], w, A);
+            L = fmaf(sm_l[g][rr], w, L);
+        }
+        part[(pb * RMAX + rr) * D + d] = A;
+        if (d == 0) {
+            part[nb * RMAX * D + (pb * RMAX + rr) * 2] = M;
+            part[nb * RMAX * D + (pb * RMAX + rr) * 2 + 1] = L;
+        }
+    }
+}
+
+/* One block per output row (b, h, i): the chunks' partials, weighted by
+ * exp2(m_s - M), summed and divided by the weighted sum of l. */
+template <typename T>
+__global__ __launch_bounds__(AT_DNT) void at_combine_kernel(at_args a, const float *part, int nsplit, int nrg,
+                                                            int rmax)
+{
+    __shared__ float w[AT_MAXSPLIT];
+    __shared__ float red[AT_DNT];
+    const int tid = threadIdx.x, D = a.D;
+    const int64_t row = blockIdx.x;                    /* (b, h, i) */
+    const int i = (int)(row % a.Tq), h = (int)((row / a.Tq) % a.Hq), b = (int)(row / ((int64_t)a.Tq * a.Hq));
+    const int hk = h / a.G, r = (h % a.G) * a.Tq + i, rg = r / rmax, rr = r % rmax;
+    const int64_t nb = (int64_t)a.B * a.Hkv * nrg * nsplit;
+    const int64_t pb0 = (((int64_t)b * a.Hkv + hk) * nrg + rg) * nsplit;
+    const float *ml = part + nb * rmax * D;
+    float M = -INFINITY;
+    for (int s = tid; s < nsplit; s += AT_DNT) M = fmaxf(M, ml[((pb0 + s) * rmax + rr) * 2]);
+    red[tid] = M;
+    __syncthreads();
+    for (int o = AT_DNT / 2; o > 0; o /= 2) {
+        if (tid < o) red[tid] = fmaxf(red[tid], red[tid + o]);
+        __syncthreads();
+    }
+    M = red[0];
+    const float mu = M == -INFINITY ? 0.0f : M;
+    __syncthreads();
+    float L = 0.0f;
+    for (int s = tid; s < nsplit; s += AT_DNT) {
+        const float ws = exp2f(ml[((pb0 + s) * rmax + rr) * 2] - mu);
+        w[s] = ws;
+        L = fmaf(ml[((pb0 + s) * rmax + rr) * 2 + 1], ws, L);
+    }
+    red[tid] = L;
+    __syncthreads();
+    for (int o = AT_DNT / 2; o > 0; o /= 2) {
+        if (tid < o) red[tid] += red[tid + o];
+        __syncthreads();
+    }
+    L = red[0];
+    const float inv = L > 0.0f ? 1.0f / L : 0.0f;
+    T *op = (T *)a.o + row * D;
+    for (int d = tid; d < D; d += AT_DNT) {
+        float A = 0.0f;
+        for (int s = 0; s < nsplit; s++) A = fmaf(part[((pb0 + s) * rmax + rr) * D + d], w[s], A);
+        op[d] = wk_to<T>(A * inv);
+    }
+}
+
+/* ------------------------------------------------------------------ */
+/* 1. mma path (NVIDIA sm_80+)                                         */
+
+#if defined(WK_GPU_CUDA) && !defined(WK_VIRTUAL_WAVE64) && !defined(WK_ATTN_PORTABLE)
+#define AT_HAVE_MMA 1
+#define AT_MBN 64
+
+template <typename T> WK_DEV void at_mma(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1);
+template <> WK_DEV void at_mma<wk_bf16_t>(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1)
+{
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+                 "{%0,%1,%2,%3};"
+                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+template <> WK_DEV void at_mma<wk_f16_t>(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1)
+{
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+                 "{%0,%1,%2,%3};"
+                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+/* two f32 -> one register of two 16-bit values (lo in the low half) */
+template <typename T> WK_DEV uint32_t at_pack(float lo, float hi);
+template <> WK_DEV uint32_t at_pack<wk_bf16_t>(float lo, float hi)
+{
+    uint32_t r;
+    asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+    return r;
+}
+template <> WK_DEV uint32_t at_pack<wk_f16_t>(float lo, float hi)
+{
+    uint32_t r;
+    asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+    return r;
+}
+WK_DEV void at_ldsm4(uint32_t (&r)[4], uint32_t addr)
+{
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(addr));
+}
+WK_DEV void at_ldsm4t(uint32_t (&r)[4], uint32_t addr)
+{
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(addr));
+}
+/* 16 bytes global -> shared, zero-filled past src_bytes (0 or 16) */
+WK_DEV void at_cp16(uint32_t saddr, const void *g, int src_bytes)
+{
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(saddr), "l"(g), "r"(src_bytes) : "memory");
+}
+WK_DEV void at_cp_commit(void) { asm volatile("cp.async.commit_group;" ::: "memory"); }
+WK_DEV void at_cp_wait_all(void) { asm volatile("cp.async.wait_group 0;" ::: "memory"); }
+WK_DEV float at_exp2(float x)
+{
+    float y;
+    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+    return y;
+}
+WK_DEV uint32_t at_smem_u32(const void *p) { return (uint32_t)__cvta_generic_to_shared(p); }
+
+/* rows [row0, row0 + ROWS) of a [rows, D] operand (row stride st) into
+ * shared memory [ROWS][DMAX + 8]; rows >= lim and columns >= D read as 0 */
+template <int ROWS, int DMAX>
+WK_DEV void at_load_tile(uint32_t sm, const uint16_t *g, int64_t st, int row0, int lim, int D, int tid)
+{
+    enum { CPR = DMAX / 8, RPP = 128 / CPR, NIT = ROWS / RPP, LDS = DMAX + 8 };
+    const int c = tid % CPR, r0 = tid / CPR;
+    const bool cok = c * 8 < D;
+    const uint16_t *src = g + (int64_t)(row0 + r0) * st + c * 8;
+    const int64_t step = RPP * st;
+#pragma unroll
+    for (int it = 0; it < NIT; it++) {
+        const int r = r0 + it * RPP;
+        const bool ok = cok && row0 + r < lim;
+        at_cp16(sm + (uint32_t)((r * LDS + c * 8) * 2), ok ? (const void *)src : (const void *)g, ok ? 16 : 0);
+        src += step;
+    }
+}
+
+template <int DMAX, int MT> struct at_mcfg {
+    enum { BM = 64 * MT, BN = AT_MBN, LDS = DMAX + 8 };
+    static constexpr size_t smem = (size_t)(BM + 2 * BN) * LDS * 2;
+};
+
+/* Defined in the plain CUDA build only (the macros that decide it are the
+ * same in the host and device passes); the body needs sm_80. */
+template <typename T, int DMAX, int MT>
+__global__ __launch_bounds__(128, MT == 2 ? 2 : (DMAX >= 256 ? 2 : 3)) void at_mma_kernel(at_args a)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    enum { BM = 64 * MT, BN = AT_MBN, LDS = DMAX + 8, NKS = DMAX / 16, NDT = DMAX / 8 };
+    uint16_t *Qs = (uint16_t *)at_dsmem, *Ks = Qs + BM * LDS, *Vs = Ks + BN * LDS;
+    const uint32_t sQ = at_smem_u32(Qs), sK = at_smem_u32(Ks), sV = at_smem_u32(Vs);
+    const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32, g = lane / 4, t = lane % 4;
+    const int D = a.D;
+    /* positions fit in 32 bits here (Tq, Tk < 2^30, checked by the host) */
+    const int nqb = (a.Tq + BM - 1) / BM, nbh = a.B * a.Hq;
+    const int qb = nqb - 1 - (int)(blockIdx.x / (unsigned)nbh), bh = (int)(blockIdx.x % (unsigned)nbh);
+    const int b = bh / a.Hq, h = bh % a.Hq, hk = h / a.G;
+    const int i0 = qb * BM, i1 = (i0 + BM < a.Tq ? i0 + BM : a.Tq) - 1;
+    const uint16_t *qp = (const uint16_t *)a.q + b * a.qs[0] + h * a.qs[1];
+    const uint16_t *kp = (const uint16_t *)a.k + b * a.ks[0] + hk * a.ks[1];
+    const uint16_t *vp = (const uint16_t *)a.v + b * a.vs[0] + hk * a.vs[1];
+    const int64_t mofs = b * a.ms[0] + h * a.ms[1];
+    int kbeg, kend;
+    {
+        int64_t lo, hi;
+        at_key_range(a, i0, i1, &lo, &hi);
+        kbeg = (int)lo;
+        kend = (int)hi;
+    }
+    const int jt0 = kbeg / BN, jt1 = kend > kbeg ? (kend + BN - 1) / BN : jt0;
+    /* the tile needs the per-element test unless every row of the block
+     * sees every key of it */
+    const int shift = (int)a.shift, window = (int)a.window;
+    const int pos_lo = i0 + shift, pos_hi = i0 + BM - 1 + shift;
+    const bool general = a.cap_inv != 0.0f || a.mask != NULL;
+
+    at_load_tile<BM, DMAX>(sQ, qp, a.qs[2], i0, a.Tq, D, tid);
+    if (jt0 < jt1) at_load_tile<BN, DMAX>(sK, kp, a.ks[2], jt0 * BN, kend, D, tid);
+    at_cp_commit();
+
+    float o[MT][NDT][4];
+    float mrow[MT][2], lrow[MT][2];
+#pragma unroll
+    for (int mt = 0; mt < MT; mt++) {
+#pragma unroll
+        for (int n = 0; n < NDT; n++) o[mt][n][0] = o[mt][n][1] = o[mt][n][2] = o[mt][n][3] = 0.0f;
+        mrow[mt][0] = mrow[mt][1] = -INFINITY;
+        lrow[mt][0] = lrow[mt][1] = 0.0f;
+    }
+    const int wrow = warp * 16 * MT;             /* the warp's first row in the block */
+
+    for (int jt = jt0; jt < jt1; jt++) {
+        const int j0 = jt * BN;
+        at_cp_wait_all();
+        __syncthreads();                         /* K[jt] (and Q) in place; V free */
+        at_load_tile<BN, DMAX>(sV, vp, a.vs[2], j0, kend, D, tid);
+        at_cp_commit();
+
+        float s[MT][BN / 8][4];
+#pragma unroll
+        for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+            for (int n = 0; n < BN / 8; n++) s[mt][n][0] = s[mt][n][1] = s[mt][n][2] = s[mt][n][3] = 0.0f;
+#pragma unroll
+        for (int ks = 0; ks < NKS; ks++) {
+            if (ks * 16 >= D) break;
+            uint32_t qa[MT][4];
+#pragma unroll
+            for (int mt = 0; mt < MT; mt++)
+                at_ldsm4(qa[mt], sQ + (uint32_t)(((wrow + mt * 16 + (lane % 16)) * LDS + ks * 16 + (lane / 16) * 8) * 2));
+#pragma unroll
+            for (int np = 0; np < BN / 16; np++) {
+                uint32_t kb[4];
+                at_ldsm4(kb, sK + (uint32_t)(((np * 16 + (lane % 8) + (lane / 16) * 8) * LDS + ks * 16 +
+                                              ((lane / 8) % 2) * 8) * 2));
+#pragma unroll
+                for (int mt = 0; mt < MT; mt++) {
+                    at_mma<T>(s[mt][2 * np], qa[mt], kb[0], kb[1]);
+                    at_mma<T>(s[mt][2 * np + 1], qa[mt], kb[2], kb[3]);
+                }
+            }
+        }
+
+        /* scores in log2 units; the per-element test on boundary tiles */
+        const bool edge = j0 + BN > kend || j0 < kbeg || (a.causal && j0 + BN - 1 > pos_lo) ||
+                          (window > 0 && j0 <= pos_hi - window);
+        if (!edge && !general) {
+#pragma unroll
+            for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+                for (int n = 0; n < BN / 8; n++)
+#pragma unroll
+                    for (int e = 0; e < 4; e++) s[mt][n][e] *= a.qmul;
+        } else {
+#pragma unroll
+            for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+                for (int hr = 0; hr < 2; hr++) {
+                    /* the keys [lo, hi) row i sees */
+                    const int i = i0 + wrow + mt * 16 + g + hr * 8;
+                    int lo = kbeg, hi = kend;
+                    if (a.causal && i + shift + 1 < hi) hi = i + shift + 1;
+                    if (window > 0 && i + shift - window + 1 > lo) lo = i + shift - window + 1;
+                    if (i >= a.Tq) hi = lo;
+#pragma unroll
+                    for (int n = 0; n < BN / 8; n++)
+#pragma unroll
+                        for (int e = 0; e < 2; e++) {
+                            const int j = j0 + n * 8 + 2 * t + e;
+                            float &x = s[mt][n][2 * hr + e];
+                            x = j >= lo && j < hi ? (general ? at_score(a, x * a.qmul, mofs, i, j) : x * a.qmul)
+                                                  : -INFINITY;
+                        }
+                }
+        }
+
+        /* online softmax; P packed into A fragments in place */
+        uint32_t pa[MT][BN / 16][4];
+#pragma unroll
+        for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+            for (int hr = 0; hr < 2; hr++) {
+                float mx = mrow[mt][hr];
+#pragma unroll
+                for (int n = 0; n < BN / 8; n++) mx = fmaxf(mx, fmaxf(s[mt][n][2 * hr], s[mt][n][2 * hr + 1]));
+                mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+                mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+                const float mu = mx == -INFINITY ? 0.0f : mx;
+                const float al = at_exp2(mrow[mt][hr] - mu);
+                mrow[mt][hr] = mx;
+                float sum = 0.0f;
+#pragma unroll
+                for (int n = 0; n < BN / 8; n++) {
+                    s[mt][n][2 * hr] = at_exp2(s[mt][n][2 * hr] - mu);
+                    s[mt][n][2 * hr + 1] = at_exp2(s[mt][n][2 * hr + 1] - mu);
+                    sum += s[mt][n][2 * hr] + s[mt][n][2 * hr + 1];
+                }
+                lrow[mt][hr] = lrow[mt][hr] * al + sum;
+#pragma unroll
+                for (int n = 0; n < NDT; n++) {
+                    o[mt][n][2 * hr] *= al;
+                    o[mt][n][2 * hr + 1] *= al;
+                }
+            }
+#pragma unroll
+        for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+            for (int kk = 0; kk < BN / 16; kk++) {
+                pa[mt][kk][0] = at_pack<T>(s[mt][2 * kk][0], s[mt][2 * kk][1]);
+                pa[mt][kk][1] = at_pack<T>(s[mt][2 * kk][2], s[mt][2 * kk][3]);
+                pa[mt][kk][2] = at_pack<T>(s[mt][2 * kk + 1][0], s[mt][2 * kk + 1][1]);
+                pa[mt][kk][3] = at_pack<T>(s[mt][2 * kk + 1][2], s[mt][2 * kk + 1][3]);
+            }
+
+        at_cp_wait_all();
+        __syncthreads();                         /* V[jt] in place; K free */
+        if (jt + 1 < jt1) at_load_tile<BN, DMAX>(sK, kp, a.ks[2], j0 + BN, kend, D, tid);
+        at_cp_commit();
+
+#pragma unroll
+        for (int kk = 0; kk < BN / 16; kk++)
+#pragma unroll
+            for (int dp = 0; dp < NDT / 2; dp++) {
+                if (dp * 16 >= D) break;
+                uint32_t vb[4];
+                at_ldsm4t(vb, sV + (uint32_t)(((kk * 16 + (lane % 8) + ((lane / 8) % 2) * 8) * LDS + dp * 16 +
+                                               (lane / 16) * 8) * 2));
+#pragma unroll
+                for (int mt = 0; mt < MT; mt++) {
+                    at_mma<T>(o[mt][2 * dp], pa[mt][kk], vb[0], vb[1]);
+                    at_mma<T>(o[mt][2 * dp + 1], pa[mt][kk], vb[2], vb[3]);
+                }
+            }
+    }
+    at_cp_wait_all();
+
+    /* out = o / l (0 where no key was seen) */
+    uint16_t *op = (uint16_t *)a.o + (int64_t)bh * a.Tq * D;
+#pragma unroll
+    for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+        for (int hr = 0; hr < 2; hr++) {
+            float L = lrow[mt][hr];
+            L += __shfl_xor_sync(0xffffffffu, L, 1);
+            L += __shfl_xor_sync(0xffffffffu, L, 2);
+            const float inv = L > 0.0f ? 1.0f / L : 0.0f;
+            const int i = i0 + wrow + mt * 16 + g + hr * 8;
+            if (i >= a.Tq) continue;
+#pragma unroll
+            for (int n = 0; n < NDT; n++) {
+                if (n * 8 >= D) break;
+                *(uint32_t *)(op + (int64_t)i * D + n * 8 + 2 * t) =
+                    at_pack<T>(o[mt][n][2 * hr] * inv, o[mt][n][2 * hr + 1] * inv);
+            }
+        }
+#else
+    (void)a;
+#if defined(__CUDA_ARCH__)
+    __trap();                                    /* the host launches it on sm_80+ only */
+#endif
+#endif
+}
+#endif /* AT_HAVE_MMA */
+
+/* ------------------------------------------------------------------ */
+/* Host                                                                */
+
+/* Raise a kernel's dynamic shared-memory limit once per device. */
+template <typename K> static wk_status at_smem_limit(wk_gpu_ctx *c, K kern, size_t bytes, unsigned *done_mask)
+{
+    if (bytes <= 48 * 1024) return WK_OK;
+    const unsigned bit = c->device < 32 ? 1u << c->device : 0u;
+    if (bit && (__atomic_load_n(done_mask, __ATOMIC_RELAXED) & bit)) return WK_OK;
+    WK_GPU_CHECK(hipFuncSetAttribute((const void *)kern, hipFuncAttributeMaxDynamicSharedMemorySize, (int)bytes));
+    if (bit) __atomic_fetch_or(done_mask, bit, __ATOMIC_RELAXED);
+    return WK_OK;
+}
+
+template <typename T, int DMAX> static wk_status at_run_portable(wk_gpu_ctx *c, const at_args &a)
+{
+    static unsigned done;
+    const size_t smem = at_portable_smem(DMAX, a.D);
+    wk_status st = at_smem_limit(c, at_portable_kernel<T, DMAX>, smem, &done);
+    if (st != WK_OK) return st;
+    const int64_t BM = at_pcfg<DMAX>::BM;
+    const int64_t nblk = (a.Tq + BM - 1) / BM * a.B * a.Hq;
+    at_portable_kernel<T, DMAX><<<(unsigned)nblk, AT_PNT, smem, c->stream>>>(a);
+    WK_GPU_LAUNCH_CHECK(c, "attention");
+    return WK_OK;
+}
+
+template <typename T> static wk_status at_portable(wk_gpu_ctx *c, const at_args &a)
+{
+    if (a.D <= 64) return at_run_portable<T, 64>(c, a);
+    if (a.D <= 128) return at_run_portable<T, 128>(c, a);
+    return at_run_portable<T, 256>(c, a);
+}
+
+template <typename T, int DMAX, int MT> static wk_status at_run_mma(wk_gpu_ctx *c, const at_args &a)
+{
+#if defined(AT_HAVE_MMA)
+    static unsigned done;
+    const size_t smem = at_mcfg<DMAX, MT>::smem;
+    wk_status st = at_smem_limit(c, at_mma_kernel<T, DMAX, MT>, smem, &done);
+    if (st != WK_OK) return st;
+    const int64_t BM = at_mcfg<DMAX, MT>::BM;
+    const int64_t nblk = (a.Tq + BM - 1) / BM * a.B * a.Hq;
+    at_mma_kernel<T, DMAX, MT><<<(unsigned)nblk, 128, smem, c->stream>>>(a);
+    WK_GPU_LAUNCH_CHECK(c, "attention");
+    return WK_OK;
+#else
+    (void)c;
+    (void)a;
+    return wk_gpu_host->set_error(WK_ERR_UNSUPPORTED, "attention: no matrix-core path in this build");
+#endif
+}
+
+/* WICK_GPU_ATTN_MT=1|2 overrides the rows per warp (tuning runs) */
+template <typename T> static wk_status at_mma(wk_gpu_ctx *c, const at_args &a)
+{
+    const char *e = getenv("WICK_GPU_ATTN_MT");
+    const int mt = e && e[0] == '1' ? 1 : e && e[0] == '2' ? 2 : 0;
+    if (a.D <= 64) return mt == 1 ? at_run_mma<T, 64, 1>(c, a) : at_run_mma<T, 64, 2>(c, a);
+    if (a.D <= 128) return mt == 1 ? at_run_mma<T, 128, 1>(c, a) : at_run_mma<T, 128, 2>(c, a);
+    return at_run_mma<T, 256, 1>(c, a);
+}
+
+template <typename T, int DV, int RMAX>
+static wk_status at_run_decode(wk_gpu_ctx *c, const at_args &a, int64_t range)
+{
+    const int R = a.G * a.Tq, nrg = (R + RMAX - 1) / RMAX;
+    const int64_t groups = (int64_t)a.B * a.Hkv * nrg;
+    /* blocks: one full wave of the device (as many as can be resident),
+     * chunks of at least 128 keys */
+    static int per_sm;                                 /* per instantiation */
+    if (per_sm <= 0) {
+        int n = 0;
+        if (hipOccupancyMaxActiveBlocksPerMultiprocessor(&n, at_decode_kernel<T, DV, RMAX>, AT_DNT, 0) != hipSuccess ||
+            n < 1)
+            n = 2;
+        (void)hipGetLastError();
+        per_sm = n;
+    }
+    int64_t nsplit = (int64_t)c->sm_count * per_sm / groups;
+    const int64_t maxs = (range + 127) / 128;
+    if (nsplit > maxs) nsplit = maxs;
+    if (nsplit > AT_MAXSPLIT) nsplit = AT_MAXSPLIT;
+    if (nsplit < 1) nsplit = 1;
+    const int64_t chunk = (range + nsplit - 1) / nsplit;
+    nsplit = (range + chunk - 1) / chunk;
+    const int64_t nb = groups * nsplit;
+    if (nb > INT32_MAX) return wk_gpu_host->set_error(WK_ERR_UNSUPPORTED, "attention: too many heads and batches");
+    float *part = NULL;
+    const size_t bytes = sizeof(float) * (size_t)nb * RMAX * (size_t)(a.D + 2);
+    wk_status st = wk_gpu_scratch_alloc(c, bytes, (void **)&part);
+    if (st != WK_OK) return st;
+    at_decode_kernel<T, DV, RMAX><<<(unsigned)nb, AT_DNT, 0, c->stream>>>(a, part, (int)nsplit, chunk, nrg);
+    st = wk_gpu_launched(c, "attention", __FILE__, __LINE__);
+    if (st == WK_OK) {
+        const int64_t rows = (int64_t)a.B * a.Hq * a.Tq;
+        at_combine_kernel<T><<<(unsigned)rows, AT_DNT, 0, c->stream>>>(a, part, (int)nsplit, nrg, RMAX);
+        st = wk_gpu_launched(c, "attention", __FILE__, __LINE__);
+    }
+    wk_gpu_scratch_free(c, part);
+    return st;
+}
+
+template <typename T, int RMAX> static wk_status at_decode_r(wk_gpu_ctx *c, const at_args &a, int64_t range)
+{
+    constexpr int VEC = 16 / sizeof(T);
+    const int nv = (a.D + VEC - 1) / VEC;              /* 16-byte vectors per row */
+    if (nv <= 8) return at_run_decode<T, 8, RMAX>(c, a, range);
+    if (nv <= 16) return at_run_decode<T, 16, RMAX>(c, a, range);
+    if (nv <= 32 || sizeof(T) < 4) return at_run_decode<T, 32, RMAX>(c, a, range);
+    return at_run_decode<T, sizeof(T) < 4 ? 32 : 64, RMAX>(c, a, range);
+}
+
+template <typename T> static wk_status at_decode(wk_gpu_ctx *c, const at_args &a, int64_t range)
+{
+    return a.G * a.Tq <= 4 ? at_decode_r<T, 4>(c, a, range) : at_decode_r<T, 8>(c, a, range);
+}
+
+enum { AT_PORTABLE = 0, AT_MMA = 1, AT_DECODE = 2 };
+static const char *const at_path_names[] = { "portable", "mma", "decode" };
+
+/* the path for this call (WICK_GPU_ATTN forces one where it can run) */
+static int at_pick(const wk_gpu_ctx *c, const at_args &a, wk_dtype dt)
+{
+    bool mma_ok = false;
+#if defined(AT_HAVE_MMA)
+    mma_ok = (dt == WK_BF16 || dt == WK_F16) && c->cc_major >= 8 && a.vec && wk_gpu_aligned(a.o, 4);
+#else
+    (void)c;
+    (void)dt;
+#endif
+    const char *e = getenv("WICK_GPU_ATTN");
+    if (e && strcmp(e, "portable") == 0) return AT_PORTABLE;
+    if (e && strcmp(e, "decode") == 0) return AT_DECODE;
+    if (e && strcmp(e, "mma") == 0 && mma_ok) return AT_MMA;
+    if ((int64_t)a.G * a.Tq <= 8) return AT_DECODE;
+    return mma_ok ? AT_MMA : AT_PORTABLE;
+}
+
+/* true when every row start of v is a multiple of n elements */
+static bool at_rows_aligned(const wk_view *v, int n)
+{
+    const size_t bytes = (size_t)n * wk_gpu_dtype_size(v->dtype);
+    if (!wk_gpu_aligned(wk_gpu_view_ptr(v), bytes)) return false;
+    for (int d = 0; d < 3; d++)
+        if (v->dims[d] > 1 && v->strides[d] % n != 0) return false;
+    return true;
+}
+
+wk_status wk_gpu_attention(void *ctx, const wk_op_args *args)
+{
+    wk_gpu_ctx *c = (wk_gpu_ctx *)ctx;
+    const wk_view *dst = args->dst, *q = args->src[0], *k = args->src[1], *v = args->src[2], *mk = args->src[3];
+    const wk_attention_params *p = (const wk_attention_params *)args->params;
+    const wk_dtype dt = q->dtype;
+    if (dt != WK_F16 && dt != WK_BF16 && dt != WK_F32)
+        return wk_gpu_host->set_error(WK_ERR_UNSUPPORTED, "attention on the GPU takes f16, bf16 or f32, not %s",
+                                      wk_gpu_dtype_name(dt));
+    const int64_t B = q->dims[0], Hq = q->dims[1], Tq = q->dims[2], D = q->dims[3];
+    const int64_t Hkv = k->dims[1], Tk = k->dims[2];
+    if (D % 8 != 0 || D < 8 || D > 256)
+        return wk_gpu_host->set_error(WK_ERR_UNSUPPORTED,
+                                      "attention on the GPU takes a head dim D that is a multiple of 8 up to 256, "
+                                      "not D = %lld",
+                                      (long long)D);
+    if (B > INT32_MAX || Hq > INT32_MAX || Tq >= ((int64_t)1 << 30) || Tk >= ((int64_t)1 << 30) ||
+        B * Hq * ((Tq + 31) / 32) > INT32_MAX)
+        return wk_gpu_host->set_error(WK_ERR_UNSUPPORTED,
+                                      "attention on the GPU: B = %lld, Hq = %lld, Tq = %lld, Tk = %lld is too large",
+                                      (long long)B, (long long)Hq, (long long)Tq, (long long)Tk);
+    WK_GPU_ENTER(c);
+    if (wk_gpu_numel(dst) == 0) return WK_OK;
+    const uint64_t zero = 0;
+    if (Tk == 0 || Hkv == 0) return wk_gpu_const_set(ctx, dst, &zero);
+
+    at_args a;
+    memset(&a, 0, sizeof a);
+    a.q = wk_gpu_view_ptr(q);
+    a.k = wk_gpu_view_ptr(k);
+    a.v = wk_gpu_view_ptr(v);
+    a.o = wk_gpu_view_ptr(dst);
+    a.mask = mk ? (const float *)wk_gpu_view_ptr(mk) : NULL;
+    for (int d = 0; d < 3; d++) {
+        a.qs[d] = q->strides[d];
+        a.ks[d] = k->strides[d];
+        a.vs[d] = v->strides[d];
+    }
+    for (int d = 0; d < 4; d++) a.ms[d] = mk ? mk->strides[d] : 0;
+    a.B = (int)B;
+    a.Hq = (int)Hq;
+    a.Hkv = (int)Hkv;
+    a.G = (int)(Hq / Hkv);
+    a.Tq = (int)Tq;
+    a.Tk = (int)Tk;
+    a.D = (int)D;
+    a.causal = p->causal != 0;
+    a.window = p->window > 0 && p->window < Tk + Tq + 1 ? p->window : 0;
+    a.shift = Tk - Tq;
+    if (p->softcap > 0) {
+        a.qmul = (float)p->scale;
+        a.cap_inv = (float)(1.0 / p->softcap);
+        a.cap_log2 = (float)(p->softcap * 1.4426950408889634);
+    } else {
+        a.qmul = (float)(p->scale * 1.4426950408889634);
+    }
+    /* 16-byte rows: what the vector loads (and cp.async) need */
+    const int vn = (int)(16 / wk_gpu_dtype_size(dt));
+    a.vec = at_rows_aligned(q, vn) && at_rows_aligned(k, vn) && at_rows_aligned(v, vn);
+
+    int64_t lo, hi;
+    at_key_range(a, 0, Tq - 1, &lo, &hi);
+    if (hi <= lo) return wk_gpu_const_set(ctx, dst, &zero);   /* no query sees a key */
+
+    const int path = at_pick(c, a, dt);
+    (void)at_path_names;
+    wk_status st = WK_ERR_UNSUPPORTED;
+    switch (dt) {
+    case WK_F32:
+        st = path == AT_DECODE ? at_decode<float>(c, a, hi - lo) : at_portable<float>(c, a);
+        break;
+    case WK_BF16:
+        st = path == AT_DECODE ? at_decode<wk_bf16_t>(c, a, hi - lo)
+           : path == AT_MMA    ? at_mma<wk_bf16_t>(c, a)
+                               : at_portable<wk_bf16_t>(c, a);
+        break;
+    case WK_F16:
+        st = path == AT_DECODE ? at_decode<wk_f16_t>(c, a, hi - lo)
+           : path == AT_MMA    ? at_mma<wk_f16_t>(c, a)
+                               : at_portable<wk_f16_t>(c, a);
+        break;
+    default: break;
+    }
+    return st;
 }

@@ -1,5 +1,6 @@
-/* elementwise.hip — unary ops (incl. affine, powf, elu), binary ops,
- * comparisons and where_cond on the GPU, every dtype.
+/* elementwise.hip — unary ops (incl. affine, powf, elu), binary ops (incl.
+ * silu_mul: silu(a) * b, float dtypes), comparisons and where_cond on the
+ * GPU, every dtype.
  *
  * One templated body per op family: typed load -> compute (f32 for the
  * narrow floats, the dtype itself otherwise) -> typed store. Kernels are
@@ -349,8 +350,15 @@ template <int OP, typename T> WK_DEV T ew_arith_elem(T a, T b)
         else if constexpr (OP == WK_OP_MUL) r = x * y;
         else if constexpr (OP == WK_OP_DIV) r = x / y;
         else if constexpr (OP == WK_OP_MINIMUM) r = x != x ? x : y != y ? y : (y < x ? y : x);
-        else r = x != x ? x : y != y ? y : (y > x ? y : x);              /* maximum */
+        else if constexpr (OP == WK_OP_MAXIMUM) r = x != x ? x : y != y ? y : (y > x ? y : x);
+        else {                                                             /* silu_mul */
+            static_assert(OP == WK_OP_SILU_MUL, "an arithmetic op of EW_ARITH_CASES has no float body");
+            constexpr bool FAST = wk_type<T>::is_narrow;                   /* as unary silu */
+            r = ew_div_n<FAST>(x, (C)1 + ew_exp_n<FAST>(-x)) * y;
+        }
         return wk_to<T>(r);
+    } else if constexpr (OP == WK_OP_SILU_MUL) {
+        return a;                        /* float dtypes only (op_list.h): never launched */
     } else {
         if constexpr (OP == WK_OP_ADD) return ew_wrap<T>(ew_u64(a) + ew_u64(b));
         else if constexpr (OP == WK_OP_SUB) return ew_wrap<T>(ew_u64(a) - ew_u64(b));
@@ -454,7 +462,8 @@ WK_DEV void ew_bcast_run(const T *__restrict__ f, const T *__restrict__ g, D *__
 
 /* case lists of the arithmetic and comparison families; C(op) expands
  * to one case */
-#define EW_ARITH_CASES(C) C(WK_OP_ADD) C(WK_OP_SUB) C(WK_OP_MUL) C(WK_OP_DIV) C(WK_OP_MINIMUM) C(WK_OP_MAXIMUM)
+#define EW_ARITH_CASES(C) C(WK_OP_ADD) C(WK_OP_SUB) C(WK_OP_MUL) C(WK_OP_DIV) C(WK_OP_MINIMUM) C(WK_OP_MAXIMUM) \
+                          C(WK_OP_SILU_MUL)
 #define EW_CMP_CASES(C) C(WK_OP_EQ) C(WK_OP_NE) C(WK_OP_LT) C(WK_OP_LE) C(WK_OP_GT) C(WK_OP_GE)
 static_assert(WK_OP_MAXIMUM - WK_OP_ADD == 5 && WK_OP_GE - WK_OP_EQ == 5, "binary and cmp cases list every op");
 
@@ -602,8 +611,9 @@ wk_status wk_gpu_binary(void *ctx, wk_op op, const wk_view *dst, const wk_view *
     wk_gpu_ctx *c = (wk_gpu_ctx *)ctx;
     const bool cmp = op >= WK_OP_EQ && op <= WK_OP_GE;
     const wk_dtype dt = a->dtype;
-    if ((!cmp && (op < WK_OP_ADD || op > WK_OP_MAXIMUM)) || (unsigned)dt >= WK_DTYPE_COUNT || b->dtype != dt ||
-        dst->dtype != (cmp ? WK_U8 : dt))
+    const bool silu_mul = op == WK_OP_SILU_MUL;   /* silu(a) * b: float dtypes only */
+    if ((!cmp && !silu_mul && (op < WK_OP_ADD || op > WK_OP_MAXIMUM)) || (unsigned)dt >= WK_DTYPE_COUNT ||
+        b->dtype != dt || dst->dtype != (cmp ? WK_U8 : dt) || (silu_mul && !wk_gpu_op_takes(op, dt)))
         return ew_bad("binary", op, dt);
     int64_t n = wk_gpu_numel(dst);
     if (n == 0) return WK_OK;

@@ -50,6 +50,15 @@ HIPCC_FLAGS := -x hip -std=c++17 $(GPU_OPT) -Iinclude -Isrc $(HIPCC_ARCH) \
 NVCC_FLAGS_random  := -fmad=false
 HIPCC_FLAGS_random := -ffp-contract=off
 
+# attention.hip: `make cuda ATTN_PORTABLE=1` (any plugin) compiles the
+# portable attention path (plain FMAs) in place of the matrix-core one, so
+# that the parity tests run it on NVIDIA. Objects are not rebuilt when the
+# switch changes: build into a BUILD of its own (BUILD=build-attn-portable).
+ifneq ($(ATTN_PORTABLE),)
+NVCC_FLAGS_attention  += -DWK_ATTN_PORTABLE
+HIPCC_FLAGS_attention += -DWK_ATTN_PORTABLE
+endif
+
 # Objects in the order make starts them: largest sources first, so that
 # under -j the longest compiles do not start last (the links sort them).
 # gpu-plugins interleaves the three plugins' objects in that order.
@@ -60,7 +69,8 @@ GPU_ROCM_OBJ := $(GPU_SRC_BIG:src/gpu/%.hip=$(BUILD)/gpu/rocm/%.o)
 GPU_ALL_OBJ  := $(foreach f,$(GPU_SRC_BIG:src/gpu/%.hip=%.o),$(BUILD)/gpu/rocm/$(f) $(BUILD)/gpu/cuda/$(f) $(BUILD)/gpu/cuda_w64/$(f))
 GPU_MAP      := $(BUILD)/gpu/plugin.map
 
-# exported symbols of a plugin must be exactly the entry point
+# A plugin links with -z defs (a symbol of the core used by mistake fails the
+# link, not the dlopen), and its exported symbols must be exactly the entry point
 define gpu_check_exports
 	@syms=$$(nm -D --defined-only $(1) | awk '{print $$3}' | sort -u | tr '\n' ' '); \
 	 if [ "$$syms" != "wk_backend_entry_v1 " ]; then \
@@ -92,13 +102,13 @@ $(BUILD)/gpu/rocm/%.o: src/gpu/%.hip $(GPU_DEPS)
 	$(HIPCC) $(HIPCC_FLAGS) $(HIPCC_FLAGS_$*) -c $< -o $@
 
 $(BUILD)/libwick_cuda.so: $(GPU_CUDA_OBJ) $(GPU_MAP)
-	$(NVCC) -shared $(NVCC_GENCODE) -o $@ $(sort $(GPU_CUDA_OBJ)) -Xlinker --version-script=$(GPU_MAP) $(CUDA_LIBS)
+	$(NVCC) -shared $(NVCC_GENCODE) -o $@ $(sort $(GPU_CUDA_OBJ)) -Xlinker --version-script=$(GPU_MAP) -Xlinker -z,defs $(CUDA_LIBS) -ldl -lpthread
 	$(call gpu_check_exports,$@)
 
 $(BUILD)/libwick_cuda_w64.so: $(GPU_W64_OBJ) $(GPU_MAP)
-	$(NVCC) -shared $(NVCC_GENCODE) -o $@ $(sort $(GPU_W64_OBJ)) -Xlinker --version-script=$(GPU_MAP) $(CUDA_LIBS)
+	$(NVCC) -shared $(NVCC_GENCODE) -o $@ $(sort $(GPU_W64_OBJ)) -Xlinker --version-script=$(GPU_MAP) -Xlinker -z,defs $(CUDA_LIBS) -ldl -lpthread
 	$(call gpu_check_exports,$@)
 
 $(BUILD)/libwick_rocm.so: $(GPU_ROCM_OBJ) $(GPU_MAP)
-	$(HIPCC) -shared -fPIC $(HIPCC_ARCH) -o $@ $(sort $(GPU_ROCM_OBJ)) -Wl,--version-script=$(GPU_MAP) $(ROCM_LIBS)
+	$(HIPCC) -shared -fPIC $(HIPCC_ARCH) -o $@ $(sort $(GPU_ROCM_OBJ)) -Wl,--version-script=$(GPU_MAP) -Wl,-z,defs $(ROCM_LIBS) -ldl -lpthread
 	$(call gpu_check_exports,$@)

@@ -47,6 +47,18 @@ typedef struct wk_gpu_ctx {
     void (*ext_free[WK_GPU_EXT_SLOTS])(struct wk_gpu_ctx *c, void *state);
 } wk_gpu_ctx;
 
+/* The op's name as the core spells it (the plugin does not link the
+ * core's wk_op_name), for error messages and last_op. */
+static inline const char *wk_gpu_op_name(wk_op op)
+{
+    static const char *const names[] = {
+#define WK_GPU_OPNAME_(K, N, S, P, D) S,
+        WK_OP_LIST(WK_GPU_OPNAME_)
+#undef WK_GPU_OPNAME_
+    };
+    return (unsigned)op < sizeof names / sizeof names[0] ? names[op] : "?";
+}
+
 /* ------------------------------------------------------------------ */
 /* Errors                                                              */
 

@@ -19,11 +19,18 @@
 #include "../t_dtype.h"
 
 /* how an input's view is made from its base storage */
-typedef enum p_kind { PK_CONTIG, PK_TRANSPOSED, PK_NARROWED, PK_BROADCAST } p_kind;
+/* PK_SWAP12: a rank-4 view [B, X, Y, D] of memory laid out [B, Y, X, D] (a
+ * [B, T, H, D] tensor seen as [B, H, T, D], as attention and rope take it) */
+typedef enum p_kind { PK_CONTIG, PK_TRANSPOSED, PK_NARROWED, PK_BROADCAST, PK_SWAP12 } p_kind;
 
 /* how an input's values are drawn */
-/* PG_IDS_BAD: PG_IDS with element n/2 of the base set to `lo` (an out-of-range id) */
-typedef enum p_gen { PG_UNIFORM, PG_POSITIVE, PG_AWAY, PG_SMALLSET, PG_FULL, PG_IDS, PG_MASK, PG_POISON, PG_IDS_BAD } p_gen;
+/* PG_IDS_BAD: PG_IDS with element n/2 of the base set to `lo` (an out-of-range id)
+ * PG_INF_ROWS: PG_UNIFORM, with rows (runs of the base's last dim) 1, 5, 9, ..
+ *   all -inf and every third element of rows 2, 6, 10, .. -inf
+ * PG_MASK_INF: PG_UNIFORM with one element in ten -inf and the first row of
+ *   the base (its last dim) all -inf (an attention mask hiding a whole row) */
+typedef enum p_gen { PG_UNIFORM, PG_POSITIVE, PG_AWAY, PG_SMALLSET, PG_FULL, PG_IDS, PG_MASK, PG_POISON, PG_IDS_BAD,
+                     PG_INF_ROWS, PG_MASK_INF } p_gen;
 
 typedef struct p_input {
     wk_dtype dt;
@@ -37,7 +44,18 @@ typedef struct p_input {
 typedef enum p_family {
     PF_UNARY, PF_AFFINE, PF_POWF, PF_ELU, PF_BINARY, PF_CMP, PF_WHERE, PF_CAST, PF_REDUCE, PF_MATMUL,
     PF_INDEX_SELECT, PF_GATHER, PF_SCATTER_SET, PF_SCATTER_ADD, PF_INDEX_ADD, PF_COPY_INTO, PF_CONST_SET,
-    PF_COPY2D, PF_CAT, PF_RAND_UNIFORM, PF_RAND_NORMAL
+    PF_COPY2D, PF_CAT, PF_RAND_UNIFORM, PF_RAND_NORMAL,
+    /* fused NN ops; sub selects the variant (below), dims[0] the softmax dim,
+     * p0 eps (norms), position offset (rope) or scale (attention) */
+    PF_SOFTMAX,        /* sub 0 softmax, 1 log_softmax                        */
+    PF_RMS_NORM,       /* in: x, weight; sub 0 weight, 1 no weight, 2 Gemma  */
+    PF_LAYER_NORM,     /* in: x, weight, bias; sub 0 both, 1 none, 2 weight  */
+    PF_ADD_RMS_NORM,   /* in: x, residual, weight; sub 1 Gemma; the result
+                          compared is stack(norm, sum): both outputs          */
+    PF_SILU_MUL,
+    PF_ROPE,           /* in: x, cos, sin; sub 0 rope, 1 rope_i, 2 rope_thd   */
+    PF_ATTENTION       /* in: q, k, v, mask (nin 4) or none; p0 scale, p1
+                          softcap, causal, window                            */
 } p_family;
 
 typedef struct p_case {
@@ -57,6 +75,8 @@ typedef struct p_case {
     bool exact;            /* results must agree bit for bit */
     bool expect_err;       /* must fail with WK_ERR_INDEX on the cpu and every device,
                               an in-place destination left unchanged */
+    bool causal;           /* PF_ATTENTION */
+    int window;            /* PF_ATTENTION: > 0 a sliding window */
 } p_case;
 
 /* parity_main.c: run one case on every selected device (checks filters) */

@@ -5,8 +5,10 @@
  * batch, k = 0, large), index_select / gather / scatter_set / scatter_add /
  * index_add with u8/u32/i64 ids, copy_into, const_set, copy2d, cat, and
  * rand_uniform / rand_normal, over sizes 1, 7, 33, 1023, 65537, empty and
- * rank 0 and over transposed, narrowed and broadcast inputs. --quick
- * drops every case with an input above 4096 elements.
+ * rank 0 and over transposed, narrowed and broadcast inputs; the fused NN
+ * ops (softmax, log_softmax, rms_norm, add_rms_norm, layer_norm, silu_mul,
+ * rope, rope_i, rope_thd, attention: nn_ops below). --quick drops every
+ * case with an input above 4096 elements.
  */
 #include <stdio.h>
 #include <string.h>
@@ -465,6 +467,215 @@ static void randoms(void)
             }
 }
 
+/* ---- fused NN ops ------------------------------------------------------------------------------ */
+
+static const wk_dtype nn_dts[4] = { WK_BF16, WK_F16, WK_F32, WK_F64 };
+
+static void nn_softmax_norms(void)
+{
+    static const struct { const char *name; p_kind kind; wk_shape s; int dim; p_gen gen; } sm[] = {
+        { "rows1", PK_CONTIG, { 2, { 4, 1 } }, -1, PG_UNIFORM },
+        { "rows7", PK_CONTIG, { 2, { 4, 7 } }, -1, PG_UNIFORM },
+        { "rows33", PK_CONTIG, { 2, { 33, 33 } }, 1, PG_UNIFORM },
+        { "rows1023", PK_CONTIG, { 2, { 4, 1023 } }, -1, PG_UNIFORM },
+        { "rows4097", PK_CONTIG, { 2, { 4, 4097 } }, -1, PG_UNIFORM },
+        { "row4097_quick", PK_CONTIG, { 1, { 4097 } }, 0, PG_UNIFORM },
+        { "transposed_dim0", PK_TRANSPOSED, { 3, { 5, 33, 31 } }, 0, PG_UNIFORM },
+        { "transposed_dim1", PK_TRANSPOSED, { 3, { 5, 33, 31 } }, 1, PG_UNIFORM },
+        { "transposed_dimlast", PK_TRANSPOSED, { 3, { 5, 33, 31 } }, -1, PG_UNIFORM },
+        { "transposed_big_dim0", PK_TRANSPOSED, { 2, { 1023, 65 } }, 0, PG_UNIFORM },
+        { "mid_dim", PK_CONTIG, { 3, { 4, 1023, 9 } }, 1, PG_UNIFORM },
+        { "narrowed", PK_NARROWED, { 2, { 33, 7 } }, -1, PG_UNIFORM },
+        { "broadcast_dim0", PK_BROADCAST, { 2, { 33, 31 } }, 0, PG_UNIFORM },
+        { "inf_rows33", PK_CONTIG, { 2, { 16, 33 } }, -1, PG_INF_ROWS },
+        { "inf_rows1023", PK_CONTIG, { 2, { 8, 1023 } }, -1, PG_INF_ROWS },
+        { "inf_rows_dim0", PK_TRANSPOSED, { 2, { 31, 16 } }, 0, PG_INF_ROWS },
+        { "empty", PK_CONTIG, { 2, { 0, 5 } }, -1, PG_UNIFORM },
+    };
+    for (int d = 0; d < 4; d++)
+        for (int lg = 0; lg < 2; lg++)
+            for (int k = 0; k < N_(sm); k++) {
+                p_case c = start(lg ? "log_softmax" : "softmax", nn_dts[d], PF_SOFTMAX);
+                snprintf(c.name, sizeof c.name, "%s/%s/%s", c.op, wk_dtype_name(nn_dts[d]), sm[k].name);
+                c.sub = lg;
+                c.dims[0] = sm[k].dim;
+                c.accum = true;
+                c.nin = 1;
+                c.in[0] = IN(nn_dts[d], sm[k].s, sm[k].kind, sm[k].gen, -8, 8);
+                go(&c);
+            }
+    /* norms over the last dim: D 7 .. 4097, rank 3, narrowed, transposed (copied), broadcast rows */
+    static const struct { const char *name; p_kind kind; wk_shape s; } nc[] = {
+        { "d7", PK_CONTIG, { 2, { 4, 7 } } },
+        { "d64", PK_CONTIG, { 2, { 33, 64 } } },
+        { "d1023", PK_CONTIG, { 2, { 3, 1023 } } },
+        { "d4097", PK_CONTIG, { 2, { 4, 4097 } } },
+        { "d4096_row", PK_CONTIG, { 2, { 1, 4096 } } },
+        { "rank3_d128", PK_NARROWED, { 3, { 2, 3, 128 } } },
+        { "transposed", PK_TRANSPOSED, { 2, { 33, 64 } } },
+        { "broadcast_rows", PK_BROADCAST, { 2, { 7, 33 } } },
+        { "rows1023_d64", PK_CONTIG, { 2, { 1023, 64 } } },
+        { "empty", PK_CONTIG, { 2, { 0, 16 } } },
+    };
+    static const struct { const char *op; p_family fam; int sub; int nw; } nv[] = {
+        { "rms_norm", PF_RMS_NORM, 0, 1 }, { "rms_norm", PF_RMS_NORM, 1, 0 }, { "rms_norm", PF_RMS_NORM, 2, 1 },
+        { "layer_norm", PF_LAYER_NORM, 0, 2 }, { "layer_norm", PF_LAYER_NORM, 1, 0 }, { "layer_norm", PF_LAYER_NORM, 2, 1 },
+        { "add_rms_norm", PF_ADD_RMS_NORM, 0, 1 }, { "add_rms_norm", PF_ADD_RMS_NORM, 1, 1 },
+    };
+    static const char *const vnames[8] = { "weight", "no_weight", "gemma", "weight_bias", "none", "weight", "plain", "gemma" };
+    for (int d = 0; d < 4; d++)
+        for (int v = 0; v < N_(nv); v++)
+            for (int k = 0; k < N_(nc); k++) {
+                const wk_dtype dt = nn_dts[d];
+                const int64_t D = nc[k].s.dims[nc[k].s.rank - 1];
+                p_case c = start(nv[v].op, dt, nv[v].fam);
+                snprintf(c.name, sizeof c.name, "%s/%s/%s/%s", c.op, wk_dtype_name(dt), vnames[v], nc[k].name);
+                c.sub = nv[v].sub;
+                c.p0 = k % 2 ? 1e-6 : 1e-5;
+                c.accum = true;
+                int i = 0;
+                c.in[i++] = IN(dt, nc[k].s, nc[k].kind, PG_UNIFORM, -3, 3);
+                if (nv[v].fam == PF_ADD_RMS_NORM) c.in[i++] = IN(dt, nc[k].s, PK_CONTIG, PG_UNIFORM, -3, 3);
+                for (int w = 0; w < nv[v].nw; w++)   /* weight (strided on odd cases: copied), bias */
+                    c.in[i++] = IN(dt, WK_SHAPE(D), k % 2 && w == 0 ? PK_TRANSPOSED : PK_CONTIG, PG_UNIFORM, -1.5, 1.5);
+                c.nin = i;
+                go(&c);
+            }
+}
+
+static void nn_silu_rope(void)
+{
+    static const struct { const char *name; p_kind ka; wk_shape sa; p_kind kb; wk_shape sb; } sc[] = {
+        { "size1", PK_CONTIG, { 1, { 1 } }, PK_CONTIG, { 1, { 1 } } },
+        { "size7", PK_CONTIG, { 1, { 7 } }, PK_CONTIG, { 1, { 7 } } },
+        { "size1023", PK_CONTIG, { 1, { 1023 } }, PK_NARROWED, { 1, { 1023 } } },
+        { "size65537", PK_CONTIG, { 1, { 65537 } }, PK_CONTIG, { 1, { 65537 } } },
+        { "transposed", PK_TRANSPOSED, { 2, { 33, 31 } }, PK_CONTIG, { 2, { 33, 31 } } },
+        { "bcast_row", PK_CONTIG, { 2, { 37, 64 } }, PK_CONTIG, { 1, { 64 } } },
+        { "bcast_col", PK_CONTIG, { 2, { 37, 64 } }, PK_CONTIG, { 2, { 37, 1 } } },
+        { "bcast_both", PK_CONTIG, { 2, { 37, 1 } }, PK_CONTIG, { 2, { 1, 64 } } },
+        { "bcast_stride0", PK_BROADCAST, { 2, { 33, 31 } }, PK_TRANSPOSED, { 2, { 33, 31 } } },
+        { "empty", PK_CONTIG, { 2, { 0, 5 } }, PK_CONTIG, { 1, { 5 } } },
+    };
+    for (int d = 0; d < 4; d++)
+        for (int k = 0; k < N_(sc); k++) {
+            p_case c = start("silu_mul", nn_dts[d], PF_SILU_MUL);
+            snprintf(c.name, sizeof c.name, "silu_mul/%s/%s", wk_dtype_name(nn_dts[d]), sc[k].name);
+            c.nin = 2;
+            c.in[0] = IN(nn_dts[d], sc[k].sa, sc[k].ka, PG_UNIFORM, -8, 8);
+            c.in[1] = IN(nn_dts[d], sc[k].sb, sc[k].kb, PG_UNIFORM, -2, 2);
+            go(&c);
+        }
+    /* x [B, H, T, D] (rope_thd: [B, T, H, D]); offsets > 0; transposed views of
+     * [B, T, H, D] (swap12), narrowed views, and x with last stride != 1 (copied) */
+    static const struct { const char *name; int64_t B, H, T, D, off; p_kind kind; } rc[] = {
+        { "d64_t1_off9", 1, 8, 1, 64, 9, PK_CONTIG },
+        { "d64_t7_off3", 2, 4, 7, 64, 3, PK_CONTIG },
+        { "d128_t33_off5", 1, 4, 33, 128, 5, PK_SWAP12 },
+        { "d80_t7", 1, 2, 7, 80, 0, PK_CONTIG },
+        { "d128_t7_off2", 2, 2, 7, 128, 2, PK_NARROWED },
+        { "d64_t33_swap12", 1, 2, 33, 64, 1, PK_SWAP12 },
+        { "d256_t4", 1, 4, 4, 256, 7, PK_SWAP12 },
+        { "d16_t7_last_strided", 1, 2, 7, 16, 4, PK_TRANSPOSED },
+        { "d64_t1023", 1, 2, 1023, 64, 1, PK_CONTIG },
+        { "empty", 1, 2, 0, 64, 1, PK_CONTIG },
+    };
+    static const char *const rops[3] = { "rope", "rope_i", "rope_thd" };
+    for (int d = 0; d < 4; d++)
+        for (int op = 0; op < 3; op++)
+            for (int k = 0; k < N_(rc); k++) {
+                const wk_dtype dt = nn_dts[d];
+                p_case c = start(rops[op], dt, PF_ROPE);
+                snprintf(c.name, sizeof c.name, "%s/%s/%s", c.op, wk_dtype_name(dt), rc[k].name);
+                c.sub = op;
+                c.p0 = (double)rc[k].off;
+                const wk_shape s = op == 2 ? WK_SHAPE(rc[k].B, rc[k].T, rc[k].H, rc[k].D)
+                                           : WK_SHAPE(rc[k].B, rc[k].H, rc[k].T, rc[k].D);
+                const wk_shape ts = WK_SHAPE(rc[k].T + rc[k].off + 2, rc[k].D / 2);
+                c.nin = 3;
+                c.in[0] = IN(dt, s, rc[k].kind, PG_UNIFORM, -2, 2);
+                c.in[1] = IN(WK_F32, ts, PK_CONTIG, PG_UNIFORM, -1, 1);
+                c.in[2] = IN(WK_F32, ts, PK_CONTIG, PG_UNIFORM, -1, 1);
+                go(&c);
+            }
+}
+
+/* mask shapes of attention: [Tq, Tk], [1, Hq, Tq, Tk], [B, 1, 1, Tk] */
+enum { AM_NONE, AM_TQTK, AM_1HTT, AM_B11TK };
+
+static void nn_attention(void)
+{
+    static const struct {
+        const char *name;
+        int64_t B, Hq, Hkv, Tq, Tk, D;
+        double scale, softcap;
+        bool causal;
+        int window, mask;
+        p_gen mgen;
+        p_kind kind;
+        double qr;
+    } ac[] = {
+        { "d64", 2, 4, 4, 33, 33, 64, 0, 0, false, 0, AM_NONE, PG_UNIFORM, PK_CONTIG, 1 },
+        { "d80", 1, 4, 2, 33, 33, 80, 0, 0, true, 0, AM_NONE, PG_UNIFORM, PK_CONTIG, 1 },
+        { "d128", 1, 4, 4, 65, 65, 128, 0, 0, true, 0, AM_NONE, PG_UNIFORM, PK_CONTIG, 1 },
+        { "d256", 1, 2, 1, 33, 33, 256, 0, 0, true, 0, AM_NONE, PG_UNIFORM, PK_CONTIG, 1 },
+        { "small_d64", 1, 2, 1, 16, 16, 64, 0, 0, false, 0, AM_NONE, PG_UNIFORM, PK_CONTIG, 1 },
+        { "small_d128_causal", 1, 2, 1, 8, 16, 128, 0, 0, true, 0, AM_NONE, PG_UNIFORM, PK_CONTIG, 1 },
+        { "small_d256", 1, 2, 1, 8, 8, 256, 0, 0, true, 0, AM_NONE, PG_UNIFORM, PK_CONTIG, 1 },
+        { "small_d80_gqa2", 1, 2, 1, 8, 16, 80, 0, 0, true, 0, AM_NONE, PG_UNIFORM, PK_SWAP12, 1 },
+        { "gqa1", 2, 8, 8, 65, 65, 64, 0, 0, true, 0, AM_NONE, PG_UNIFORM, PK_CONTIG, 1 },
+        { "gqa4", 2, 8, 2, 65, 65, 64, 0, 0, true, 0, AM_NONE, PG_UNIFORM, PK_CONTIG, 1 },
+        { "gqa8", 2, 8, 1, 65, 65, 64, 0, 0, true, 0, AM_NONE, PG_UNIFORM, PK_CONTIG, 1 },
+        { "causal_tq7_tk65", 2, 4, 2, 7, 65, 64, 0, 0, true, 0, AM_NONE, PG_UNIFORM, PK_CONTIG, 1 },
+        { "causal_tq65_tk7", 1, 4, 2, 65, 7, 64, 0, 0, true, 0, AM_NONE, PG_UNIFORM, PK_CONTIG, 1 },
+        { "causal_tq200_tk333", 1, 2, 1, 200, 333, 128, 0, 0, true, 0, AM_NONE, PG_UNIFORM, PK_CONTIG, 1 },
+        { "decode_tk1", 1, 8, 1, 1, 1, 128, 0, 0, true, 0, AM_NONE, PG_UNIFORM, PK_CONTIG, 1 },
+        { "decode_tk7", 1, 8, 1, 1, 7, 128, 0, 0, true, 0, AM_NONE, PG_UNIFORM, PK_CONTIG, 1 },
+        { "decode_tk32", 1, 8, 1, 1, 32, 128, 0, 0, true, 0, AM_NONE, PG_UNIFORM, PK_CONTIG, 1 },
+        { "decode_tk33", 2, 8, 2, 1, 33, 128, 0, 0, true, 0, AM_NONE, PG_UNIFORM, PK_SWAP12, 1 },
+        { "decode_tk1023", 1, 8, 1, 1, 1023, 128, 0, 0, true, 0, AM_NONE, PG_UNIFORM, PK_CONTIG, 1 },
+        { "decode_tk4097", 1, 8, 1, 1, 4097, 128, 0, 0, true, 0, AM_NONE, PG_UNIFORM, PK_CONTIG, 1 },
+        { "decode_tk4097_gqa4_d64", 2, 8, 2, 1, 4097, 64, 0, 0, false, 0, AM_NONE, PG_UNIFORM, PK_CONTIG, 1 },
+        { "decode_tk4097_window256", 1, 4, 1, 1, 4097, 128, 0, 0, true, 256, AM_NONE, PG_UNIFORM, PK_CONTIG, 1 },
+        { "window16", 1, 4, 2, 65, 65, 64, 0, 0, true, 16, AM_NONE, PG_UNIFORM, PK_CONTIG, 1 },
+        { "window100_gt_tk", 1, 4, 2, 65, 65, 64, 0, 0, true, 100, AM_NONE, PG_UNIFORM, PK_CONTIG, 1 },
+        { "window5_noncausal", 1, 4, 2, 33, 33, 64, 0, 0, false, 5, AM_NONE, PG_UNIFORM, PK_CONTIG, 1 },
+        { "softcap", 1, 4, 2, 33, 33, 64, 0, 20, false, 0, AM_NONE, PG_UNIFORM, PK_CONTIG, 4 },
+        { "softcap_scale", 1, 4, 2, 33, 65, 64, 0.5, 5, true, 0, AM_NONE, PG_UNIFORM, PK_CONTIG, 1 },
+        { "mask_tqtk", 2, 4, 2, 33, 65, 64, 0, 0, false, 0, AM_TQTK, PG_UNIFORM, PK_CONTIG, 1 },
+        { "mask_1hqtqtk", 2, 4, 2, 33, 65, 64, 0, 0, true, 0, AM_1HTT, PG_UNIFORM, PK_CONTIG, 1 },
+        { "mask_b11tk", 2, 4, 1, 33, 65, 64, 0, 0, false, 0, AM_B11TK, PG_UNIFORM, PK_CONTIG, 1 },
+        { "mask_inf_row", 2, 4, 2, 33, 65, 64, 0, 0, false, 0, AM_TQTK, PG_MASK_INF, PK_CONTIG, 1 },
+        { "mask_inf_row_small", 1, 2, 1, 8, 16, 64, 0, 0, false, 0, AM_1HTT, PG_MASK_INF, PK_CONTIG, 1 },
+        { "bthd_views", 2, 8, 2, 33, 33, 128, 0, 0, true, 0, AM_NONE, PG_UNIFORM, PK_SWAP12, 1 },
+        { "narrowed", 1, 4, 2, 33, 33, 64, 0, 0, true, 0, AM_B11TK, PG_UNIFORM, PK_NARROWED, 1 },
+        { "last_strided", 1, 2, 1, 16, 16, 64, 0, 0, false, 0, AM_NONE, PG_UNIFORM, PK_TRANSPOSED, 1 },
+        { "all_options", 2, 8, 2, 17, 100, 64, 0.2, 8, true, 32, AM_B11TK, PG_MASK_INF, PK_SWAP12, 3 },
+        { "empty_tq0", 1, 2, 1, 0, 5, 64, 0, 0, true, 0, AM_NONE, PG_UNIFORM, PK_CONTIG, 1 },
+        { "tk0", 1, 2, 1, 3, 0, 64, 0, 0, false, 0, AM_NONE, PG_UNIFORM, PK_CONTIG, 1 },
+    };
+    for (int d = 0; d < 4; d++)
+        for (int k = 0; k < N_(ac); k++) {
+            const wk_dtype dt = nn_dts[d];
+            p_case c = start("attention", dt, PF_ATTENTION);
+            snprintf(c.name, sizeof c.name, "attention/%s/%s", wk_dtype_name(dt), ac[k].name);
+            c.accum = true;
+            c.p0 = ac[k].scale;
+            c.p1 = ac[k].softcap;
+            c.causal = ac[k].causal;
+            c.window = ac[k].window;
+            c.nin = ac[k].mask == AM_NONE ? 3 : 4;
+            c.in[0] = IN(dt, WK_SHAPE(ac[k].B, ac[k].Hq, ac[k].Tq, ac[k].D), ac[k].kind, PG_UNIFORM, -ac[k].qr, ac[k].qr);
+            c.in[1] = IN(dt, WK_SHAPE(ac[k].B, ac[k].Hkv, ac[k].Tk, ac[k].D), ac[k].kind, PG_UNIFORM, -1.5, 1.5);
+            c.in[2] = IN(dt, WK_SHAPE(ac[k].B, ac[k].Hkv, ac[k].Tk, ac[k].D), ac[k].kind, PG_UNIFORM, -1, 1);
+            const wk_shape ms = ac[k].mask == AM_TQTK ? WK_SHAPE(ac[k].Tq, ac[k].Tk)
+                                : ac[k].mask == AM_1HTT ? WK_SHAPE(1, ac[k].Hq, ac[k].Tq, ac[k].Tk)
+                                                        : WK_SHAPE(ac[k].B, 1, 1, ac[k].Tk);
+            if (c.nin == 4) c.in[3] = IN(WK_F32, ms, PK_CONTIG, ac[k].mgen, -2, 2);
+            go(&c);
+        }
+}
+
 void p_all_cases(void)
 {
     elementwise();
@@ -473,4 +684,7 @@ void p_all_cases(void)
     indexing();
     index_rows();
     randoms();
+    nn_softmax_norms();
+    nn_silu_rope();
+    nn_attention();
 }
