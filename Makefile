@@ -12,7 +12,9 @@ CFLAGS  ?= $(OPT) -g
 ALL_CFLAGS := -std=c11 -D_GNU_SOURCE -fPIC -fvisibility=hidden -pthread $(WARN) -Iinclude -Isrc $(CFLAGS) $(EXTRA_CFLAGS)
 LDLIBS  := -lm -ldl -pthread
 
-LIB_SRC   := $(sort $(wildcard src/core/*.c src/cpu/*.c))
+# the core and cpu backend, then the layers above the API (model files,
+# tokenizers, models), which use only the public headers (tools/check-layers)
+LIB_SRC   := $(sort $(wildcard src/core/*.c src/cpu/*.c)) $(sort $(wildcard src/model/*.c src/tokenizer/*.c))
 LIB_OBJ   := $(LIB_SRC:%.c=$(BUILD)/%.o)
 TEST_SRC  := $(sort $(wildcard tests/*.c))
 TEST_OBJ  := $(TEST_SRC:%.c=$(BUILD)/%.o)
