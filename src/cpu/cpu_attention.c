@@ -29,45 +29,6 @@
 #define BK 64     /* keys per block          */
 #define LANES 8
 
-/* n elements of dt from base[off + i * st] as float / double */
-static void ald_f(const void *base, wk_dtype dt, int64_t off, int64_t st, int64_t n, float *out)
-{
-    switch (dt) {
-    case WK_F32: {
-        const float *p = (const float *)base + off;
-        if (st == 1) memcpy(out, p, (size_t)n * sizeof(float));
-        else for (int64_t i = 0; i < n; i++) out[i] = p[i * st];
-        break;
-    }
-    case WK_F16: { const uint16_t *p = (const uint16_t *)base + off; for (int64_t i = 0; i < n; i++) out[i] = wk_f16_to_f32(p[i * st]); break; }
-    case WK_BF16: { const uint16_t *p = (const uint16_t *)base + off; for (int64_t i = 0; i < n; i++) out[i] = wk_bf16_to_f32(p[i * st]); break; }
-    default: for (int64_t i = 0; i < n; i++) out[i] = (float)wk_cpu_load_f64(base, dt, off + i * st); break;
-    }
-}
-static void ald_d(const void *base, wk_dtype dt, int64_t off, int64_t st, int64_t n, double *out)
-{
-    (void)dt;
-    const double *p = (const double *)base + off;
-    if (st == 1) memcpy(out, p, (size_t)n * sizeof(double));
-    else for (int64_t i = 0; i < n; i++) out[i] = p[i * st];
-}
-/* n values into dt at base[off + i * st], rounded once */
-static void ast_f(void *base, wk_dtype dt, int64_t off, int64_t st, int64_t n, const float *in)
-{
-    switch (dt) {
-    case WK_F32: { float *p = (float *)base + off; for (int64_t i = 0; i < n; i++) p[i * st] = in[i]; break; }
-    case WK_F16: { uint16_t *p = (uint16_t *)base + off; for (int64_t i = 0; i < n; i++) p[i * st] = wk_f32_to_f16(in[i]); break; }
-    case WK_BF16: { uint16_t *p = (uint16_t *)base + off; for (int64_t i = 0; i < n; i++) p[i * st] = wk_f32_to_bf16(in[i]); break; }
-    default: for (int64_t i = 0; i < n; i++) wk_cpu_store_f64(base, dt, off + i * st, in[i]); break;
-    }
-}
-static void ast_d(void *base, wk_dtype dt, int64_t off, int64_t st, int64_t n, const double *in)
-{
-    (void)dt;
-    double *p = (double *)base + off;
-    for (int64_t i = 0; i < n; i++) p[i * st] = in[i];
-}
-
 typedef struct att_job {
     const wk_view *q, *k, *v, *mask, *o;
     wk_dtype dt;
@@ -116,7 +77,7 @@ typedef struct att_job {
                 const int64_t h = kh * g + (r0 + r) / Tq, i = (r0 + r) % Tq;   \
                 imin = i < imin ? i : imin;                                    \
                 imax = i > imax ? i : imax;                                    \
-                ald_##S(q->base, j->dt, q->offset + b * q->strides[0] + h * q->strides[1] + i * q->strides[2], \
+                wk_cpu_ld_row_##S(q->base, j->dt, q->offset + b * q->strides[0] + h * q->strides[1] + i * q->strides[2], \
                         D > 1 ? q->strides[3] : 1, D, qt + r * D);             \
                 m[r] = -INFINITY;                                              \
                 l[r] = 0;                                                      \
@@ -131,8 +92,8 @@ typedef struct att_job {
                 const int64_t ko = k->offset + b * k->strides[0] + kh * k->strides[1]; \
                 const int64_t vo = v->offset + b * v->strides[0] + kh * v->strides[1]; \
                 for (int64_t c = 0; c < nk; c++) {                             \
-                    ald_##S(k->base, j->dt, ko + (k0 + c) * k->strides[2], D > 1 ? k->strides[3] : 1, D, kt + c * D); \
-                    ald_##S(v->base, j->dt, vo + (k0 + c) * v->strides[2], D > 1 ? v->strides[3] : 1, D, vt + c * D); \
+                    wk_cpu_ld_row_##S(k->base, j->dt, ko + (k0 + c) * k->strides[2], D > 1 ? k->strides[3] : 1, D, kt + c * D); \
+                    wk_cpu_ld_row_##S(v->base, j->dt, vo + (k0 + c) * v->strides[2], D > 1 ? v->strides[3] : 1, D, vt + c * D); \
                 }                                                              \
                 for (int64_t r = 0; r < nr; r++) {                             \
                     const int64_t h = kh * g + (r0 + r) / Tq, i = (r0 + r) % Tq; \
@@ -181,7 +142,7 @@ typedef struct att_job {
                     const CT inv = (CT)1 / l[r];                               \
                     for (int64_t d = 0; d < D; d++) ar[d] *= inv;              \
                 }                                                              \
-                ast_##S(o->base, j->dt, o->offset + b * o->strides[0] + h * o->strides[1] + i * o->strides[2], \
+                wk_cpu_st_row_##S(o->base, j->dt, o->offset + b * o->strides[0] + h * o->strides[1] + i * o->strides[2], \
                         D > 1 ? o->strides[3] : 1, D, ar);                     \
             }                                                                  \
         }                                                                      \

@@ -76,6 +76,13 @@ wk_status wk_cpu_rand_normal(void *ctx, const wk_view *dst, uint64_t seed, uint6
 /* Name of the BLAS matmul uses ("openblas" or "none"), for wick info. */
 /* cpu_nn.c: softmax/log_softmax, the norms, the ropes (wk_op_args as
  * backend.h's families SOFTMAX, NORM, ROPE describe them) */
+/* Rows in and out of the NN ops' compute type (cpu_nn.c): n elements of
+ * dt at base[off + i * st] as float (f16/bf16/f32) or double (f64 only),
+ * and back, rounded once. */
+void wk_cpu_ld_row_f(const void *base, wk_dtype dt, int64_t off, int64_t st, int64_t n, float *out);
+void wk_cpu_st_row_f(void *base, wk_dtype dt, int64_t off, int64_t st, int64_t n, const float *in);
+void wk_cpu_ld_row_d(const void *base, wk_dtype dt, int64_t off, int64_t st, int64_t n, double *out);
+void wk_cpu_st_row_d(void *base, wk_dtype dt, int64_t off, int64_t st, int64_t n, const double *in);
 wk_status wk_cpu_softmax(void *ctx, const wk_op_args *a);
 wk_status wk_cpu_norm(void *ctx, const wk_op_args *a);
 wk_status wk_cpu_rope(void *ctx, const wk_op_args *a);

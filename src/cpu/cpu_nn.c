@@ -27,10 +27,11 @@
 #include <stdlib.h>
 #include "cpu_internal.h"
 
-/* ---- rows of elements in and out of the compute type ------------------- */
+/* ---- rows of elements in and out of the compute type (cpu_internal.h;
+ * cpu_attention.c uses them too) ------------------------------------------- */
 
 /* n elements of dt from base[off + i * st] as float */
-static void ld_row_f(const void *base, wk_dtype dt, int64_t off, int64_t st, int64_t n, float *out)
+void wk_cpu_ld_row_f(const void *base, wk_dtype dt, int64_t off, int64_t st, int64_t n, float *out)
 {
     switch (dt) {
     case WK_F32: {
@@ -46,7 +47,7 @@ static void ld_row_f(const void *base, wk_dtype dt, int64_t off, int64_t st, int
 }
 
 /* n floats into dt at base[off + i * st], rounded once */
-static void st_row_f(void *base, wk_dtype dt, int64_t off, int64_t st, int64_t n, const float *in)
+void wk_cpu_st_row_f(void *base, wk_dtype dt, int64_t off, int64_t st, int64_t n, const float *in)
 {
     switch (dt) {
     case WK_F32: {
@@ -62,14 +63,14 @@ static void st_row_f(void *base, wk_dtype dt, int64_t off, int64_t st, int64_t n
 }
 
 /* the f64 twins (dt is always f64 there) */
-static void ld_row_d(const void *base, wk_dtype dt, int64_t off, int64_t st, int64_t n, double *out)
+void wk_cpu_ld_row_d(const void *base, wk_dtype dt, int64_t off, int64_t st, int64_t n, double *out)
 {
     (void)dt;
     const double *p = (const double *)base + off;
     if (st == 1) memcpy(out, p, (size_t)n * sizeof(double));
     else for (int64_t i = 0; i < n; i++) out[i] = p[i * st];
 }
-static void st_row_d(void *base, wk_dtype dt, int64_t off, int64_t st, int64_t n, const double *in)
+void wk_cpu_st_row_d(void *base, wk_dtype dt, int64_t off, int64_t st, int64_t n, const double *in)
 {
     (void)dt;
     double *p = (double *)base + off;
@@ -159,14 +160,14 @@ typedef struct sm_job {
             const int64_t so = sv->offset + o * sv->strides[0] + c0 * sv->strides[2]; \
             const int64_t dof = dv->offset + o * n * inner + c0;               \
             if (inner == 1) {                                                  \
-                ld_row_##S(sv->base, j->dt, so, sv->strides[1], n, buf);       \
+                wk_cpu_ld_row_##S(sv->base, j->dt, so, sv->strides[1], n, buf);       \
                 sm_row_##S(buf, n, j->log);                                    \
-                st_row_##S(dv->base, j->dt, dof, 1, n, buf);                   \
+                wk_cpu_st_row_##S(dv->base, j->dt, dof, 1, n, buf);                   \
                 continue;                                                      \
             }                                                                  \
             /* a tile [n, w]: columns c0 .. c0 + w - 1 */                      \
             for (int64_t k = 0; k < n; k++)                                    \
-                ld_row_##S(sv->base, j->dt, so + k * sv->strides[1], sv->strides[2], w, buf + k * w); \
+                wk_cpu_ld_row_##S(sv->base, j->dt, so + k * sv->strides[1], sv->strides[2], w, buf + k * w); \
             for (int64_t c = 0; c < w; c++) mx[c] = -INFINITY, sm[c] = 0;      \
             for (int64_t k = 0; k < n; k++)                                    \
                 for (int64_t c = 0; c < w; c++) {                              \
@@ -190,7 +191,7 @@ typedef struct sm_job {
                     for (int64_t c = 0; c < w; c++) buf[k * w + c] /= sm[c];   \
             }                                                                  \
             for (int64_t k = 0; k < n; k++)                                    \
-                st_row_##S(dv->base, j->dt, dof + k * inner, 1, w, buf + k * w); \
+                wk_cpu_st_row_##S(dv->base, j->dt, dof + k * inner, 1, w, buf + k * w); \
         }                                                                      \
         free(buf);                                                             \
     }
@@ -254,14 +255,14 @@ typedef struct norm_job {
         const CT *w = j->w, *bias = j->b;                                      \
         const CT eps = (CT)j->eps;                                             \
         for (int64_t row = begin; row < end; row++) {                          \
-            ld_row_##S(j->x->base, j->dt, j->x->offset + row * j->x->strides[0], 1, D, xb); \
+            wk_cpu_ld_row_##S(j->x->base, j->dt, j->x->offset + row * j->x->strides[0], 1, D, xb); \
             if (add) {                                                         \
-                ld_row_##S(j->r->base, j->dt, j->r->offset + row * j->r->strides[0], 1, D, rb); \
+                wk_cpu_ld_row_##S(j->r->base, j->dt, j->r->offset + row * j->r->strides[0], 1, D, rb); \
                 for (int64_t i = 0; i < D; i++) xb[i] += rb[i];                \
                 const int64_t so = j->sum->offset + row * j->sum->strides[0];  \
-                st_row_##S(j->sum->base, j->dt, so, 1, D, xb);                 \
+                wk_cpu_st_row_##S(j->sum->base, j->dt, so, 1, D, xb);                 \
                 /* normalise the sum as stored (rounded to the dtype) */       \
-                if (j->dt == WK_F16 || j->dt == WK_BF16) ld_row_##S(j->sum->base, j->dt, so, 1, D, xb); \
+                if (j->dt == WK_F16 || j->dt == WK_BF16) wk_cpu_ld_row_##S(j->sum->base, j->dt, so, 1, D, xb); \
             }                                                                  \
             if (j->op == WK_OP_LAYER_NORM) {                                   \
                 const CT mean = sum_##S(xb, D) / (CT)D;                        \
@@ -277,7 +278,7 @@ typedef struct norm_job {
                 if (w) for (int64_t i = 0; i < D; i++) xb[i] = xb[i] * inv * w[i]; \
                 else for (int64_t i = 0; i < D; i++) xb[i] = xb[i] * inv;      \
             }                                                                  \
-            st_row_##S(j->dst->base, j->dt, j->dst->offset + row * j->dst->strides[0], 1, D, xb); \
+            wk_cpu_st_row_##S(j->dst->base, j->dt, j->dst->offset + row * j->dst->strides[0], 1, D, xb); \
         }                                                                      \
         free(xb);                                                              \
     }                                                                          \
@@ -286,7 +287,7 @@ typedef struct norm_job {
     {                                                                          \
         CT *v = malloc((size_t)D * sizeof(CT));                                \
         if (!v) return NULL;                                                   \
-        ld_row_##S(p->base, dt, p->offset, D > 1 ? p->strides[0] : 1, D, v);   \
+        wk_cpu_ld_row_##S(p->base, dt, p->offset, D > 1 ? p->strides[0] : 1, D, v);   \
         if (gemma) for (int64_t i = 0; i < D; i++) v[i] = 1 + v[i];            \
         return v;                                                              \
     }
@@ -374,7 +375,7 @@ typedef struct rope_job {
             const int64_t t = (j->op == WK_OP_ROPE_THD ? i1 : i2) + j->pos;    \
             const float *cr = cb + cv->offset + t * cv->strides[0];            \
             const float *sr = sb + sv->offset + t * sv->strides[0];            \
-            ld_row_##S(x->base, j->dt, x->offset + i0 * x->strides[0] + i1 * x->strides[1] + i2 * x->strides[2], \
+            wk_cpu_ld_row_##S(x->base, j->dt, x->offset + i0 * x->strides[0] + i1 * x->strides[1] + i2 * x->strides[2], \
                        D > 1 ? x->strides[3] : 1, D, xb);                      \
             if (j->op == WK_OP_ROPE_I) {                                       \
                 for (int64_t i = 0; i < half; i++) {                           \
@@ -391,7 +392,7 @@ typedef struct rope_job {
                     yb[i + half] = a0 * s + a1 * c;                            \
                 }                                                              \
             }                                                                  \
-            st_row_##S(o->base, j->dt, o->offset + i0 * o->strides[0] + i1 * o->strides[1] + i2 * o->strides[2], 1, D, \
+            wk_cpu_st_row_##S(o->base, j->dt, o->offset + i0 * o->strides[0] + i1 * o->strides[1] + i2 * o->strides[2], 1, D, \
                        yb);                                                    \
         }                                                                      \
         free(xb);                                                              \
