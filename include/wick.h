@@ -211,6 +211,25 @@ wk_tensor *wk_rand_uniform(wk_device *dev, wk_dtype dt, wk_shape shape, double l
 wk_tensor *wk_rand_normal(wk_device *dev, wk_dtype dt, wk_shape shape, double mean, double std);
 
 /* ------------------------------------------------------------------ */
+/* memory shared with other libraries (DLPack, buffers, numpy)          */
+
+/* The address of t's first element (its storage's start + its offset):
+ * host memory on the cpu, a device address on a GPU, where work that
+ * writes it may still be queued (wk_device_synchronize before another
+ * stream or the host reads it). Valid while a view of the storage lives;
+ * NULL for NULL. */
+void *wk_tensor_data(const wk_tensor *t);
+/* A tensor over memory that wick did not allocate, without a copy: data
+ * is the address of element [0, ..., 0] on dev (host memory for the cpu,
+ * a device address of dev on a GPU), aligned to the element size;
+ * strides in elements, none negative (0 broadcasts), NULL for row-major.
+ * The owner keeps the memory valid until release(ctx), which wick calls
+ * once, from whichever thread lets go of the last view of it (release
+ * may be NULL). On error: NULL, and release is not called. */
+wk_tensor *wk_from_external(wk_device *dev, wk_dtype dt, wk_shape shape, const int64_t *strides, void *data,
+                            void (*release)(void *ctx), void *ctx);
+
+/* ------------------------------------------------------------------ */
 /* pinned host memory                                                  */
 
 /* Page-locked ("pinned") host memory for fast transfers. wk_from_host

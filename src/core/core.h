@@ -82,6 +82,8 @@ typedef struct wk_storage {
     wk_device *dev;
     void *ptr;           /* backend pointer (device address for GPUs)    */
     size_t bytes;
+    void (*release)(void *ctx);   /* memory of another owner (wk_from_external): */
+    void *release_ctx;            /* called instead of the backend's free; or NULL */
 } wk_storage;
 
 struct wk_tensor {

@@ -28,7 +28,8 @@ static void storage_release(wk_storage *st)
 {
     /* refs == 1 seen by the one holder: nobody else can take a reference */
     if (atomic_load_explicit(&st->refs, memory_order_acquire) == 1 || atomic_fetch_sub(&st->refs, 1) == 1) {
-        st->dev->be->free(st->dev->ctx, st->ptr);
+        if (st->release) st->release(st->release_ctx);
+        else st->dev->be->free(st->dev->ctx, st->ptr);
         wk_device_release(st->dev);
         free((char *)st - offsetof(tensor_block, st));
     }
@@ -212,6 +213,8 @@ wk_tensor *wk_tensor_alloc(wk_device *dev, wk_dtype dt, int rank, const int64_t 
     atomic_init(&st->refs, 1);
     st->dev = wk_device_retain(dev);
     st->bytes = bytes;
+    st->release = NULL;
+    st->release_ctx = NULL;
     wk_tensor *t = &b->t;
     atomic_init(&t->refs, 1);
     t->scoped = 0;
@@ -286,6 +289,75 @@ bool wk_tensor_is_contiguous(const wk_tensor *t)
 }
 wk_device *wk_tensor_device(const wk_tensor *t) { return t ? t->st->dev : NULL; }
 bool wk_tensor_same_storage(const wk_tensor *a, const wk_tensor *b) { return a && b && a->st == b->st; }
+
+void *wk_tensor_data(const wk_tensor *t)
+{
+    return t ? (char *)t->st->ptr + wk_dt_bytes_of(t->dtype, t->offset) : NULL;
+}
+
+/* ---- memory of another owner ---------------------------------------------- */
+
+wk_tensor *wk_from_external(wk_device *dev, wk_dtype dt, wk_shape shape, const int64_t *strides, void *data,
+                            void (*release)(void *ctx), void *ctx)
+{
+    WK_ENTER("from_external");
+    wk_tensor *t = NULL;
+    int64_t st_[WK_MAX_RANK] = { 0 }, n, extent = 0, bytes = 0;
+    if (!dev || !wk_dtype_valid(dt) || !wk_shape_valid("shape", shape) ||
+        !wk_numel_checked(shape.rank, shape.dims, &n, WK_ERR_SHAPE)) {
+        if (!dev) wk_error(WK_ERR_ARGUMENT, "NULL device");
+        else if (!wk_dtype_valid(dt)) wk_error(WK_ERR_DTYPE, "invalid dtype %d", (int)dt);
+        goto out;
+    }
+    if (strides) memcpy(st_, strides, sizeof(int64_t) * (size_t)shape.rank);
+    else wk_contiguous_strides(shape.rank, shape.dims, st_);
+    bool big = false;
+    for (int d = 0; d < shape.rank && n > 0; d++) {    /* the last element's index, checked */
+        int64_t e;
+        if (st_[d] < 0) {
+            wk_error(WK_ERR_SHAPE, "stride %lld of dim %d is negative", (long long)st_[d], d);
+            goto out;
+        }
+        big |= __builtin_mul_overflow(st_[d], shape.dims[d] - 1, &e) || __builtin_add_overflow(extent, e, &extent);
+    }
+    if (n > 0) big |= __builtin_add_overflow(extent, 1, &extent);
+    if (big || !wk_layout_fits_dtype(dt, shape.rank, shape.dims, st_, 0) || !wk_bytes_checked(dt, extent, &bytes)) {
+        if (big) wk_error(WK_ERR_SHAPE, "the strides reach past 2^63 elements");
+        goto out;
+    }
+    const size_t align = wk_dt_is_quant(dt) ? 2 : wk_dtype_size(dt);
+    if (n > 0 && (!data || (uintptr_t)data % align)) {
+        wk_error(WK_ERR_ARGUMENT, "data %p is NULL or not aligned to %zu bytes", data, align);
+        goto out;
+    }
+    tensor_block *b = malloc(sizeof *b);
+    if (!b) {
+        wk_error(WK_ERR_MEMORY, "out of memory");
+        goto out;
+    }
+    wk_storage *st = &b->st;
+    atomic_init(&st->refs, 1);
+    st->dev = wk_device_retain(dev);
+    st->ptr = data;
+    st->bytes = (size_t)bytes;
+    st->release = release;
+    st->release_ctx = ctx;
+    t = &b->t;
+    atomic_init(&t->refs, 1);
+    t->scoped = 0;
+    t->st = st;
+    t->dtype = dt;
+    t->rank = shape.rank;
+    t->offset = 0;
+    for (int d = 0; d < WK_MAX_RANK; d++) {
+        t->dims[d] = d < shape.rank ? shape.dims[d] : 0;
+        t->strides[d] = d < shape.rank ? st_[d] : 0;
+    }
+    wk_track(t);
+out:
+    WK_LEAVE();
+    return t;
+}
 
 /* ---- creation and host transfers ------------------------------------------ */
 
