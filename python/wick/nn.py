@@ -1,0 +1,35 @@
+"""wick.nn — functional NN ops (docs/nn.md): every input in one float dtype
+(f16, bf16, f32, f64), f16/bf16 computed in f32, results new contiguous
+tensors on the inputs' device.
+
+    softmax(x, dim=-1), log_softmax(x, dim=-1)
+    rms_norm(x, weight=None, eps=1e-6, *, gemma=False)
+    add_rms_norm(x, residual, weight=None, eps=1e-6, *, gemma=False) -> (normed, x + residual)
+    layer_norm(x, weight=None, bias=None, eps=1e-5)
+    silu_mul(a, b) -> silu(a) * b
+    rope(x, cos, sin, pos_offset=0)       x [B, H, T, D], halves (Llama/NeoX)
+    rope_i(x, cos, sin, pos_offset=0)     x [B, H, T, D], interleaved (GPT-J)
+    rope_thd(x, cos, sin, pos_offset=0)   x [B, T, H, D], halves
+    rope_tables(head_dim, base, n_pos, scaling=None, ...) -> (cos, sin)
+    attention(q, k, v, *, scale=None, causal=False, window=0, softcap=0.0, mask=None)
+
+Convolutions and pooling come here as the C library gains them.
+"""
+from ._wick import (  # noqa: F401
+    add_rms_norm,
+    attention,
+    layer_norm,
+    log_softmax,
+    rms_norm,
+    rope,
+    rope_i,
+    rope_tables,
+    rope_thd,
+    silu_mul,
+    softmax,
+)
+
+__all__ = [
+    "softmax", "log_softmax", "rms_norm", "add_rms_norm", "layer_norm", "silu_mul",
+    "rope", "rope_i", "rope_thd", "rope_tables", "attention",
+]
