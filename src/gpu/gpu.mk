@@ -49,6 +49,10 @@ HIPCC_FLAGS := -x hip -std=c++17 $(GPU_OPT) -Iinclude -Isrc $(HIPCC_ARCH) \
 # specifies (the uniform mapping uses explicit fmaf either way)
 NVCC_FLAGS_random  := -fmad=false
 HIPCC_FLAGS_random := -ffp-contract=off
+# quant.hip: the decoders round as ggml's do (no contraction); its dot
+# products use explicit fmaf
+NVCC_FLAGS_quant  := -fmad=false
+HIPCC_FLAGS_quant := -ffp-contract=off
 
 # attention.hip: `make cuda ATTN_PORTABLE=1` (any plugin) compiles the
 # portable attention path (plain FMAs) in place of the matrix-core one, so

@@ -55,6 +55,11 @@ wk_status wk_gpu_softmax(void *ctx, const wk_op_args *a);
 wk_status wk_gpu_norm(void *ctx, const wk_op_args *a);
 wk_status wk_gpu_rope(void *ctx, const wk_op_args *a);
 wk_status wk_gpu_attention(void *ctx, const wk_op_args *a);
+/* quant.hip: dequantize (QCONVERT; quantize stays on the cpu), qmatmul,
+ * qgather */
+wk_status wk_gpu_qconvert(void *ctx, const wk_op_args *a);
+wk_status wk_gpu_qmatmul(void *ctx, const wk_op_args *a);
+wk_status wk_gpu_qgather(void *ctx, const wk_op_args *a);
 
 #ifdef __cplusplus
 }

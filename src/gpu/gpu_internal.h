@@ -25,6 +25,8 @@
  *   index.hip         index_select, gather, scatter, index_add
  *   nn.hip            softmax, log_softmax, rms_norm, layer_norm, ropes
  *   attention.hip     attention (flash attention, flash decoding)
+ *   quant.hip         GGUF block types: dequantize, qgather, qmatmul
+ *                     (qmatvec kernel for m <= 8)
  *
  * Build note: every plugin compiles the .hip files one by one (in
  * parallel under make -j) and links the objects; no relocatable device

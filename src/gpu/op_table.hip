@@ -75,10 +75,10 @@ static wk_status ot_rand(void *ctx, const wk_op_args *a)
 #define OT_FAMILY_NORM wk_gpu_norm
 #define OT_FAMILY_ROPE wk_gpu_rope
 #define OT_FAMILY_ATTENTION wk_gpu_attention
-/* block-quantized ops: no GPU kernels yet (wk_supports says no) */
-#define OT_FAMILY_QCONVERT NULL
-#define OT_FAMILY_QMATMUL NULL
-#define OT_FAMILY_QGATHER NULL
+/* block-quantized ops (quant.hip); quantize is cleared below */
+#define OT_FAMILY_QCONVERT wk_gpu_qconvert
+#define OT_FAMILY_QMATMUL wk_gpu_qmatmul
+#define OT_FAMILY_QGATHER wk_gpu_qgather
 #define OT_FAMILY_RESERVED NULL
 #define OT_RUN_U(P) ot_unary
 #define OT_RUN_P(P) ot_unary
@@ -97,6 +97,8 @@ const wk_op_impl *wk_gpu_op_table(void)
 #undef OT_ENTRY_
         /* attention: no f64 kernel on the GPU */
         ot_ops[WK_OP_ATTENTION].dtypes &= ~WK_DT_BIT(WK_F64);
+        /* quantize: the cpu only (llama.cpp's reference quantizers) */
+        ot_ops[WK_OP_QUANTIZE] = wk_op_impl{ NULL, WK_DT_NONE, NULL };
     }
     return ot_ops;
 }

@@ -54,8 +54,14 @@ typedef enum p_family {
                           compared is stack(norm, sum): both outputs          */
     PF_SILU_MUL,
     PF_ROPE,           /* in: x, cos, sin; sub 0 rope, 1 rope_i, 2 rope_thd   */
-    PF_ATTENTION       /* in: q, k, v, mask (nin 4) or none; p0 scale, p1
+    PF_ATTENTION,      /* in: q, k, v, mask (nin 4) or none; p0 scale, p1
                           softcap, causal, window                            */
+    /* block-quantized ops: in[0] is f32 [rows, cols] quantized on the cpu
+     * to `to` (then moved to the device); dims[0] = 1: rows 1 .. rows - 2
+     * of it (a row view); sub: the float result dtype */
+    PF_DEQUANTIZE,
+    PF_QMATMUL,        /* in: w (f32 -> to), x                               */
+    PF_QGATHER         /* in: table (f32 -> to), ids                         */
 } p_family;
 
 typedef struct p_case {

@@ -7,7 +7,9 @@
  * rand_uniform / rand_normal, over sizes 1, 7, 33, 1023, 65537, empty and
  * rank 0 and over transposed, narrowed and broadcast inputs; the fused NN
  * ops (softmax, log_softmax, rms_norm, add_rms_norm, layer_norm, silu_mul,
- * rope, rope_i, rope_thd, attention: nn_ops below). --quick drops every
+ * rope, rope_i, rope_thd, attention: nn_ops below); the block-quantized
+ * ops (dequantize, qmatmul, qgather: quant_ops below, every GGUF type,
+ * weights quantized on the cpu). --quick drops every
  * case with an input above 4096 elements.
  */
 #include <stdio.h>
@@ -676,6 +678,75 @@ static void nn_attention(void)
         }
 }
 
+/* ---- block-quantized ops ----------------------------------------------------------- */
+
+static const wk_dtype q_types[] = { WK_Q4_0, WK_Q4_1, WK_Q5_0, WK_Q5_1, WK_Q8_0, WK_Q8_1,
+                                    WK_Q2_K, WK_Q3_K, WK_Q4_K, WK_Q5_K, WK_Q6_K, WK_Q8_K };
+static const wk_dtype q_float_dts[] = { WK_F32, WK_F16, WK_BF16 };
+
+/* dequantize: bit for bit; qmatmul: m = 1..8 (the qmatvec kernel) and
+ * more (dequantize + matmul), k = one block, n = 1, 7, 4097, x
+ * transposed; qgather: u8/u32/i64 ids, a bad id */
+static void quant_ops(void)
+{
+    static const struct { const char *name; int64_t m, n, kb; p_kind xk; bool narrow; } mc[] = {
+        { "m1_n1_k1blk", 1, 1, 1, PK_CONTIG, false },     { "m1_n7_k2blk", 1, 7, 2, PK_CONTIG, false },
+        { "m1_n4097_k1blk", 1, 4097, 1, PK_CONTIG, false }, { "m2_n33_k3blk", 2, 33, 3, PK_CONTIG, false },
+        { "m3_n7_k5blk_xT", 3, 7, 5, PK_TRANSPOSED, false }, { "m5_n64_k4blk_wrows", 5, 64, 4, PK_CONTIG, true },
+        { "m8_n65_k9blk", 8, 65, 9, PK_CONTIG, false },    { "m8_n7_k2blk_xT", 8, 7, 2, PK_TRANSPOSED, false },
+        { "m9_n33_k2blk", 9, 33, 2, PK_CONTIG, false },    { "m40_n70_k3blk_xT", 40, 70, 3, PK_TRANSPOSED, false },
+        { "m1_n300_k40blk", 1, 300, 40, PK_CONTIG, false },
+    };
+    for (int t = 0; t < N_(q_types); t++) {
+        const wk_dtype qt = q_types[t];
+        const int64_t B = qt >= WK_Q2_K ? 256 : 32;
+        for (int f = 0; f < N_(q_float_dts); f++) {
+            const wk_dtype dt = q_float_dts[f];
+            static const struct { const char *name; int64_t rows, blocks; bool narrow; } dc[] = {
+                { "1x1blk", 1, 1, false }, { "7x2blk", 7, 2, false }, { "33x5blk_rows", 33, 5, true },
+            };
+            for (int k = 0; k < N_(dc); k++) {
+                p_case c = start("dequantize", qt, PF_DEQUANTIZE);
+                snprintf(c.name, sizeof c.name, "dequantize/%s/%s/%s", wk_dtype_name(qt), wk_dtype_name(dt), dc[k].name);
+                c.sub = dt;
+                c.to = qt;
+                c.exact = true;
+                c.dims[0] = dc[k].narrow;
+                c.nin = 1;
+                c.in[0] = IN(WK_F32, WK_SHAPE(dc[k].rows + (dc[k].narrow ? 2 : 0), dc[k].blocks * B), PK_CONTIG,
+                             PG_UNIFORM, -3, 3);
+                p_run(&c);
+            }
+            for (int k = 0; k < N_(mc); k++) {
+                p_case c = start("qmatmul", qt, PF_QMATMUL);
+                snprintf(c.name, sizeof c.name, "qmatmul/%s/%s/%s", wk_dtype_name(qt), wk_dtype_name(dt), mc[k].name);
+                c.to = qt;
+                c.accum = true;
+                c.dims[0] = mc[k].narrow;
+                c.nin = 2;
+                const int64_t K = mc[k].kb * B;
+                c.in[0] = IN(WK_F32, WK_SHAPE(mc[k].n + (mc[k].narrow ? 2 : 0), K), PK_CONTIG, PG_UNIFORM, -1, 1);
+                c.in[1] = IN(dt, WK_SHAPE(mc[k].m, K), mc[k].xk, PG_UNIFORM, -1, 1);
+                p_run(&c);
+            }
+            for (int i = 0; i < N_(id_dts); i++)
+                for (int bad = 0; bad < 2; bad++) {
+                    p_case c = start("qgather", qt, PF_QGATHER);
+                    snprintf(c.name, sizeof c.name, "qgather/%s/%s/ids_%s%s", wk_dtype_name(qt), wk_dtype_name(dt),
+                             wk_dtype_name(id_dts[i]), bad ? "_bad" : "");
+                    c.sub = dt;
+                    c.to = qt;
+                    c.exact = true;
+                    c.expect_err = bad;
+                    c.nin = 2;
+                    c.in[0] = IN(WK_F32, WK_SHAPE(9, 2 * B), PK_CONTIG, PG_UNIFORM, -3, 3);
+                    c.in[1] = IN(id_dts[i], WK_SHAPE(6), PK_CONTIG, bad ? PG_IDS_BAD : PG_IDS, 9 + (int)i, 9);
+                    p_run(&c);
+                }
+        }
+    }
+}
+
 void p_all_cases(void)
 {
     elementwise();
@@ -687,4 +758,5 @@ void p_all_cases(void)
     nn_softmax_norms();
     nn_silu_rope();
     nn_attention();
+    quant_ops();
 }

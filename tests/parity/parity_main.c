@@ -158,6 +158,21 @@ static void fill(const p_input *in, void *host, int64_t n, int64_t row, t_rng *r
 
 /* ---- running a case on one device ------------------------------------------- */
 
+/* the quantized operand of a PF_DEQUANTIZE / PF_QMATMUL / PF_QGATHER case:
+ * in[0]'s f32 values quantized to c->to on the cpu (the reference
+ * quantizers), moved to dev, rows 1 .. rows - 2 when c->dims[0] */
+static wk_tensor *quant_operand(wk_device *dev, const p_case *c, const void *host)
+{
+    wk_tensor *f = wk_from_host(cpu, WK_F32, c->in[0].shape, host);
+    wk_tensor *q = f ? wk_quantize(f, c->to) : NULL;
+    wk_tensor *d = q ? wk_to_device(q, dev) : NULL;
+    wk_tensor *v = d && c->dims[0] ? wk_narrow(d, 0, 1, c->in[0].shape.dims[0] - 2) : wk_retain(d);
+    wk_release(f);
+    wk_release(q);
+    wk_release(d);
+    return v;
+}
+
 /* Runs c on dev; returns the tensor to compare (the result, or for
  * in-place ops the destination's whole storage) or NULL with *st set. */
 static wk_tensor *run_on(wk_device *dev, const p_case *c, void *const *host, uint64_t seed, wk_status *st)
@@ -204,6 +219,16 @@ static wk_tensor *run_on(wk_device *dev, const p_case *c, void *const *host, uin
         const wk_attention_opts o = { .scale = c->p0, .softcap = c->p1, .causal = c->causal, .window = c->window,
                                       .mask = c->nin > 3 ? b[3].view : NULL };
         r = wk_attention(x, y, z, &o);
+        break;
+    }
+    case PF_DEQUANTIZE:
+    case PF_QMATMUL:
+    case PF_QGATHER: {
+        wk_tensor *q = quant_operand(dev, c, host[0]);
+        if (q)
+            r = c->fam == PF_DEQUANTIZE ? wk_dequantize(q, (wk_dtype)c->sub)
+              : c->fam == PF_QMATMUL ? wk_qmatmul(y, q) : wk_qgather(q, y, (wk_dtype)c->sub);
+        wk_release(q);
         break;
     }
     case PF_RAND_UNIFORM:
@@ -311,7 +336,7 @@ static const char *run_err(wk_device *dev, const p_case *c, void *const *host, u
     static char msg[600];
     wk_status st;
     wk_tensor *r = run_on(dev, c, host, seed, &st);
-    const bool in_place = c->fam != PF_INDEX_SELECT && c->fam != PF_GATHER;
+    const bool in_place = c->fam != PF_INDEX_SELECT && c->fam != PF_GATHER && c->fam != PF_QGATHER;
     const char *why = NULL;
     if (st != WK_ERR_INDEX || (!in_place && r)) {
         snprintf(msg, sizeof msg, "expected WK_ERR_INDEX, got %s (%s)", wk_status_name(st), r && !in_place ? "a result" : wk_last_error());

@@ -1,0 +1,827 @@
+/* quant.hip — GGUF's block-quantized types on the GPU: dequantize (to f32,
+ * f16 or bf16), the quantized row gather (qgather) and the quantized
+ * matrix product (qmatmul) for all 12 block types; the families QCONVERT
+ * (DEQUANTIZE only: quantize stays on the cpu), QMATMUL and QGATHER of
+ * src/backend.h. docs/quantization.md has the layouts and the figures.
+ *
+ * Exactness. The decoders (qd_group) compute every value with the float
+ * operations, in the order, of ggml's dequantize_row_* (and of
+ * src/cpu/cpu_quant.c), and this file is compiled without contraction of
+ * a*b+c into an fma (gpu.mk: -fmad=false / -ffp-contract=off), so
+ * dequantize and qgather give the cpu's bits. The dot products of
+ * qmatmul use explicit fmaf (never affected by that switch).
+ *
+ * dequantize / qgather: one thread per 32 values (a block of the 32-value
+ * types, an eighth of a 256-value super-block), decoded from the block's
+ * bytes and written as 16-byte vectors.
+ *
+ * qmatmul, m <= 8 rows of x (qmatvec): qmv_kernel, blocks of 256 threads,
+ * TR threads per weight row and 256 / TR rows per block (TR chosen on the
+ * host so the grid has several blocks per multiprocessor). k is walked in
+ * chunks: each chunk of x (all m rows, converted to f32) is staged in
+ * shared memory, laid out so that the threads of a row, which take
+ * consecutive units of the weight row, read consecutive 16-byte words
+ * (conflict-free); the weights are read straight from global memory and
+ * dequantized in registers. A unit is what one thread decodes at a time:
+ * a block (32 values) for q4_0/q8_0, 64 values for q4_k/q5_k, 128 for
+ * q6_k (fast decoders: word loads, codes turned into exact floats by
+ * placing them in the mantissa of 2^23 (one byte permute) and subtracting
+ * 2^23 plus the code's offset, mins and scales applied once per group
+ * through per-group sums of x); the other seven types take a generic
+ * decoder (qd_group on byte loads, 32 values per unit). Partial sums are
+ * reduced through shared memory, so no kernel here depends on the warp
+ * size (one instantiation serves wave32 and wave64; nothing to emulate in
+ * the virtual-wave64 build). Accumulation in f32.
+ *
+ * qmatmul, m > 8 (prefill): W dequantized to x's dtype (f16/bf16; f32 for
+ * f32 x) into scratch, then the matmul of matmul.hip (cuBLAS, rocBLAS or
+ * the tiled GEMM) on x . W^T (W^T a transposed view: no copy). The same
+ * path serves every m when WICK_QMATMUL=dequant (for measurements).
+ *
+ * Not done here (docs/quantization.md, "what is left"): integer dot
+ * products (dp4a / sdot4 with x quantized to q8_1/q8_K on the fly) and a
+ * matrix-core qmatvec for m = 2..8, which the FMA path cannot bring to
+ * m = 8 <= 1.5x m = 1 (eight FMAs per weight value).
+ */
+#include "gpu_internal.h"
+#include <stdlib.h>
+#include <string.h>
+
+#define QK_K 256
+
+/* ------------------------------------------------------------------ */
+/* Byte access                                                         */
+
+WK_DEV uint32_t q_u16(const uint8_t *p) { return *(const uint16_t *)p; }              /* p 2-aligned */
+WK_DEV float q_h(const uint8_t *p) { return wk_fast_f16_to_f32((uint16_t)q_u16(p)); }  /* f16 at p   */
+WK_DEV uint32_t q_u32b(const uint8_t *p)                                              /* any p      */
+{
+    return (uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) | ((uint32_t)p[3] << 24);
+}
+/* bits [s, s + 32) of hi:lo, s in 0..32 */
+WK_DEV uint32_t q_fsr(uint32_t lo, uint32_t hi, uint32_t s)
+{
+    return (uint32_t)((((uint64_t)hi << 32) | lo) >> s);
+}
+/* NB bytes (NB % 4 == 2) at a 2-aligned p as NB/4 + 1 words (the last
+ * one's upper half 0 when NB % 4 == 2), never reading past p + NB or
+ * before p - 2: word loads from p rounded down, the tail by a 16-bit load
+ * when p is 4-aligned, then shifted into place. */
+template <int NB> WK_DEV void q_load2(const uint8_t *p, uint32_t (&o)[(NB + 3) / 4])
+{
+    static_assert(NB % 4 == 2, "q_load2 takes 4k+2 bytes");
+    constexpr int NW = (NB + 2) / 4 + 0;          /* words of [p - 2, p + NB) when p % 4 == 2 */
+    const uintptr_t a = (uintptr_t)p & ~(uintptr_t)3;
+    const bool odd = ((uintptr_t)p & 3) != 0;
+    const uint32_t *w = (const uint32_t *)a;
+    uint32_t v[NW + 1];
+#pragma unroll
+    for (int i = 0; i < NW - 1; i++) v[i] = w[i];
+    v[NW - 1] = odd ? w[NW - 1] : q_u16((const uint8_t *)(w + NW - 1));
+    v[NW] = 0;
+    const uint32_t s = odd ? 16u : 0u;
+#pragma unroll
+    for (int i = 0; i < (NB + 3) / 4; i++) o[i] = q_fsr(v[i], v[i + 1], s);
+}
+/* an exact float of the byte b (0..255) of w, plus 2^23 */
+WK_DEV float q_mag(uint32_t w, int b) { return __int_as_float((int)__byte_perm(w, 0x4B000000u, 0x7540u | (unsigned)b)); }
+
+/* ------------------------------------------------------------------ */
+/* Exact decoders: 32 values of group g of a block (ggml's order)       */
+
+WK_DEV void q3k_scales(const uint8_t *s12, int8_t *scales)
+{
+    const uint32_t kmask1 = 0x03030303, kmask2 = 0x0f0f0f0f;
+    uint32_t aux[4];
+    aux[0] = q_u32b(s12);
+    aux[1] = q_u32b(s12 + 4);
+    aux[2] = q_u32b(s12 + 8);
+    uint32_t tmp = aux[2];
+    aux[2] = ((aux[0] >> 4) & kmask2) | (((tmp >> 4) & kmask1) << 4);
+    aux[3] = ((aux[1] >> 4) & kmask2) | (((tmp >> 6) & kmask1) << 4);
+    aux[0] = (aux[0] & kmask2) | (((tmp >> 0) & kmask1) << 4);
+    aux[1] = (aux[1] & kmask2) | (((tmp >> 2) & kmask1) << 4);
+    memcpy(scales, aux, 16);
+}
+
+WK_DEV void q_scale_min_k4(int j, const uint8_t *q, int *d, int *m)
+{
+    if (j < 4) {
+        *d = q[j] & 63;
+        *m = q[j + 4] & 63;
+    } else {
+        *d = (q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4);
+        *m = (q[j + 4] >> 4) | ((q[j - 0] >> 6) << 4);
+    }
+}
+
+template <int QT> WK_DEV void qd_group(const uint8_t *b, int g, float *y)
+{
+    if constexpr (QT == WK_Q4_0) {
+        const float d = q_h(b);
+        const uint8_t *qs = b + 2;
+        for (int j = 0; j < 16; ++j) {
+            y[j] = (float)((qs[j] & 0x0F) - 8) * d;
+            y[j + 16] = (float)((qs[j] >> 4) - 8) * d;
+        }
+    } else if constexpr (QT == WK_Q4_1) {
+        const float d = q_h(b), m = q_h(b + 2);
+        const uint8_t *qs = b + 4;
+        for (int j = 0; j < 16; ++j) {
+            y[j] = (float)(qs[j] & 0x0F) * d + m;
+            y[j + 16] = (float)(qs[j] >> 4) * d + m;
+        }
+    } else if constexpr (QT == WK_Q5_0 || QT == WK_Q5_1) {
+        const bool one = QT == WK_Q5_1;
+        const float d = q_h(b), m = one ? q_h(b + 2) : 0.0f;
+        const uint32_t qh = q_u32b(b + (one ? 4 : 2));
+        const uint8_t *qs = b + (one ? 8 : 6);
+        for (int j = 0; j < 16; ++j) {
+            const int xh_0 = ((qh >> (j + 0)) << 4) & 0x10;
+            const int xh_1 = ((qh >> (j + 12))) & 0x10;
+            if (one) {
+                y[j] = (float)((qs[j] & 0x0F) | xh_0) * d + m;
+                y[j + 16] = (float)((qs[j] >> 4) | xh_1) * d + m;
+            } else {
+                y[j] = (float)(((qs[j] & 0x0F) | xh_0) - 16) * d;
+                y[j + 16] = (float)(((qs[j] >> 4) | xh_1) - 16) * d;
+            }
+        }
+    } else if constexpr (QT == WK_Q8_0 || QT == WK_Q8_1) {
+        const float d = q_h(b);
+        const int8_t *qs = (const int8_t *)(b + (QT == WK_Q8_0 ? 2 : 4));
+        for (int j = 0; j < 32; ++j) y[j] = (float)qs[j] * d;
+    } else if constexpr (QT == WK_Q2_K) {
+        const int n = g / 4, j = g % 4, shift = 2 * j;
+        const uint8_t *q = b + 16 + 32 * n;
+        const float d = q_h(b + 80), mn = q_h(b + 82);
+        for (int h = 0; h < 2; h++) {
+            const int sc = b[8 * n + 2 * j + h];
+            const float dl = d * (float)(sc & 0xF), ml = mn * (float)(sc >> 4);
+            for (int l = 0; l < 16; ++l) y[16 * h + l] = dl * (float)((q[16 * h + l] >> shift) & 3) - ml;
+        }
+    } else if constexpr (QT == WK_Q3_K) {
+        const int n = g / 4, j = g % 4, shift = 2 * j;
+        const float d_all = q_h(b + 108);
+        const uint8_t *q = b + 32 + 32 * n, *hm = b;
+        const int m = 1 << (4 * n + j);
+        int8_t scales[16];
+        q3k_scales(b + 96, scales);
+        for (int h = 0; h < 2; h++) {
+            const float dl = d_all * (float)(scales[8 * n + 2 * j + h] - 32);
+            for (int l = 0; l < 16; ++l)
+                y[16 * h + l] = dl * (float)((int)((q[16 * h + l] >> shift) & 3) - ((hm[16 * h + l] & m) ? 0 : 4));
+        }
+    } else if constexpr (QT == WK_Q4_K || QT == WK_Q5_K) {
+        const int j = g / 2, h = g % 2;
+        const float d = q_h(b), mn = q_h(b + 2);
+        int sc, m;
+        q_scale_min_k4(2 * j + h, b + 4, &sc, &m);
+        const float d1 = d * (float)sc, m1 = mn * (float)m;
+        if constexpr (QT == WK_Q4_K) {
+            const uint8_t *q = b + 16 + 32 * j;
+            for (int l = 0; l < 32; ++l) y[l] = d1 * (float)(h ? q[l] >> 4 : q[l] & 0xF) - m1;
+        } else {
+            const uint8_t *ql = b + 48 + 32 * j, *qh = b + 16;
+            const int u = 1 << (2 * j + h);
+            for (int l = 0; l < 32; ++l)
+                y[l] = d1 * (float)((h ? ql[l] >> 4 : ql[l] & 0xF) + (qh[l] & u ? 16 : 0)) - m1;
+        }
+    } else if constexpr (QT == WK_Q6_K) {
+        const int n = g / 4, qq = g % 4;
+        const float d = q_h(b + 208);
+        const uint8_t *ql = b + 64 * n + (qq & 1) * 32, *qh = b + 128 + 32 * n;
+        const int8_t *sc = (const int8_t *)(b + 192 + 8 * n);
+        for (int l = 0; l < 32; ++l) {
+            const int lo = qq < 2 ? ql[l] & 0xF : ql[l] >> 4;
+            const int8_t q = (int8_t)(lo | (((qh[l] >> (2 * qq)) & 3) << 4)) - 32;
+            y[l] = d * (float)sc[l / 16 + 2 * qq] * (float)q;
+        }
+    } else if constexpr (QT == WK_Q8_K) {
+        float d;
+        memcpy(&d, b, 4);
+        const int8_t *qs = (const int8_t *)(b + 4 + 32 * g);
+        for (int j = 0; j < 32; ++j) y[j] = d * (float)qs[j];
+    }
+}
+
+/* 32 floats to dst (16-byte aligned when vec) */
+template <typename O> WK_DEV void q_store32(O *dst, const float *y, bool vec)
+{
+    if constexpr (std::is_same<O, float>::value) {
+        if (vec) {
+#pragma unroll
+            for (int c = 0; c < 8; c++)
+                ((float4 *)dst)[c] = make_float4(y[4 * c], y[4 * c + 1], y[4 * c + 2], y[4 * c + 3]);
+            return;
+        }
+        for (int j = 0; j < 32; j++) dst[j] = y[j];
+    } else {
+        wk_vec<O, 8> v[4];
+#pragma unroll
+        for (int j = 0; j < 32; j += 2) {
+            if constexpr (std::is_same<O, wk_bf16_t>::value) wk_fast_f32x2_to_bf16x2(y[j], y[j + 1], &v[j / 8].v[j % 8]);
+            else {
+                v[j / 8].v[j % 8] = wk_to<O>(y[j]);
+                v[j / 8].v[j % 8 + 1] = wk_to<O>(y[j + 1]);
+            }
+        }
+        if (vec) {
+#pragma unroll
+            for (int c = 0; c < 4; c++) ((wk_vec<O, 8> *)dst)[c] = v[c];
+            return;
+        }
+        for (int j = 0; j < 32; j++) dst[j] = v[j / 8].v[j % 8];
+    }
+}
+
+/* ------------------------------------------------------------------ */
+/* dequantize and qgather                                               */
+
+struct qd_params {
+    const uint8_t *src;       /* block 0 of the source view            */
+    int64_t row_blocks;       /* source row stride in blocks           */
+    int64_t rows, gpr;        /* rows out, 32-value groups per row     */
+    const void *ids;          /* qgather: ids (element 0), else NULL   */
+    int ids_dt;
+    int64_t ids_st, limit;    /* id stride; rows of the table          */
+    unsigned long long *bad;  /* first out-of-range position           */
+    void *dst;                /* [rows, gpr * 32] contiguous           */
+    bool vec;
+};
+
+template <int QT, typename O> __global__ void qd_kernel(qd_params p)
+{
+    const int64_t B = wk_dt_block((wk_dtype)QT), BB = wk_dt_block_bytes((wk_dtype)QT), GPB = B / 32;
+    WK_GPU_FOR(i, p.rows * p.gpr) {
+        const int64_t r = i / p.gpr, gg = i - r * p.gpr;
+        int64_t sr = r;
+        float y[32];
+        if (p.ids) {
+            const int64_t o = r * p.ids_st;
+            sr = p.ids_dt == WK_U8 ? (int64_t)((const uint8_t *)p.ids)[o]
+               : p.ids_dt == WK_U32 ? (int64_t)((const uint32_t *)p.ids)[o] : ((const int64_t *)p.ids)[o];
+            if ((uint64_t)sr >= (uint64_t)p.limit) {
+                if (gg == 0) atomicMin(p.bad, (unsigned long long)r);
+                for (int j = 0; j < 32; j++) y[j] = 0.0f;
+                q_store32<O>((O *)p.dst + i * 32, y, p.vec);
+                continue;
+            }
+        }
+        qd_group<QT>(p.src + (sr * p.row_blocks + gg / GPB) * BB, (int)(gg % GPB), y);
+        q_store32<O>((O *)p.dst + i * 32, y, p.vec);
+    }
+}
+
+/* QT as a template argument: BODY with `constexpr int QT_` */
+#define Q_DISPATCH(qt, ...)                                                         \
+    switch (qt) {                                                                   \
+    case WK_Q4_0: { constexpr int QT_ = WK_Q4_0; __VA_ARGS__; } break;                     \
+    case WK_Q4_1: { constexpr int QT_ = WK_Q4_1; __VA_ARGS__; } break;                     \
+    case WK_Q5_0: { constexpr int QT_ = WK_Q5_0; __VA_ARGS__; } break;                     \
+    case WK_Q5_1: { constexpr int QT_ = WK_Q5_1; __VA_ARGS__; } break;                     \
+    case WK_Q8_0: { constexpr int QT_ = WK_Q8_0; __VA_ARGS__; } break;                     \
+    case WK_Q8_1: { constexpr int QT_ = WK_Q8_1; __VA_ARGS__; } break;                     \
+    case WK_Q2_K: { constexpr int QT_ = WK_Q2_K; __VA_ARGS__; } break;                     \
+    case WK_Q3_K: { constexpr int QT_ = WK_Q3_K; __VA_ARGS__; } break;                     \
+    case WK_Q4_K: { constexpr int QT_ = WK_Q4_K; __VA_ARGS__; } break;                     \
+    case WK_Q5_K: { constexpr int QT_ = WK_Q5_K; __VA_ARGS__; } break;                     \
+    case WK_Q6_K: { constexpr int QT_ = WK_Q6_K; __VA_ARGS__; } break;                     \
+    case WK_Q8_K: { constexpr int QT_ = WK_Q8_K; __VA_ARGS__; } break;                     \
+    default: break;                                                                 \
+    }
+
+static wk_status qd_launch(wk_gpu_ctx *c, wk_dtype qt, wk_dtype odt, const qd_params &p, const char *what)
+{
+    const int bs = 256;
+    const unsigned grid = wk_gpu_grid(c, p.rows * p.gpr, bs, 8);
+    bool ok = false;
+    Q_DISPATCH(qt, {
+        ok = true;
+        if (odt == WK_F32) qd_kernel<QT_, float><<<grid, bs, 0, c->stream>>>(p);
+        else if (odt == WK_F16) qd_kernel<QT_, wk_f16_t><<<grid, bs, 0, c->stream>>>(p);
+        else qd_kernel<QT_, wk_bf16_t><<<grid, bs, 0, c->stream>>>(p);
+    });
+    if (!ok) return wk_gpu_host->set_error(WK_ERR_DTYPE, "%s is not a block-quantized dtype", wk_dt_name(qt));
+    return wk_gpu_launched(c, what, __FILE__, __LINE__);
+}
+
+/* the source view's block 0 and row stride in blocks */
+static void q_src(const wk_view *s, const uint8_t **base, int64_t *row_blocks)
+{
+    const int64_t B = wk_dt_block(s->dtype), BB = wk_dt_block_bytes(s->dtype);
+    *base = (const uint8_t *)s->base + s->offset / B * BB;
+    *row_blocks = s->strides[0] / B;
+}
+
+/* dequantize src [rows, cols] (a block dtype) into dst (contiguous, odt) */
+static wk_status q_dequant(wk_gpu_ctx *c, const wk_view *src, void *dst, wk_dtype odt)
+{
+    qd_params p;
+    memset(&p, 0, sizeof p);
+    q_src(src, &p.src, &p.row_blocks);
+    p.rows = src->dims[0];
+    p.gpr = src->dims[1] / 32;
+    p.dst = dst;
+    p.vec = wk_gpu_aligned(dst, 16);
+    if (p.rows * p.gpr == 0) return WK_OK;
+    return qd_launch(c, src->dtype, odt, p, "dequantize");
+}
+
+extern "C" wk_status wk_gpu_qconvert(void *ctx, const wk_op_args *a)
+{
+    wk_gpu_ctx *c = (wk_gpu_ctx *)ctx;
+    if (a->op != WK_OP_DEQUANTIZE)
+        return wk_gpu_host->set_error(WK_ERR_UNSUPPORTED, "quantize runs on the cpu only");
+    const wk_view *d = a->dst, *s = a->src[0];
+    WK_GPU_ENTER(c);
+    return q_dequant(c, s, wk_gpu_view_ptr(d), d->dtype);
+}
+
+/* id i of a 1-d id view, read back to the host */
+static wk_status q_id_at(wk_gpu_ctx *c, const wk_view *ids, int64_t i, int64_t *id)
+{
+    const size_t es = wk_gpu_dtype_size(ids->dtype);
+    uint8_t buf[8] = { 0 };
+    wk_status st = wk_gpu_read(c, buf, wk_gpu_view_ptr(ids) + i * ids->strides[0] * (int64_t)es, es);
+    if (ids->dtype == WK_U8) *id = buf[0];
+    else if (ids->dtype == WK_U32) { uint32_t v; memcpy(&v, buf, 4); *id = v; }
+    else memcpy(id, buf, 8);
+    return st;
+}
+
+extern "C" wk_status wk_gpu_qgather(void *ctx, const wk_op_args *a)
+{
+    wk_gpu_ctx *c = (wk_gpu_ctx *)ctx;
+    const wk_view *d = a->dst, *t = a->src[0], *ids = a->src[1];
+    WK_GPU_ENTER(c);
+    const int64_t n = ids->dims[0], limit = t->dims[0];
+    if (n == 0) return WK_OK;
+    wk_status st = WK_OK;
+    int64_t id = 0;
+    if (t->dims[1] == 0) {
+        /* no columns: nothing to write, the ids are still checked (here) */
+        for (int64_t i = 0; i < n && st == WK_OK; i++) {
+            st = q_id_at(c, ids, i, &id);
+            if (st == WK_OK && (id < 0 || id >= limit)) break;
+        }
+        if (st != WK_OK || (id >= 0 && id < limit)) return st;
+    } else {
+        qd_params p;
+        memset(&p, 0, sizeof p);
+        q_src(t, &p.src, &p.row_blocks);
+        p.rows = n;
+        p.gpr = t->dims[1] / 32;
+        p.dst = wk_gpu_view_ptr(d);
+        p.vec = wk_gpu_aligned(p.dst, 16);
+        p.ids = wk_gpu_view_ptr(ids);
+        p.ids_dt = ids->dtype;
+        p.ids_st = n > 1 ? ids->strides[0] : 0;
+        p.limit = limit;
+        /* the kernel writes zeros for a bad id and keeps the first bad
+         * position in a device word, read back here: qgather waits for its
+         * kernel (embedding lookups are small) */
+        unsigned long long *bad = NULL, pos = ~0ull;
+        st = wk_gpu_scratch_alloc(c, sizeof *bad, (void **)&bad);
+        if (st != WK_OK) return st;
+        p.bad = bad;
+        hipError_t e = hipMemsetAsync(bad, 0xFF, sizeof *bad, c->stream);
+        if (e != hipSuccess) st = wk_gpu_fail(c, e, "hipMemsetAsync(qgather check)", __FILE__, __LINE__);
+        if (st == WK_OK) st = qd_launch(c, t->dtype, d->dtype, p, "qgather");
+        if (st == WK_OK) st = wk_gpu_read(c, &pos, bad, sizeof pos);
+        wk_gpu_scratch_free(c, bad);
+        if (st != WK_OK || pos == ~0ull) return st;
+        st = q_id_at(c, ids, (int64_t)pos, &id);
+        if (st != WK_OK) return st;
+    }
+    return wk_gpu_host->set_error(WK_ERR_INDEX, "id %lld is out of range for a table of %lld rows", (long long)id,
+                                  (long long)limit);
+}
+
+/* ------------------------------------------------------------------ */
+/* qmatvec: the unit decoders                                          */
+
+/* Each decoder: U values per unit; SUMS: needs per-32 sums of x; dot<M>
+ * adds to acc[i] the dot product of unit `u` of the weight row with x
+ * row i, whose float4 c (values 4c..4c+3 of the unit) is xs[i * xr +
+ * c * cs], and whose per-32 sums are sm[i * sr + h]. */
+
+/* generic: any type, 32 values per unit through qd_group */
+template <int QT> struct qu_generic {
+    static constexpr int U = 32, SUMS = 0;
+    template <int M>
+    static WK_DEV void dot(const uint8_t *wr, int64_t u, const float4 *xs, int xr, int cs, const float *, int,
+                           float (&acc)[M], int)
+    {
+        const int64_t BB = wk_dt_block_bytes((wk_dtype)QT), GPB = wk_dt_block((wk_dtype)QT) / 32;
+        float y[32];
+        qd_group<QT>(wr + (u / GPB) * BB, (int)(u % GPB), y);
+#pragma unroll
+        for (int c = 0; c < 8; c++)
+#pragma unroll
+            for (int i = 0; i < M; i++) {
+                const float4 x = xs[i * xr + c * cs];
+                float s = acc[i];
+                s = fmaf(x.x, y[4 * c], s);
+                s = fmaf(x.y, y[4 * c + 1], s);
+                s = fmaf(x.z, y[4 * c + 2], s);
+                s = fmaf(x.w, y[4 * c + 3], s);
+                acc[i] = s;
+            }
+    }
+};
+
+/* s += x . (the 4 bytes of w as floats, each + 2^23 - off) */
+WK_DEV float q_dot4(float4 x, uint32_t w, float off, float s)
+{
+    s = fmaf(x.x, q_mag(w, 0) - off, s);
+    s = fmaf(x.y, q_mag(w, 1) - off, s);
+    s = fmaf(x.z, q_mag(w, 2) - off, s);
+    s = fmaf(x.w, q_mag(w, 3) - off, s);
+    return s;
+}
+
+struct qu_q4_0 {
+    static constexpr int U = 32, SUMS = 0;
+    template <int M>
+    static WK_DEV void dot(const uint8_t *wr, int64_t u, const float4 *xs, int xr, int cs, const float *, int,
+                           float (&acc)[M], int)
+    {
+        uint32_t b[5];
+        q_load2<18>(wr + u * 18, b);
+        const float d = wk_fast_f16_to_f32((uint16_t)(b[0] & 0xFFFF));
+        uint32_t q[4];
+#pragma unroll
+        for (int j = 0; j < 4; j++) q[j] = q_fsr(b[j], b[j + 1], 16);
+        float s[M];
+#pragma unroll
+        for (int i = 0; i < M; i++) s[i] = 0.0f;
+#pragma unroll
+        for (int j = 0; j < 4; j++) {
+            const uint32_t lo = q[j] & 0x0F0F0F0Fu, hi = (q[j] >> 4) & 0x0F0F0F0Fu;
+#pragma unroll
+            for (int i = 0; i < M; i++) {
+                s[i] = q_dot4(xs[i * xr + j * cs], lo, 8388616.0f, s[i]);
+                s[i] = q_dot4(xs[i * xr + (4 + j) * cs], hi, 8388616.0f, s[i]);
+            }
+        }
+#pragma unroll
+        for (int i = 0; i < M; i++) acc[i] = fmaf(d, s[i], acc[i]);
+    }
+};
+
+struct qu_q8_0 {
+    static constexpr int U = 32, SUMS = 0;
+    template <int M>
+    static WK_DEV void dot(const uint8_t *wr, int64_t u, const float4 *xs, int xr, int cs, const float *, int,
+                           float (&acc)[M], int)
+    {
+        uint32_t b[9];
+        q_load2<34>(wr + u * 34, b);
+        const float d = wk_fast_f16_to_f32((uint16_t)(b[0] & 0xFFFF));
+        float s[M];
+#pragma unroll
+        for (int i = 0; i < M; i++) s[i] = 0.0f;
+#pragma unroll
+        for (int j = 0; j < 8; j++) {
+            const uint32_t q = q_fsr(b[j], b[j + 1], 16) ^ 0x80808080u;   /* codes + 128 */
+#pragma unroll
+            for (int i = 0; i < M; i++) {
+                s[i] = q_dot4(xs[i * xr + j * cs], q, 8388736.0f, s[i]);
+            }
+        }
+#pragma unroll
+        for (int i = 0; i < M; i++) acc[i] = fmaf(d, s[i], acc[i]);
+    }
+};
+
+/* byte t (0..11) of the 12 scale bytes held in words s0, s1, s2 */
+WK_DEV int q_sb(uint32_t s0, uint32_t s1, uint32_t s2, int t)
+{
+    const uint32_t w = t < 4 ? s0 : t < 8 ? s1 : s2;
+    return (int)((w >> (8 * (t & 3))) & 0xFF);
+}
+WK_DEV void q_sm_k4(int j, uint32_t s0, uint32_t s1, uint32_t s2, int *d, int *m)
+{
+    if (j < 4) {
+        *d = q_sb(s0, s1, s2, j) & 63;
+        *m = q_sb(s0, s1, s2, j + 4) & 63;
+    } else {
+        *d = (q_sb(s0, s1, s2, j + 4) & 0xF) | ((q_sb(s0, s1, s2, j - 4) >> 6) << 4);
+        *m = (q_sb(s0, s1, s2, j + 4) >> 4) | ((q_sb(s0, s1, s2, j) >> 6) << 4);
+    }
+}
+
+/* q4_k and q5_k: units of 64 (two groups of 32 with a scale and a min) */
+template <bool FIVE> struct qu_qk45 {
+    static constexpr int U = 64, SUMS = 1;
+    template <int M>
+    static WK_DEV void dot(const uint8_t *wr, int64_t u, const float4 *xs, int xr, int cs, const float *sm, int sr,
+                           float (&acc)[M], int)
+    {
+        constexpr int SB = FIVE ? 176 : 144;
+        const uint8_t *sb = wr + (u >> 2) * SB;
+        const int j = (int)(u & 3);
+        const uint4 h = *(const uint4 *)sb;                          /* d, dmin, scales[12] */
+        const uint4 *qp = (const uint4 *)(sb + (FIVE ? 48 : 16) + 32 * j);
+        const uint4 q0 = qp[0], q1 = qp[1];
+        uint4 h0 = make_uint4(0, 0, 0, 0), h1 = h0;
+        if (FIVE) {
+            h0 = ((const uint4 *)(sb + 16))[0];
+            h1 = ((const uint4 *)(sb + 16))[1];
+        }
+        const uint32_t qw[8] = { q0.x, q0.y, q0.z, q0.w, q1.x, q1.y, q1.z, q1.w };
+        const uint32_t hw[8] = { h0.x, h0.y, h0.z, h0.w, h1.x, h1.y, h1.z, h1.w };
+        const float d = wk_fast_f16_to_f32((uint16_t)(h.x & 0xFFFF)), dmin = wk_fast_f16_to_f32((uint16_t)(h.x >> 16));
+        int sc1, m1, sc2, m2;
+        q_sm_k4(2 * j, h.y, h.z, h.w, &sc1, &m1);
+        q_sm_k4(2 * j + 1, h.y, h.z, h.w, &sc2, &m2);
+        const float d1 = d * (float)sc1, d2 = d * (float)sc2, mm1 = dmin * (float)m1, mm2 = dmin * (float)m2;
+        float s1[M], s2[M];
+#pragma unroll
+        for (int i = 0; i < M; i++) s1[i] = s2[i] = 0.0f;
+#pragma unroll
+        for (int c = 0; c < 8; c++) {
+            uint32_t lo = qw[c] & 0x0F0F0F0Fu, hi = (qw[c] >> 4) & 0x0F0F0F0Fu;
+            if (FIVE) {
+                lo |= ((hw[c] >> (2 * j)) & 0x01010101u) << 4;
+                hi |= ((hw[c] >> (2 * j + 1)) & 0x01010101u) << 4;
+            }
+#pragma unroll
+            for (int i = 0; i < M; i++) {
+                s1[i] = q_dot4(xs[i * xr + c * cs], lo, 8388608.0f, s1[i]);
+                s2[i] = q_dot4(xs[i * xr + (8 + c) * cs], hi, 8388608.0f, s2[i]);
+            }
+        }
+#pragma unroll
+        for (int i = 0; i < M; i++) {
+            float a = acc[i];
+            a = fmaf(d1, s1[i], a);
+            a = fmaf(-mm1, sm[i * sr], a);
+            a = fmaf(d2, s2[i], a);
+            a = fmaf(-mm2, sm[i * sr + 1], a);
+            acc[i] = a;
+        }
+    }
+};
+
+/* q6_k: units of 128 (half a super-block; 8 groups of 16 with a scale) */
+struct qu_q6_k {
+    static constexpr int U = 128, SUMS = 0;
+    template <int M>
+    static WK_DEV void dot(const uint8_t *wr, int64_t u, const float4 *xs, int xr, int cs, const float *, int,
+                           float (&acc)[M], int)
+    {
+        const uint8_t *sb = wr + (u >> 1) * 210;
+        const int n = (int)(u & 1);
+        uint32_t ql[17], qh[9], sc[3];
+        q_load2<66>(sb + 64 * n, ql);           /* ql[64n .. 64n + 63] (+2 bytes of the next field) */
+        q_load2<34>(sb + 128 + 32 * n, qh);     /* qh[32n .. 32n + 31] (+2)                          */
+        q_load2<10>(sb + 192 + 8 * n, sc);      /* scales[8n .. 8n + 7] (+2)                         */
+        const float d = q_h(sb + 208);
+#pragma unroll
+        for (int g = 0; g < 8; g++) {
+            const int qq = g / 2, half = g % 2;
+            const int8_t scg = (int8_t)((sc[g / 4] >> (8 * (g % 4))) & 0xFF);
+            const float dg = d * (float)scg;
+            float s[M];
+#pragma unroll
+            for (int i = 0; i < M; i++) s[i] = 0.0f;
+#pragma unroll
+            for (int cc = 0; cc < 4; cc++) {
+                const int c = 4 * half + cc;                /* byte word of l = 4c..4c+3 */
+                const uint32_t A = ql[c], Bw = ql[c + 8], H = qh[c];
+                uint32_t q;
+                if (qq == 0) q = (A & 0x0F0F0F0Fu) | ((H << 4) & 0x30303030u);
+                else if (qq == 1) q = (Bw & 0x0F0F0F0Fu) | ((H << 2) & 0x30303030u);
+                else if (qq == 2) q = ((A >> 4) & 0x0F0F0F0Fu) | (H & 0x30303030u);
+                else q = ((Bw >> 4) & 0x0F0F0F0Fu) | ((H >> 2) & 0x30303030u);
+#pragma unroll
+                for (int i = 0; i < M; i++) {
+                    s[i] = q_dot4(xs[i * xr + (8 * qq + c) * cs], q, 8388640.0f, s[i]);
+                }
+            }
+#pragma unroll
+            for (int i = 0; i < M; i++) acc[i] = fmaf(dg, s[i], acc[i]);
+        }
+    }
+};
+
+template <int QT> struct qu_of { typedef qu_generic<QT> T; };
+template <> struct qu_of<WK_Q4_0> { typedef qu_q4_0 T; };
+template <> struct qu_of<WK_Q8_0> { typedef qu_q8_0 T; };
+template <> struct qu_of<WK_Q4_K> { typedef qu_qk45<false> T; };
+template <> struct qu_of<WK_Q5_K> { typedef qu_qk45<true> T; };
+template <> struct qu_of<WK_Q6_K> { typedef qu_q6_k T; };
+
+/* ------------------------------------------------------------------ */
+/* qmatvec: the kernel                                                  */
+
+#define QMV_BLOCK 256
+
+struct qmv_params {
+    const uint8_t *w;         /* row 0 of W                            */
+    int64_t w_rs;             /* W row stride, bytes                   */
+    int64_t n, k;
+    const void *x;            /* element 0 of x                        */
+    int x_dt;
+    int64_t x_s0, x_s1;       /* x strides (elements)                  */
+    void *y;                  /* [m, n] contiguous                     */
+    int m, tr, kc;            /* rows of x; threads per row; chunk     */
+};
+
+WK_DEV float qmv_ld(const void *x, int dt, int64_t o)
+{
+    if (dt == WK_F32) return ((const float *)x)[o];
+    const uint16_t h = ((const uint16_t *)x)[o];
+    return dt == WK_F16 ? wk_fast_f16_to_f32(h) : wk_bf16_to_f32(h);
+}
+
+template <int QT, int M> __global__ __launch_bounds__(QMV_BLOCK) void qmv_kernel(qmv_params p)
+{
+    typedef typename qu_of<QT>::T QU;
+    constexpr int U = QU::U;
+    extern __shared__ float4 qmv_smem[];
+    const int tid = (int)threadIdx.x, tr = p.tr, nr = QMV_BLOCK / tr;
+    const int rl = tid / tr, lr = tid - rl * tr;
+    const int64_t row = (int64_t)blockIdx.x * nr + rl;
+    const bool live = row < p.n;
+    const uint8_t *wr = p.w + (live ? row : 0) * p.w_rs;
+    const int xr = p.kc / 4, sr = p.kc / 32;               /* per x row: float4s, sums */
+    float4 *xs = qmv_smem;
+    float *sm = (float *)(qmv_smem + M * xr);
+    float acc[M];
+#pragma unroll
+    for (int i = 0; i < M; i++) acc[i] = 0.0f;
+    const bool unit = p.x_s1 == 1;
+    for (int64_t k0 = 0; k0 < p.k; k0 += p.kc) {
+        const int kc = (int)(p.k - k0 < p.kc ? p.k - k0 : p.kc), upc = kc / U, f4 = kc / 4;
+        __syncthreads();                                    /* the last chunk is done */
+        for (int f = tid; f < M * f4; f += QMV_BLOCK) {
+            const int i = f / f4, e = 4 * (f - i * f4);
+            const int64_t o = i * p.x_s0 + (k0 + e) * p.x_s1;
+            float4 v;
+            if (i >= p.m) {                               /* rows past m: zeros */
+                v = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+            } else if (unit && p.x_dt == WK_F32) {
+                const float *xp = (const float *)p.x + o;
+                v = make_float4(xp[0], xp[1], xp[2], xp[3]);
+            } else {
+                v.x = qmv_ld(p.x, p.x_dt, o);
+                v.y = qmv_ld(p.x, p.x_dt, o + p.x_s1);
+                v.z = qmv_ld(p.x, p.x_dt, o + 2 * p.x_s1);
+                v.w = qmv_ld(p.x, p.x_dt, o + 3 * p.x_s1);
+            }
+            const int uu = e / U, c = (e - uu * U) / 4;
+            xs[i * xr + c * upc + uu] = v;
+        }
+        if (QU::SUMS) {
+            __syncthreads();
+            for (int s = tid; s < M * (kc / 32); s += QMV_BLOCK) {
+                const int i = s / (kc / 32), g = s - i * (kc / 32), uu = (32 * g) / U, h = (32 * g - uu * U) / 32;
+                float t = 0.0f;
+                for (int c = 8 * h; c < 8 * h + 8; c++) {
+                    const float4 v = xs[i * xr + c * upc + uu];
+                    t += (v.x + v.y) + (v.z + v.w);
+                }
+                sm[i * sr + uu * (U / 32) + h] = t;
+            }
+        }
+        __syncthreads();
+        if (live)
+            for (int uu = lr; uu < upc; uu += tr)
+                QU::template dot<M>(wr, k0 / U + uu, xs + uu, xr, upc, sm + uu * (U / 32), sr, acc, p.m);
+    }
+    /* reduce the tr partial sums of each row through shared memory */
+    __syncthreads();
+    float *red = (float *)qmv_smem;                         /* [M][QMV_BLOCK] */
+#pragma unroll
+    for (int i = 0; i < M; i++) red[i * QMV_BLOCK + tid] = acc[i];
+    __syncthreads();
+    for (int s = tr / 2; s > 0; s /= 2) {
+        if (lr < s)
+#pragma unroll
+            for (int i = 0; i < M; i++) red[i * QMV_BLOCK + tid] += red[i * QMV_BLOCK + tid + s];
+        __syncthreads();
+    }
+    if (live && lr == 0)
+        for (int i = 0; i < p.m; i++) {
+            const float v = red[i * QMV_BLOCK + tid];
+            const int64_t o = i * p.n + row;
+            if (p.x_dt == WK_F32) ((float *)p.y)[o] = v;
+            else if (p.x_dt == WK_F16) ((uint16_t *)p.y)[o] = wk_fast_f32_to_f16(v);
+            else ((uint16_t *)p.y)[o] = wk_fast_f32_to_bf16(v);
+        }
+}
+
+static int q_env_int(const char *name, int dflt)
+{
+    const char *s = getenv(name);
+    return s && *s ? atoi(s) : dflt;
+}
+
+/* shared memory of a qmv launch */
+static size_t qmv_smem_bytes(int M, int kc)
+{
+    size_t x = (size_t)M * (size_t)kc * 4 + (size_t)M * (size_t)(kc / 32) * 4;
+    size_t red = (size_t)M * QMV_BLOCK * 4;
+    return x > red ? x : red;
+}
+
+template <int QT, int M> static void qmv_go(wk_gpu_ctx *c, const qmv_params &p, unsigned grid, size_t smem)
+{
+    void (*kern)(qmv_params) = qmv_kernel<QT, M>;
+    if (smem > 48 * 1024)
+        (void)hipFuncSetAttribute((const void *)kern, hipFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
+    qmv_kernel<QT, M><<<grid, QMV_BLOCK, smem, c->stream>>>(p);
+}
+
+static wk_status qmv_run(wk_gpu_ctx *c, const wk_view *d, const wk_view *w, const wk_view *x)
+{
+    const wk_dtype qt = w->dtype;
+    const int64_t m = d->dims[0], n = d->dims[1], k = w->dims[1];
+    const int M = m <= 1 ? 1 : m <= 2 ? 2 : m <= 4 ? 4 : 8;
+    int U = 32;
+    Q_DISPATCH(qt, U = qu_of<QT_>::T::U);
+    qmv_params p;
+    memset(&p, 0, sizeof p);
+    const int64_t B = wk_dt_block(qt), BB = wk_dt_block_bytes(qt);
+    p.w = (const uint8_t *)w->base + w->offset / B * BB;
+    p.w_rs = w->strides[0] / B * BB;
+    p.n = n;
+    p.k = k;
+    p.x = wk_gpu_view_ptr(x);
+    p.x_dt = x->dtype;
+    p.x_s0 = x->strides[0];
+    p.x_s1 = x->strides[1];
+    p.y = wk_gpu_view_ptr(d);
+    p.m = (int)m;
+    /* chunk of x in shared memory: WICK_QMV_X floats (all rows), a
+     * multiple of 256 values per row */
+    int64_t kc = q_env_int("WICK_QMV_X", 8192) / M;
+    kc = kc / 256 * 256;
+    if (kc < 256) kc = 256;
+    if (kc > k) kc = k;
+    p.kc = (int)kc;
+    /* threads per row: enough for the row's units, then halved while the
+     * grid keeps WICK_QMV_BPS blocks per multiprocessor */
+    const int64_t units = k / U;
+    int tr = 1;
+    while (tr < QMV_BLOCK && tr < units) tr *= 2;
+    const int64_t want = (int64_t)c->sm_count * q_env_int("WICK_QMV_BPS", 4);
+    while (tr > 1 && (n + 2 * (QMV_BLOCK / tr) - 1) / (2 * (QMV_BLOCK / tr)) >= want) tr /= 2;
+    const int force = q_env_int("WICK_QMV_TR", 0);
+    if (force >= 1 && force <= QMV_BLOCK && (force & (force - 1)) == 0) tr = force;
+    p.tr = tr;
+    const int64_t nr = QMV_BLOCK / tr;
+    const int64_t g = (n + nr - 1) / nr;
+    if (g > 0x7FFFFFFF) return wk_gpu_host->set_error(WK_ERR_SHAPE, "qmatmul: %lld rows of w are too many", (long long)n);
+    const size_t smem = qmv_smem_bytes(M, p.kc);
+    Q_DISPATCH(qt, {
+        if (M == 1) qmv_go<QT_, 1>(c, p, (unsigned)g, smem);
+        else if (M == 2) qmv_go<QT_, 2>(c, p, (unsigned)g, smem);
+        else if (M == 4) qmv_go<QT_, 4>(c, p, (unsigned)g, smem);
+        else qmv_go<QT_, 8>(c, p, (unsigned)g, smem);
+    });
+    return wk_gpu_launched(c, "qmatmul (qmatvec)", __FILE__, __LINE__);
+}
+
+/* m > 8: W dequantized to x's dtype, then matmul (x . W^T) */
+static wk_status qmm_dequant(wk_gpu_ctx *c, const wk_view *d, const wk_view *w, const wk_view *x)
+{
+    const int64_t n = w->dims[0], k = w->dims[1];
+    const wk_dtype dt = x->dtype;
+    void *buf = NULL;
+    wk_status st = wk_gpu_scratch_alloc(c, (size_t)(n * k) * wk_gpu_dtype_size(dt), &buf);
+    if (st != WK_OK) return st;
+    st = q_dequant(c, w, buf, dt);
+    if (st == WK_OK) {
+        wk_view wt;
+        memset(&wt, 0, sizeof wt);
+        wt.base = buf;
+        wt.dtype = dt;
+        wt.rank = 2;
+        wt.dims[0] = k;
+        wt.dims[1] = n;
+        wt.strides[0] = 1;
+        wt.strides[1] = k;
+        st = wk_gpu_matmul(c, d, x, &wt);
+    }
+    wk_gpu_scratch_free(c, buf);
+    return st;
+}
+
+extern "C" wk_status wk_gpu_qmatmul(void *ctx, const wk_op_args *a)
+{
+    wk_gpu_ctx *c = (wk_gpu_ctx *)ctx;
+    const wk_view *d = a->dst, *w = a->src[0], *x = a->src[1];
+    if (d->dtype != WK_F32 && d->dtype != WK_F16 && d->dtype != WK_BF16)
+        return wk_gpu_host->set_error(WK_ERR_DTYPE, "qmatmul: x must be f32, f16 or bf16");
+    WK_GPU_ENTER(c);
+    const int64_t m = d->dims[0], n = d->dims[1];
+    if (m == 0 || n == 0) return WK_OK;
+    const char *mode = getenv("WICK_QMATMUL");
+    const bool deq = mode && !strcmp(mode, "dequant");
+    if (m <= 8 && !deq) return qmv_run(c, d, w, x);
+    return qmm_dequant(c, d, w, x);
+}
