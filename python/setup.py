@@ -41,7 +41,7 @@ setup(
             "wick._wick",
             sources=["src/_wick.c"],
             include_dirs=[os.path.join(ROOT, "include"), os.path.join(HERE, "src")],
-            depends=["src/dlpack.h", os.path.join(ROOT, "include", "wick.h")],
+            depends=["src/dlpack.h"],
             extra_compile_args=["-std=gnu11", "-Wall", "-Wno-missing-field-initializers"],
             extra_link_args=["-Wl,--exclude-libs,ALL"],
             libraries=["m", "dl", "pthread"],

@@ -1429,17 +1429,19 @@ static PyObject *T_broadcast_to(TensorObject *self, PyObject *args)
     if (shape_from_args(args, &s) < 0) return NULL;
     return wrap(wk_broadcast_as(self->t, s));
 }
-static PyObject *T_narrow(TensorObject *self, PyObject *args)
+static PyObject *T_narrow(TensorObject *self, PyObject *args, PyObject *kw)
 {
+    static char *kwlist[] = { "dim", "start", "length", NULL };
     int dim;
     long long start, len;
-    if (!PyArg_ParseTuple(args, "iLL:narrow", &dim, &start, &len)) return NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "iLL:narrow", kwlist, &dim, &start, &len)) return NULL;
     return wrap(wk_narrow(self->t, dim, start, len));
 }
-static PyObject *T_transpose(TensorObject *self, PyObject *args)
+static PyObject *T_transpose(TensorObject *self, PyObject *args, PyObject *kw)
 {
+    static char *kwlist[] = { "dim0", "dim1", NULL };
     int a = -2, b = -1;
-    if (!PyArg_ParseTuple(args, "|ii:transpose", &a, &b)) return NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "|ii:transpose", kwlist, &a, &b)) return NULL;
     return wrap(wk_transpose(self->t, a, b));
 }
 static PyObject *T_permute(TensorObject *self, PyObject *args)
@@ -1454,10 +1456,11 @@ static PyObject *T_permute(TensorObject *self, PyObject *args)
     for (int d = 0; d < s.rank; d++) perm[d] = (int)s.dims[d];
     return wrap(wk_permute(self->t, perm));
 }
-static PyObject *T_squeeze(TensorObject *self, PyObject *args)
+static PyObject *T_squeeze(TensorObject *self, PyObject *args, PyObject *kw)
 {
+    static char *kwlist[] = { "dim", NULL };
     PyObject *dim = Py_None;
-    if (!PyArg_ParseTuple(args, "|O:squeeze", &dim)) return NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "|O:squeeze", kwlist, &dim)) return NULL;
     if (dim != Py_None) {
         int d = PyLong_AsLong(dim);
         if (d == -1 && PyErr_Occurred()) return NULL;
@@ -1479,17 +1482,19 @@ static PyObject *T_unsqueeze(TensorObject *self, PyObject *arg)
     if (d == -1 && PyErr_Occurred()) return NULL;
     return wrap(wk_unsqueeze(self->t, d));
 }
-static PyObject *T_flatten(TensorObject *self, PyObject *args)
+static PyObject *T_flatten(TensorObject *self, PyObject *args, PyObject *kw)
 {
+    static char *kwlist[] = { "start_dim", "end_dim", NULL };
     int a = 0, b = -1;
-    if (!PyArg_ParseTuple(args, "|ii:flatten", &a, &b)) return NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "|ii:flatten", kwlist, &a, &b)) return NULL;
     if (wk_tensor_rank(self->t) == 0) return wrap(CALLT(wk_reshape(self->t, WK_SHAPE(1))));
     return wrap(CALLT(wk_flatten(self->t, a, b)));
 }
-static PyObject *T_chunk(TensorObject *self, PyObject *args)
+static PyObject *T_chunk(TensorObject *self, PyObject *args, PyObject *kw)
 {
+    static char *kwlist[] = { "chunks", "dim", NULL };
     int n, dim = 0;
-    if (!PyArg_ParseTuple(args, "i|i:chunk", &n, &dim)) return NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "i|i:chunk", kwlist, &n, &dim)) return NULL;
     if (n <= 0) {
         PyErr_SetString(PyExc_ValueError, "chunk: n must be positive");
         return NULL;
@@ -1583,10 +1588,11 @@ static PyObject *T_powf(TensorObject *self, PyObject *arg)
     if (e == -1.0 && PyErr_Occurred()) return NULL;
     return wrap(CALLT(wk_powf(self->t, e)));
 }
-static PyObject *T_elu(TensorObject *self, PyObject *args)
+static PyObject *T_elu(TensorObject *self, PyObject *args, PyObject *kw)
 {
+    static char *kwlist[] = { "alpha", NULL };
     double alpha = 1.0;
-    if (!PyArg_ParseTuple(args, "|d:elu", &alpha)) return NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "|d:elu", kwlist, &alpha)) return NULL;
     return wrap(CALLT(wk_elu(self->t, alpha)));
 }
 
@@ -1806,22 +1812,24 @@ static PyObject *ids_operand(PyObject *o, const wk_tensor *t)
     return to_tensor(o, true, WK_I64, wk_tensor_device(t), -1);
 }
 
-static PyObject *T_index_select(TensorObject *self, PyObject *args)
+static PyObject *T_index_select(TensorObject *self, PyObject *args, PyObject *kw)
 {
+    static char *kwlist[] = { "dim", "index", NULL };
     int dim;
     PyObject *ido;
-    if (!PyArg_ParseTuple(args, "iO:index_select", &dim, &ido)) return NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "iO:index_select", kwlist, &dim, &ido)) return NULL;
     PyObject *ids = ids_operand(ido, self->t);
     if (!ids) return NULL;
     wk_tensor *r = CALLT(wk_index_select(self->t, TT(ids), dim));
     Py_DECREF(ids);
     return wrap(r);
 }
-static PyObject *T_gather(TensorObject *self, PyObject *args)
+static PyObject *T_gather(TensorObject *self, PyObject *args, PyObject *kw)
 {
+    static char *kwlist[] = { "dim", "index", NULL };
     int dim;
     PyObject *ido;
-    if (!PyArg_ParseTuple(args, "iO:gather", &dim, &ido)) return NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "iO:gather", kwlist, &dim, &ido)) return NULL;
     PyObject *ids = ids_operand(ido, self->t);
     if (!ids) return NULL;
     wk_tensor *r = CALLT(wk_gather(self->t, TT(ids), dim));
@@ -1829,11 +1837,12 @@ static PyObject *T_gather(TensorObject *self, PyObject *args)
     return wrap(r);
 }
 
-static PyObject *inplace_index(TensorObject *self, PyObject *args, int which, const char *fmt)
+static PyObject *inplace_index(TensorObject *self, PyObject *args, PyObject *kw, int which, const char *fmt)
 {
+    static char *kwlist[] = { "dim", "index", "src", NULL };
     int dim;
     PyObject *ido, *srco;
-    if (!PyArg_ParseTuple(args, fmt, &dim, &ido, &srco)) return NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, fmt, kwlist, &dim, &ido, &srco)) return NULL;
     PyObject *ids = ids_operand(ido, self->t);
     if (!ids) return NULL;
     PyObject *src = operand(srco, self->t);
@@ -1857,9 +1866,9 @@ static PyObject *inplace_index(TensorObject *self, PyObject *args, int which, co
     Py_INCREF(self);
     return (PyObject *)self;
 }
-static PyObject *T_scatter_(TensorObject *s, PyObject *a) { return inplace_index(s, a, 0, "iOO:scatter_"); }
-static PyObject *T_scatter_add_(TensorObject *s, PyObject *a) { return inplace_index(s, a, 1, "iOO:scatter_add_"); }
-static PyObject *T_index_add_(TensorObject *s, PyObject *a) { return inplace_index(s, a, 2, "iOO:index_add_"); }
+static PyObject *T_scatter_(TensorObject *s, PyObject *a, PyObject *k) { return inplace_index(s, a, k, 0, "iOO:scatter_"); }
+static PyObject *T_scatter_add_(TensorObject *s, PyObject *a, PyObject *k) { return inplace_index(s, a, k, 1, "iOO:scatter_add_"); }
+static PyObject *T_index_add_(TensorObject *s, PyObject *a, PyObject *k) { return inplace_index(s, a, k, 2, "iOO:index_add_"); }
 
 static PyObject *T_fill_(TensorObject *self, PyObject *arg)
 {
@@ -2077,22 +2086,25 @@ static PySequenceMethods Tensor_as_sequence = {
 /* ------------------------------------------------------------------ */
 /* Tensor: nn methods (the same ops as wick.nn)                         */
 
-static PyObject *T_softmax(TensorObject *self, PyObject *args)
+static PyObject *T_softmax(TensorObject *self, PyObject *args, PyObject *kw)
 {
+    static char *kwlist[] = { "dim", NULL };
     int dim = -1;
-    if (!PyArg_ParseTuple(args, "|i:softmax", &dim)) return NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "|i:softmax", kwlist, &dim)) return NULL;
     return wrap(CALLT(wk_softmax(self->t, dim)));
 }
-static PyObject *T_log_softmax(TensorObject *self, PyObject *args)
+static PyObject *T_log_softmax(TensorObject *self, PyObject *args, PyObject *kw)
 {
+    static char *kwlist[] = { "dim", NULL };
     int dim = -1;
-    if (!PyArg_ParseTuple(args, "|i:log_softmax", &dim)) return NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "|i:log_softmax", kwlist, &dim)) return NULL;
     return wrap(CALLT(wk_log_softmax(self->t, dim)));
 }
-static PyObject *T_dequantize(TensorObject *self, PyObject *args)
+static PyObject *T_dequantize(TensorObject *self, PyObject *args, PyObject *kw)
 {
+    static char *kwlist[] = { "dtype", NULL };
     wk_dtype dt = WK_F32;
-    if (!PyArg_ParseTuple(args, "|O&:dequantize", dtype_conv, &dt)) return NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "|O&:dequantize", kwlist, dtype_conv, &dt)) return NULL;
     return wrap(CALLT(wk_dequantize(self->t, dt)));
 }
 
@@ -2122,13 +2134,13 @@ static PyMethodDef Tensor_methods[] = {
     { "view", (PyCFunction)T_reshape, METH_VARARGS, "view(*shape): as reshape" },
     MV(broadcast_to, "broadcast_to(*shape) -> a broadcast view (stride 0 on new dims)"),
     { "expand", (PyCFunction)T_broadcast_to, METH_VARARGS, "expand(*shape): as broadcast_to" },
-    MV(narrow, "narrow(dim, start, length) -> a view"),
-    MV(transpose, "transpose(dim0=-2, dim1=-1) -> a view with two dims swapped"),
+    MK(narrow, "narrow(dim, start, length) -> a view"),
+    MK(transpose, "transpose(dim0=-2, dim1=-1) -> a view with two dims swapped"),
     MV(permute, "permute(*dims) -> a view with the dims reordered"),
-    MV(squeeze, "squeeze(dim=None) -> a view without the size-1 dim (every size-1 dim when None)"),
+    MK(squeeze, "squeeze(dim=None) -> a view without the size-1 dim (every size-1 dim when None)"),
     M1(unsqueeze, "unsqueeze(dim) -> a view with a new size-1 dim"),
-    MV(flatten, "flatten(start_dim=0, end_dim=-1) -> dims start..end merged"),
-    MV(chunk, "chunk(n, dim=0) -> tuple of views"),
+    MK(flatten, "flatten(start_dim=0, end_dim=-1) -> dims start..end merged"),
+    MK(chunk, "chunk(n, dim=0) -> tuple of views"),
     M1(same_storage, "same_storage(other) -> whether both views share one storage"),
     M0(is_contiguous, "is_contiguous() -> bool"),
     M0(data_ptr, "data_ptr() -> the address of the first element (a device address on a GPU)"),
@@ -2143,7 +2155,7 @@ static PyMethodDef Tensor_methods[] = {
     { "square", (PyCFunction)T_sqr, METH_NOARGS, "square() -> x*x" },
     MV(affine, "affine(mul, add) -> x*mul + add"),
     { "pow", (PyCFunction)T_powf, METH_O, "pow(e) -> x**e (e a number)" },
-    MV(elu, "elu(alpha=1.0)"),
+    MK(elu, "elu(alpha=1.0)"),
     M1(add, "add(other)"), M1(sub, "sub(other)"), M1(mul, "mul(other)"), M1(div, "div(other)"),
     M1(minimum, "minimum(other) (NaN propagates)"), M1(maximum, "maximum(other) (NaN propagates)"),
     M1(eq, "eq(other) -> u8"), M1(ne, "ne(other) -> u8"), M1(lt, "lt(other) -> u8"), M1(le, "le(other) -> u8"),
@@ -2154,16 +2166,16 @@ static PyMethodDef Tensor_methods[] = {
     MK(min, "min(dim=None, keepdim=False) -> the values"),
     MK(argmax, "argmax(dim=None, keepdim=False) -> u32 indices (into the flattened tensor when dim is None)"),
     MK(argmin, "argmin(dim=None, keepdim=False) -> u32 indices (into the flattened tensor when dim is None)"),
-    MV(index_select, "index_select(dim, ids) -> the rows ids along dim"),
-    MV(gather, "gather(dim, ids) -> out[i][j] = self[i][ids[i][j]] for dim 1"),
-    MV(scatter_, "scatter_(dim, ids, src) -> self, with self[..ids[i,j]..] = src[i,j] (in place)"),
-    MV(scatter_add_, "scatter_add_(dim, ids, src) -> self, adding src at ids (in place)"),
-    MV(index_add_, "index_add_(dim, ids, src) -> self, self.narrow(dim, ids[i], 1) += src.narrow(dim, i, 1)"),
+    MK(index_select, "index_select(dim, ids) -> the rows ids along dim"),
+    MK(gather, "gather(dim, ids) -> out[i][j] = self[i][ids[i][j]] for dim 1"),
+    MK(scatter_, "scatter_(dim, ids, src) -> self, with self[..ids[i,j]..] = src[i,j] (in place)"),
+    MK(scatter_add_, "scatter_add_(dim, ids, src) -> self, adding src at ids (in place)"),
+    MK(index_add_, "index_add_(dim, ids, src) -> self, self.narrow(dim, ids[i], 1) += src.narrow(dim, i, 1)"),
     M1(fill_, "fill_(value) -> self, every element set (in place)"),
     M1(copy_, "copy_(src) -> self, src broadcast and cast into self (in place)"),
-    MV(softmax, "softmax(dim=-1)"),
-    MV(log_softmax, "log_softmax(dim=-1)"),
-    MV(dequantize, "dequantize(dtype='f32') -> a float tensor of a block-quantized one"),
+    MK(softmax, "softmax(dim=-1)"),
+    MK(log_softmax, "log_softmax(dim=-1)"),
+    MK(dequantize, "dequantize(dtype='f32') -> a float tensor of a block-quantized one"),
     { NULL, NULL, 0, NULL },
 };
 
@@ -2284,11 +2296,12 @@ static PyObject *m_manual_seed(PyObject *mod, PyObject *args, PyObject *kw)
  * dtype=None, device=None, copy=None): shares when it can */
 static PyObject *m_tensor_impl(PyObject *args, PyObject *kw, int default_copy, const char *fname)
 {
-    static char *kwlist[] = { "data", "dtype", "device", "copy", NULL };
+    static char *kwlist[] = { "data", "dtype", "device", "copy", "_bits", NULL };
     PyObject *data, *dtype = Py_None, *device = Py_None, *copy = Py_None;
+    int bits = 0;   /* a buffer's bits taken as dtype (numpy arrays of ml_dtypes types, viewed as ints) */
     char fmt[32];
-    snprintf(fmt, sizeof fmt, "O|OO$O:%s", fname);
-    if (!PyArg_ParseTupleAndKeywords(args, kw, fmt, kwlist, &data, &dtype, &device, &copy)) return NULL;
+    snprintf(fmt, sizeof fmt, "O|OO$Op:%s", fname);
+    if (!PyArg_ParseTupleAndKeywords(args, kw, fmt, kwlist, &data, &dtype, &device, &copy, &bits)) return NULL;
     wk_dtype dt = WK_F32;
     bool given = dtype != Py_None;
     if (given && parse_dtype(dtype, &dt) < 0) return NULL;
@@ -2299,6 +2312,7 @@ static PyObject *m_tensor_impl(PyObject *args, PyObject *kw, int default_copy, c
     }
     wk_device *dev = device == Py_None && IS_TENSOR(data) ? wk_tensor_device(TT(data)) : device_of(device);
     if (!dev) return NULL;
+    if (bits && given && PyObject_CheckBuffer(data)) return tensor_from_buffer(data, true, dt, dev, c);
     return to_tensor(data, given, dt, dev, c);
 }
 static PyObject *m_tensor(PyObject *m, PyObject *a, PyObject *k) { (void)m; return m_tensor_impl(a, k, 1, "tensor"); }

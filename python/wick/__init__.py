@@ -173,7 +173,7 @@ def tensor(data, dtype=None, device=None):
     ml = _from_ml_array(data)
     if ml is not None:
         raw, wk = ml
-        t = _wick.asarray(raw, wk, None, copy=False) if raw.flags.aligned else _wick.tensor(raw.copy(), wk)
+        t = _wick.asarray(raw, wk, None, copy=None, _bits=True)
         return t.to(device=device or "cpu", dtype=dtype, copy=True)
     if _is_dlpack_only(data):
         t = from_dlpack(data)
@@ -189,7 +189,7 @@ def asarray(data, dtype=None, device=None, *, copy=None):
     ml = _from_ml_array(data)
     if ml is not None:
         raw, wk = ml
-        t = _wick.asarray(raw, wk, None, copy=copy)
+        t = _wick.asarray(raw, wk, None, copy=copy, _bits=True)
         return t if dtype is None and device is None else t.to(device=device, dtype=dtype)
     if _is_dlpack_only(data):
         t = from_dlpack(data, copy=copy)
