@@ -6,6 +6,7 @@
  *   main.c     dispatch, usage, `wick version`
  *   info.c     `wick info`: version, build, every device found
  *   bench.c    `wick bench`: timing of core ops through the public API
+ *   run.c      `wick run`: text generation with a language model
  */
 #ifndef WICK_CLI_H
 #define WICK_CLI_H
@@ -18,5 +19,7 @@ int wick_cmd_info(int argc, char **argv);
 int wick_cmd_version(int argc, char **argv);
 int wick_cmd_bench(int argc, char **argv);
 void wick_bench_usage(void);
+int wick_cmd_run(int argc, char **argv);
+void wick_run_usage(void);
 
 #endif /* WICK_CLI_H */

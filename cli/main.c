@@ -17,6 +17,7 @@ static void usage(FILE *f)
             "commands:\n"
             "  info             version, build, and every device found\n"
             "  bench [options]  time core ops on one device (wick bench --help)\n"
+            "  run [MODEL]      generate text with a language model (wick run --help)\n"
             "  version          print the version\n"
             "  help             print this text\n");
 }
@@ -40,6 +41,7 @@ int main(int argc, char **argv)
     const char *cmd = argv[1];
     if (!strcmp(cmd, "help") || !strcmp(cmd, "-h") || !strcmp(cmd, "--help")) {
         if (argc > 2 && !strcmp(argv[2], "bench")) wick_bench_usage();
+        else if (argc > 2 && !strcmp(argv[2], "run")) wick_run_usage();
         else if (argc > 2) {
             fprintf(stderr, "wick help: unknown command '%s'\n", argv[2]);
             usage(stderr);
@@ -50,6 +52,7 @@ int main(int argc, char **argv)
     if (!strcmp(cmd, "version") || !strcmp(cmd, "--version")) return wick_cmd_version(argc - 1, argv + 1);
     if (!strcmp(cmd, "info")) return wick_cmd_info(argc - 1, argv + 1);
     if (!strcmp(cmd, "bench")) return wick_cmd_bench(argc - 1, argv + 1);
+    if (!strcmp(cmd, "run")) return wick_cmd_run(argc - 1, argv + 1);
     fprintf(stderr, "wick: unknown command '%s'\n", cmd);
     usage(stderr);
     return WICK_EXIT_USAGE;

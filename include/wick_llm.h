@@ -1,0 +1,207 @@
+/* wick_llm.h — transformer language models on any wick device: load a GGUF
+ * file or a safetensors model (with its config.json), run tokens through
+ * it with a KV cache, sample, format chats, and generate text with a
+ * callback per token. docs/models.md has an example and the details.
+ *
+ * Architectures: llama (Llama 2, Llama 3.x with its rope scaling, Mistral,
+ * SmolLM2, TinyLlama), qwen2 (q/k/v biases), qwen3 (q/k norms) and gemma3
+ * (sliding-window and global layers, q/k norms, pre- and post-norms, gelu
+ * MLP, scaled and tied embeddings). Weights f32, f16, bf16 or any GGUF
+ * block type; activations and the KV cache f32 or bf16.
+ *
+ * Errors, as in wick_model.h: NULL or a status, and the message in
+ * wk_model_last_error().
+ */
+#ifndef WICK_LLM_H
+#define WICK_LLM_H
+
+#include "wick.h"
+#include "wick_model.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__)
+#pragma GCC visibility push(default)
+#endif
+
+/* ------------------------------------------------------------------ */
+/* models                                                              */
+
+typedef enum wk_llm_arch {
+    WK_LLM_LLAMA = 0,   /* Llama 2/3.x, Mistral, SmolLM2, TinyLlama          */
+    WK_LLM_QWEN2,       /* q, k, v biases                                     */
+    WK_LLM_QWEN3,       /* q and k rms-normed per head                        */
+    WK_LLM_GEMMA3,      /* see above                                          */
+    WK_LLM_ARCH_COUNT
+} wk_llm_arch;
+const char *wk_llm_arch_name(wk_llm_arch a);      /* "llama", ...; "?" */
+
+typedef enum wk_chat_format {
+    WK_CHAT_NONE = 0,   /* no template known: prompts go in as they are       */
+    WK_CHAT_CHATML,     /* <|im_start|>role\n...<|im_end|>\n (SmolLM2, Qwen)  */
+    WK_CHAT_LLAMA3,     /* <|start_header_id|>role<|end_header_id|>\n\n...    */
+    WK_CHAT_GEMMA,      /* <start_of_turn>user\n...<end_of_turn>\n            */
+    WK_CHAT_FORMAT_COUNT
+} wk_chat_format;
+const char *wk_chat_format_name(wk_chat_format f); /* "chatml", ...; "?" */
+
+typedef struct wk_llm_options {
+    /* WK_F32 or WK_BF16: the activations and the KV cache. A zeroed
+     * struct (WK_U8) means WK_F32. */
+    wk_dtype act_dtype;
+    /* Positions the KV cache holds (allocated once at load). 0: the
+     * model's own context length, at most 4096. More than the model's
+     * length is an error. */
+    int64_t context;
+    /* Tokens per prefill step (0: 512). */
+    int64_t prefill_chunk;
+    /* Block-quantized weights decoded to act_dtype at load (then
+     * multiplied by wk_matmul) instead of multiplied by wk_qmatmul. */
+    bool dequantize;
+    wk_progress_mode progress;   /* the loading bar */
+} wk_llm_options;
+
+/* What a loaded model is. Lives as long as the model. */
+typedef struct wk_llm_info {
+    wk_llm_arch arch;
+    char name[128];            /* general.name, or the file's name           */
+    int64_t n_vocab, n_embd, n_layer, n_head, n_head_kv, head_dim, n_ff;
+    int64_t train_context;     /* the model's context length                 */
+    int64_t context;           /* the KV cache's (wk_llm_options.context)    */
+    double rope_base;          /* global layers                              */
+    double rope_base_local;    /* gemma3's sliding layers                    */
+    double norm_eps;
+    int64_t sliding_window;    /* 0: none                                    */
+    bool rope_interleaved;     /* GGUF llama: rotates pairs (2i, 2i+1)       */
+    wk_dtype weight_dtype;     /* of the largest matrices, as stored         */
+    wk_dtype act_dtype;
+    uint64_t weight_bytes;     /* on the device                              */
+    int32_t bos_id;            /* -1: none */
+    bool add_bos;              /* the tokenizer puts BOS before a prompt     */
+    int n_eog;                 /* end-of-generation tokens                   */
+    int32_t eog_ids[8];
+    wk_chat_format chat;
+    const char *default_system;  /* ChatML templates that add one; or NULL  */
+} wk_llm_info;
+
+typedef struct wk_llm wk_llm;
+/* A GGUF file, a .safetensors file or index (config.json beside it), or a
+ * folder holding a safetensors model. opts NULL: the defaults. */
+wk_llm *wk_llm_load(const char *path, wk_device *dev, const wk_llm_options *opts);
+void wk_llm_free(wk_llm *m);                       /* NULL is fine */
+const wk_llm_info *wk_llm_get_info(const wk_llm *m);
+wk_device *wk_llm_device(const wk_llm *m);
+
+/* Positions filled in the KV cache (the next token's position). */
+int64_t wk_llm_pos(const wk_llm *m);
+/* Forget positions pos and later (0: empty the cache). */
+wk_status wk_llm_rewind(wk_llm *m, int64_t pos);
+/* Run n tokens at positions pos .. pos + n - 1 (prefill steps of
+ * prefill_chunk tokens) and keep them in the cache. logits: NULL, or
+ * n_vocab f32 values for the last token, or n x n_vocab when all_logits.
+ * A token id out of range is WK_ERR_INDEX; running past the context is
+ * WK_ERR_ARGUMENT saying so, with the cache unchanged. */
+wk_status wk_llm_eval(wk_llm *m, const int32_t *tokens, int64_t n, bool all_logits, float *logits);
+
+/* ------------------------------------------------------------------ */
+/* sampling                                                            */
+
+typedef struct wk_sampling {
+    double temperature;      /* <= 0: greedy (argmax after the penalty)      */
+    int64_t top_k;           /* keep the k most likely; 0: off               */
+    double top_p;            /* keep the smallest set of mass >= p; >= 1: off */
+    double min_p;            /* drop p < min_p * p_max; 0: off               */
+    double repeat_penalty;   /* the last repeat_last_n tokens' logits: / it
+                                when > 0, * it when < 0; 1: off              */
+    int64_t repeat_last_n;   /* 0: 64                                        */
+    uint64_t seed;           /* the same seed, the same choices              */
+} wk_sampling;
+/* temperature 0.7, top_k 40, top_p 0.95, min_p 0.05, no penalty, seed 0 */
+wk_sampling wk_sampling_default(void);
+/* greedy, every filter off */
+wk_sampling wk_sampling_greedy(void);
+
+/* Order: repetition penalty, then (temperature > 0) logits / temperature,
+ * softmax, top-k, top-p, min-p, renormalise, one draw from a seeded
+ * generator (xoshiro256**, one 53-bit uniform per draw). */
+typedef struct wk_sampler wk_sampler;
+wk_sampler *wk_sampler_new(const wk_sampling *s, int64_t n_vocab);
+void wk_sampler_free(wk_sampler *s);
+/* A token from n_vocab logits (left as they are); -1 on error. */
+int32_t wk_sampler_sample(wk_sampler *s, const float *logits);
+/* Record a token (prompt or generated) for the repetition penalty. */
+void wk_sampler_accept(wk_sampler *s, int32_t token);
+void wk_sampler_reset(wk_sampler *s);               /* history and seed */
+
+/* ------------------------------------------------------------------ */
+/* chat                                                                */
+
+typedef struct wk_chat_message {
+    const char *role;        /* "system", "user", "assistant"               */
+    const char *content;
+} wk_chat_message;
+/* The format a chat template (Jinja text from the file) is; NONE when it
+ * is none of the known ones. */
+wk_chat_format wk_chat_format_detect(const char *chat_template);
+/* The conversation as the model's template writes it (BOS text included
+ * where the template has it), ending with the assistant's header when
+ * add_generation_prompt. malloc'd; NULL + error. */
+char *wk_llm_chat_apply(const wk_llm *m, const wk_chat_message *msgs, int n, bool add_generation_prompt);
+/* The same for a format given by hand; default_system: ChatML's system
+ * text when the conversation has none (NULL: none). */
+char *wk_chat_apply(wk_chat_format f, const char *default_system, const wk_chat_message *msgs, int n,
+                    bool add_generation_prompt);
+
+/* ------------------------------------------------------------------ */
+/* text and generation                                                 */
+
+/* Text to token ids with the model's tokenizer (special tokens written
+ * in the text are recognised; add_bos: as the model says when true).
+ * *ids is malloc'd. WK_ERR_UNSUPPORTED when the model has no tokenizer. */
+wk_status wk_llm_tokenize(const wk_llm *m, const char *text, size_t len, bool add_bos, int32_t **ids, int64_t *n);
+/* The bytes of one token (no streaming state). len 0 for special ones. */
+const char *wk_llm_token_text(const wk_llm *m, int32_t id, size_t *len);
+bool wk_llm_is_eog(const wk_llm *m, int32_t id);
+
+/* Called once per generated token with its id and the text it completes
+ * (whole UTF-8 characters only; may be empty: text that may begin a stop
+ * string is held back). Return false to stop. At the end, text still held
+ * back comes in one last call with token -1. */
+typedef bool (*wk_llm_token_fn)(void *user, int32_t token, const char *text, size_t len);
+
+typedef enum wk_stop_reason {
+    WK_STOP_NONE = 0, WK_STOP_EOG, WK_STOP_STRING, WK_STOP_LENGTH, WK_STOP_CONTEXT, WK_STOP_CALLBACK
+} wk_stop_reason;
+
+typedef struct wk_generate_opts {
+    wk_sampling sampling;
+    int64_t max_tokens;               /* 0: until the context is full        */
+    const char *const *stop;          /* stop strings (not passed on)        */
+    int n_stop;
+    bool ignore_eog;                  /* keep going past end tokens          */
+} wk_generate_opts;
+
+typedef struct wk_generate_stats {
+    int64_t prompt_tokens, gen_tokens;
+    double prompt_ms, gen_ms;         /* prefill; the rest (decode + sampling) */
+    wk_stop_reason stop;
+} wk_generate_stats;
+
+/* Feed prompt (after what the cache holds) and generate until an end
+ * token, a stop string, max_tokens, the end of the context or the
+ * callback says stop. opts NULL: greedy, no limit. cb may be NULL. A
+ * prompt that does not fit the context is WK_ERR_ARGUMENT with the
+ * numbers, before anything runs. */
+wk_status wk_llm_generate(wk_llm *m, const int32_t *prompt, int64_t n_prompt, const wk_generate_opts *opts,
+                          wk_llm_token_fn cb, void *user, wk_generate_stats *stats);
+
+#if defined(__GNUC__)
+#pragma GCC visibility pop
+#endif
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* WICK_LLM_H */

@@ -1,0 +1,552 @@
+/* llm.c — a transformer language model on a wick device: loading the
+ * weights of a GGUF or safetensors file, the KV cache, the rope tables,
+ * and the forward pass from token ids to logits.
+ *
+ * One forward pass serves llama, qwen2, qwen3 and gemma3; the flags of
+ * llm_hparams (llm_arch.c) switch the parts that differ:
+ *
+ *   x = embed(tokens) [* sqrt(E): gemma]                       [T, E]
+ *   for each layer:
+ *     h = norm(x)                                   rms_norm, gemma: (1 + w)
+ *     q, k, v = h Wq [+ bq], h Wk [+ bk], h Wv [+ bv]   (qwen2: biases)
+ *     q, k = norm(q), norm(k) per head                  (qwen3, gemma3)
+ *     q, k = rope(q), rope(k) at positions pos .. pos+T-1
+ *     cache[pos .. pos+T) = k, v
+ *     a = attention(q, cache[0 .. pos+T)) causal [, window]  GQA in place
+ *     a = a Wo [; a = norm(a): gemma's post-norm]
+ *     x = x + a;  h = norm(x)                          (one fused op)
+ *     f = (silu(h Wg) * h Wu) Wd     gemma: gelu_tanh(h Wg) * h Wu
+ *     [f = norm(f)]; x = x + f
+ *   logits = norm(x) Wout (tied: the embedding) [softcap]
+ *
+ * Every temporary lives in a wick scope, so a layer reads as above; the
+ * only buffers that outlive a step are the weights, the KV cache (one
+ * [1, Hkv, context, D] tensor per layer for K and one for V, allocated at
+ * load) and the rope tables. Weights: block-quantized matrices are
+ * multiplied by wk_qmatmul (on the cpu: decoded to f32, f32 sums), or
+ * decoded once at load (options.dequantize); dense ones are converted to
+ * the activation dtype at load.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "llm_internal.h"
+
+const char *wk_llm_arch_name(wk_llm_arch a)
+{
+    static const char *const names[] = { "llama", "qwen2", "qwen3", "gemma3" };
+    return (unsigned)a < WK_LLM_ARCH_COUNT ? names[a] : "?";
+}
+
+/* ---- loading ---------------------------------------------------------------- */
+
+/* A weight to load: where it goes, which file tensor, and the shape it must
+ * have (rank 1 or 2). */
+typedef struct wslot {
+    wk_tensor **dst;
+    const wk_file_tensor *info;
+    int rank;
+    int64_t d0, d1;
+    bool matrix;      /* a weight multiplied by activations (may stay quantized) */
+    bool embedding;   /* the token embedding (may stay quantized: qgather)       */
+} wslot;
+
+typedef struct wlist {
+    wslot *s;
+    int64_t n, cap;
+} wlist;
+
+static wk_status want(wk_llm *m, wlist *wl, wk_tensor **dst, const char *gname, const char *hname, int layer,
+                      bool required, int rank, int64_t d0, int64_t d1, bool matrix)
+{
+    const wk_file_tensor *info = llm_find(m, gname, hname, layer);
+    if (!info) {
+        if (!required) return WK_OK;
+        char name[256];
+        snprintf(name, sizeof name, m->src.gguf ? gname : hname, layer);
+        return wk_merr(WK_ERR_IO, "%s: the tensor %s is missing (a %s model needs it)",
+                       m->src.gguf ? wk_gguf_path(m->src.gguf) : m->src.dir, name, wk_llm_arch_name(m->info.arch));
+    }
+    bool ok = info->shape.rank == rank && info->shape.dims[0] == d0 && (rank == 1 || info->shape.dims[1] == d1);
+    if (!ok) {
+        char got[128] = "", exp[64];
+        int p = 0;
+        for (int i = 0; i < info->shape.rank && p < 100; i++)
+            p += snprintf(got + p, sizeof got - (size_t)p, "%s%lld", i ? ", " : "", (long long)info->shape.dims[i]);
+        if (rank == 1) snprintf(exp, sizeof exp, "%lld", (long long)d0);
+        else snprintf(exp, sizeof exp, "%lld, %lld", (long long)d0, (long long)d1);
+        return wk_merr(WK_ERR_IO, "%s: tensor %s has shape [%s]; the model's hyperparameters say [%s]", info->file,
+                       info->name, got, exp);
+    }
+    if (info->dtype == WK_DTYPE_COUNT)
+        return wk_merr(WK_ERR_UNSUPPORTED, "%s: tensor %s is of type %s, which wick does not have", info->file, info->name,
+                       info->type_name);
+    if (wk_dtype_is_quantized(info->dtype) && !matrix)
+        return wk_merr(WK_ERR_UNSUPPORTED, "%s: tensor %s is %s; wick takes block types for matrices only", info->file,
+                       info->name, wk_dtype_name(info->dtype));
+    if (!wk_dtype_is_float(info->dtype) && !wk_dtype_is_quantized(info->dtype))
+        return wk_merr(WK_ERR_UNSUPPORTED, "%s: tensor %s is %s, not a float or block type", info->file, info->name,
+                       wk_dtype_name(info->dtype));
+    if (wl->n == wl->cap) {
+        int64_t cap = wl->cap ? wl->cap * 2 : 64;
+        wslot *s = realloc(wl->s, (size_t)cap * sizeof *s);
+        if (!s) return wk_merr(WK_ERR_MEMORY, "out of memory");
+        wl->s = s;
+        wl->cap = cap;
+    }
+    wl->s[wl->n++] = (wslot){ dst, info, rank, d0, d1, matrix, false };
+    return WK_OK;
+}
+
+/* The tensor as the forward pass uses it (see the top of the file). */
+static wk_tensor *prepare(const wk_llm *m, wk_tensor *t, const wk_llm_options *o)
+{
+    const wk_dtype act = m->info.act_dtype;
+    const wk_dtype dt = wk_tensor_dtype(t);
+    if (wk_dtype_is_quantized(dt)) {
+        if (!o->dequantize) return wk_retain(t);
+        return wk_dequantize(t, act);
+    }
+    if (dt == act) return wk_retain(t);
+    return wk_to_dtype(t, act);
+}
+
+static wk_status load_weights(wk_llm *m, const wk_llm_options *o)
+{
+    const wk_llm_info *in = &m->info;
+    const llm_hparams *hp = &m->hp;
+    const int64_t E = in->n_embd, V = in->n_vocab, F = in->n_ff, D = in->head_dim;
+    const int64_t QD = in->n_head * D, KD = in->n_head_kv * D;
+    wlist wl = { 0 };
+    wk_status st;
+#define WANT(dst, g, h, l, req, rank, d0, d1, mat) \
+    if ((st = want(m, &wl, dst, g, h, l, req, rank, d0, d1, mat))) goto done
+
+    WANT(&m->tok_embd, "token_embd.weight", "model.embed_tokens.weight", -1, true, 2, V, E, true);
+    wl.s[wl.n - 1].embedding = true;
+    WANT(&m->out_norm, "output_norm.weight", "model.norm.weight", -1, true, 1, E, 0, false);
+    if (!hp->tied) WANT(&m->output, "output.weight", "lm_head.weight", -1, !!m->src.st && !hp->tied, 2, V, E, true);
+    for (int l = 0; l < in->n_layer; l++) {
+        llm_layer *y = &m->layers[l];
+        WANT(&y->attn_norm, "blk.%d.attn_norm.weight", "model.layers.%d.input_layernorm.weight", l, true, 1, E, 0, false);
+        WANT(&y->wq, "blk.%d.attn_q.weight", "model.layers.%d.self_attn.q_proj.weight", l, true, 2, QD, E, true);
+        WANT(&y->wk, "blk.%d.attn_k.weight", "model.layers.%d.self_attn.k_proj.weight", l, true, 2, KD, E, true);
+        WANT(&y->wv, "blk.%d.attn_v.weight", "model.layers.%d.self_attn.v_proj.weight", l, true, 2, KD, E, true);
+        WANT(&y->wo, "blk.%d.attn_output.weight", "model.layers.%d.self_attn.o_proj.weight", l, true, 2, E, QD, true);
+        if (hp->qkv_bias) {
+            WANT(&y->bq, "blk.%d.attn_q.bias", "model.layers.%d.self_attn.q_proj.bias", l, true, 1, QD, 0, false);
+            WANT(&y->bk, "blk.%d.attn_k.bias", "model.layers.%d.self_attn.k_proj.bias", l, true, 1, KD, 0, false);
+            WANT(&y->bv, "blk.%d.attn_v.bias", "model.layers.%d.self_attn.v_proj.bias", l, true, 1, KD, 0, false);
+        }
+        if (hp->qk_norm) {
+            WANT(&y->q_norm, "blk.%d.attn_q_norm.weight", "model.layers.%d.self_attn.q_norm.weight", l, true, 1, D, 0, false);
+            WANT(&y->k_norm, "blk.%d.attn_k_norm.weight", "model.layers.%d.self_attn.k_norm.weight", l, true, 1, D, 0, false);
+        }
+        if (hp->post_norms) {
+            WANT(&y->post_attn_norm, "blk.%d.post_attention_norm.weight", "model.layers.%d.post_attention_layernorm.weight",
+                 l, true, 1, E, 0, false);
+            WANT(&y->ffn_norm, "blk.%d.ffn_norm.weight", "model.layers.%d.pre_feedforward_layernorm.weight", l, true, 1, E,
+                 0, false);
+            WANT(&y->post_ffn_norm, "blk.%d.post_ffw_norm.weight", "model.layers.%d.post_feedforward_layernorm.weight", l,
+                 true, 1, E, 0, false);
+        } else {
+            WANT(&y->ffn_norm, "blk.%d.ffn_norm.weight", "model.layers.%d.post_attention_layernorm.weight", l, true, 1, E,
+                 0, false);
+        }
+        WANT(&y->w_gate, "blk.%d.ffn_gate.weight", "model.layers.%d.mlp.gate_proj.weight", l, true, 2, F, E, true);
+        WANT(&y->w_up, "blk.%d.ffn_up.weight", "model.layers.%d.mlp.up_proj.weight", l, true, 2, F, E, true);
+        WANT(&y->w_down, "blk.%d.ffn_down.weight", "model.layers.%d.mlp.down_proj.weight", l, true, 2, E, F, true);
+    }
+#undef WANT
+
+    {
+        const wk_file_tensor **infos = malloc((size_t)wl.n * sizeof *infos);
+        wk_tensor **raw = calloc((size_t)wl.n, sizeof *raw);
+        if (!infos || !raw) {
+            free(infos);
+            free(raw);
+            st = wk_merr(WK_ERR_MEMORY, "out of memory");
+            goto done;
+        }
+        for (int64_t i = 0; i < wl.n; i++) infos[i] = wl.s[i].info;
+        const char *label = m->src.gguf ? wk_path_base(wk_gguf_path(m->src.gguf)) : wk_path_base(m->src.dir);
+        st = wk_file_tensors_load(infos, wl.n, m->dev, o->progress, label, raw);
+        for (int64_t i = 0; st == WK_OK && i < wl.n; i++) {
+            wk_tensor *t = prepare(m, raw[i], o);
+            if (!t) {
+                st = wk_merr_core("%s: tensor %s", wl.s[i].info->file, wl.s[i].info->name);
+                break;
+            }
+            *wl.s[i].dst = t;
+            m->info.weight_bytes += wk_tensor_nbytes(t);
+            if (wl.s[i].matrix && wl.s[i].info->shape.dims[0] * wl.s[i].info->shape.dims[1] >= E * F / 2)
+                m->info.weight_dtype = wl.s[i].info->dtype;
+        }
+        for (int64_t i = 0; i < wl.n; i++) wk_release(raw[i]);
+        free(infos);
+        free(raw);
+    }
+    if (st == WK_OK && !m->output) m->output = wk_retain(m->tok_embd);
+done:
+    free(wl.s);
+    return st;
+}
+
+/* cos/sin [n_pos, D/2] for base and scaling; with GGUF's rope_freqs.weight
+ * (Llama 3.1 files) frequency i is divided by factor i. */
+static wk_status rope_tables(wk_llm *m, double base, const wk_rope_scaling *sc, bool freq_factors, wk_tensor **pcos,
+                             wk_tensor **psin)
+{
+    const int64_t D = m->info.head_dim, n = m->info.context, half = D / 2;
+    if (!freq_factors) {
+        if (wk_rope_tables(m->dev, D, base, n, sc, pcos, psin) != WK_OK) return wk_merr_core("rope tables");
+        return WK_OK;
+    }
+    const wk_file_tensor *fi = llm_find(m, "rope_freqs.weight", NULL, -1);
+    if (!fi || fi->dtype != WK_F32 || fi->shape.rank != 1 || fi->shape.dims[0] != half)
+        return wk_merr(WK_ERR_IO, "%s: rope_freqs.weight must be f32 [%lld]", wk_gguf_path(m->src.gguf), (long long)half);
+    const unsigned char *fd = fi->data;
+    float *c = malloc((size_t)(n * half) * sizeof *c), *s = malloc((size_t)(n * half) * sizeof *s);
+    if (!c || !s) {
+        free(c);
+        free(s);
+        return wk_merr(WK_ERR_MEMORY, "out of memory for rope tables of %lld positions", (long long)n);
+    }
+    for (int64_t i = 0; i < half; i++) {
+        float ff;
+        memcpy(&ff, fd + 4 * i, 4);
+        double f = pow(base, -2.0 * (double)i / (double)D) / (double)ff;
+        for (int64_t p = 0; p < n; p++) {
+            c[p * half + i] = (float)cos((double)p * f);
+            s[p * half + i] = (float)sin((double)p * f);
+        }
+    }
+    *pcos = wk_from_host(m->dev, WK_F32, WK_SHAPE(n, half), c);
+    *psin = wk_from_host(m->dev, WK_F32, WK_SHAPE(n, half), s);
+    free(c);
+    free(s);
+    if (!*pcos || !*psin) {
+        wk_release(*pcos);
+        wk_release(*psin);
+        *pcos = *psin = NULL;
+        return wk_merr_core("rope tables");
+    }
+    return WK_OK;
+}
+
+static bool is_gguf(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) return false;
+    char magic[4] = { 0 };
+    size_t n = fread(magic, 1, 4, f);
+    fclose(f);
+    return n == 4 && !memcmp(magic, "GGUF", 4);
+}
+
+static wk_status open_source(wk_llm *m, const char *path)
+{
+    if (is_gguf(path)) {
+        m->src.gguf = wk_gguf_open(path);
+        return m->src.gguf ? WK_OK : wk_model_last_status();
+    }
+    m->src.st = wk_safetensors_open(path);
+    if (!m->src.st) return wk_model_last_status();
+    /* config.json: in the folder, or beside the file */
+    const char *first = wk_safetensors_file_path(m->src.st, 0);
+    const char *slash = strrchr(first, '/');
+    size_t dl = slash ? (size_t)(slash - first) : 1;
+    m->src.dir = malloc(dl + 1);
+    if (!m->src.dir) return wk_merr(WK_ERR_MEMORY, "out of memory");
+    memcpy(m->src.dir, slash ? first : ".", dl);
+    m->src.dir[dl] = 0;
+    char cfg[4096];
+    snprintf(cfg, sizeof cfg, "%s/config.json", m->src.dir);
+    m->src.config = wk_config_open(cfg);
+    if (!m->src.config) return wk_merr(WK_ERR_IO, "%s: a safetensors model needs its config.json beside it: %s", path,
+                                       wk_model_last_error());
+    snprintf(cfg, sizeof cfg, "%s/tokenizer_config.json", m->src.dir);
+    FILE *f = fopen(cfg, "rb");
+    if (f) {
+        fclose(f);
+        m->src.tokcfg = wk_json_parse_file(cfg, WK_JSON_ALLOW_NAN);   /* optional: its chat template */
+        wk_model_clear_error();
+    }
+    return WK_OK;
+}
+
+wk_llm *wk_llm_load(const char *path, wk_device *dev, const wk_llm_options *opts)
+{
+    wk_model_clear_error();
+    if (!path || !dev) {
+        wk_merr(WK_ERR_ARGUMENT, "wk_llm_load: %s is NULL", path ? "the device" : "the path");
+        return NULL;
+    }
+    wk_llm_options o = { 0 };
+    if (opts) o = *opts;
+    if (o.act_dtype == WK_U8) o.act_dtype = WK_F32;
+    if (o.act_dtype != WK_F32 && o.act_dtype != WK_BF16) {
+        wk_merr(WK_ERR_DTYPE, "wk_llm_load: activations must be f32 or bf16, not %s", wk_dtype_name(o.act_dtype));
+        return NULL;
+    }
+    if (o.context < 0 || o.prefill_chunk < 0) {
+        wk_merr(WK_ERR_ARGUMENT, "wk_llm_load: context %lld and prefill_chunk %lld must not be negative",
+                (long long)o.context, (long long)o.prefill_chunk);
+        return NULL;
+    }
+    wk_llm *m = calloc(1, sizeof *m);
+    if (!m) {
+        wk_merr(WK_ERR_MEMORY, "out of memory");
+        return NULL;
+    }
+    m->dev = dev;
+    m->info.act_dtype = o.act_dtype;
+    m->info.bos_id = -1;
+    m->chunk = o.prefill_chunk ? o.prefill_chunk : 512;
+    wk_status st = open_source(m, path);
+    if (!st) st = llm_read_hparams(m, path);
+    if (st) goto fail;
+    wk_llm_info *in = &m->info;
+    if (m->src.gguf) {   /* the vocabulary: the embedding's rows */
+        const wk_file_tensor *te = llm_find(m, "token_embd.weight", NULL, -1);
+        if (!te || te->shape.rank != 2) {
+            st = wk_merr(WK_ERR_IO, "%s: token_embd.weight is missing or not 2-d", path);
+            goto fail;
+        }
+        in->n_vocab = te->shape.dims[0];
+        m->hp.tied = llm_find(m, "output.weight", NULL, -1) == NULL;
+    }
+    if (in->n_vocab <= 0 || in->n_vocab > ((int64_t)1 << 31)) {
+        st = wk_merr(WK_ERR_IO, "%s: vocabulary of %lld tokens", path, (long long)in->n_vocab);
+        goto fail;
+    }
+    in->context = o.context ? o.context : (in->train_context < 4096 ? in->train_context : 4096);
+    if (in->context > in->train_context) {
+        st = wk_merr(WK_ERR_ARGUMENT, "%s: a context of %lld tokens is longer than the model's %lld", path,
+                     (long long)in->context, (long long)in->train_context);
+        goto fail;
+    }
+    if ((st = load_weights(m, &o))) goto fail;
+    if ((st = rope_tables(m, in->rope_base, &m->hp.scaling, m->hp.freq_factors, &m->cos, &m->sin))) goto fail;
+    if (in->arch == WK_LLM_GEMMA3 &&
+        (st = rope_tables(m, in->rope_base_local, &m->hp.scaling_local, false, &m->cos_local, &m->sin_local)))
+        goto fail;
+    for (int64_t l = 0; l < in->n_layer; l++) {
+        wk_shape s = WK_SHAPE(1, in->n_head_kv, in->context, in->head_dim);
+        m->layers[l].k_cache = wk_zeros(dev, in->act_dtype, s);
+        m->layers[l].v_cache = wk_zeros(dev, in->act_dtype, s);
+        if (!m->layers[l].k_cache || !m->layers[l].v_cache) {
+            st = wk_merr_core("KV cache of %lld positions (layer %lld)", (long long)in->context, (long long)l);
+            goto fail;
+        }
+    }
+    if ((st = llm_text_init(m))) goto fail;
+    return m;
+fail:
+    (void)st;
+    wk_llm_free(m);
+    return NULL;
+}
+
+void wk_llm_free(wk_llm *m)
+{
+    if (!m) return;
+    if (m->layers) {
+        for (int64_t l = 0; l < m->info.n_layer; l++) {
+            llm_layer *y = &m->layers[l];
+            wk_tensor *ts[] = { y->attn_norm, y->wq, y->wk, y->wv, y->wo, y->bq, y->bk, y->bv, y->q_norm, y->k_norm,
+                                y->post_attn_norm, y->ffn_norm, y->w_gate, y->w_up, y->w_down, y->post_ffn_norm,
+                                y->k_cache, y->v_cache };
+            for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++) wk_release(ts[i]);
+        }
+        free(m->layers);
+    }
+    wk_release(m->tok_embd);
+    wk_release(m->out_norm);
+    wk_release(m->output);
+    wk_release(m->cos);
+    wk_release(m->sin);
+    wk_release(m->cos_local);
+    wk_release(m->sin_local);
+    llm_text_free(m);
+    wk_gguf_close(m->src.gguf);
+    wk_safetensors_close(m->src.st);
+    wk_json_free(m->src.config);
+    wk_json_free(m->src.tokcfg);
+    free(m->src.dir);
+    free(m);
+}
+
+const wk_llm_info *wk_llm_get_info(const wk_llm *m) { return m ? &m->info : NULL; }
+wk_device *wk_llm_device(const wk_llm *m) { return m ? m->dev : NULL; }
+int64_t wk_llm_pos(const wk_llm *m) { return m ? m->pos : 0; }
+
+wk_status wk_llm_rewind(wk_llm *m, int64_t pos)
+{
+    if (!m) return wk_merr(WK_ERR_ARGUMENT, "wk_llm_rewind: the model is NULL");
+    if (pos < 0 || pos > m->pos)
+        return wk_merr(WK_ERR_ARGUMENT, "wk_llm_rewind: position %lld is outside the %lld the cache holds", (long long)pos,
+                       (long long)m->pos);
+    m->pos = pos;   /* later positions are overwritten before they are read */
+    return WK_OK;
+}
+
+/* ---- the forward pass ------------------------------------------------------- */
+
+/* y [T, n] = x [T, k] . W^T, W [n, k] dense or block-quantized */
+static wk_tensor *linear(const wk_tensor *x, const wk_tensor *w, const wk_tensor *b)
+{
+    wk_tensor *y = wk_dtype_is_quantized(wk_tensor_dtype(w)) ? wk_qmatmul(x, w) : wk_matmul(x, wk_transpose(w, 0, 1));
+    return b && y ? wk_add(y, b) : y;
+}
+
+static wk_tensor *norm(const wk_llm *m, const wk_tensor *x, const wk_tensor *w)
+{
+    return m->hp.gemma_norm ? wk_rms_norm_gemma(x, w, m->info.norm_eps) : wk_rms_norm(x, w, m->info.norm_eps);
+}
+
+/* [1, T, H, D] -> rotated [1, H, T, D] */
+static wk_tensor *rope(const wk_llm *m, const wk_tensor *x, bool local, int64_t pos)
+{
+    const wk_tensor *c = local ? m->cos_local : m->cos, *s = local ? m->sin_local : m->sin;
+    if (m->info.rope_interleaved) return wk_rope_i(wk_transpose(x, 1, 2), c, s, pos);
+    return wk_transpose(wk_rope_thd(x, c, s, pos), 1, 2);
+}
+
+/* The round-to-bf16 of a scale, as HF multiplies by a tensor of the dtype. */
+static double in_dtype(double v, wk_dtype dt)
+{
+    if (dt != WK_BF16) return (double)(float)v;
+    float f = (float)v;
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    u = (u + 0x7fffu + ((u >> 16) & 1u)) & 0xffff0000u;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
+/* Tokens [T] at positions pos .. pos+T-1 through the model; rows of logits
+ * (f32) for tokens first_out .. T-1 into out (NULL: none). */
+static wk_status forward(wk_llm *m, const int32_t *tokens, int64_t T, int64_t first_out, float *out)
+{
+    const wk_llm_info *in = &m->info;
+    const llm_hparams *hp = &m->hp;
+    const int64_t E = in->n_embd, H = in->n_head, Hkv = in->n_head_kv, D = in->head_dim, pos = m->pos;
+    const wk_dtype act = in->act_dtype;
+    wk_status st = WK_OK;
+    uint32_t *ids = malloc((size_t)T * sizeof *ids);
+    if (!ids) return wk_merr(WK_ERR_MEMORY, "out of memory");
+    for (int64_t i = 0; i < T; i++) ids[i] = (uint32_t)tokens[i];
+
+    wk_scope_begin();
+    wk_tensor *tid = wk_from_host(m->dev, WK_U32, WK_SHAPE(T), ids);
+    wk_tensor *x = wk_dtype_is_quantized(wk_tensor_dtype(m->tok_embd)) ? wk_qgather(m->tok_embd, tid, act)
+                                                                      : wk_index_select(m->tok_embd, tid, 0);
+    if (x && hp->embd_scale > 0) x = wk_affine(x, in_dtype(hp->embd_scale, act), 0.0);
+    wk_tensor *f = NULL;   /* the last block's output, added to x by the next norm */
+    wk_tensor *h = x ? norm(m, x, m->layers[0].attn_norm) : NULL;
+    for (int64_t l = 0; l < in->n_layer && h; l++) {
+        llm_layer *y = &m->layers[l];
+        wk_scope_begin();
+        /* attention */
+        wk_tensor *q = wk_reshape(linear(h, y->wq, y->bq), WK_SHAPE(1, T, H, D));
+        wk_tensor *k = wk_reshape(linear(h, y->wk, y->bk), WK_SHAPE(1, T, Hkv, D));
+        wk_tensor *v = wk_reshape(linear(h, y->wv, y->bv), WK_SHAPE(1, T, Hkv, D));
+        if (hp->qk_norm) {
+            q = norm(m, q, y->q_norm);
+            k = norm(m, k, y->k_norm);
+        }
+        const bool local = in->arch == WK_LLM_GEMMA3 && y->sliding;
+        q = rope(m, q, local, pos);
+        k = rope(m, k, local, pos);
+        wk_tensor *a = NULL;
+        if (q && k && v &&
+            wk_copy_into(wk_narrow(y->k_cache, 2, pos, T), k) == WK_OK &&
+            wk_copy_into(wk_narrow(y->v_cache, 2, pos, T), wk_transpose(v, 1, 2)) == WK_OK) {
+            wk_attention_opts ao = { .scale = hp->attn_scale, .causal = true,
+                                     .window = y->sliding ? in->sliding_window : 0, .softcap = hp->attn_softcap };
+            a = wk_attention(q, wk_narrow(y->k_cache, 2, 0, pos + T), wk_narrow(y->v_cache, 2, 0, pos + T), &ao);
+        }
+        a = a ? linear(wk_reshape(wk_transpose(a, 1, 2), WK_SHAPE(T, H * D)), y->wo, NULL) : NULL;
+        if (a && y->post_attn_norm) a = norm(m, a, y->post_attn_norm);
+        /* x += a, then the MLP's norm, in one op */
+        wk_tensor *x2 = NULL;
+        h = a ? wk_add_rms_norm(a, x, y->ffn_norm, in->norm_eps, hp->gemma_norm, &x2) : NULL;
+        x = x2;
+        wk_tensor *g = h ? linear(h, y->w_gate, NULL) : NULL, *u = h ? linear(h, y->w_up, NULL) : NULL;
+        wk_tensor *act_ = hp->gelu_mlp ? wk_mul(wk_gelu(g), u) : wk_silu_mul(g, u);
+        f = act_ ? linear(act_, y->w_down, NULL) : NULL;
+        if (f && y->post_ffn_norm) f = norm(m, f, y->post_ffn_norm);
+        /* x += f and the next block's input norm in one op; after the last
+           block f stays apart for the final norm of the rows wanted */
+        h = NULL;
+        if (f && l + 1 < in->n_layer) {
+            wk_tensor *x3 = NULL;
+            h = wk_add_rms_norm(f, x, m->layers[l + 1].attn_norm, in->norm_eps, hp->gemma_norm, &x3);
+            x = x3;
+            f = NULL;
+        } else if (f) {
+            h = f;   /* non-NULL: no error */
+        }
+        wk_keep(x);
+        wk_keep(f);
+        wk_keep(h);
+        wk_scope_end();
+    }
+    if (h && out) {
+        const int64_t rows = T - first_out;
+        wk_tensor *xl = f ? wk_add(wk_narrow(x, 0, first_out, rows), wk_narrow(f, 0, first_out, rows)) : NULL;
+        wk_tensor *lg = xl ? linear(norm(m, xl, m->out_norm), m->output, NULL) : NULL;
+        if (lg && hp->final_softcap > 0)
+            lg = wk_affine(wk_tanh(wk_affine(lg, 1.0 / hp->final_softcap, 0.0)), hp->final_softcap, 0.0);
+        if (lg && act != WK_F32) lg = wk_to_dtype(lg, WK_F32);
+        if (!lg || wk_to_host(lg, out, (size_t)(rows * in->n_vocab) * sizeof(float)) != WK_OK) h = NULL;
+    } else if (h) {
+        /* no logits wanted: make sure the work is done and errors surface */
+        if (wk_device_synchronize(m->dev) != WK_OK) h = NULL;
+    }
+    if (!h) st = wk_merr_core("forward pass at position %lld (%lld tokens)", (long long)pos, (long long)T);
+    wk_scope_end();
+    free(ids);
+    (void)E;
+    return st;
+}
+
+wk_status wk_llm_eval(wk_llm *m, const int32_t *tokens, int64_t n, bool all_logits, float *logits)
+{
+    wk_model_clear_error();
+    if (!m || (!tokens && n > 0) || n < 0)
+        return wk_merr(WK_ERR_ARGUMENT, "wk_llm_eval: %s", !m ? "the model is NULL" : "bad tokens or count");
+    if (n == 0) return WK_OK;
+    if (n > m->info.context - m->pos)
+        return wk_merr(WK_ERR_ARGUMENT,
+                       "context full: %lld tokens do not fit after the %lld in the cache (context %lld; "
+                       "load with a longer context, up to the model's %lld)",
+                       (long long)n, (long long)m->pos, (long long)m->info.context, (long long)m->info.train_context);
+    for (int64_t i = 0; i < n; i++)
+        if (tokens[i] < 0 || tokens[i] >= m->info.n_vocab)
+            return wk_merr(WK_ERR_INDEX, "wk_llm_eval: token %lld is %d, outside the vocabulary of %lld", (long long)i,
+                           tokens[i], (long long)m->info.n_vocab);
+    const int64_t start = m->pos, V = m->info.n_vocab;
+    for (int64_t i = 0; i < n; i += m->chunk) {
+        const int64_t T = n - i < m->chunk ? n - i : m->chunk;
+        const bool last = i + T == n;
+        float *out = NULL;
+        int64_t first = T;
+        if (logits && all_logits) {
+            out = logits + i * V;
+            first = 0;
+        } else if (logits && last) {
+            out = logits;
+            first = T - 1;
+        }
+        wk_status st = forward(m, tokens + i, T, first, out);
+        if (st) {
+            m->pos = start;
+            return st;
+        }
+        m->pos += T;
+    }
+    return WK_OK;
+}

@@ -1,0 +1,75 @@
+/* llm_internal.h — what the language-model files of src/model/ share: the
+ * model struct (hyperparameters, weights, KV cache, rope tables), the
+ * hyperparameter reader (llm_arch.c) and the text side (llm_text.c).
+ * Written against the public headers only (tools/check-layers). */
+#ifndef WICK_LLM_INTERNAL_H
+#define WICK_LLM_INTERNAL_H
+
+#include "wick_llm.h"
+#include "model_internal.h"
+
+/* One transformer block's weights and cache. NULL where the architecture
+ * has none. Matrices are [out, in] (a GGUF file's ne reversed, a HF
+ * Linear's weight); dense ones are in the activation dtype, block ones as
+ * the file has them. */
+typedef struct llm_layer {
+    wk_tensor *attn_norm, *wq, *wk, *wv, *wo, *bq, *bk, *bv, *q_norm, *k_norm, *post_attn_norm;
+    wk_tensor *ffn_norm, *w_gate, *w_up, *w_down, *post_ffn_norm;
+    bool sliding;                 /* gemma3's local layers, Mistral's window */
+    wk_tensor *k_cache, *v_cache; /* [1, Hkv, context, D]                      */
+} llm_layer;
+
+/* The file a model came from: one of the two. */
+typedef struct llm_source {
+    wk_gguf *gguf;
+    wk_safetensors *st;
+    wk_json *config;              /* safetensors: config.json                 */
+    wk_json *tokcfg;              /* safetensors: tokenizer_config.json       */
+    char *dir;                    /* safetensors: the model's folder          */
+} llm_source;
+
+/* Hyperparameters beyond wk_llm_info. */
+typedef struct llm_hparams {
+    bool gemma_norm;              /* norms are x * (1 + w) (HF gemma files)   */
+    bool qkv_bias, qk_norm, post_norms, gelu_mlp;
+    double attn_scale;            /* 0: 1/sqrt(D)                             */
+    double embd_scale;            /* 0: none                                  */
+    double attn_softcap, final_softcap;
+    wk_rope_scaling scaling;      /* global layers                            */
+    wk_rope_scaling scaling_local;
+    bool freq_factors;            /* GGUF rope_freqs.weight divides the freqs */
+    bool tied;                    /* output = token embedding                  */
+} llm_hparams;
+
+struct wk_llm {
+    wk_llm_info info;
+    llm_hparams hp;
+    llm_source src;
+    wk_device *dev;
+    wk_tensor *tok_embd, *out_norm, *output;
+    llm_layer *layers;
+    wk_tensor *cos, *sin, *cos_local, *sin_local;   /* [context, D/2] f32 */
+    int64_t pos, chunk;
+    /* text: token strings from the file (GGUF) for EOG detection and,
+       when a tokenizer is built in, the tokenizer */
+    char *chat_template;
+    char *default_system;
+    void *tok;                    /* llm_text.c's */
+};
+
+/* llm_arch.c: architecture and hyperparameters from the file, the names
+ * of its tensors. */
+wk_status llm_read_hparams(wk_llm *m, const char *path);
+/* The file's tensor for a role: gguf_name / hf_name are printf patterns
+ * with the layer (-1 for a global tensor). NULL when absent. */
+const wk_file_tensor *llm_find(const wk_llm *m, const char *gguf_name, const char *hf_name, int layer);
+
+/* llm_text.c: tokenizer and end-of-generation tokens, set up at load. */
+wk_status llm_text_init(wk_llm *m);
+void llm_text_free(wk_llm *m);
+
+/* chat.c: a ChatML template's default system text, Llama 3.1's preamble;
+ * malloc'd or NULL. */
+char *llm_default_system(wk_chat_format f, const char *chat_template);
+
+#endif /* WICK_LLM_INTERNAL_H */

@@ -1,0 +1,427 @@
+/* llm_text.c — the text side of a model: its chat template and format,
+ * BOS and end-of-generation tokens, the bytes of each token (GGUF's
+ * byte-level BPE and SentencePiece vocabularies), tokenizing through the
+ * tokenizer layer, and the generation loop (sampling, stop tokens and stop
+ * strings, whole UTF-8 characters to the callback, timings).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include "llm_internal.h"
+
+typedef struct llm_text {
+    char *bytes;          /* every token's bytes, back to back          */
+    uint64_t *off;        /* [n_vocab + 1] offsets into bytes           */
+    unsigned char *special; /* [n_vocab] control tokens: no text        */
+} llm_text;
+
+/* ---- token bytes from GGUF --------------------------------------------------- */
+
+/* GPT-2's byte-level alphabet: the code point a byte is written as */
+static int byte_of_cp(uint32_t cp)
+{
+    if ((cp >= 33 && cp <= 126) || (cp >= 161 && cp <= 172) || (cp >= 174 && cp <= 255)) return (int)cp;
+    if (cp < 256) return -1;
+    /* the others in order: 0..32, 127..160, 173 -> 256, 257, ... */
+    int n = 0;
+    for (int b = 0; b < 256; b++) {
+        if ((b >= 33 && b <= 126) || (b >= 161 && b <= 172) || (b >= 174 && b <= 255)) continue;
+        if ((uint32_t)(256 + n) == cp) return b;
+        n++;
+    }
+    return -1;
+}
+
+/* one UTF-8 code point at s (n bytes left); its length in *len, 0 when bad */
+static uint32_t utf8_cp(const unsigned char *s, size_t n, size_t *len)
+{
+    *len = 0;
+    if (!n) return 0;
+    if (s[0] < 0x80) {
+        *len = 1;
+        return s[0];
+    }
+    int k = s[0] >= 0xf0 ? 4 : s[0] >= 0xe0 ? 3 : s[0] >= 0xc0 ? 2 : 0;
+    if (!k || (size_t)k > n) return 0;
+    uint32_t cp = s[0] & (0x7f >> k);
+    for (int i = 1; i < k; i++) {
+        if ((s[i] & 0xc0) != 0x80) return 0;
+        cp = (cp << 6) | (s[i] & 0x3f);
+    }
+    *len = (size_t)k;
+    return cp;
+}
+
+/* The bytes token `s` stands for: byte-level BPE maps each character back
+ * to its byte; SentencePiece writes spaces as U+2581 and bytes as <0xXX>. */
+static size_t token_bytes(bool bpe, const char *s, size_t n, char *out)
+{
+    size_t o = 0;
+    if (!bpe) {
+        if (n == 6 && !strncmp(s, "<0x", 3) && s[5] == '>') {
+            unsigned v;
+            if (sscanf(s + 3, "%2x", &v) == 1) {
+                out[0] = (char)v;
+                return 1;
+            }
+        }
+        for (size_t i = 0; i < n;) {
+            if (i + 3 <= n && !memcmp(s + i, "\xe2\x96\x81", 3)) {
+                out[o++] = ' ';
+                i += 3;
+            } else {
+                out[o++] = s[i++];
+            }
+        }
+        return o;
+    }
+    for (size_t i = 0; i < n;) {
+        size_t l;
+        uint32_t cp = utf8_cp((const unsigned char *)s + i, n - i, &l);
+        int b = l ? byte_of_cp(cp) : -1;
+        if (b < 0) {   /* not of the alphabet (an added token): as written */
+            size_t k = l ? l : 1;
+            memcpy(out + o, s + i, k);
+            o += k;
+            i += k;
+        } else {
+            out[o++] = (char)b;
+            i += l;
+        }
+    }
+    return o;
+}
+
+static wk_status text_from_gguf(wk_llm *m, llm_text *tx)
+{
+    const wk_gguf *g = m->src.gguf;
+    const wk_gguf_value *toks = wk_gguf_find(g, "tokenizer.ggml.tokens");
+    const wk_gguf_value *types = wk_gguf_find(g, "tokenizer.ggml.token_type");
+    const char *model = NULL;
+    const wk_gguf_value *mv = wk_gguf_find(g, "tokenizer.ggml.model");
+    if (mv) model = wk_gguf_value_str(mv, NULL);
+    if (!toks || wk_gguf_array_type(toks) != WK_GGUF_STRING) return WK_OK;   /* no vocabulary: ids only */
+    const uint64_t n = wk_gguf_array_len(toks);
+    const int64_t V = m->info.n_vocab;
+    const bool bpe = model && !strcmp(model, "gpt2");
+    uint64_t total = 0;
+    for (uint64_t i = 0; i < n && (int64_t)i < V; i++) {
+        size_t l = 0;
+        wk_gguf_array_str(toks, i, &l);
+        total += l;
+    }
+    tx->bytes = malloc(total + 1);
+    tx->off = calloc((size_t)V + 1, sizeof *tx->off);
+    tx->special = calloc((size_t)V, 1);
+    if (!tx->bytes || !tx->off || !tx->special) return wk_merr(WK_ERR_MEMORY, "out of memory for the vocabulary");
+    uint64_t o = 0;
+    for (int64_t i = 0; i < V; i++) {
+        tx->off[i] = o;
+        if ((uint64_t)i >= n) continue;
+        size_t l = 0;
+        const char *s = wk_gguf_array_str(toks, (uint64_t)i, &l);
+        int64_t type = 1;
+        if (types) wk_gguf_array_int(types, (uint64_t)i, &type);
+        if (type == 3 || type == 5) {   /* control, unused: no text */
+            tx->special[i] = 1;
+            continue;
+        }
+        if (s) o += type == 4 ? (memcpy(tx->bytes + o, s, l), l) : token_bytes(bpe, s, l, tx->bytes + o);
+    }
+    tx->off[V] = o;
+    return WK_OK;
+}
+
+static void add_eog(wk_llm *m, int64_t id)
+{
+    wk_llm_info *in = &m->info;
+    if (id < 0 || id >= in->n_vocab) return;
+    for (int i = 0; i < in->n_eog; i++)
+        if (in->eog_ids[i] == id) return;
+    if (in->n_eog < (int)(sizeof in->eog_ids / sizeof in->eog_ids[0])) in->eog_ids[in->n_eog++] = (int32_t)id;
+}
+
+/* eos_token_id of a HF json: a number or a list of them */
+static void eog_json(wk_llm *m, const wk_json *j)
+{
+    const wk_json *e = wk_json_get(j, "eos_token_id");
+    int64_t v;
+    if (wk_json_int(e, &v)) add_eog(m, v);
+    for (size_t i = 0; wk_json_kind(e) == WK_JSON_ARRAY && i < wk_json_count(e); i++)
+        if (wk_json_int(wk_json_item(e, i), &v)) add_eog(m, v);
+}
+
+static char *read_small_file(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    char *buf = NULL;
+    if (fseek(f, 0, SEEK_END) == 0) {
+        long n = ftell(f);
+        if (n >= 0 && n < (1l << 24) && fseek(f, 0, SEEK_SET) == 0 && (buf = malloc((size_t)n + 1))) {
+            if (fread(buf, 1, (size_t)n, f) != (size_t)n) {
+                free(buf);
+                buf = NULL;
+            } else {
+                buf[n] = 0;
+            }
+        }
+    }
+    fclose(f);
+    return buf;
+}
+
+wk_status llm_text_init(wk_llm *m)
+{
+    llm_text *tx = calloc(1, sizeof *tx);
+    if (!tx) return wk_merr(WK_ERR_MEMORY, "out of memory");
+    m->tok = tx;
+    wk_llm_info *in = &m->info;
+    const char *tmpl = NULL;
+    if (m->src.gguf) {
+        const wk_gguf *g = m->src.gguf;
+        const wk_gguf_value *v;
+        int64_t id;
+        bool b;
+        if ((v = wk_gguf_find(g, "tokenizer.ggml.bos_token_id")) && wk_gguf_value_int(v, &id) && id >= 0 &&
+            id < in->n_vocab)
+            in->bos_id = (int32_t)id;
+        const char *tm = (v = wk_gguf_find(g, "tokenizer.ggml.model")) ? wk_gguf_value_str(v, NULL) : NULL;
+        in->add_bos = in->bos_id >= 0 && !(tm && !strcmp(tm, "gpt2"));   /* llama.cpp's default per model */
+        if ((v = wk_gguf_find(g, "tokenizer.ggml.add_bos_token")) && wk_gguf_value_bool(v, &b)) in->add_bos = b && in->bos_id >= 0;
+        const char *keys[] = { "tokenizer.ggml.eos_token_id", "tokenizer.ggml.eot_token_id", "tokenizer.ggml.eom_token_id" };
+        for (size_t i = 0; i < 3; i++)
+            if ((v = wk_gguf_find(g, keys[i])) && wk_gguf_value_int(v, &id)) add_eog(m, id);
+        if ((v = wk_gguf_find(g, "tokenizer.chat_template"))) tmpl = wk_gguf_value_str(v, NULL);
+        wk_status st = text_from_gguf(m, tx);
+        if (st) return st;
+        /* the end tokens llama.cpp also stops on, by their text */
+        const wk_gguf_value *toks = wk_gguf_find(g, "tokenizer.ggml.tokens");
+        static const char *const eog_text[] = { "<|im_end|>", "<|eot_id|>", "<|eom_id|>", "<end_of_turn>",
+                                                "<|endoftext|>", "<|end_of_text|>", "<|end|>" };
+        for (uint64_t i = 0; toks && i < wk_gguf_array_len(toks) && (int64_t)i < in->n_vocab; i++) {
+            const char *s = wk_gguf_array_str(toks, i, NULL);
+            if (!s || s[0] != '<') continue;
+            for (size_t k = 0; k < sizeof eog_text / sizeof eog_text[0]; k++)
+                if (!strcmp(s, eog_text[k])) add_eog(m, (int64_t)i);
+        }
+    } else {
+        int64_t id;
+        if (wk_json_int(wk_json_get(m->src.config, "bos_token_id"), &id) && id >= 0 && id < in->n_vocab) in->bos_id = (int32_t)id;
+        in->add_bos = in->bos_id >= 0 && in->arch != WK_LLM_QWEN2 && in->arch != WK_LLM_QWEN3;
+        eog_json(m, m->src.config);
+        char path[4096];
+        snprintf(path, sizeof path, "%s/generation_config.json", m->src.dir);
+        FILE *f = fopen(path, "rb");
+        if (f) {
+            fclose(f);
+            wk_json *gc = wk_json_parse_file(path, WK_JSON_ALLOW_NAN);
+            if (gc) eog_json(m, gc);
+            wk_json_free(gc);
+            wk_model_clear_error();
+        }
+        if (m->src.tokcfg) tmpl = wk_json_string(wk_json_get(m->src.tokcfg, "chat_template"), NULL);
+        if (!tmpl) {
+            snprintf(path, sizeof path, "%s/chat_template.jinja", m->src.dir);
+            m->chat_template = read_small_file(path);
+            tmpl = m->chat_template;
+        }
+    }
+    if (tmpl && !m->chat_template) m->chat_template = strdup(tmpl);
+    in->chat = wk_chat_format_detect(m->chat_template);
+    m->default_system = llm_default_system(in->chat, m->chat_template);
+    in->default_system = m->default_system;
+    return WK_OK;
+}
+
+void llm_text_free(wk_llm *m)
+{
+    llm_text *tx = m->tok;
+    if (tx) {
+        free(tx->bytes);
+        free(tx->off);
+        free(tx->special);
+        free(tx);
+    }
+    m->tok = NULL;
+    free(m->chat_template);
+    free(m->default_system);
+}
+
+const char *wk_llm_token_text(const wk_llm *m, int32_t id, size_t *len)
+{
+    if (len) *len = 0;
+    if (!m || !m->tok || id < 0 || id >= m->info.n_vocab) return "";
+    const llm_text *tx = m->tok;
+    if (!tx->off) return "";
+    if (len) *len = (size_t)(tx->off[id + 1] - tx->off[id]);
+    return tx->bytes + tx->off[id];
+}
+
+bool wk_llm_is_eog(const wk_llm *m, int32_t id)
+{
+    if (!m) return false;
+    for (int i = 0; i < m->info.n_eog; i++)
+        if (m->info.eog_ids[i] == id) return true;
+    return false;
+}
+
+wk_status wk_llm_tokenize(const wk_llm *m, const char *text, size_t len, bool add_bos, int32_t **ids, int64_t *n)
+{
+    (void)text;
+    (void)len;
+    (void)add_bos;
+    if (ids) *ids = NULL;
+    if (n) *n = 0;
+    if (!m) return wk_merr(WK_ERR_ARGUMENT, "wk_llm_tokenize: the model is NULL");
+    return wk_merr(WK_ERR_UNSUPPORTED, "wk_llm_tokenize: this build has no tokenizer");
+}
+
+/* ---- generation --------------------------------------------------------------- */
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+/* bytes at the end of s[0..n) that start an incomplete UTF-8 character */
+static size_t utf8_tail(const char *s, size_t n)
+{
+    for (size_t k = 1; k <= 3 && k <= n; k++) {
+        unsigned char c = (unsigned char)s[n - k];
+        if ((c & 0xc0) == 0x80) continue;            /* a continuation byte */
+        int need = c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : c >= 0xc0 ? 2 : 1;
+        return (size_t)need > k ? k : 0;
+    }
+    return 0;
+}
+
+typedef struct pending {
+    char *p;
+    size_t n, cap;
+} pending;
+
+wk_status wk_llm_generate(wk_llm *m, const int32_t *prompt, int64_t n_prompt, const wk_generate_opts *opts,
+                          wk_llm_token_fn cb, void *user, wk_generate_stats *stats)
+{
+    wk_model_clear_error();
+    wk_generate_stats s = { 0 };
+    if (stats) *stats = s;
+    if (!m || n_prompt < 0 || (n_prompt > 0 && !prompt))
+        return wk_merr(WK_ERR_ARGUMENT, "wk_llm_generate: %s", !m ? "the model is NULL" : "bad prompt");
+    wk_generate_opts o = { .sampling = wk_sampling_greedy() };
+    if (opts) o = *opts;
+    if (o.n_stop < 0 || (o.n_stop > 0 && !o.stop)) return wk_merr(WK_ERR_ARGUMENT, "wk_llm_generate: bad stop strings");
+    if (n_prompt == 0 && m->pos == 0) return wk_merr(WK_ERR_ARGUMENT, "wk_llm_generate: an empty prompt and cache");
+    if (n_prompt > m->info.context - m->pos)
+        return wk_merr(WK_ERR_ARGUMENT,
+                       "the prompt of %lld tokens does not fit: the context holds %lld and %lld are in use "
+                       "(a longer context: --ctx / wk_llm_options.context, up to the model's %lld)",
+                       (long long)n_prompt, (long long)m->info.context, (long long)m->pos,
+                       (long long)m->info.train_context);
+    const int64_t V = m->info.n_vocab;
+    float *logits = malloc((size_t)V * sizeof *logits);
+    wk_sampler *sm = wk_sampler_new(&o.sampling, V);
+    pending pd = { 0 };
+    size_t max_stop = 0;
+    for (int i = 0; i < o.n_stop; i++)
+        if (o.stop[i] && strlen(o.stop[i]) > max_stop) max_stop = strlen(o.stop[i]);
+    wk_status st = WK_OK;
+    if (!logits || !sm) {
+        st = sm ? wk_merr(WK_ERR_MEMORY, "out of memory") : wk_model_last_status();
+        goto out;
+    }
+    for (int64_t i = 0; i < n_prompt; i++) wk_sampler_accept(sm, prompt[i]);
+    double t0 = now_ms();
+    if (n_prompt > 0) st = wk_llm_eval(m, prompt, n_prompt, false, logits);
+    else {   /* continue from the cache: the last token again is not possible, so refuse */
+        st = wk_merr(WK_ERR_ARGUMENT, "wk_llm_generate: give at least one prompt token");
+    }
+    if (st) goto out;
+    s.prompt_tokens = n_prompt;
+    s.prompt_ms = now_ms() - t0;
+    t0 = now_ms();
+    for (;;) {
+        const int32_t tok = wk_sampler_sample(sm, logits);
+        if (tok < 0) {
+            st = wk_model_last_status();
+            break;
+        }
+        if (!o.ignore_eog && wk_llm_is_eog(m, tok)) {
+            s.stop = WK_STOP_EOG;
+            break;
+        }
+        wk_sampler_accept(sm, tok);
+        s.gen_tokens++;
+        /* its bytes join what is pending; pass on whole characters that
+           cannot be the start of a stop string */
+        size_t len;
+        const char *txt = wk_llm_token_text(m, tok, &len);
+        if (pd.n + len + 1 > pd.cap) {
+            size_t cap = (pd.n + len + 1) * 2;
+            char *p = realloc(pd.p, cap);
+            if (!p) {
+                st = wk_merr(WK_ERR_MEMORY, "out of memory");
+                break;
+            }
+            pd.p = p;
+            pd.cap = cap;
+        }
+        memcpy(pd.p + pd.n, txt, len);
+        pd.n += len;
+        pd.p[pd.n] = 0;
+        size_t emit = pd.n, hit = SIZE_MAX;
+        for (int i = 0; i < o.n_stop; i++) {
+            if (!o.stop[i] || !o.stop[i][0]) continue;
+            const char *f = strstr(pd.p, o.stop[i]);
+            if (f && (size_t)(f - pd.p) < hit) hit = (size_t)(f - pd.p);
+        }
+        if (hit != SIZE_MAX) emit = hit;
+        else if (max_stop) {
+            /* hold back a suffix that a stop string starts with */
+            for (size_t k = max_stop - 1 < pd.n ? max_stop - 1 : pd.n; k > 0; k--) {
+                bool pre = false;
+                for (int i = 0; i < o.n_stop && !pre; i++)
+                    if (o.stop[i] && strlen(o.stop[i]) > k && !strncmp(pd.p + pd.n - k, o.stop[i], k)) pre = true;
+                if (pre) {
+                    emit = pd.n - k;
+                    break;
+                }
+            }
+        }
+        if (hit == SIZE_MAX) emit -= utf8_tail(pd.p, emit);
+        bool go = true;
+        if (cb) go = cb(user, tok, pd.p, emit);
+        memmove(pd.p, pd.p + emit, pd.n - emit);
+        pd.n -= emit;
+        if (pd.p) pd.p[pd.n] = 0;
+        if (hit != SIZE_MAX) {
+            s.stop = WK_STOP_STRING;
+            break;
+        }
+        if (!go) {
+            s.stop = WK_STOP_CALLBACK;
+            break;
+        }
+        if (o.max_tokens > 0 && s.gen_tokens >= o.max_tokens) {
+            s.stop = WK_STOP_LENGTH;
+            break;
+        }
+        if (m->pos >= m->info.context) {
+            s.stop = WK_STOP_CONTEXT;
+            break;
+        }
+        if ((st = wk_llm_eval(m, &tok, 1, false, logits))) break;
+    }
+    if (st == WK_OK && s.stop != WK_STOP_STRING && pd.n && cb) cb(user, -1, pd.p, pd.n);   /* held back text */
+    s.gen_ms = now_ms() - t0;
+out:
+    free(pd.p);
+    free(logits);
+    wk_sampler_free(sm);
+    if (stats) *stats = s;
+    return st;
+}

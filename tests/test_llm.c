@@ -1,0 +1,1058 @@
+/* test_llm.c — the language-model layer (include/wick_llm.h) on tiny
+ * synthetic models, against a forward pass written here in double
+ * precision from the architectures' definitions (naive loops, no wick
+ * calls):
+ *
+ *   llm/forward/<arch>/<gguf|hf>   logits at every prefill position, then
+ *                                  decode steps one token at a time, within
+ *                                  2e-4 of the largest |logit| (f32 sums
+ *                                  against double); llama, qwen2 (biases),
+ *                                  qwen3 (q/k norms), gemma3 (sliding and
+ *                                  global layers with their rope bases, a
+ *                                  small window, q/k norms, post-norms,
+ *                                  gelu, embedding scale, tied output);
+ *                                  GGUF files (written with the GGUF
+ *                                  writer: interleaved rope for llama,
+ *                                  plain norms) and safetensors + config.json
+ *                                  (written here: halves rope, gemma's
+ *                                  (1 + w) norms, both config styles)
+ *   llm/chunks, llm/rewind         chunked prefill and a rewound cache give
+ *                                  the same logits as one pass
+ *   llm/quant                      q8_0 weights through wk_qmatmul and
+ *                                  dequantized at load agree with the
+ *                                  reference of the dequantized weights
+ *   llm/bf16                       bf16 activations stay within 5e-2
+ *   llm/context                    the context limit: a clear error, the
+ *                                  cache untouched; too long a context at load
+ *   llm/errors/...                a missing tensor, a wrong shape, an
+ *                                  unknown architecture, not a model file
+ *   llm/sample/...                greedy, top-k 1, seeded repeatability,
+ *                                  draws against softmax, top-p, min-p,
+ *                                  the repetition penalty, bad parameters
+ *   llm/chat/...                  ChatML (with a template's default
+ *                                  system text), Llama 3, Gemma
+ *   llm/generate/...              end tokens, max tokens, stop strings
+ *                                  split across tokens, the callback
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "test.h"
+#include "wick_llm.h"
+
+enum { A_LLAMA, A_QWEN2, A_QWEN3, A_GEMMA3 };
+static const char *const arch_names[] = { "llama", "qwen2", "qwen3", "gemma3" };
+
+typedef struct tcfg {
+    int arch;
+    bool hf;            /* safetensors + config.json; else GGUF */
+    bool hf_v5;         /* config in transformers 5's rope_parameters style */
+    int V, E, L, H, Hkv, D, F, window;
+    double base, base_local, eps;
+    bool tied;
+} tcfg;
+
+typedef struct tlayer {
+    double *attn_norm, *wq, *wk, *wv, *wo, *bq, *bk, *bv, *q_norm, *k_norm, *post_attn, *ffn_norm, *gate, *up,
+        *down, *post_ffn;
+} tlayer;
+
+typedef struct tmodel {
+    tcfg c;
+    double *emb, *out_norm, *output;
+    tlayer *l;
+} tmodel;
+
+static double *rnd(int64_t n, double scale)
+{
+    double *p = t_mem((size_t)n * sizeof *p);
+    for (int64_t i = 0; i < n; i++) p[i] = t_rng_range(t_r(), -scale, scale);
+    return p;
+}
+
+static double *rnd_norm(int64_t n)
+{
+    double *p = t_mem((size_t)n * sizeof *p);
+    for (int64_t i = 0; i < n; i++) p[i] = t_rng_range(t_r(), 0.5, 1.5);
+    return p;
+}
+
+static tmodel make_model(tcfg c)
+{
+    tmodel m = { .c = c };
+    const int E = c.E, QD = c.H * c.D, KD = c.Hkv * c.D;
+    m.emb = rnd((int64_t)c.V * E, 1.0);
+    m.out_norm = rnd_norm(E);
+    m.output = c.tied ? NULL : rnd((int64_t)c.V * E, 0.3);
+    m.l = t_mem((size_t)c.L * sizeof *m.l);
+    for (int i = 0; i < c.L; i++) {
+        tlayer *y = &m.l[i];
+        y->attn_norm = rnd_norm(E);
+        y->wq = rnd((int64_t)QD * E, 0.3);
+        y->wk = rnd((int64_t)KD * E, 0.3);
+        y->wv = rnd((int64_t)KD * E, 0.3);
+        y->wo = rnd((int64_t)E * QD, 0.3);
+        if (c.arch == A_QWEN2) {
+            y->bq = rnd(QD, 0.5);
+            y->bk = rnd(KD, 0.5);
+            y->bv = rnd(KD, 0.5);
+        }
+        if (c.arch == A_QWEN3 || c.arch == A_GEMMA3) {
+            y->q_norm = rnd_norm(c.D);
+            y->k_norm = rnd_norm(c.D);
+        }
+        if (c.arch == A_GEMMA3) {
+            y->post_attn = rnd_norm(E);
+            y->post_ffn = rnd_norm(E);
+        }
+        y->ffn_norm = rnd_norm(E);
+        y->gate = rnd((int64_t)c.F * E, 0.3);
+        y->up = rnd((int64_t)c.F * E, 0.3);
+        y->down = rnd((int64_t)E * c.F, 0.3);
+    }
+    return m;
+}
+
+static bool sliding(const tcfg *c, int l)
+{
+    return c->arch == A_GEMMA3 && (l + 1) % 6 != 0;
+}
+
+/* ---- the reference forward pass ------------------------------------------- */
+
+/* The stored norm weight w is used as (1 + w) by HF gemma files and as w by
+ * GGUF (whose converter adds the 1): the reference takes the effective
+ * weight, make_model's value, in both, and the writers store w - 1 for HF
+ * gemma. */
+static void rmsnorm(double *out, const double *x, const double *w, int n, double eps)
+{
+    double s = 0;
+    for (int i = 0; i < n; i++) s += x[i] * x[i];
+    double r = 1.0 / sqrt(s / n + eps);
+    for (int i = 0; i < n; i++) out[i] = x[i] * r * w[i];
+}
+
+static void matvec(double *y, const double *W, const double *x, const double *b, int n, int k)
+{
+    for (int i = 0; i < n; i++) {
+        double s = b ? b[i] : 0;
+        for (int j = 0; j < k; j++) s += W[(int64_t)i * k + j] * x[j];
+        y[i] = s;
+    }
+}
+
+static void rope_ref(double *v, int D, int pos, double base, bool interleaved)
+{
+    for (int i = 0; i < D / 2; i++) {
+        double f = pow(base, -2.0 * i / D), c = cos(pos * f), s = sin(pos * f);
+        int a = interleaved ? 2 * i : i, b = interleaved ? 2 * i + 1 : i + D / 2;
+        double x0 = v[a], x1 = v[b];
+        v[a] = x0 * c - x1 * s;
+        v[b] = x0 * s + x1 * c;
+    }
+}
+
+/* logits [T, V] for tokens [T] from position 0 */
+static double *ref_forward(const tmodel *m, const int32_t *tok, int T)
+{
+    const tcfg *c = &m->c;
+    const int E = c->E, D = c->D, H = c->H, Hkv = c->Hkv, QD = H * D, KD = Hkv * D, F = c->F;
+    const bool gemma = c->arch == A_GEMMA3, inter = c->arch == A_LLAMA && !c->hf;
+    double *x = t_mem((size_t)T * E * sizeof *x), *h = t_mem((size_t)E * sizeof *h);
+    double *q = t_mem((size_t)T * QD * sizeof *q), *k = t_mem((size_t)T * KD * sizeof *k),
+           *v = t_mem((size_t)T * KD * sizeof *v), *att = t_mem((size_t)QD * sizeof *att),
+           *o = t_mem((size_t)E * sizeof *o), *g = t_mem((size_t)F * sizeof *g), *u = t_mem((size_t)F * sizeof *u),
+           *sc = t_mem((size_t)T * sizeof *sc);
+    for (int t = 0; t < T; t++)
+        for (int i = 0; i < E; i++) x[t * E + i] = m->emb[(int64_t)tok[t] * E + i] * (gemma ? sqrt((double)E) : 1.0);
+    for (int l = 0; l < c->L; l++) {
+        const tlayer *y = &m->l[l];
+        const bool sw = sliding(c, l);
+        const double base = sw ? c->base_local : c->base;
+        for (int t = 0; t < T; t++) {
+            rmsnorm(h, x + t * E, y->attn_norm, E, c->eps);
+            matvec(q + t * QD, y->wq, h, y->bq, QD, E);
+            matvec(k + t * KD, y->wk, h, y->bk, KD, E);
+            matvec(v + t * KD, y->wv, h, y->bv, KD, E);
+            for (int hh = 0; hh < H; hh++) {
+                if (y->q_norm) rmsnorm(q + t * QD + hh * D, q + t * QD + hh * D, y->q_norm, D, c->eps);
+                rope_ref(q + t * QD + hh * D, D, t, base, inter);
+            }
+            for (int hh = 0; hh < Hkv; hh++) {
+                if (y->k_norm) rmsnorm(k + t * KD + hh * D, k + t * KD + hh * D, y->k_norm, D, c->eps);
+                rope_ref(k + t * KD + hh * D, D, t, base, inter);
+            }
+        }
+        const double scale = gemma ? 1.0 / sqrt((double)D) : 1.0 / sqrt((double)D);
+        for (int t = 0; t < T; t++) {
+            for (int hh = 0; hh < H; hh++) {
+                const int kh = hh / (H / Hkv);
+                double mx = -INFINITY;
+                for (int j = 0; j <= t; j++) {
+                    sc[j] = -INFINITY;
+                    if (sw && j <= t - c->window) continue;
+                    double s = 0;
+                    for (int d = 0; d < D; d++) s += q[t * QD + hh * D + d] * k[j * KD + kh * D + d];
+                    sc[j] = s * scale;
+                    if (sc[j] > mx) mx = sc[j];
+                }
+                double den = 0;
+                for (int j = 0; j <= t; j++) den += sc[j] == -INFINITY ? 0 : exp(sc[j] - mx);
+                for (int d = 0; d < D; d++) {
+                    double s = 0;
+                    for (int j = 0; j <= t; j++)
+                        if (sc[j] != -INFINITY) s += exp(sc[j] - mx) / den * v[j * KD + kh * D + d];
+                    att[hh * D + d] = s;
+                }
+            }
+            matvec(o, y->wo, att, NULL, E, QD);
+            if (y->post_attn) rmsnorm(o, o, y->post_attn, E, c->eps);
+            for (int i = 0; i < E; i++) x[t * E + i] += o[i];
+        }
+        for (int t = 0; t < T; t++) {
+            rmsnorm(h, x + t * E, y->ffn_norm, E, c->eps);
+            matvec(g, y->gate, h, NULL, F, E);
+            matvec(u, y->up, h, NULL, F, E);
+            for (int i = 0; i < F; i++) {
+                double a = gemma ? 0.5 * g[i] * (1 + tanh(sqrt(2 / M_PI) * (g[i] + 0.044715 * g[i] * g[i] * g[i])))
+                                 : g[i] / (1 + exp(-g[i]));
+                g[i] = a * u[i];
+            }
+            matvec(o, y->down, g, NULL, E, F);
+            if (y->post_ffn) rmsnorm(o, o, y->post_ffn, E, c->eps);
+            for (int i = 0; i < E; i++) x[t * E + i] += o[i];
+        }
+    }
+    double *lg = t_mem((size_t)T * c->V * sizeof *lg);
+    for (int t = 0; t < T; t++) {
+        rmsnorm(h, x + t * E, m->out_norm, E, c->eps);
+        matvec(lg + (int64_t)t * c->V, m->output ? m->output : m->emb, h, NULL, c->V, E);
+    }
+    return lg;
+}
+
+/* ---- writing the model ------------------------------------------------------ */
+
+static float *to_f32(const double *p, int64_t n, double add)
+{
+    float *f = t_mem((size_t)n * sizeof *f);
+    for (int64_t i = 0; i < n; i++) f[i] = (float)(p[i] + add);
+    return f;
+}
+
+/* A name -> f32 array list, written as GGUF or safetensors. */
+typedef struct tw {
+    char name[64];
+    wk_shape shape;
+    float *data;
+} tw;
+
+static int collect(const tmodel *m, tw *out)
+{
+    const tcfg *c = &m->c;
+    const bool hf = c->hf, gemma_hf = hf && c->arch == A_GEMMA3;
+    const int E = c->E, QD = c->H * c->D, KD = c->Hkv * c->D;
+    int n = 0;
+#define PUT(gname, hname, l, ptr, sh, add)                                                        \
+    do {                                                                                          \
+        snprintf(out[n].name, sizeof out[n].name, hf ? hname : gname, l);                          \
+        out[n].shape = sh;                                                                        \
+        int64_t cnt_ = 1;                                                                         \
+        for (int d_ = 0; d_ < out[n].shape.rank; d_++) cnt_ *= out[n].shape.dims[d_];             \
+        out[n].data = to_f32(ptr, cnt_, add);                                                     \
+        n++;                                                                                      \
+    } while (0)
+    const double nadd = gemma_hf ? -1.0 : 0.0;   /* HF gemma stores w - 1 */
+    PUT("token_embd.weight%.0d", "model.embed_tokens.weight%.0d", 0, m->emb, WK_SHAPE(c->V, E), 0);
+    PUT("output_norm.weight%.0d", "model.norm.weight%.0d", 0, m->out_norm, WK_SHAPE(E), nadd);
+    if (m->output) PUT("output.weight%.0d", "lm_head.weight%.0d", 0, m->output, WK_SHAPE(c->V, E), 0);
+    for (int l = 0; l < c->L; l++) {
+        const tlayer *y = &m->l[l];
+        PUT("blk.%d.attn_norm.weight", "model.layers.%d.input_layernorm.weight", l, y->attn_norm, WK_SHAPE(E), nadd);
+        PUT("blk.%d.attn_q.weight", "model.layers.%d.self_attn.q_proj.weight", l, y->wq, WK_SHAPE(QD, E), 0);
+        PUT("blk.%d.attn_k.weight", "model.layers.%d.self_attn.k_proj.weight", l, y->wk, WK_SHAPE(KD, E), 0);
+        PUT("blk.%d.attn_v.weight", "model.layers.%d.self_attn.v_proj.weight", l, y->wv, WK_SHAPE(KD, E), 0);
+        PUT("blk.%d.attn_output.weight", "model.layers.%d.self_attn.o_proj.weight", l, y->wo, WK_SHAPE(E, QD), 0);
+        if (y->bq) {
+            PUT("blk.%d.attn_q.bias", "model.layers.%d.self_attn.q_proj.bias", l, y->bq, WK_SHAPE(QD), 0);
+            PUT("blk.%d.attn_k.bias", "model.layers.%d.self_attn.k_proj.bias", l, y->bk, WK_SHAPE(KD), 0);
+            PUT("blk.%d.attn_v.bias", "model.layers.%d.self_attn.v_proj.bias", l, y->bv, WK_SHAPE(KD), 0);
+        }
+        if (y->q_norm) {
+            PUT("blk.%d.attn_q_norm.weight", "model.layers.%d.self_attn.q_norm.weight", l, y->q_norm, WK_SHAPE(c->D), nadd);
+            PUT("blk.%d.attn_k_norm.weight", "model.layers.%d.self_attn.k_norm.weight", l, y->k_norm, WK_SHAPE(c->D), nadd);
+        }
+        if (y->post_attn) {
+            PUT("blk.%d.post_attention_norm.weight", "model.layers.%d.post_attention_layernorm.weight", l, y->post_attn,
+                WK_SHAPE(E), nadd);
+            PUT("blk.%d.ffn_norm.weight", "model.layers.%d.pre_feedforward_layernorm.weight", l, y->ffn_norm, WK_SHAPE(E),
+                nadd);
+            PUT("blk.%d.post_ffw_norm.weight", "model.layers.%d.post_feedforward_layernorm.weight", l, y->post_ffn,
+                WK_SHAPE(E), nadd);
+        } else {
+            PUT("blk.%d.ffn_norm.weight", "model.layers.%d.post_attention_layernorm.weight", l, y->ffn_norm, WK_SHAPE(E),
+                0);
+        }
+        PUT("blk.%d.ffn_gate.weight", "model.layers.%d.mlp.gate_proj.weight", l, y->gate, WK_SHAPE(c->F, E), 0);
+        PUT("blk.%d.ffn_up.weight", "model.layers.%d.mlp.up_proj.weight", l, y->up, WK_SHAPE(c->F, E), 0);
+        PUT("blk.%d.ffn_down.weight", "model.layers.%d.mlp.down_proj.weight", l, y->down, WK_SHAPE(E, c->F), 0);
+    }
+#undef PUT
+    return n;
+}
+
+/* GGUF llama stores Q and K rows permuted for the interleaved rope: the
+ * writer applies llama.cpp's permutation to the HF-layout rows, and the
+ * reference uses the interleaved rope on the permuted weights directly, so
+ * nothing is permuted here; the file is what a converted file is. */
+static const char *tmp_path(const char *what)
+{
+    static _Thread_local char buf[4][256];
+    static _Thread_local int k;
+    char *p = buf[k++ & 3];
+    snprintf(p, 256, "%s/wick-test-llm-%d-%s", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", (int)getpid(), what);
+    return p;
+}
+
+static bool write_gguf(const tmodel *m, const char *path, wk_dtype wdt)
+{
+    const tcfg *c = &m->c;
+    const char *arch = arch_names[c->arch];
+    char k[128];
+    wk_gguf_writer *w = wk_gguf_writer_new();
+    if (!w) return false;
+    bool ok = wk_gguf_writer_set_str(w, "general.architecture", arch) == WK_OK;
+#define KEY(s) (snprintf(k, sizeof k, "%s.%s", arch, s), k)
+    ok = ok && !wk_gguf_writer_set_u32(w, KEY("context_length"), 64);
+    ok = ok && !wk_gguf_writer_set_u32(w, KEY("embedding_length"), (uint32_t)c->E);
+    ok = ok && !wk_gguf_writer_set_u32(w, KEY("block_count"), (uint32_t)c->L);
+    ok = ok && !wk_gguf_writer_set_u32(w, KEY("feed_forward_length"), (uint32_t)c->F);
+    ok = ok && !wk_gguf_writer_set_u32(w, KEY("attention.head_count"), (uint32_t)c->H);
+    ok = ok && !wk_gguf_writer_set_u32(w, KEY("attention.head_count_kv"), (uint32_t)c->Hkv);
+    ok = ok && !wk_gguf_writer_set_u32(w, KEY("attention.key_length"), (uint32_t)c->D);
+    ok = ok && !wk_gguf_writer_set_f32(w, KEY("attention.layer_norm_rms_epsilon"), (float)c->eps);
+    ok = ok && !wk_gguf_writer_set_f32(w, KEY("rope.freq_base"), (float)c->base);
+    if (c->arch == A_GEMMA3) ok = ok && !wk_gguf_writer_set_u32(w, KEY("attention.sliding_window"), (uint32_t)c->window);
+#undef KEY
+    ok = ok && !wk_gguf_writer_set_u32(w, "tokenizer.ggml.eos_token_id", 2);
+    tw *ts = t_mem(512 * sizeof *ts);
+    int n = collect(m, ts);
+    for (int i = 0; ok && i < n; i++) {
+        if (wdt != WK_F32 && ts[i].shape.rank == 2) {
+            wk_tensor *f = wk_from_host(t_dev(), WK_F32, ts[i].shape, ts[i].data);
+            wk_tensor *q = f ? wk_quantize(f, wdt) : NULL;
+            ok = q && !wk_gguf_writer_add_tensor(w, ts[i].name, q);
+            wk_release(f);
+            wk_release(q);
+        } else {
+            ok = !wk_gguf_writer_add_data(w, ts[i].name, WK_F32, ts[i].shape, ts[i].data);
+        }
+    }
+    ok = ok && !wk_gguf_writer_write(w, path);
+    if (!ok) t_fail("writing %s: %s / %s", path, wk_model_last_error(), wk_last_error());
+    wk_gguf_writer_free(w);
+    return ok;
+}
+
+static bool write_hf(const tmodel *m, const char *dir)
+{
+    const tcfg *c = &m->c;
+    char path[300];
+    snprintf(path, sizeof path, "mkdir -p '%s'", dir);
+    if (system(path) != 0) return false;
+    tw *ts = t_mem(512 * sizeof *ts);
+    int n = collect(m, ts);
+    /* safetensors: u64 header size, JSON header, data */
+    size_t hcap = 65536, hl = 0;
+    char *hdr = t_mem(hcap);
+    uint64_t off = 0;
+    hl += (size_t)snprintf(hdr + hl, hcap - hl, "{\"__metadata__\":{\"format\":\"pt\"}");
+    for (int i = 0; i < n; i++) {
+        int64_t cnt = 1;
+        for (int d = 0; d < ts[i].shape.rank; d++) cnt *= ts[i].shape.dims[d];
+        hl += (size_t)snprintf(hdr + hl, hcap - hl, ",\"%s\":{\"dtype\":\"F32\",\"shape\":[", ts[i].name);
+        for (int d = 0; d < ts[i].shape.rank; d++)
+            hl += (size_t)snprintf(hdr + hl, hcap - hl, "%s%lld", d ? "," : "", (long long)ts[i].shape.dims[d]);
+        hl += (size_t)snprintf(hdr + hl, hcap - hl, "],\"data_offsets\":[%llu,%llu]}", (unsigned long long)off,
+                               (unsigned long long)(off + (uint64_t)cnt * 4));
+        off += (uint64_t)cnt * 4;
+    }
+    hl += (size_t)snprintf(hdr + hl, hcap - hl, "}");
+    while (hl % 8) hdr[hl++] = ' ';
+    snprintf(path, sizeof path, "%s/model.safetensors", dir);
+    FILE *f = fopen(path, "wb");
+    if (!f) return false;
+    uint64_t h64 = hl;
+    fwrite(&h64, 8, 1, f);
+    fwrite(hdr, 1, hl, f);
+    for (int i = 0; i < n; i++) {
+        int64_t cnt = 1;
+        for (int d = 0; d < ts[i].shape.rank; d++) cnt *= ts[i].shape.dims[d];
+        fwrite(ts[i].data, 4, (size_t)cnt, f);
+    }
+    fclose(f);
+    static const char *const mt[] = { "llama", "qwen2", "qwen3", "gemma3_text" };
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    f = fopen(path, "w");
+    if (!f) return false;
+    fprintf(f, "{\"model_type\":\"%s\",\"vocab_size\":%d,\"hidden_size\":%d,\"num_hidden_layers\":%d,"
+               "\"num_attention_heads\":%d,\"num_key_value_heads\":%d,\"head_dim\":%d,\"intermediate_size\":%d,"
+               "\"max_position_embeddings\":64,\"rms_norm_eps\":%.17g,\"tie_word_embeddings\":%s,\"eos_token_id\":[2,3],",
+            mt[c->arch], c->V, c->E, c->L, c->H, c->Hkv, c->D, c->F, c->eps, c->tied ? "true" : "false");
+    if (c->arch == A_GEMMA3) {
+        fprintf(f, "\"query_pre_attn_scalar\":%d,\"sliding_window\":%d,\"hidden_activation\":\"gelu_pytorch_tanh\",",
+                c->D, c->window);
+        if (c->hf_v5) {
+            fprintf(f, "\"layer_types\":[");
+            for (int l = 0; l < c->L; l++)
+                fprintf(f, "%s\"%s\"", l ? "," : "", sliding(c, l) ? "sliding_attention" : "full_attention");
+            fprintf(f, "],\"rope_parameters\":{\"full_attention\":{\"rope_theta\":%.17g,\"rope_type\":\"default\"},"
+                       "\"sliding_attention\":{\"rope_theta\":%.17g,\"rope_type\":\"default\"}}",
+                    c->base, c->base_local);
+        } else {
+            fprintf(f, "\"sliding_window_pattern\":6,\"rope_theta\":%.17g,\"rope_local_base_freq\":%.17g,\"rope_scaling\":null",
+                    c->base, c->base_local);
+        }
+    } else if (c->hf_v5) {
+        fprintf(f, "\"hidden_act\":\"silu\",\"rope_parameters\":{\"rope_theta\":%.17g,\"rope_type\":\"default\"}", c->base);
+    } else {
+        fprintf(f, "\"hidden_act\":\"silu\",\"rope_theta\":%.17g,\"rope_scaling\":null", c->base);
+    }
+    fprintf(f, "}\n");
+    fclose(f);
+    return true;
+}
+
+static void rm_model(const char *path)
+{
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", path);
+    if (system(cmd) != 0) t_fail("could not remove %s", path);
+}
+
+static tcfg cfg_of(int arch, bool hf)
+{
+    tcfg c = { .arch = arch, .hf = hf, .V = 61, .E = 32, .L = 2, .H = 4, .Hkv = 2, .D = 8, .F = 40, .window = 3,
+               .base = 10000.0, .base_local = 10000.0, .eps = 1e-5, .tied = false };
+    if (arch == A_QWEN2) c.base = 1e6, c.tied = true;
+    if (arch == A_QWEN3) c.Hkv = 1, c.D = 16;
+    if (arch == A_GEMMA3) c.L = 7, c.E = 24, c.H = 2, c.Hkv = 1, c.D = 16, c.base = 1e6, c.tied = true, c.eps = 1e-6;
+    return c;
+}
+
+/* max |a - b| over max |b| */
+static double rel_err(const float *a, const double *b, int64_t n)
+{
+    double e = 0, s = 0;
+    for (int64_t i = 0; i < n; i++) {
+        if (!isfinite(a[i])) return INFINITY;
+        e = fmax(e, fabs(a[i] - b[i]));
+        s = fmax(s, fabs(b[i]));
+    }
+    return e / (s > 0 ? s : 1);
+}
+
+static wk_llm *load_or_fail(const char *path, const wk_llm_options *o)
+{
+    wk_llm *m = wk_llm_load(path, t_dev(), o);
+    if (!m) t_fail("wk_llm_load(%s): %s", path, wk_model_last_error());
+    return m;
+}
+
+static void check_forward(int arch, bool hf, bool v5)
+{
+    tcfg c = cfg_of(arch, hf);
+    c.hf_v5 = v5;
+    tmodel tm = make_model(c);
+    const char *path = tmp_path(hf ? "hf" : "model.gguf");
+    if (!(hf ? write_hf(&tm, path) : write_gguf(&tm, path, WK_F32))) return;
+    const int T = 9, S = 4;   /* prefill T, then S decode steps */
+    int32_t tok[13];
+    for (int i = 0; i < T + S; i++) tok[i] = (int32_t)t_rng_int(t_r(), 0, c.V - 1);
+    double *ref = ref_forward(&tm, tok, T + S);
+    wk_llm *m = load_or_fail(path, NULL);
+    if (m) {
+        const wk_llm_info *in = wk_llm_get_info(m);
+        T_CHECK(in->arch == (wk_llm_arch)arch && in->n_layer == c.L && in->n_vocab == c.V,
+                "info: arch %s, %lld layers, %lld tokens", wk_llm_arch_name(in->arch), (long long)in->n_layer,
+                (long long)in->n_vocab);
+        float *lg = t_mem((size_t)(T + S) * c.V * sizeof *lg);
+        T_CHECK(wk_llm_eval(m, tok, T, true, lg) == WK_OK, "prefill: %s", wk_model_last_error());
+        for (int s = 0; s < S; s++)
+            T_CHECK(wk_llm_eval(m, tok + T + s, 1, false, lg + (int64_t)(T + s) * c.V) == WK_OK, "decode %d: %s", s,
+                    wk_model_last_error());
+        double e = rel_err(lg, ref, (int64_t)(T + S) * c.V);
+        T_CHECK(e < 2e-4, "logits differ from the reference by %.3g (relative to the largest)", e);
+        T_CHECK(wk_llm_pos(m) == T + S, "position %lld", (long long)wk_llm_pos(m));
+        /* argmax agrees at every position */
+        for (int t = 0; t < T + S; t++) {
+            int a = 0, b = 0;
+            for (int i = 1; i < c.V; i++) {
+                if (lg[(int64_t)t * c.V + i] > lg[(int64_t)t * c.V + a]) a = i;
+                if (ref[(int64_t)t * c.V + i] > ref[(int64_t)t * c.V + b]) b = i;
+            }
+            T_CHECK(a == b || fabs(ref[(int64_t)t * c.V + a] - ref[(int64_t)t * c.V + b]) < 1e-4,
+                    "position %d: argmax %d, reference %d", t, a, b);
+        }
+        if (hf) T_CHECK(wk_llm_is_eog(m, 2) && wk_llm_is_eog(m, 3), "eos_token_id [2, 3] are end tokens");
+        else T_CHECK(wk_llm_is_eog(m, 2), "tokenizer.ggml.eos_token_id 2 is an end token");
+        wk_llm_free(m);
+    }
+    rm_model(path);
+}
+
+T_SUITE(llm)
+{
+    for (int a = 0; a < 4; a++)
+        for (int hf = 0; hf < 2; hf++) {
+            if (t_case("llm/forward/%s/%s", arch_names[a], hf ? "hf" : "gguf")) check_forward(a, hf, false);
+            if (hf && t_case("llm/forward/%s/hf-v5", arch_names[a])) check_forward(a, true, true);
+        }
+
+    if (t_case("llm/chunks")) {
+        tcfg c = cfg_of(A_GEMMA3, false);
+        tmodel tm = make_model(c);
+        const char *path = tmp_path("chunks.gguf");
+        if (write_gguf(&tm, path, WK_F32)) {
+            int32_t tok[20];
+            for (int i = 0; i < 20; i++) tok[i] = (int32_t)t_rng_int(t_r(), 0, c.V - 1);
+            float *a = t_mem(20 * (size_t)c.V * 4), *b = t_mem(20 * (size_t)c.V * 4), *l1 = t_mem((size_t)c.V * 4);
+            wk_llm_options o = { .prefill_chunk = 3 };
+            wk_llm *m1 = load_or_fail(path, NULL), *m2 = load_or_fail(path, &o);
+            if (m1 && m2) {
+                T_OK(wk_llm_eval(m1, tok, 20, true, a));
+                T_OK(wk_llm_eval(m2, tok, 20, true, b));
+                double e = 0;
+                for (int64_t i = 0; i < 20 * (int64_t)c.V; i++) e = fmax(e, fabs(a[i] - b[i]));
+                T_CHECK(e < 1e-4, "chunks of 3 against one pass: %.3g", e);
+                /* rewind to 11 and run the rest again: the same last logits */
+                T_OK(wk_llm_rewind(m2, 11));
+                T_OK(wk_llm_eval(m2, tok + 11, 9, false, l1));
+                e = 0;
+                for (int64_t i = 0; i < c.V; i++) e = fmax(e, fabs(l1[i] - a[19 * (int64_t)c.V + i]));
+                T_CHECK(e < 1e-4, "after a rewind: %.3g", e);
+                T_CHECK(wk_llm_rewind(m2, 21) == WK_ERR_ARGUMENT, "rewind past the end is refused");
+            }
+            wk_llm_free(m1);
+            wk_llm_free(m2);
+        }
+        rm_model(path);
+    }
+
+    if (t_case("llm/quant")) {
+        tcfg c = cfg_of(A_LLAMA, false);
+        c.E = 64, c.F = 96, c.D = 16;
+        tmodel tm = make_model(c);
+        const char *path = tmp_path("q8.gguf");
+        if (write_gguf(&tm, path, WK_Q8_0)) {
+            /* the reference of the weights as q8_0 decodes them */
+            tw *ts = t_mem(512 * sizeof *ts);
+            int n = collect(&tm, ts);
+            tmodel dq = tm;
+            dq.l = t_mem((size_t)c.L * sizeof *dq.l);
+            memcpy(dq.l, tm.l, (size_t)c.L * sizeof *dq.l);
+            for (int i = 0; i < n; i++) {
+                if (ts[i].shape.rank != 2) continue;
+                wk_tensor *f = t_own(wk_from_host(t_dev(), WK_F32, ts[i].shape, ts[i].data));
+                wk_tensor *d = t_own(wk_dequantize(t_own(wk_quantize(f, WK_Q8_0)), WK_F32));
+                int64_t cnt = ts[i].shape.dims[0] * ts[i].shape.dims[1];
+                float *h = t_mem((size_t)cnt * 4);
+                double *dd = t_mem((size_t)cnt * 8);
+                if (!d || wk_to_host(d, h, (size_t)cnt * 4)) {
+                    t_fail("dequantize");
+                    break;
+                }
+                for (int64_t j = 0; j < cnt; j++) dd[j] = h[j];
+                const char *nm = ts[i].name;
+                int l = -1;
+                char what[64] = "";
+                if (sscanf(nm, "blk.%d.%63s", &l, what) != 2) l = -1;
+                if (!strcmp(nm, "token_embd.weight")) dq.emb = dd;
+                else if (!strcmp(nm, "output.weight")) dq.output = dd;
+                else if (l >= 0) {
+                    tlayer *y = &dq.l[l];
+                    if (!strcmp(what, "attn_q.weight")) y->wq = dd;
+                    else if (!strcmp(what, "attn_k.weight")) y->wk = dd;
+                    else if (!strcmp(what, "attn_v.weight")) y->wv = dd;
+                    else if (!strcmp(what, "attn_output.weight")) y->wo = dd;
+                    else if (!strcmp(what, "ffn_gate.weight")) y->gate = dd;
+                    else if (!strcmp(what, "ffn_up.weight")) y->up = dd;
+                    else if (!strcmp(what, "ffn_down.weight")) y->down = dd;
+                }
+            }
+            int32_t tok[6] = { 1, 5, 9, 33, 2, 60 };
+            double *ref = ref_forward(&dq, tok, 6);
+            for (int deq = 0; deq < 2; deq++) {
+                wk_llm_options o = { .dequantize = deq };
+                wk_llm *m = load_or_fail(path, &o);
+                if (!m) continue;
+                T_CHECK(wk_llm_get_info(m)->weight_dtype == WK_Q8_0, "weight dtype %s",
+                        wk_dtype_name(wk_llm_get_info(m)->weight_dtype));
+                float *lg = t_mem(6 * (size_t)c.V * 4);
+                T_OK(wk_llm_eval(m, tok, 6, true, lg));
+                double e = rel_err(lg, ref, 6 * (int64_t)c.V);
+                T_CHECK(e < 2e-4, "q8_0 weights (%s): %.3g from the reference", deq ? "dequantized at load" : "qmatmul", e);
+                wk_llm_free(m);
+            }
+        }
+        rm_model(path);
+    }
+
+    if (t_case("llm/bf16")) {
+        tcfg c = cfg_of(A_QWEN3, true);
+        tmodel tm = make_model(c);
+        const char *path = tmp_path("bf16");
+        if (write_hf(&tm, path)) {
+            int32_t tok[7] = { 3, 1, 4, 1, 5, 9, 2 };
+            double *ref = ref_forward(&tm, tok, 7);
+            wk_llm_options o = { .act_dtype = WK_BF16 };
+            wk_llm *m = load_or_fail(path, &o);
+            if (m) {
+                float *lg = t_mem(7 * (size_t)c.V * 4);
+                T_OK(wk_llm_eval(m, tok, 7, true, lg));
+                double e = rel_err(lg, ref, 7 * (int64_t)c.V);
+                T_CHECK(e < 5e-2, "bf16 activations: %.3g from the reference", e);
+                wk_llm_free(m);
+            }
+        }
+        rm_model(path);
+    }
+
+    if (t_case("llm/context")) {
+        tcfg c = cfg_of(A_LLAMA, false);
+        tmodel tm = make_model(c);
+        const char *path = tmp_path("ctx.gguf");
+        if (write_gguf(&tm, path, WK_F32)) {
+            wk_llm_options o = { .context = 8 };
+            wk_llm *m = load_or_fail(path, &o);
+            if (m) {
+                int32_t tok[9] = { 1, 2, 3, 4, 5, 6, 7, 8, 9 };
+                T_OK(wk_llm_eval(m, tok, 5, false, NULL));
+                wk_status st = wk_llm_eval(m, tok, 4, false, NULL);
+                T_CHECK(st == WK_ERR_ARGUMENT && strstr(wk_model_last_error(), "context"),
+                        "past the context: %s, '%s'", wk_status_name(st), wk_model_last_error());
+                T_CHECK(wk_llm_pos(m) == 5, "the cache is unchanged: %lld", (long long)wk_llm_pos(m));
+                T_OK(wk_llm_eval(m, tok, 3, false, NULL));
+                wk_generate_stats gs;
+                st = wk_llm_generate(m, tok, 1, NULL, NULL, NULL, &gs);
+                T_CHECK(st == WK_ERR_ARGUMENT && strstr(wk_model_last_error(), "does not fit"),
+                        "a prompt past the context: %s, '%s'", wk_status_name(st), wk_model_last_error());
+                T_OK(wk_llm_rewind(m, 0));
+                st = wk_llm_generate(m, tok, 2, NULL, NULL, NULL, &gs);
+                T_CHECK(st == WK_OK && gs.stop == WK_STOP_CONTEXT && gs.gen_tokens == 7,
+                        "generation to the end of the context: %s, stop %d, %lld tokens", wk_status_name(st), gs.stop,
+                        (long long)gs.gen_tokens);
+                int32_t bad = 61;
+                T_OK(wk_llm_rewind(m, 0));
+                st = wk_llm_eval(m, &bad, 1, false, NULL);
+                T_CHECK(st == WK_ERR_INDEX, "token 61 of 61: %s", wk_status_name(st));
+                wk_llm_free(m);
+            }
+            o.context = 65;
+            wk_llm *m2 = wk_llm_load(path, t_dev(), &o);
+            T_CHECK(!m2 && wk_model_last_status() == WK_ERR_ARGUMENT && strstr(wk_model_last_error(), "longer than"),
+                    "a context past the model's 64: '%s'", wk_model_last_error());
+            wk_llm_free(m2);
+        }
+        rm_model(path);
+    }
+
+    if (t_case("llm/errors/files")) {
+        tcfg c = cfg_of(A_QWEN2, false);
+        tmodel tm = make_model(c);
+        const char *path = tmp_path("err.gguf");
+        /* a missing bias */
+        tm.l[1].bk = NULL;
+        tm.l[1].bq = NULL;
+        tm.l[1].bv = NULL;
+        if (write_gguf(&tm, path, WK_F32)) {
+            wk_llm *m = wk_llm_load(path, t_dev(), NULL);
+            T_CHECK(!m && wk_model_last_status() == WK_ERR_IO && strstr(wk_model_last_error(), "blk.1.attn_q.bias"),
+                    "a missing tensor: '%s'", wk_model_last_error());
+            wk_llm_free(m);
+        }
+        /* a wrong shape: the embedding of another width */
+        tcfg c2 = cfg_of(A_LLAMA, true);
+        tmodel t2 = make_model(c2);
+        const char *dir = tmp_path("errhf");
+        if (write_hf(&t2, dir)) {
+            char cfg[300];
+            snprintf(cfg, sizeof cfg, "sed -i 's/\"hidden_size\":32/\"hidden_size\":36/' '%s/config.json'", dir);
+            T_CHECK(system(cfg) == 0, "sed");
+            wk_llm *m = wk_llm_load(dir, t_dev(), NULL);
+            T_CHECK(!m && strstr(wk_model_last_error(), "model.embed_tokens.weight has shape [61, 32]"),
+                    "a wrong shape: '%s'", wk_model_last_error());
+            wk_llm_free(m);
+            snprintf(cfg, sizeof cfg, "sed -i 's/\"model_type\":\"llama\"/\"model_type\":\"gpt2\"/' '%s/config.json'", dir);
+            T_CHECK(system(cfg) == 0, "sed");
+            m = wk_llm_load(dir, t_dev(), NULL);
+            T_CHECK(!m && wk_model_last_status() == WK_ERR_UNSUPPORTED && strstr(wk_model_last_error(), "'gpt2'"),
+                    "an unknown model type: '%s'", wk_model_last_error());
+            wk_llm_free(m);
+        }
+        rm_model(dir);
+        /* not a model */
+        FILE *f = fopen(path, "w");
+        if (f) {
+            fputs("GGUF and then nothing", f);
+            fclose(f);
+        }
+        wk_llm *m = wk_llm_load(path, t_dev(), NULL);
+        T_CHECK(!m && wk_model_last_status() == WK_ERR_IO, "a truncated GGUF: %s '%s'",
+                wk_status_name(wk_model_last_status()), wk_model_last_error());
+        m = wk_llm_load("/nonexistent/model.gguf", t_dev(), NULL);
+        T_CHECK(!m && wk_model_last_error()[0], "a missing file: '%s'", wk_model_last_error());
+        wk_llm_options o = { .act_dtype = WK_F16 };
+        m = wk_llm_load(path, t_dev(), &o);
+        T_CHECK(!m && wk_model_last_status() == WK_ERR_DTYPE, "f16 activations are refused: '%s'", wk_model_last_error());
+        rm_model(path);
+    }
+}
+
+/* ---- sampling ------------------------------------------------------------------ */
+
+static int32_t draw(wk_sampling s, const float *lg, int V)
+{
+    wk_sampler *sm = wk_sampler_new(&s, V);
+    int32_t t = sm ? wk_sampler_sample(sm, lg) : -2;
+    wk_sampler_free(sm);
+    return t;
+}
+
+T_SUITE(llm_sample)
+{
+    const float lg[8] = { 1.0f, 3.0f, 2.5f, -1.0f, 3.0f, 0.0f, 2.9f, -INFINITY };
+    if (t_case("llm/sample/greedy")) {
+        T_CHECK(draw(wk_sampling_greedy(), lg, 8) == 1, "greedy takes the first largest");
+        wk_sampling s = wk_sampling_default();
+        s.top_k = 1;
+        s.temperature = 5.0;
+        for (s.seed = 0; s.seed < 20; s.seed++) T_CHECK(draw(s, lg, 8) == 1, "top-k 1 is greedy (seed %llu)", (unsigned long long)s.seed);
+    }
+    if (t_case("llm/sample/seed")) {
+        wk_sampling s = wk_sampling_default();
+        s.min_p = 0, s.top_p = 1, s.top_k = 0, s.temperature = 1.0, s.seed = 42;
+        wk_sampler *a = wk_sampler_new(&s, 8), *b = wk_sampler_new(&s, 8);
+        int same = 0, diff = 0;
+        int32_t first[64];
+        for (int i = 0; a && b && i < 64; i++) {
+            first[i] = wk_sampler_sample(a, lg);
+            same += first[i] == wk_sampler_sample(b, lg);
+        }
+        T_CHECK(same == 64, "one seed, one sequence: %d of 64 equal", same);
+        wk_sampler_reset(a);
+        for (int i = 0; a && i < 64; i++) diff += first[i] != wk_sampler_sample(a, lg);
+        T_CHECK(diff == 0, "reset repeats the sequence: %d differ", diff);
+        wk_sampler_free(a);
+        wk_sampler_free(b);
+    }
+    if (t_case("llm/sample/distribution")) {
+        /* temperature 2: p_i ~ exp(l_i / 2); 40000 draws within 5 sigma */
+        wk_sampling s = wk_sampling_greedy();
+        s.temperature = 2.0;
+        s.seed = 7;
+        wk_sampler *sm = wk_sampler_new(&s, 8);
+        int cnt[8] = { 0 };
+        const int N = 40000;
+        for (int i = 0; sm && i < N; i++) {
+            int32_t t = wk_sampler_sample(sm, lg);
+            if (t >= 0 && t < 8) cnt[t]++;
+        }
+        double p[8], z = 0;
+        for (int i = 0; i < 8; i++) z += p[i] = exp(lg[i] / 2.0);
+        for (int i = 0; i < 8; i++) {
+            p[i] /= z;
+            double sd = sqrt(N * p[i] * (1 - p[i]));
+            T_CHECK(fabs(cnt[i] - N * p[i]) <= 5 * sd + 1, "token %d: %d draws, expected %.1f", i, cnt[i], N * p[i]);
+        }
+        wk_sampler_free(sm);
+    }
+    if (t_case("llm/sample/filters")) {
+        /* probabilities at temperature 1 (sorted): 1 and 4 (3.0), 6 (2.9), 2 (2.5), 0 (1.0), ... */
+        wk_sampling s = wk_sampling_greedy();
+        s.temperature = 1.0;
+        s.top_k = 3;
+        bool seen[8] = { 0 };
+        for (s.seed = 0; s.seed < 300; s.seed++) {
+            int32_t t = draw(s, lg, 8);
+            if (t >= 0 && t < 8) seen[t] = true;
+        }
+        T_CHECK(seen[1] && seen[4] && seen[6] && !seen[2] && !seen[0], "top-k 3 draws 1, 4, 6 only");
+        double e[8], z = 0;
+        for (int i = 0; i < 8; i++) z += e[i] = exp(lg[i]);
+        /* top-p just above p1 + p4: 1 and 4 only */
+        s.top_k = 0;
+        s.top_p = (e[1] + e[4]) / z + 1e-6;
+        memset(seen, 0, sizeof seen);
+        for (s.seed = 0; s.seed < 300; s.seed++) {
+            int32_t t = draw(s, lg, 8);
+            if (t >= 0 && t < 8) seen[t] = true;
+        }
+        T_CHECK(seen[1] && seen[4] && seen[6] && !seen[2], "top-p over p1 + p4 keeps 1, 4 and 6");
+        s.top_p = (e[1] + e[4]) / z - 1e-6;
+        memset(seen, 0, sizeof seen);
+        for (s.seed = 0; s.seed < 300; s.seed++) {
+            int32_t t = draw(s, lg, 8);
+            if (t >= 0 && t < 8) seen[t] = true;
+        }
+        T_CHECK(seen[1] && seen[4] && !seen[6], "top-p just under p1 + p4 keeps 1 and 4");
+        /* min-p: exp(2.5 - 3) = 0.61; min_p 0.7 keeps 1, 4, 6 (0.905) */
+        s.top_p = 1.0;
+        s.min_p = 0.7;
+        memset(seen, 0, sizeof seen);
+        for (s.seed = 0; s.seed < 300; s.seed++) {
+            int32_t t = draw(s, lg, 8);
+            if (t >= 0 && t < 8) seen[t] = true;
+        }
+        T_CHECK(seen[1] && seen[4] && seen[6] && !seen[2], "min-p 0.7 keeps 1, 4, 6");
+        T_CHECK(!seen[7], "-inf is never drawn");
+    }
+    if (t_case("llm/sample/penalty")) {
+        wk_sampling s = wk_sampling_greedy();
+        s.repeat_penalty = 2.0;
+        wk_sampler *sm = wk_sampler_new(&s, 8);
+        if (sm) {
+            wk_sampler_accept(sm, 1);
+            wk_sampler_accept(sm, 1);
+            wk_sampler_accept(sm, 4);
+            /* 1 and 4 become 1.5; 6 (2.9) wins */
+            T_CHECK(wk_sampler_sample(sm, lg) == 6, "the penalty divides positive logits");
+            wk_sampler_accept(sm, 6);
+            wk_sampler_accept(sm, 2);
+            /* 1, 4: 1.5, 6: 1.45, 2: 1.25, 0: 1.0 -> 1 */
+            T_CHECK(wk_sampler_sample(sm, lg) == 1, "each token once, whatever its count");
+            const float neg[3] = { -1.0f, -1.5f, -3.0f };
+            wk_sampler_reset(sm);
+            wk_sampler_accept(sm, 0);
+            wk_sampler *s3 = wk_sampler_new(&s, 3);
+            wk_sampler_accept(s3, 0);
+            T_CHECK(wk_sampler_sample(s3, neg) == 1, "a negative logit is multiplied");
+            wk_sampler_free(s3);
+            wk_sampler_free(sm);
+        }
+        s.repeat_last_n = 2;
+        sm = wk_sampler_new(&s, 8);
+        if (sm) {
+            wk_sampler_accept(sm, 4);
+            wk_sampler_accept(sm, 3);
+            wk_sampler_accept(sm, 5);   /* 4 leaves the window */
+            T_CHECK(wk_sampler_sample(sm, lg) == 1, "the window of the last n");
+            wk_sampler_free(sm);
+        }
+    }
+    if (t_case("llm/sample/errors")) {
+        wk_sampling s = wk_sampling_default();
+        s.top_p = -1;
+        T_CHECK(!wk_sampler_new(&s, 8) && wk_model_last_status() == WK_ERR_ARGUMENT, "top_p -1");
+        s = wk_sampling_default();
+        s.temperature = NAN;
+        T_CHECK(!wk_sampler_new(&s, 8), "temperature NaN");
+        T_CHECK(!wk_sampler_new(NULL, 8) && !wk_sampler_new(&s, 0), "NULL, empty vocabulary");
+        T_CHECK(wk_sampler_sample(NULL, lg) == -1, "NULL sampler");
+    }
+}
+
+/* ---- chat -------------------------------------------------------------------------- */
+
+static void chat_check(wk_chat_format f, const char *sys, const wk_chat_message *msgs, int n, const char *want)
+{
+    char *got = wk_chat_apply(f, sys, msgs, n, true);
+    T_CHECK(got && !strcmp(got, want), "%s:\n got  '%s'\n want '%s'", wk_chat_format_name(f), got ? got : "(null)", want);
+    free(got);
+}
+
+T_SUITE(llm_chat)
+{
+    const wk_chat_message one[] = { { "user", "Hi there" } };
+    const wk_chat_message conv[] = { { "system", "Be brief." }, { "user", " Hi " }, { "assistant", "Hello!" },
+                                     { "user", "2+2?" } };
+    if (t_case("llm/chat/detect")) {
+        /* SmolLM2-135M-Instruct's template (its first part), as its GGUF holds it */
+        const char *smol = "{% for message in messages %}{% if loop.first and messages[0]['role'] != 'system' %}"
+                           "{{ '<|im_start|>system\nYou are a helpful AI assistant named SmolLM, trained by Hugging "
+                           "Face<|im_end|>\n' }}{% endif %}{{'<|im_start|>' + message['role'] + '\n' + "
+                           "message['content'] + '<|im_end|>' + '\n'}}{% endfor %}";
+        T_CHECK(wk_chat_format_detect(smol) == WK_CHAT_CHATML, "SmolLM2 is ChatML");
+        T_CHECK(wk_chat_format_detect("{{ '<|start_header_id|>' }}") == WK_CHAT_LLAMA3, "Llama 3");
+        T_CHECK(wk_chat_format_detect("{{ '<start_of_turn>user\\n' }}") == WK_CHAT_GEMMA, "Gemma");
+        T_CHECK(wk_chat_format_detect("{{ messages }}") == WK_CHAT_NONE && wk_chat_format_detect(NULL) == WK_CHAT_NONE,
+                "unknown");
+    }
+    if (t_case("llm/chat/chatml")) {
+        const char *sys = "You are a helpful AI assistant named SmolLM, trained by Hugging Face";
+        chat_check(WK_CHAT_CHATML, sys, one, 1,
+                   "<|im_start|>system\nYou are a helpful AI assistant named SmolLM, trained by Hugging "
+                   "Face<|im_end|>\n<|im_start|>user\nHi there<|im_end|>\n<|im_start|>assistant\n");
+        chat_check(WK_CHAT_CHATML, sys, conv, 4,
+                   "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\n Hi <|im_end|>\n<|im_start|>assistant\n"
+                   "Hello!<|im_end|>\n<|im_start|>user\n2+2?<|im_end|>\n<|im_start|>assistant\n");
+        chat_check(WK_CHAT_CHATML, NULL, one, 1, "<|im_start|>user\nHi there<|im_end|>\n<|im_start|>assistant\n");
+    }
+    if (t_case("llm/chat/llama3")) {
+        chat_check(WK_CHAT_LLAMA3, NULL, conv, 4,
+                   "<|begin_of_text|><|start_header_id|>system<|end_header_id|>\n\nBe brief.<|eot_id|>"
+                   "<|start_header_id|>user<|end_header_id|>\n\nHi<|eot_id|><|start_header_id|>assistant<|end_header_id|>"
+                   "\n\nHello!<|eot_id|><|start_header_id|>user<|end_header_id|>\n\n2+2?<|eot_id|>"
+                   "<|start_header_id|>assistant<|end_header_id|>\n\n");
+        chat_check(WK_CHAT_LLAMA3, "Cutting Knowledge Date: December 2023\nToday Date: 26 Jul 2024\n\n", one, 1,
+                   "<|begin_of_text|><|start_header_id|>system<|end_header_id|>\n\nCutting Knowledge Date: December "
+                   "2023\nToday Date: 26 Jul 2024\n\n<|eot_id|><|start_header_id|>user<|end_header_id|>\n\nHi there"
+                   "<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n");
+    }
+    if (t_case("llm/chat/gemma")) {
+        chat_check(WK_CHAT_GEMMA, NULL, conv, 4,
+                   "<bos><start_of_turn>user\nBe brief.\n\nHi<end_of_turn>\n<start_of_turn>model\nHello!<end_of_turn>\n"
+                   "<start_of_turn>user\n2+2?<end_of_turn>\n<start_of_turn>model\n");
+        chat_check(WK_CHAT_GEMMA, NULL, one, 1, "<bos><start_of_turn>user\nHi there<end_of_turn>\n<start_of_turn>model\n");
+    }
+    if (t_case("llm/chat/errors")) {
+        const wk_chat_message bad[] = { { "user", NULL } };
+        T_CHECK(!wk_chat_apply(WK_CHAT_CHATML, NULL, bad, 1, true), "a message without content");
+        T_CHECK(!wk_chat_apply(WK_CHAT_CHATML, NULL, NULL, 1, true), "NULL messages");
+    }
+}
+
+/* ---- generation ------------------------------------------------------------------------ */
+
+typedef struct gen_log {
+    char text[4096];
+    size_t n;
+    int calls, stop_after;
+    int32_t toks[256];
+} gen_log;
+
+static bool log_token(void *user, int32_t token, const char *text, size_t len)
+{
+    gen_log *g = user;
+    if (token >= 0 && g->calls < 256) g->toks[g->calls] = token;
+    if (token >= 0) g->calls++;
+    if (g->n + len < sizeof g->text) {
+        memcpy(g->text + g->n, text, len);
+        g->n += len;
+        g->text[g->n] = 0;
+    }
+    return !(g->stop_after && g->calls >= g->stop_after);
+}
+
+T_SUITE(llm_generate)
+{
+    if (!t_case("llm/generate/stops")) return;
+    /* a model whose vocabulary is bytes: tokens "a", "b", "<|im_end|>", ... */
+    tcfg c = cfg_of(A_LLAMA, false);
+    tmodel tm = make_model(c);
+    const char *path = tmp_path("gen.gguf");
+    if (!write_gguf(&tm, path, WK_F32)) return;
+    {
+        /* add a vocabulary: rewrite with tokenizer keys */
+        wk_gguf *g = wk_gguf_open(path);
+        wk_gguf_writer *w = wk_gguf_writer_new();
+        const char *toks[61];
+        char buf[61][8];
+        for (int i = 0; i < 61; i++) {
+            snprintf(buf[i], sizeof buf[i], "%c", 'A' + i % 58);
+            toks[i] = buf[i];
+        }
+        toks[2] = "<|im_end|>";
+        toks[3] = "\xc3";   /* half of a 2-byte character: 0xC3 0xA9 (e acute) with token 4 */
+        toks[4] = "\xa9";
+        int32_t types[61];
+        for (int i = 0; i < 61; i++) types[i] = i == 2 ? 3 : 1;
+        bool ok = g && w;
+        for (int64_t i = 0; ok && i < wk_gguf_kv_count(g); i++)
+            if (strcmp(wk_gguf_kv_key(g, i), "general.alignment")) ok = !wk_gguf_writer_copy_kv(w, g, wk_gguf_kv_key(g, i));
+        ok = ok && !wk_gguf_writer_set_str(w, "tokenizer.ggml.model", "llama");
+        ok = ok && !wk_gguf_writer_set_array(w, "tokenizer.ggml.tokens", WK_GGUF_STRING, toks, 61);
+        ok = ok && !wk_gguf_writer_set_array(w, "tokenizer.ggml.token_type", WK_GGUF_I32, types, 61);
+        for (int64_t i = 0; ok && i < wk_gguf_tensor_count(g); i++) {
+            const wk_file_tensor *ti = wk_gguf_tensor_info(g, i);
+            ok = !wk_gguf_writer_add_data(w, ti->name, ti->dtype, ti->shape, ti->data);
+        }
+        const char *p2 = tmp_path("gen2.gguf");
+        ok = ok && !wk_gguf_writer_write(w, p2);
+        wk_gguf_writer_free(w);
+        wk_gguf_close(g);
+        if (!ok) {
+            t_fail("rewriting with a vocabulary: %s", wk_model_last_error());
+            rm_model(path);
+            return;
+        }
+        rename(p2, path);
+    }
+    wk_llm *m = load_or_fail(path, NULL);
+    if (!m) {
+        rm_model(path);
+        return;
+    }
+    size_t len;
+    const char *tx = wk_llm_token_text(m, 5, &len);
+    T_CHECK(len == 1 && tx[0] == 'F', "token 5 is 'F': '%.*s'", (int)len, tx);
+    wk_llm_token_text(m, 2, &len);
+    T_CHECK(len == 0, "a control token has no text");
+    T_CHECK(wk_llm_is_eog(m, 2), "<|im_end|> ends generation");
+    /* greedy with EOG ignored: the reference's argmax chain */
+    int32_t prompt[3] = { 7, 8, 9 };
+    wk_generate_opts o = { .sampling = wk_sampling_greedy(), .max_tokens = 12, .ignore_eog = true };
+    gen_log g1 = { 0 };
+    wk_generate_stats st;
+    T_OK(wk_llm_generate(m, prompt, 3, &o, log_token, &g1, &st));
+    T_CHECK(st.gen_tokens == 12 && st.stop == WK_STOP_LENGTH && g1.calls == 12 && st.prompt_tokens == 3,
+            "max tokens: %lld generated, stop %d, %d calls", (long long)st.gen_tokens, st.stop, g1.calls);
+    {
+        int32_t seq[15];
+        memcpy(seq, prompt, sizeof prompt);
+        for (int i = 0; i < 12; i++) seq[3 + i] = g1.toks[i];
+        double *ref = ref_forward(&tm, seq, 15);
+        for (int i = 0; i < 12; i++) {
+            const double *r = ref + (int64_t)(2 + i) * c.V;
+            int b = 0;
+            for (int j = 1; j < c.V; j++)
+                if (r[j] > r[b]) b = j;
+            T_CHECK(g1.toks[i] == b || fabs(r[g1.toks[i]] - r[b]) < 1e-4, "greedy token %d: %d, reference %d", i,
+                    g1.toks[i], b);
+        }
+    }
+    /* the text: every token's bytes, in whole characters */
+    {
+        char want[64] = "";
+        size_t wn = 0;
+        for (int i = 0; i < 12; i++) {
+            const char *p = wk_llm_token_text(m, g1.toks[i], &len);
+            memcpy(want + wn, p, len);
+            wn += len;
+        }
+        want[wn] = 0;
+        T_CHECK(g1.n == wn && !memcmp(g1.text, want, wn), "text '%s', tokens' bytes '%s'", g1.text, want);
+    }
+    /* a stop string two tokens long ends generation there, unprinted */
+    if (g1.calls == 12) {
+        char stop[3] = { 0 };
+        const char *p = wk_llm_token_text(m, g1.toks[4], &len);
+        if (len == 1) stop[0] = p[0];
+        p = wk_llm_token_text(m, g1.toks[5], &len);
+        if (len == 1) stop[1] = p[0];
+        if (stop[0] && stop[1]) {
+            const char *stops[] = { "zzzz", stop };
+            wk_generate_opts o2 = o;
+            o2.stop = stops;
+            o2.n_stop = 2;
+            gen_log g2 = { 0 };
+            T_OK(wk_llm_rewind(m, 0));
+            T_OK(wk_llm_generate(m, prompt, 3, &o2, log_token, &g2, &st));
+            const char *at = strstr(g1.text, stop);
+            size_t before = at ? (size_t)(at - g1.text) : 0;
+            T_CHECK(st.stop == WK_STOP_STRING && g2.n == before && !strncmp(g2.text, g1.text, before),
+                    "stop string '%s': stop %d, text '%s' (want %zu bytes of '%s')", stop, st.stop, g2.text, before,
+                    g1.text);
+        }
+    }
+    /* the callback stops it */
+    gen_log g3 = { .stop_after = 3 };
+    T_OK(wk_llm_rewind(m, 0));
+    T_OK(wk_llm_generate(m, prompt, 3, &o, log_token, &g3, &st));
+    T_CHECK(st.stop == WK_STOP_CALLBACK && g3.calls == 3, "callback stop: %d, %d calls", st.stop, g3.calls);
+    T_CHECK(wk_llm_pos(m) == 3 + 2, "the cache holds the prompt and the tokens run: %lld", (long long)wk_llm_pos(m));
+    wk_llm_free(m);
+    rm_model(path);
+}
