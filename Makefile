@@ -75,6 +75,11 @@ $(BUILD)/wick-launch-overhead: bench/launch_overhead.c cli/timing.h $(BUILD)/lib
 	@$(if $(V),,echo "  LD $@")
 	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $(filter-out %.h,$^) $(LDLIBS)
 
+# The tokenizer comparison's C driver (tools/check_tokenizers.py runs it).
+$(BUILD)/wick-tok-check: tests/tokenizer/tok_check.c $(BUILD)/libwick.a
+	@$(if $(V),,echo "  LD $@")
+	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDLIBS)
+
 # The README's test command.
 test: all
 	$(BUILD)/wick-tests
