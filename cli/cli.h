@@ -6,6 +6,8 @@
  *   main.c     dispatch, usage, `wick version`
  *   info.c     `wick info`: version, build, every device found
  *   bench.c    `wick bench`: timing of core ops through the public API
+ *   inspect.c  `wick inspect`: a GGUF or safetensors file's metadata and tensors
+ *   quantize.c `wick quantize`: a model written as a quantized GGUF file
  *   run.c      `wick run`: text generation with a language model
  */
 #ifndef WICK_CLI_H
@@ -19,6 +21,10 @@ int wick_cmd_info(int argc, char **argv);
 int wick_cmd_version(int argc, char **argv);
 int wick_cmd_bench(int argc, char **argv);
 void wick_bench_usage(void);
+int wick_cmd_inspect(int argc, char **argv);
+void wick_inspect_usage(void);
+int wick_cmd_quantize(int argc, char **argv);
+void wick_quantize_usage(void);
 int wick_cmd_run(int argc, char **argv);
 void wick_run_usage(void);
 

@@ -165,9 +165,9 @@ __attribute__((format(printf, 2, 3))) static void set_field(rd *r, const char *f
 static bool need(rd *r, uint64_t n, const char *what)
 {
     if (n <= r->size - r->pos) return true;
-    wk_merr(WK_ERR_IO, "%s: truncated: %s%s%s needs %" PRIu64 " bytes at offset %" PRIu64 ", the file has %" PRIu64
-            " (of %" PRIu64 ")", r->path, r->field, r->field[0] && what[0] ? " " : "", what, n, r->pos, r->size - r->pos,
-            r->size);
+    wk_merr(WK_ERR_IO, "%s: truncated: %s%s%s needs %" PRIu64 " bytes at offset %" PRIu64 ", the %" PRIu64
+            "-byte file has %" PRIu64 " left", r->path, r->field, r->field[0] && what[0] ? " " : "", what, n, r->pos,
+            r->size, r->size - r->pos);
     return false;
 }
 

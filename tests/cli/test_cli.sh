@@ -5,7 +5,9 @@
 # -v), how each kind of missing plugin reads (not built, no driver, not
 # loadable), a plugin named in the environment that cannot be loaded (not
 # ignored when another plugin sits beside the program), and a bad
-# WICK_NUM_THREADS (a warning, not silence).
+# WICK_NUM_THREADS (a warning, not silence); `wick inspect` and `wick quantize`
+# on the model-file fixtures of tests/data/model_files (tables, values, mixes,
+# and a missing, truncated or unreadable file: a message and exit 1).
 # Usage: test_cli.sh path/to/wick. Ends with "N passed, N failed"; exits 1
 # on any failure.
 set -u
@@ -132,6 +134,52 @@ done
 expect num_threads_ok 0 env WICK_NUM_THREADS=1 "$wick" info
 err | grep -q WICK_NUM_THREADS && bad num_threads_ok_quiet "warned for 1" || ok
 out | grep -qE "1 compute unit;" && ok || bad num_threads_ok_used "cpu line: '$(out | grep -A1 '^  cpu' | tail -1)'"
+
+# ---- wick inspect and wick quantize on the model-file fixtures ---------------------
+mf="$(dirname "$0")/../data/model_files"
+expect inspect_gguf 0 "$wick" inspect "$mf/types.gguf"
+has inspect_gguf_header '^.*types\.gguf: GGUF v3, .*alignment 64'
+has inspect_gguf_value '^  test\.u64 +u64 +18446744073709551615$'
+has inspect_gguf_nested '^  test\.arr\.nested3 +\[array x 2\] \[\[array x 2\] \[\[i32 x 1\] \[1\]'
+has inspect_gguf_tensor '^ +20 +t\.iq2_xxs +IQ2_XXS +\[2, 256\] .*wick has no dtype'
+has inspect_gguf_total '^total: 22 tensors'
+expect inspect_sharded 0 "$wick" inspect "$mf/sharded"
+has inspect_sharded_files '^.*sharded: safetensors, 2 files$'
+has inspect_sharded_tensor '^ +[0-9]+ +lm_head\.weight +F16 +\[4, 8\] .*model-00002-of-00002\.safetensors$'
+expect inspect_st 0 "$wick" inspect "$mf/types.safetensors"
+has inspect_st_meta '^  note +"h.llo"$'
+expect inspect_no_file 2 "$wick" inspect
+expect inspect_two_files 2 "$wick" inspect "$mf/small.gguf" "$mf/small.gguf"
+expect inspect_bad_option 2 "$wick" inspect --frobnicate "$mf/small.gguf"
+expect inspect_missing 1 "$wick" inspect "$tmp/absent.gguf"
+err | grep -q "absent.gguf: cannot open" && ok || bad inspect_missing_words "stderr: '$(err)'"
+head -c 100 "$mf/small.gguf" > "$tmp/cut.gguf"
+expect inspect_truncated 1 "$wick" inspect "$tmp/cut.gguf"
+err | grep -qE "cut\.gguf: truncated: .*needs [0-9]+ bytes at offset [0-9]+" && ok || bad inspect_truncated_words "stderr: '$(err)'"
+expect help_inspect 0 "$wick" help inspect
+out | grep -q "usage: wick inspect" && ok || bad help_inspect_text "'$(out | head -1)'"
+
+expect quantize_q8_0 0 "$wick" quantize "$mf/small.gguf" "$tmp/q8.gguf" q8_0
+has quantize_q8_0_line '^\[ *1/3\] a\.f32 .* f32 +-> f32$'
+expect quantize_q8_0_inspect 0 "$wick" inspect "$tmp/q8.gguf"
+has quantize_q8_0_kept '^ +1 +b\.q4_0 +Q4_0 '
+has quantize_q8_0_ftype '^  general\.file_type +u32 +7$'
+has quantize_q8_0_metadata '^  tokenizer\.ggml\.tokens +\[string x 3\]'
+expect quantize_sharded 0 "$wick" quantize -q "$mf/sharded" "$tmp/sh.gguf" q4_k_m
+expect quantize_sharded_inspect 0 "$wick" inspect "$tmp/sh.gguf"
+has quantize_sharded_f16 '^ +[0-9]+ +model\.embed\.weight +F16 '   # rows of 8: no block type fits
+has quantize_sharded_norm '^ +[0-9]+ +model\.norm\.weight +F32 '
+expect quantize_unreadable 1 "$wick" quantize "$mf/types.gguf" "$tmp/t.gguf" q4_0
+err | grep -q "'t.i8' is of type I8" && ok || bad quantize_unreadable_words "stderr: '$(err)'"
+[ -e "$tmp/t.gguf" ] || [ -e "$tmp/t.gguf.tmp" ] && bad quantize_unreadable_left "a file was left behind" || ok
+expect quantize_bad_type 2 "$wick" quantize "$mf/small.gguf" "$tmp/x.gguf" q4_z
+err | grep -q "unknown TYPE 'q4_z'" && ok || bad quantize_bad_type_words "stderr: '$(err)'"
+expect quantize_u8_type 2 "$wick" quantize "$mf/small.gguf" "$tmp/x.gguf" u8
+expect quantize_missing_arg 2 "$wick" quantize "$mf/small.gguf" "$tmp/x.gguf"
+expect quantize_missing_in 1 "$wick" quantize "$tmp/absent.safetensors" "$tmp/x.gguf" q8_0
+err | grep -q "absent.safetensors: cannot open" && ok || bad quantize_missing_in_words "stderr: '$(err)'"
+expect help_quantize 0 "$wick" help quantize
+out | grep -q "q4_k_m" && ok || bad help_quantize_text "'$(out | head -1)'"
 
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
