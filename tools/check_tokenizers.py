@@ -567,8 +567,50 @@ def valid(r):
         return False
 
 
+FIXTURE_TEXTS = [
+    "", " ", "Hello world", "Hello  world\n\nBye", " leading space", "trailing space ", "I'm sure they'LL say it's fine",
+    "numbers 12345 and 3.14159", "tabs\tand\r\nCRLF", "日本語のテキスト", "Привет, мир!", "emoji 😀👍🏽 ok",
+    "<|begin_of_text|>hi<|eot_id|>", "<s>hi</s>", "a<s>b", "x <think>y</think> z", "Ωμέγα e\u0301 cafe\u0301",
+    "   many    spaces   ", "\u00a0nbsp\u3000ideographic", "def f(x):\n    return x + 1",
+]
+FIXTURE_BYTES = [b"bad \xff byte", b"cut \xe4\xb8", b"\xc0\x80 overlong"]
+
+
 def write_fixtures(out):
-    raise SystemExit("--fixtures: not written yet")
+    """Small tokenizers and the ids `tokenizers` gives for a few texts, for
+    tests/test_tokenizer.c: a Llama-3-style byte-level BPE (with Qwen's
+    <think> tokens as non-special added tokens) and a Llama-2-style
+    SentencePiece BPE, each as tokenizer.json and GGUF."""
+    os.makedirs(out, exist_ok=True)
+    records = gen_tok_corpus.generate(14, 400)
+    train = [r.decode("utf-8") for r in records if valid(r)][:300]
+    fams = {}
+    b = dict(FAMILIES["llama3"], vocab=600, added=FAMILIES["llama3"]["added"] + [("<think>", False), ("</think>", False)])
+    fams["bytes"] = b
+    fams["spm"] = dict(FAMILIES["llama2"], vocab=700)
+    with open(os.path.join(out, "expect.txt"), "w", encoding="utf-8") as f:
+        f.write("# written by tools/check_tokenizers.py --fixtures with tokenizers %s. Four lines a case:\n"
+                "# T tokenizer / I text / E ids with add_special_tokens=True / D their decoding\n"
+                "# (skip_special_tokens=False); texts escaped as tools/gen_tok_corpus.py does\n"
+                % tokenizers.__version__)
+        for name, fam in fams.items():
+            scores = None
+            if fam["kind"] == "spm":
+                vocab, merges, scores = train_spm(fam, train)
+            else:
+                vocab, merges = train_bytes(fam, train)
+            tj = tokenizer_json(fam, vocab, merges)
+            with open(os.path.join(out, f"{name}.tokenizer.json"), "w", encoding="utf-8") as jf:
+                json.dump(tj, jf, ensure_ascii=False, indent=0)
+            write_gguf(os.path.join(out, f"{name}.gguf"), fam, vocab, merges, scores)
+            ref = Reference(tj, fam["kind"] == "spm", fam.get("prefix", False))
+            for rec in [t.encode("utf-8") for t in FIXTURE_TEXTS] + FIXTURE_BYTES:
+                ids = ref.encode(rec)
+                dec = ref.tok.decode(ids, skip_special_tokens=False)
+                f.write("T %s\nI %s\nE %s\nD %s\n" % (name, gen_tok_corpus.escape(rec), " ".join(map(str, ids)),
+                                                     esc_text(dec)))
+    print(f"fixtures written to {out}")
+    return 0
 
 
 if __name__ == "__main__":

@@ -399,8 +399,15 @@ WK_TOK_API wk_tokenizer *wk_tokenizer_from_json(const wk_json *root)
     /* the pipeline */
     c.t = t;
     if (normalizer(&c, wk_json_get(root, "normalizer")) || pretokenizer(&c, wk_json_get(root, "pre_tokenizer")) ||
-        decoder(&c, wk_json_get(root, "decoder")) || postprocessor(&c, wk_json_get(root, "post_processor")))
+        decoder(&c, wk_json_get(root, "decoder")) || postprocessor(&c, wk_json_get(root, "post_processor"))) {
+        const char *m = wk_tokenizer_last_error();
+        if (strncmp(m, c.doc, strlen(c.doc))) {   /* a regex's or PCRE2's words: name the file */
+            char msg[1024];
+            snprintf(msg, sizeof msg, "%s", m);
+            tok_err(wk_tokenizer_last_status(), "%s: %s", c.doc, msg);
+        }
         goto done;
+    }
     if (!c.dec_set) t->dec = TOK_DEC_JOIN;
     t->byte_fallback = jbool(model, "byte_fallback", false);
     t->fuse_unk = jbool(model, "fuse_unk", false);
