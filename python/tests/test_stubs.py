@@ -11,7 +11,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 
 def _stub(name):
     path = os.path.join(os.path.dirname(wick.__file__), name)
-    return ast.parse(open(path).read())
+    with open(path) as f:
+        return ast.parse(f.read())
 
 
 def _names(tree):
