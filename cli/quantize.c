@@ -7,10 +7,11 @@
  * as its llama_tensor_get_type chooses it for a dense model (no experts):
  *   - output.weight (lm_head.weight), or the token embedding when the
  *     model has no output matrix (tied embeddings): q6_k;
- *   - attn_v (v_proj, attn_qkv) and ffn_down (down_proj) of the layers
- *     where use_more_bits(i, n) holds: q6_k, where i counts those tensors
- *     in file order, n is their number, and use_more_bits is
- *     i < n/8 || i >= 7n/8 || (i - n/8) % 3 == 2;
+ *   - attn_v (v_proj, attn_qkv) and ffn_down (down_proj) where
+ *     use_more_bits(i, n) holds: q6_k, where i is the tensor's place among
+ *     those of its kind in llama.cpp's order (by layer number, "blk.N." or
+ *     "layers.N.", then by name; for a dense model: its layer), n is their
+ *     number, and use_more_bits is i < n/8 || i >= 7n/8 || (i - n/8) % 3 == 2;
  *   - every other matrix q4_k.
  * Which tensors are quantized follows llama.cpp too: matrices (2 dims or
  * more) whose name ends in "weight", except norms (_norm.weight,
@@ -86,6 +87,26 @@ static bool quantizable(const wk_file_tensor *t)
 }
 
 static bool use_more_bits(int i, int n) { return i < n / 8 || i >= 7 * n / 8 || (i - n / 8) % 3 == 2; }
+
+/* The layer number in a tensor's name ("blk.N." or "layers.N."); -1 when none. */
+static long layer_of(const char *n)
+{
+    const char *p = strstr(n, "blk.");
+    size_t skip = 4;
+    if (!p || p != n) {
+        p = strstr(n, "layers.");
+        skip = 7;
+    }
+    if (!p || p[skip] < '0' || p[skip] > '9') return -1;
+    return strtol(p + skip, NULL, 10);
+}
+
+/* llama.cpp's order of weights: by layer number, then by name. */
+static bool before(const char *a, const char *b)
+{
+    long la = layer_of(a), lb = layer_of(b);
+    return la != lb ? la < lb : strcmp(a, b) < 0;
+}
 
 /* llama.cpp's fallback for rows that are not whole blocks of the target. */
 static wk_dtype fallback(wk_dtype target, int64_t ncols)
@@ -215,8 +236,8 @@ int wick_cmd_quantize(int argc, char **argv)
     for (int64_t i = 0; i < n; i++) {
         ts[i] = g ? wk_gguf_tensor_info(g, i) : wk_safetensors_tensor_info(st, i);
         cat c = category(ts[i]->name);
-        n_v += c == CAT_ATTN_V;
-        n_down += c == CAT_FFN_DOWN;
+        n_v += c == CAT_ATTN_V && quantizable(ts[i]);
+        n_down += c == CAT_FFN_DOWN && quantizable(ts[i]);
         has_output |= c == CAT_OUTPUT;
     }
     /* metadata */
@@ -233,7 +254,6 @@ int wick_cmd_quantize(int argc, char **argv)
         fprintf(stderr, "wick quantize: %s\n", wk_model_last_error());
         goto done;
     }
-    int i_v = 0, i_down = 0;
     uint64_t bytes_in = 0, bytes_out = 0;
     for (int64_t i = 0; i < n; i++) {
         const wk_file_tensor *t = ts[i];
@@ -247,17 +267,19 @@ int wick_cmd_quantize(int argc, char **argv)
             cat c = category(t->name);
             dt = target;
             if (mix) {
+                /* its place among the tensors of its kind, in llama.cpp's order */
+                int place = 0;
+                for (int64_t j = 0; (c == CAT_ATTN_V || c == CAT_FFN_DOWN) && j < n; j++)
+                    place += j != i && quantizable(ts[j]) && category(ts[j]->name) == c && before(ts[j]->name, t->name);
                 if (c == CAT_OUTPUT || (c == CAT_TOKEN_EMBD && !has_output)) dt = WK_Q6_K;
-                else if (c == CAT_ATTN_V) dt = use_more_bits(i_v, n_v) ? WK_Q6_K : WK_Q4_K;
-                else if (c == CAT_FFN_DOWN) dt = use_more_bits(i_down, n_down) ? WK_Q6_K : WK_Q4_K;
+                else if (c == CAT_ATTN_V) dt = use_more_bits(place, n_v) ? WK_Q6_K : WK_Q4_K;
+                else if (c == CAT_FFN_DOWN) dt = use_more_bits(place, n_down) ? WK_Q6_K : WK_Q4_K;
                 else dt = WK_Q4_K;
                 /* llama.cpp: an output matrix whose rows are not whole q6_k blocks is q8_0 */
                 if (dt == WK_Q6_K && c != CAT_ATTN_V && c != CAT_FFN_DOWN &&
                     t->shape.dims[t->shape.rank - 1] % 256 != 0)
                     dt = WK_Q8_0;
             }
-            if (c == CAT_ATTN_V) i_v++;
-            if (c == CAT_FFN_DOWN) i_down++;
             dt = fallback(dt, t->shape.dims[t->shape.rank - 1]);
         } else if (t->shape.rank <= 1 && wk_dtype_is_float(dt)) {
             dt = WK_F32;

@@ -459,8 +459,9 @@ def check_quantize(wick_bin, d):
 
 
 def check_mix(wick_bin, d):
-    """wick quantize q4_k_m of a 16-layer GGUF with llama.cpp's names: every tensor's
-    type as llama.cpp's llama_tensor_get_type picks it for Q4_K_M (written out here)."""
+    """wick quantize q4_k_m of a 16-layer GGUF with llama.cpp's names, its layers in
+    name order: every tensor's type as llama.cpp's llama_tensor_get_type picks it
+    for Q4_K_M (written out here; llama.cpp counts attn_v and ffn_down by layer)."""
     rng = np.random.default_rng(1407)
     src = os.path.join(d, "mix.gguf")
     w = GGUFWriter(src, "llama")
@@ -471,7 +472,7 @@ def check_mix(wick_bin, d):
         return i < n // 8 or i >= 7 * n // 8 or (i - n // 8) % 3 == 2
 
     w.add_tensor("token_embd.weight", rng.standard_normal((8, 256)).astype(np.float32))
-    for i in range(16):
+    for i in sorted(range(16), key=str):   # blk.0, blk.1, blk.10, ..: the order of llama.cpp-written files
         w.add_tensor(f"blk.{i}.attn_norm.weight", rng.standard_normal(256).astype(np.float32))
         w.add_tensor(f"blk.{i}.attn_q.weight", rng.standard_normal((8, 96)).astype(np.float16))   # rows of 96: q5_0
         w.add_tensor(f"blk.{i}.attn_v.weight", rng.standard_normal((8, 256)).astype(np.float32))
