@@ -1047,7 +1047,6 @@ static PyObject *m_from_capsule(PyObject *mod, PyObject *cap)
         PyErr_SetString(PyExc_TypeError, "expected an unused DLPack capsule ('dltensor' or 'dltensor_versioned')");
         return NULL;
     }
-    (void)flags;
     wk_dtype dt;
     if (!wk_dtype_of_dl(d->dtype, &dt)) {
         PyErr_Format(PyExc_TypeError, "wick has no dtype for DLPack code %u, %u bits, %u lanes", d->dtype.code,
@@ -1096,6 +1095,11 @@ static PyObject *m_from_capsule(PyObject *mod, PyObject *cap)
     if (PyCapsule_SetName(cap, versioned ? "used_dltensor_versioned" : "used_dltensor") < 0) {
         /* cannot happen for a valid capsule; keep ownership consistent */
         ctx->managed = NULL;
+    }
+    if (flags & WKDL_FLAG_READ_ONLY) {   /* wick has no read-only tensors: a copy, never a write into it */
+        wk_tensor *c = CALLT(wk_copy(t));
+        wk_release(t);
+        t = c;
     }
     return wrap(t);
 }
@@ -1892,6 +1896,27 @@ static PyObject *T_copy_(TensorObject *self, PyObject *arg)
 /* ------------------------------------------------------------------ */
 /* Tensor: indexing (ints, slices, None, Ellipsis, one index list)      */
 
+/* An index that is an int: a Python int, or anything whose __index__
+ * works (numpy integer scalars, one-element integer tensors). */
+static bool key_is_int(PyObject *k)
+{
+    if (PyLong_Check(k)) return true;
+    if (PyList_Check(k) || PyTuple_Check(k) || !PyIndex_Check(k)) return false;
+    if (IS_TENSOR(k) && wk_tensor_rank(TT(k)) != 0) return false;
+    PyObject *ix = PyNumber_Index(k);
+    if (!ix) {
+        PyErr_Clear();
+        return false;
+    }
+    Py_DECREF(ix);
+    return true;
+}
+/* An index list: a list, a tensor or an array of ids */
+static bool key_is_list(PyObject *k)
+{
+    return !key_is_int(k) && (IS_TENSOR(k) || PyList_Check(k) || (PyObject_CheckBuffer(k) && !PyBytes_Check(k)));
+}
+
 /* Apply key to t; *is_view tells whether the result shares t's memory
  * (false after a negative step or an index list, which copy). */
 static wk_tensor *index_tensor(wk_tensor *t0, PyObject *key, bool *is_view)
@@ -1904,7 +1929,7 @@ static wk_tensor *index_tensor(wk_tensor *t0, PyObject *key, bool *is_view)
         PyObject *k = PyTuple_GET_ITEM(tup, i);
         if (k == Py_Ellipsis) ellipses++;
         else if (k != Py_None) consumed++;
-        if (IS_TENSOR(k) || PyList_Check(k) || (PyObject_CheckBuffer(k) && !PyBytes_Check(k))) lists++;
+        if (key_is_list(k)) lists++;
     }
     const int rank0 = wk_tensor_rank(t0);
     if (ellipses > 1 || consumed > rank0 || lists > 1) {
@@ -1963,7 +1988,7 @@ static wk_tensor *index_tensor(wk_tensor *t0, PyObject *key, bool *is_view)
                 *is_view = false;
             }
             d++;
-        } else if (IS_TENSOR(k) || PyList_Check(k) || PyObject_CheckBuffer(k)) {
+        } else if (key_is_list(k)) {
             PyObject *ids = ids_operand(k, t);
             if (!ids) goto fail;
             wk_tensor *it = TT(ids);

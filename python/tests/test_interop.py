@@ -112,3 +112,13 @@ def test_torch_ops_agree_on_cpu(rng):
     np.testing.assert_allclose((t @ t.T).numpy(), (x @ x.T).numpy(), rtol=1e-5, atol=1e-5)
     np.testing.assert_allclose(wick.nn.softmax(t).numpy(), torch.softmax(x, -1).numpy(), rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(t.gelu_erf().numpy(), torch.nn.functional.gelu(x).numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_read_only_dlpack_is_copied():
+    a = np.arange(4.0)
+    a.flags.writeable = False
+    w = wick.from_dlpack(a)
+    assert w.tolist() == [0, 1, 2, 3]
+    if w.data_ptr() != ptr(a):   # a producer that flags read-only memory gets a copy
+        w[0] = 5
+        assert a[0] == 0

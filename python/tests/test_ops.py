@@ -388,3 +388,10 @@ def test_empty_and_rank0_ops():
     s = wick.tensor(2.0)
     assert (s * s).item() == 4.0 and s.exp().shape == ()
     assert (wick.zeros((2, 0)) @ wick.zeros((0, 3))).tolist() == [[0, 0, 0]] * 2
+
+
+def test_numpy_and_tensor_ints_index():
+    t = wick.arange(10)
+    assert t[np.int64(3)].item() == 3 and t[wick.tensor(2)].item() == 2
+    assert [t[i].item() for i in np.arange(3)] == [0, 1, 2]
+    assert t[np.array([1, 4])].tolist() == [1, 4] and t[wick.tensor([5, 6])].tolist() == [5, 6]
