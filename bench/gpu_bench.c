@@ -183,7 +183,8 @@ typedef enum case_kind {
     CK_UNARY, CK_AFFINE, CK_BINARY, CK_CAST, CK_CONTIG_T, CK_UNARY_T, CK_REDUCE, CK_INDEX, CK_MATMUL,
     CK_CHAIN, CK_XFER,
     CK_SOFTMAX, CK_LOG_SOFTMAX, CK_RMS_NORM, CK_LAYER_NORM, CK_ROPE,   /* along the last dim */
-    CK_ATTN, CK_ATTN_DECODE                                             /* wk_attention       */
+    CK_ATTN, CK_ATTN_DECODE,                                            /* wk_attention       */
+    CK_QMM, CK_DMV                      /* wk_qmatmul; dense matvec wk_matmul (run_q_case) */
 } case_kind;
 
 typedef struct gcase {
@@ -214,6 +215,27 @@ typedef struct gcase {
       .in2 = "sin" tab }
 #define ATT(n_, k_, causal, q, k, v)                                                                        \
     { .name = n_, .call = "wk_attention", .kind = k_, .op = causal, .in0 = q, .in1 = k, .in2 = v }
+
+/* ---- quantized matmul rows (run_q_case, below) ------------------------------- */
+/* W [n, k] quantized (op: its block dtype; dense rows: WK_BF16/WK_F16 with
+ * wk_matmul on the transposed view), x [m, k] (dim: m) bf16 (f16 for the
+ * f16 dense rows); in0 "up": n = 14336, k = 4096, "down": n = 4096, k =
+ * 14336 (an 8B model's MLP). */
+#define QMM(n_, qt, m, shp) { .name = n_, .call = "wk_qmatmul", .kind = CK_QMM, .op = qt, .dim = m, .in0 = shp }
+#define QROWS(t, qt)                                                                         \
+    QMM(t "_up_m1", qt, 1, "up"), QMM(t "_down_m1", qt, 1, "down"), QMM(t "_up_m8", qt, 8, "up"), \
+    QMM(t "_down_m8", qt, 8, "down")
+#define DMV(n_, dt, m, shp) { .name = n_, .call = "wk_matmul", .kind = CK_DMV, .op = dt, .dim = m, .in0 = shp }
+#define Q_CASES                                                                              \
+    QROWS("qmv_q4_0", WK_Q4_0), QROWS("qmv_q4_k", WK_Q4_K), QROWS("qmv_q5_k", WK_Q5_K),           \
+    QROWS("qmv_q6_k", WK_Q6_K), QROWS("qmv_q8_0", WK_Q8_0),                                     \
+    QMM("qmm_q4_k_up_m2048", WK_Q4_K, 2048, "up"), QMM("qmm_q4_k_down_m2048", WK_Q4_K, 2048, "down"), \
+    QMM("qmm_q8_0_up_m2048", WK_Q8_0, 2048, "up"), QMM("qmm_q8_0_down_m2048", WK_Q8_0, 2048, "down"), \
+    DMV("dmv_bf16_up_m1", WK_BF16, 1, "up"), DMV("dmv_bf16_down_m1", WK_BF16, 1, "down"),         \
+    DMV("dmv_f16_up_m1", WK_F16, 1, "up"), DMV("dmv_f16_down_m1", WK_F16, 1, "down"),             \
+    DMV("dmv_bf16_up_m8", WK_BF16, 8, "up"), DMV("dmv_bf16_down_m8", WK_BF16, 8, "down")
+struct run_ctx;
+static void run_q_case(struct run_ctx *r, const gcase *c);
 
 static const gcase cases[] = {
     UN("exp_f32", WK_EXP, "x_f32"),
@@ -264,6 +286,7 @@ static const gcase cases[] = {
     ATT("attn_decode_tk4096", CK_ATTN_DECODE, 0, "dec_q", "dec0_k", "dec0_v"),
     ATT("attn_decode_tk16384", CK_ATTN_DECODE, 0, "dec_q", "dec1_k", "dec1_v"),
     ATT("attn_decode_tk65536", CK_ATTN_DECODE, 0, "dec_q", "dec2_k", "dec2_v"),
+    Q_CASES
 };
 #define N_CASES (int)(sizeof cases / sizeof cases[0])
 
@@ -954,6 +977,164 @@ done:
     wk_clear_error();
 }
 
+/* ---- quantized matmul rows ------------------------------------------------------
+ * wk_qmatmul(x [m, k], W [n, k] block-quantized) and, for reference, the
+ * dense matvec wk_matmul(x, W^T) with W bf16/f16. W is drawn uniform in
+ * [-1, 1] on the device, quantized on the cpu (wk_quantize: llama.cpp's
+ * reference quantizers) and moved back; x uniform in [-2, 2]. So that no
+ * rep reads W from the L2 cache, the reps take turns over copies of W
+ * whose bytes add up to at least 256 MiB. Bytes counted: W's (what the
+ * issue measures: weight bytes read per second); prefill rows (m > 8) are
+ * scored by FLOPs against PyTorch's dense bf16 matmul on the same shape.
+ * Dumped for the check: x, W dequantized to bf16 (the dense W itself for
+ * the dense rows), and the output; PyTorch computes x @ W^T in bf16 (f16). */
+static void run_q_case(struct run_ctx *r, const gcase *c)
+{
+    char err[1024] = "";
+    const bool up = !strcmp(c->in0, "up"), dense = c->kind == CK_DMV;
+    const int64_t n = up ? 14336 : 4096, k = up ? 4096 : 14336, m = c->dim;
+    const int64_t sn = r->sz == &small_sizes ? 256 : n, sk = r->sz == &small_sizes ? 512 : k;
+    const wk_dtype qt = (wk_dtype)c->op, xdt = dense && qt == WK_F16 ? WK_F16 : WK_BF16;
+    enum { NCOPY = 64 };
+    wk_tensor *w[NCOPY] = { 0 }, *wt[NCOPY] = { 0 }, *x = NULL, *deq = NULL, *last = NULL;
+    wk_device *cpu = NULL;
+    double *times = NULL, *ev_times = NULL;
+    wk_event **ev = NULL;
+    int ncopy = 1;
+    x = wk_rand_uniform(r->dev, xdt, WK_SHAPE(m, sk), -2.0, 2.0);
+    wk_tensor *wf = x ? wk_rand_uniform(r->dev, WK_F32, WK_SHAPE(sn, sk), -1.0, 1.0) : NULL;
+    if (!wf) goto fail_wk;
+    if (dense) {
+        w[0] = wk_to_dtype(wf, qt);
+    } else {
+        cpu = wk_device_open("cpu");
+        wk_tensor *wc = cpu ? wk_to_device(wf, cpu) : NULL;
+        wk_tensor *qc = wc ? wk_quantize(wc, qt) : NULL;
+        w[0] = qc ? wk_to_device(qc, r->dev) : NULL;
+        wk_release(wc);
+        wk_release(qc);
+    }
+    wk_release(wf);
+    if (!w[0]) goto fail_wk;
+    {
+        const double wb = (double)wk_tensor_nbytes(w[0]);
+        ncopy = (int)((256.0 * 1048576.0 + wb - 1) / wb);
+        if (ncopy < 1) ncopy = 1;
+        if (ncopy > NCOPY) ncopy = NCOPY;
+        for (int i = 1; i < ncopy; i++)
+            if (!(w[i] = wk_copy(w[0]))) goto fail_wk;
+        if (dense)
+            for (int i = 0; i < ncopy; i++)
+                if (!(wt[i] = wk_transpose(w[i], 0, 1))) goto fail_wk;
+    }
+    times = malloc((size_t)r->reps * sizeof *times);
+    ev_times = malloc((size_t)r->reps * sizeof *ev_times);
+    ev = calloc((size_t)r->reps * 2, sizeof *ev);
+    if (!times || !ev_times || !ev) {
+        snprintf(err, sizeof err, "out of host memory");
+        goto fail;
+    }
+    for (int i = 0; i < 2 * r->reps; i++)
+        if (!(ev[i] = wk_event_new(r->dev))) goto fail_wk;
+#define Q_CALL(i) (dense ? wk_matmul(x, wt[(i) % ncopy]) : wk_qmatmul(x, w[(i) % ncopy]))
+    if (wk_device_synchronize(r->dev) != WK_OK) goto fail_wk;
+    for (int i = 0; i < r->warmup; i++) {
+        wk_tensor *out = Q_CALL(i);
+        if (!out) goto fail_wk;
+        wk_release(out);
+    }
+    for (int i = 0; i < r->reps; i++) {
+        if (wk_device_synchronize(r->dev) != WK_OK) goto fail_wk;
+        double t0 = wk_now_ms();
+        wk_tensor *out = Q_CALL(i);
+        if (!out || wk_device_synchronize(r->dev) != WK_OK) {
+            wk_release(out);
+            goto fail_wk;
+        }
+        times[i] = wk_now_ms() - t0;
+        wk_release(out);
+    }
+    if (wk_device_synchronize(r->dev) != WK_OK) goto fail_wk;
+    double b0 = wk_now_ms();
+    for (int i = 0; i < r->reps; i++) {
+        wk_tensor *out = Q_CALL(i);
+        if (!out) goto fail_wk;
+        wk_release(out);
+    }
+    if (wk_device_synchronize(r->dev) != WK_OK) goto fail_wk;
+    double batch_ms = (wk_now_ms() - b0) / r->reps;
+    for (int i = 0; i < r->reps; i++) {
+        wk_release(last);
+        last = NULL;
+        if (wk_event_record(ev[2 * i]) != WK_OK) goto fail_wk;
+        last = Q_CALL(i);
+        if (!last || wk_event_record(ev[2 * i + 1]) != WK_OK) goto fail_wk;
+    }
+#undef Q_CALL
+    if (wk_event_synchronize(ev[2 * r->reps - 1]) != WK_OK) goto fail_wk;
+    for (int i = 0; i < r->reps; i++)
+        if (wk_event_elapsed_ms(ev[2 * i], ev[2 * i + 1], &ev_times[i]) != WK_OK) goto fail_wk;
+    /* the output of the last rep used copy (reps - 1) % ncopy */
+    const wk_tensor *wl = w[(r->reps - 1) % ncopy];
+    const double bytes = (double)wk_tensor_nbytes(wl), flops = m > 8 ? 2.0 * (double)m * (double)sn * (double)sk : 0;
+    char xkey[64], wkey[64];
+    snprintf(xkey, sizeof xkey, "%s_x", c->name);    /* each case draws its own x and W */
+    snprintf(wkey, sizeof wkey, "%s_w", c->name);
+    bool dumped = false;
+    if (r->dump_dir) {
+        char path[4096];
+        deq = dense ? wk_retain((wk_tensor *)wl) : wk_dequantize(wl, WK_BF16);
+        if (!deq) goto fail_wk;
+        snprintf(path, sizeof path, "%s/%s.bin", r->dump_dir, xkey);
+        dumped = write_tensor(path, x, err, sizeof err);
+        snprintf(path, sizeof path, "%s/%s.bin", r->dump_dir, wkey);
+        if (dumped) dumped = write_tensor(path, deq, err, sizeof err);
+        snprintf(path, sizeof path, "%s/%s.out.bin", r->dump_dir, c->name);
+        if (dumped) dumped = write_tensor(path, last, err, sizeof err);
+    }
+    const double med = wk_median(ev_times, r->reps), host_med = wk_median(times, r->reps);
+    printf("{\"case\":");
+    json_string(c->name);
+    printf(",\"call\":");
+    json_string(c->call);
+    printf(",\"reps\":%d,\"warmup\":%d,\"timing\":\"events\",\"median_ms\":%.6f,\"min_ms\":%.6f,\"max_ms\":%.6f,"
+           "\"host_median_ms\":%.6f,\"batch_ms\":%.6f,\"bytes\":%.0f,\"flops\":%.0f,\"w_copies\":%d,"
+           "\"qtype\":\"%s\",\"m\":%lld,\"n\":%lld,\"k\":%lld,\"inputs\":[",
+           r->reps, r->warmup, med, ev_times[0], ev_times[r->reps - 1], host_med, batch_ms, bytes, flops, ncopy, wk_dtype_name(qt), (long long)m, (long long)sn,
+           (long long)sk);
+    printf("{\"key\":\"%s\",\"dtype\":\"%s\",\"shape\":[%lld,%lld]},", xkey, wk_dtype_name(xdt), (long long)m,
+           (long long)sk);
+    printf("{\"key\":\"%s\",\"dtype\":\"%s\",\"shape\":[%lld,%lld]}", wkey, wk_dtype_name(dense ? qt : WK_BF16),
+           (long long)sn, (long long)sk);
+    printf("],\"output\":{\"dtype\":\"%s\",\"shape\":[%lld,%lld]},\"dumped\":%s", wk_dtype_name(xdt), (long long)m,
+           (long long)sn, dumped ? "true" : "false");
+    if (r->dump_dir && !dumped) {
+        printf(",\"dump_error\":");
+        json_string(err);
+    }
+    printf("}\n");
+    fflush(stdout);
+    goto done;
+fail_wk:
+    snprintf(err, sizeof err, "%s", wk_last_error());
+fail:
+    (void)wk_device_synchronize(r->dev);
+    print_error(c, err[0] ? err : "failed");
+    wk_clear_error();
+done:
+    wk_release(last);
+    wk_release(deq);
+    wk_release(x);
+    for (int i = 0; i < NCOPY; i++) {
+        wk_release(wt[i]);
+        wk_release(w[i]);
+    }
+    free_events(ev, ev ? 2 * r->reps : 0);
+    free(times);
+    free(ev_times);
+    if (cpu) wk_device_close(cpu);
+}
+
 /* ---- main --------------------------------------------------------------------- */
 
 static void usage(void)
@@ -1055,6 +1236,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "wick-gpu-bench: %s\n", c->name);
         if (c->kind == CK_CHAIN) run_chain(&r, c, dev_name);
         else if (c->kind == CK_XFER) run_xfer(&r, c);
+        else if (c->kind == CK_QMM || c->kind == CK_DMV) run_q_case(&r, c);
         else run_op_case(&r, c);
     }
     for (int i = 0; i < N_INPUTS; i++) wk_release(r.inputs[i]);

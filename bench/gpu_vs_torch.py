@@ -74,6 +74,13 @@ T_NN = (("frac", 0.85),)              # softmax, norms, rope (issue 11)
 T_ATT = (("speed", 0.6),)             # attention prefill: TFLOP/s vs PyTorch's SDPA
 T_DEC = (("frac", 0.70),)             # attention decode: K+V bytes over the copy rate
 T_DEC0 = (("frac", 0.70), ("speed", 2.0))
+# quantized matmul (issue 12): weight bytes over the copy rate (m = 1),
+# time of m = 8 over m = 1 (vs_m1 = m1 ms / m8 ms), prefill over PyTorch's
+# dense bf16 matmul on the same shape
+T_QMV = (("frac", 0.80),)
+T_QMV8 = (("vs_m1", 1 / 1.5),)
+T_QPF = (("speed", 0.7),)
+T_DMV = (("frac", 0.92),)
 
 
 def target_text(t):
@@ -82,6 +89,8 @@ def target_text(t):
     for metric, v in t:
         if metric == "bare":
             out.append("<= %.2fx bare" % (1 / v))
+        elif metric == "vs_m1":
+            out.append("<= %.2fx the m=1 time" % (1 / v))
         elif metric == "frac":
             out.append(">= %d%% %s" % (round(v * 100), names[metric]))
         else:
@@ -124,6 +133,7 @@ def torch_ops():
         "sdpa_causal": lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True),
         "sdpa": lambda q, k, v: F.scaled_dot_product_attention(q, k, v),
         "sdpa_gqa": lambda q, k, v: F.scaled_dot_product_attention(q, k, v, enable_gqa=True),
+        "qmm_ref": lambda x, w: x @ w.t(),   # w: the quantized W dequantized to bf16 (or the dense W)
     }
 
 
@@ -215,7 +225,28 @@ def att_flops(name, q, k):
     return 4.0 * q[0] * q[1] * q[3] * pairs
 
 
-GROUPS = ["f32", "bf16", "sq", "red", "idx", "mm", "misc", "nn", "attn"]
+# quantized matmul (issue 12): W [n, k] of an 8B model's MLP (up: 14336 x
+# 4096, down: 4096 x 14336) times x [m, k] bf16; PyTorch runs x @ W^T with W
+# dequantized to bf16 (its dense bf16 matvec/matmul); dense rows: wk_matmul
+# on a bf16/f16 W. The driver rotates over copies of W (>= 256 MiB) so no
+# rep reads W from the L2 cache.
+for _t in ("q4_0", "q4_k", "q5_k", "q6_k", "q8_0"):
+    for _s in ("up", "down"):
+        CASES["qmv_%s_%s_m1" % (_t, _s)] = ("quant", "qmatmul m=1 (%s)" % _t, "bf16", "qmm_ref", "close", 1e-2, T_QMV)
+        CASES["qmv_%s_%s_m8" % (_t, _s)] = ("quant", "qmatmul m=8 (%s)" % _t, "bf16", "qmm_ref", "close", 1e-2,
+                                            T_QMV8)
+for _t in ("q4_k", "q8_0"):
+    for _s in ("up", "down"):
+        CASES["qmm_%s_%s_m2048" % (_t, _s)] = ("quant", "qmatmul prefill (%s)" % _t, "bf16", "qmm_ref", "close",
+                                               1e-2, T_QPF)
+for _d in ("bf16", "f16"):
+    for _s in ("up", "down"):
+        CASES["dmv_%s_%s_m1" % (_d, _s)] = ("quant", "dense matvec m=1", _d, "qmm_ref", "close", 1e-2, T_DMV)
+for _s in ("up", "down"):
+    CASES["dmv_bf16_%s_m8" % _s] = ("quant", "dense matvec m=8", "bf16", "qmm_ref", "close", 1e-2, T_QMV8)
+
+
+GROUPS = ["f32", "bf16", "sq", "red", "idx", "mm", "misc", "nn", "attn", "quant"]
 
 
 def size_text(b):
@@ -223,6 +254,8 @@ def size_text(b):
 
 
 def shape_label(rec):
+    if rec["case"][:4] in ("qmv_", "qmm_", "dmv_"):
+        return "W %dx%d %s, x %d rows" % (rec["n"], rec["k"], rec["qtype"], rec["m"])
     if rec["case"].startswith("matmul"):
         a, b = rec["inputs"][0]["shape"], rec["inputs"][1]["shape"]
         s = "%dx%dx%d" % (a[-2], a[-1], b[-1])
@@ -598,6 +631,8 @@ def evaluate(row, sgemm_ms):
             row["sgemm_ratio"] = sgemm_ms / row["wick_ms"] if sgemm_ms else None
         elif metric == "bare":
             v = row.get("bare_ratio")
+        elif metric == "vs_m1":
+            v = row.get("vs_m1_batch" if batch else "vs_m1")
         return v is not None and v >= least
     if row.get("error") or not row.get("check", {}).get("ok"):
         return "failed" if row.get("error") else "check failed"
@@ -655,12 +690,14 @@ def table(rows):
                                                                       r.get("torch_backend", "?"))
         elif r["case"].startswith("attn"):
             frac = "%.0f%% (%.0f GB/s of K+V); PyTorch %s" % (100 * r["frac"], r["GBps"], r.get("torch_backend", "?"))
-        elif r["case"].startswith("matmul"):
+        elif r["case"].startswith("matmul") or (r["case"].startswith("qmm_") and r.get("tflops")):
             frac = "%.0f%% (%.0f TFLOP/s)" % (100 * r["frac"], r["tflops"])
             if r["case"].startswith("matmul_tiled") and r.get("sgemm_ratio"):
                 frac += "; %.2fx SGEMM" % r["sgemm_ratio"]
         else:
             frac = "%.0f%% (%.0f GB/s)" % (100 * r["frac"], r["GBps"])
+        if r.get("vs_m1"):
+            frac += "; %.2fx the m=1 time" % (1 / r["vs_m1"])
         result = r["result"] if r["check"]["ok"] else "check failed: " + r["check"]["detail"]
         lines.append([r["op"], r["dtype"], r["shape"], fmt_ms(r["wick_ms"]), fmt_ms(r["torch_ms"]),
                       "%.2f" % r["speed"], frac, target_text(r["targets"]), result,
@@ -798,6 +835,11 @@ def main(argv):
         shutil.rmtree(scratch, ignore_errors=True)
         log.close()
     sgemm = next((r["torch_ms"] for r in rows if r["case"] == "matmul_f32_s" and "torch_ms" in r), None)
+    for r in rows:   # m = 8 rows against their m = 1 twins (quantized matmul)
+        twin = next((t for t in rows if r["case"].endswith("_m8") and t["case"] == r["case"][:-3] + "_m1"), None)
+        if twin and twin.get("wick_ms") and r.get("wick_ms"):
+            r["vs_m1"] = twin["wick_ms"] / r["wick_ms"]
+            r["vs_m1_batch"] = twin["wick"]["batch_ms"] / r["wick"]["batch_ms"]
     for r in rows:
         r["result"] = evaluate(r, sgemm)
     tbl = table(rows)

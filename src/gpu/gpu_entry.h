@@ -60,6 +60,10 @@ wk_status wk_gpu_attention(void *ctx, const wk_op_args *a);
 wk_status wk_gpu_qconvert(void *ctx, const wk_op_args *a);
 wk_status wk_gpu_qmatmul(void *ctx, const wk_op_args *a);
 wk_status wk_gpu_qgather(void *ctx, const wk_op_args *a);
+/* quant.hip: the dense f16/bf16 matvec (m <= 8, b a transposed row-major
+ * matrix) that matmul.hip tries first under WICK_MATVEC=wick; *done false
+ * when it does not apply */
+wk_status wk_gpu_dense_matvec(void *ctx, const wk_view *dst, const wk_view *a, const wk_view *b, bool *done);
 
 #ifdef __cplusplus
 }

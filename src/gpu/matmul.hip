@@ -22,6 +22,12 @@
  * first copied to a contiguous buffer (broadcast batch dims stay
  * broadcast, not materialised). The tiled kernel takes every layout as it
  * is.
+ *
+ * Dense matvec: with WICK_MATVEC=wick a 2-d f16/bf16 product with m <= 8
+ * whose b is the transposed view of a row-major W (x . W^T, decode's
+ * weight matvec) runs on the qmatvec kernel of quant.hip
+ * (wk_gpu_dense_matvec); by default the BLAS, which measured faster
+ * (docs/quantization.md).
  */
 #include "gpu_internal.h"
 #include <dlfcn.h>
@@ -388,6 +394,11 @@ wk_status wk_gpu_matmul(void *ctx, const wk_view *dst, const wk_view *a, const w
     if (a->dims[r - 1] == 0) {
         const uint64_t zero = 0;
         return wk_gpu_const_set(ctx, dst, &zero);
+    }
+    if (r == 2) {   /* f16/bf16 matvec, m <= 8, x . W^T (quant.hip; WICK_MATVEC=wick) */
+        bool mv = false;
+        wk_status mst = wk_gpu_dense_matvec(c, dst, a, b, &mv);
+        if (mv || mst != WK_OK) return mst;
     }
 #if MM_BLAS
     const char *mode = getenv("WICK_GEMM");

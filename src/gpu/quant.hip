@@ -401,21 +401,28 @@ extern "C" wk_status wk_gpu_qgather(void *ctx, const wk_op_args *a)
 /* ------------------------------------------------------------------ */
 /* qmatvec: the unit decoders                                          */
 
-/* Each decoder: U values per unit; SUMS: needs per-32 sums of x; dot<M>
- * adds to acc[i] the dot product of unit `u` of the weight row with x
- * row i, whose float4 c (values 4c..4c+3 of the unit) is xs[i * xr +
- * c * cs], and whose per-32 sums are sm[i * sr + h]. */
+/* Each decoder: U values per unit; SUMS: needs per-32 sums of x; NB:
+ * units a thread loads before it computes any (loads in flight); load()
+ * reads unit u of the weight row wr into registers (D); dot<M>() adds to
+ * acc[i] the dot product of the unit with x row i, whose float4 c
+ * (values 4c..4c+3 of the unit) is xs[i * xr + c * cs] and whose per-32
+ * sums are sm[i * sr + h]. */
 
 /* generic: any type, 32 values per unit through qd_group */
 template <int QT> struct qu_generic {
-    static constexpr int U = 32, SUMS = 0;
-    template <int M>
-    static WK_DEV void dot(const uint8_t *wr, int64_t u, const float4 *xs, int xr, int cs, const float *, int,
-                           float (&acc)[M], int)
+    static constexpr int U = 32, SUMS = 0, NB = 1;
+    struct D { const uint8_t *b; int g; };
+    static WK_DEV void load(const uint8_t *wr, int64_t u, D &d)
     {
         const int64_t BB = wk_dt_block_bytes((wk_dtype)QT), GPB = wk_dt_block((wk_dtype)QT) / 32;
+        d.b = wr + (u / GPB) * BB;
+        d.g = (int)(u % GPB);
+    }
+    template <int M>
+    static WK_DEV void dot(const D &d, const float4 *xs, int xr, int cs, const float *, int, float (&acc)[M])
+    {
         float y[32];
-        qd_group<QT>(wr + (u / GPB) * BB, (int)(u % GPB), y);
+        qd_group<QT>(d.b, d.g, y);
 #pragma unroll
         for (int c = 0; c < 8; c++)
 #pragma unroll
@@ -431,6 +438,41 @@ template <int QT> struct qu_generic {
     }
 };
 
+/* dense bf16 / f16 rows (the dense matvec of matmul.hip): 32 values,
+ * four 16-byte loads */
+template <bool BF> struct qu_dense {
+    static constexpr int U = 32, SUMS = 0, NB = 2;
+    struct D { uint4 q[4]; };
+    static WK_DEV void load(const uint8_t *wr, int64_t u, D &d)
+    {
+        const uint4 *p = (const uint4 *)(wr + u * 64);
+#pragma unroll
+        for (int j = 0; j < 4; j++) d.q[j] = p[j];
+    }
+    static WK_DEV float lo(uint32_t w) { return BF ? __int_as_float((int)(w << 16)) : wk_fast_f16_to_f32((uint16_t)(w & 0xFFFF)); }
+    static WK_DEV float hi(uint32_t w) { return BF ? __int_as_float((int)(w & 0xFFFF0000u)) : wk_fast_f16_to_f32((uint16_t)(w >> 16)); }
+    template <int M>
+    static WK_DEV void dot(const D &d, const float4 *xs, int xr, int cs, const float *, int, float (&acc)[M])
+    {
+#pragma unroll
+        for (int c = 0; c < 8; c++) {
+            const uint4 q = d.q[c / 2];
+            const uint32_t w0 = c % 2 ? q.z : q.x, w1 = c % 2 ? q.w : q.y;
+            const float y0 = lo(w0), y1 = hi(w0), y2 = lo(w1), y3 = hi(w1);
+#pragma unroll
+            for (int i = 0; i < M; i++) {
+                const float4 x = xs[i * xr + c * cs];
+                float s = acc[i];
+                s = fmaf(x.x, y0, s);
+                s = fmaf(x.y, y1, s);
+                s = fmaf(x.z, y2, s);
+                s = fmaf(x.w, y3, s);
+                acc[i] = s;
+            }
+        }
+    }
+};
+
 /* s += x . (the 4 bytes of w as floats, each + 2^23 - off) */
 WK_DEV float q_dot4(float4 x, uint32_t w, float off, float s)
 {
@@ -442,23 +484,20 @@ WK_DEV float q_dot4(float4 x, uint32_t w, float off, float s)
 }
 
 struct qu_q4_0 {
-    static constexpr int U = 32, SUMS = 0;
+    static constexpr int U = 32, SUMS = 0, NB = 4;
+    struct D { uint32_t b[5]; };
+    static WK_DEV void load(const uint8_t *wr, int64_t u, D &d) { q_load2<18>(wr + u * 18, d.b); }
     template <int M>
-    static WK_DEV void dot(const uint8_t *wr, int64_t u, const float4 *xs, int xr, int cs, const float *, int,
-                           float (&acc)[M], int)
+    static WK_DEV void dot(const D &dd, const float4 *xs, int xr, int cs, const float *, int, float (&acc)[M])
     {
-        uint32_t b[5];
-        q_load2<18>(wr + u * 18, b);
-        const float d = wk_fast_f16_to_f32((uint16_t)(b[0] & 0xFFFF));
-        uint32_t q[4];
-#pragma unroll
-        for (int j = 0; j < 4; j++) q[j] = q_fsr(b[j], b[j + 1], 16);
+        const float d = wk_fast_f16_to_f32((uint16_t)(dd.b[0] & 0xFFFF));
         float s[M];
 #pragma unroll
         for (int i = 0; i < M; i++) s[i] = 0.0f;
 #pragma unroll
         for (int j = 0; j < 4; j++) {
-            const uint32_t lo = q[j] & 0x0F0F0F0Fu, hi = (q[j] >> 4) & 0x0F0F0F0Fu;
+            const uint32_t q = q_fsr(dd.b[j], dd.b[j + 1], 16);
+            const uint32_t lo = q & 0x0F0F0F0Fu, hi = (q >> 4) & 0x0F0F0F0Fu;
 #pragma unroll
             for (int i = 0; i < M; i++) {
                 s[i] = q_dot4(xs[i * xr + j * cs], lo, 8388616.0f, s[i]);
@@ -471,24 +510,21 @@ struct qu_q4_0 {
 };
 
 struct qu_q8_0 {
-    static constexpr int U = 32, SUMS = 0;
+    static constexpr int U = 32, SUMS = 0, NB = 4;
+    struct D { uint32_t b[9]; };
+    static WK_DEV void load(const uint8_t *wr, int64_t u, D &d) { q_load2<34>(wr + u * 34, d.b); }
     template <int M>
-    static WK_DEV void dot(const uint8_t *wr, int64_t u, const float4 *xs, int xr, int cs, const float *, int,
-                           float (&acc)[M], int)
+    static WK_DEV void dot(const D &dd, const float4 *xs, int xr, int cs, const float *, int, float (&acc)[M])
     {
-        uint32_t b[9];
-        q_load2<34>(wr + u * 34, b);
-        const float d = wk_fast_f16_to_f32((uint16_t)(b[0] & 0xFFFF));
+        const float d = wk_fast_f16_to_f32((uint16_t)(dd.b[0] & 0xFFFF));
         float s[M];
 #pragma unroll
         for (int i = 0; i < M; i++) s[i] = 0.0f;
 #pragma unroll
         for (int j = 0; j < 8; j++) {
-            const uint32_t q = q_fsr(b[j], b[j + 1], 16) ^ 0x80808080u;   /* codes + 128 */
+            const uint32_t q = q_fsr(dd.b[j], dd.b[j + 1], 16) ^ 0x80808080u;   /* codes + 128 */
 #pragma unroll
-            for (int i = 0; i < M; i++) {
-                s[i] = q_dot4(xs[i * xr + j * cs], q, 8388736.0f, s[i]);
-            }
+            for (int i = 0; i < M; i++) s[i] = q_dot4(xs[i * xr + j * cs], q, 8388736.0f, s[i]);
         }
 #pragma unroll
         for (int i = 0; i < M; i++) acc[i] = fmaf(d, s[i], acc[i]);
@@ -514,28 +550,32 @@ WK_DEV void q_sm_k4(int j, uint32_t s0, uint32_t s1, uint32_t s2, int *d, int *m
 
 /* q4_k and q5_k: units of 64 (two groups of 32 with a scale and a min) */
 template <bool FIVE> struct qu_qk45 {
-    static constexpr int U = 64, SUMS = 1;
-    template <int M>
-    static WK_DEV void dot(const uint8_t *wr, int64_t u, const float4 *xs, int xr, int cs, const float *sm, int sr,
-                           float (&acc)[M], int)
+    static constexpr int U = 64, SUMS = 1, NB = FIVE ? 2 : 4;
+    struct D { uint4 h, q0, q1, h0, h1; int j; };
+    static WK_DEV void load(const uint8_t *wr, int64_t u, D &d)
     {
         constexpr int SB = FIVE ? 176 : 144;
         const uint8_t *sb = wr + (u >> 2) * SB;
-        const int j = (int)(u & 3);
-        const uint4 h = *(const uint4 *)sb;                          /* d, dmin, scales[12] */
-        const uint4 *qp = (const uint4 *)(sb + (FIVE ? 48 : 16) + 32 * j);
-        const uint4 q0 = qp[0], q1 = qp[1];
-        uint4 h0 = make_uint4(0, 0, 0, 0), h1 = h0;
+        d.j = (int)(u & 3);
+        d.h = *(const uint4 *)sb;                                  /* d, dmin, scales[12] */
+        const uint4 *qp = (const uint4 *)(sb + (FIVE ? 48 : 16) + 32 * d.j);
+        d.q0 = qp[0];
+        d.q1 = qp[1];
         if (FIVE) {
-            h0 = ((const uint4 *)(sb + 16))[0];
-            h1 = ((const uint4 *)(sb + 16))[1];
+            d.h0 = ((const uint4 *)(sb + 16))[0];
+            d.h1 = ((const uint4 *)(sb + 16))[1];
         }
-        const uint32_t qw[8] = { q0.x, q0.y, q0.z, q0.w, q1.x, q1.y, q1.z, q1.w };
-        const uint32_t hw[8] = { h0.x, h0.y, h0.z, h0.w, h1.x, h1.y, h1.z, h1.w };
-        const float d = wk_fast_f16_to_f32((uint16_t)(h.x & 0xFFFF)), dmin = wk_fast_f16_to_f32((uint16_t)(h.x >> 16));
+    }
+    template <int M>
+    static WK_DEV void dot(const D &dd, const float4 *xs, int xr, int cs, const float *sm, int sr, float (&acc)[M])
+    {
+        const int j = dd.j;
+        const uint32_t qw[8] = { dd.q0.x, dd.q0.y, dd.q0.z, dd.q0.w, dd.q1.x, dd.q1.y, dd.q1.z, dd.q1.w };
+        const uint32_t hw[8] = { dd.h0.x, dd.h0.y, dd.h0.z, dd.h0.w, dd.h1.x, dd.h1.y, dd.h1.z, dd.h1.w };
+        const float d = wk_fast_f16_to_f32((uint16_t)(dd.h.x & 0xFFFF)), dmin = wk_fast_f16_to_f32((uint16_t)(dd.h.x >> 16));
         int sc1, m1, sc2, m2;
-        q_sm_k4(2 * j, h.y, h.z, h.w, &sc1, &m1);
-        q_sm_k4(2 * j + 1, h.y, h.z, h.w, &sc2, &m2);
+        q_sm_k4(2 * j, dd.h.y, dd.h.z, dd.h.w, &sc1, &m1);
+        q_sm_k4(2 * j + 1, dd.h.y, dd.h.z, dd.h.w, &sc2, &m2);
         const float d1 = d * (float)sc1, d2 = d * (float)sc2, mm1 = dmin * (float)m1, mm2 = dmin * (float)m2;
         float s1[M], s2[M];
 #pragma unroll
@@ -567,22 +607,25 @@ template <bool FIVE> struct qu_qk45 {
 
 /* q6_k: units of 128 (half a super-block; 8 groups of 16 with a scale) */
 struct qu_q6_k {
-    static constexpr int U = 128, SUMS = 0;
-    template <int M>
-    static WK_DEV void dot(const uint8_t *wr, int64_t u, const float4 *xs, int xr, int cs, const float *, int,
-                           float (&acc)[M], int)
+    static constexpr int U = 128, SUMS = 0, NB = 2;
+    struct D { uint32_t ql[17], qh[9], sc[3]; uint32_t d; };
+    static WK_DEV void load(const uint8_t *wr, int64_t u, D &d)
     {
         const uint8_t *sb = wr + (u >> 1) * 210;
         const int n = (int)(u & 1);
-        uint32_t ql[17], qh[9], sc[3];
-        q_load2<66>(sb + 64 * n, ql);           /* ql[64n .. 64n + 63] (+2 bytes of the next field) */
-        q_load2<34>(sb + 128 + 32 * n, qh);     /* qh[32n .. 32n + 31] (+2)                          */
-        q_load2<10>(sb + 192 + 8 * n, sc);      /* scales[8n .. 8n + 7] (+2)                         */
-        const float d = q_h(sb + 208);
+        q_load2<66>(sb + 64 * n, d.ql);         /* ql[64n .. 64n + 63] (+2 bytes of the next field) */
+        q_load2<34>(sb + 128 + 32 * n, d.qh);   /* qh[32n .. 32n + 31] (+2)                          */
+        q_load2<10>(sb + 192 + 8 * n, d.sc);    /* scales[8n .. 8n + 7] (+2)                         */
+        d.d = q_u16(sb + 208);
+    }
+    template <int M>
+    static WK_DEV void dot(const D &dd, const float4 *xs, int xr, int cs, const float *, int, float (&acc)[M])
+    {
+        const float d = wk_fast_f16_to_f32((uint16_t)dd.d);
 #pragma unroll
         for (int g = 0; g < 8; g++) {
             const int qq = g / 2, half = g % 2;
-            const int8_t scg = (int8_t)((sc[g / 4] >> (8 * (g % 4))) & 0xFF);
+            const int8_t scg = (int8_t)((dd.sc[g / 4] >> (8 * (g % 4))) & 0xFF);
             const float dg = d * (float)scg;
             float s[M];
 #pragma unroll
@@ -590,16 +633,14 @@ struct qu_q6_k {
 #pragma unroll
             for (int cc = 0; cc < 4; cc++) {
                 const int c = 4 * half + cc;                /* byte word of l = 4c..4c+3 */
-                const uint32_t A = ql[c], Bw = ql[c + 8], H = qh[c];
+                const uint32_t A = dd.ql[c], Bw = dd.ql[c + 8], H = dd.qh[c];
                 uint32_t q;
                 if (qq == 0) q = (A & 0x0F0F0F0Fu) | ((H << 4) & 0x30303030u);
                 else if (qq == 1) q = (Bw & 0x0F0F0F0Fu) | ((H << 2) & 0x30303030u);
                 else if (qq == 2) q = ((A >> 4) & 0x0F0F0F0Fu) | (H & 0x30303030u);
                 else q = ((Bw >> 4) & 0x0F0F0F0Fu) | ((H >> 2) & 0x30303030u);
 #pragma unroll
-                for (int i = 0; i < M; i++) {
-                    s[i] = q_dot4(xs[i * xr + (8 * qq + c) * cs], q, 8388640.0f, s[i]);
-                }
+                for (int i = 0; i < M; i++) s[i] = q_dot4(xs[i * xr + (8 * qq + c) * cs], q, 8388640.0f, s[i]);
             }
 #pragma unroll
             for (int i = 0; i < M; i++) acc[i] = fmaf(dg, s[i], acc[i]);
@@ -613,6 +654,8 @@ template <> struct qu_of<WK_Q8_0> { typedef qu_q8_0 T; };
 template <> struct qu_of<WK_Q4_K> { typedef qu_qk45<false> T; };
 template <> struct qu_of<WK_Q5_K> { typedef qu_qk45<true> T; };
 template <> struct qu_of<WK_Q6_K> { typedef qu_q6_k T; };
+template <> struct qu_of<WK_BF16> { typedef qu_dense<true> T; };
+template <> struct qu_of<WK_F16> { typedef qu_dense<false> T; };
 
 /* ------------------------------------------------------------------ */
 /* qmatvec: the kernel                                                  */
@@ -689,8 +732,17 @@ template <int QT, int M> __global__ __launch_bounds__(QMV_BLOCK) void qmv_kernel
         }
         __syncthreads();
         if (live)
-            for (int uu = lr; uu < upc; uu += tr)
-                QU::template dot<M>(wr, k0 / U + uu, xs + uu, xr, upc, sm + uu * (U / 32), sr, acc, p.m);
+            for (int u0 = lr; u0 < upc; u0 += QU::NB * tr) {
+                typename QU::D dd[QU::NB];                  /* NB units' loads in flight */
+#pragma unroll
+                for (int b = 0; b < QU::NB; b++)
+                    if (u0 + b * tr < upc) QU::load(wr, k0 / U + u0 + b * tr, dd[b]);
+#pragma unroll
+                for (int b = 0; b < QU::NB; b++) {
+                    const int uu = u0 + b * tr;
+                    if (uu < upc) QU::template dot<M>(dd[b], xs + uu, xr, upc, sm + uu * (U / 32), sr, acc);
+                }
+            }
     }
     /* reduce the tr partial sums of each row through shared memory */
     __syncthreads();
@@ -736,18 +788,19 @@ template <int QT, int M> static void qmv_go(wk_gpu_ctx *c, const qmv_params &p, 
     qmv_kernel<QT, M><<<grid, QMV_BLOCK, smem, c->stream>>>(p);
 }
 
-static wk_status qmv_run(wk_gpu_ctx *c, const wk_view *d, const wk_view *w, const wk_view *x)
+/* y [m, n] = x [m, k] . W^T, W [n, k] of type qt (a block dtype, or
+ * bf16/f16 for the dense matvec) at w with row stride w_rs bytes */
+static wk_status qmv_run(wk_gpu_ctx *c, wk_dtype qt, const uint8_t *w, int64_t w_rs, int64_t n, int64_t k,
+                         const wk_view *d, const wk_view *x)
 {
-    const wk_dtype qt = w->dtype;
-    const int64_t m = d->dims[0], n = d->dims[1], k = w->dims[1];
+    const int64_t m = d->dims[0];
     const int M = m <= 1 ? 1 : m <= 2 ? 2 : m <= 4 ? 4 : 8;
     int U = 32;
     Q_DISPATCH(qt, U = qu_of<QT_>::T::U);
     qmv_params p;
     memset(&p, 0, sizeof p);
-    const int64_t B = wk_dt_block(qt), BB = wk_dt_block_bytes(qt);
-    p.w = (const uint8_t *)w->base + w->offset / B * BB;
-    p.w_rs = w->strides[0] / B * BB;
+    p.w = w;
+    p.w_rs = w_rs;
     p.n = n;
     p.k = k;
     p.x = wk_gpu_view_ptr(x);
@@ -764,11 +817,13 @@ static wk_status qmv_run(wk_gpu_ctx *c, const wk_view *d, const wk_view *w, cons
     if (kc > k) kc = k;
     p.kc = (int)kc;
     /* threads per row: enough for the row's units, then halved while the
-     * grid keeps WICK_QMV_BPS blocks per multiprocessor */
+     * grid keeps WICK_QMV_BPS blocks per multiprocessor: 2 for k < 8192,
+     * 1 for longer rows (whose x chunks cost more to stage per block): the
+     * best of 1, 2, 4 and 16 for the rows of docs/quantization.md (H100) */
     const int64_t units = k / U;
     int tr = 1;
     while (tr < QMV_BLOCK && tr < units) tr *= 2;
-    const int64_t want = (int64_t)c->sm_count * q_env_int("WICK_QMV_BPS", 4);
+    const int64_t want = (int64_t)c->sm_count * q_env_int("WICK_QMV_BPS", k >= 8192 ? 1 : 2);
     while (tr > 1 && (n + 2 * (QMV_BLOCK / tr) - 1) / (2 * (QMV_BLOCK / tr)) >= want) tr /= 2;
     const int force = q_env_int("WICK_QMV_TR", 0);
     if (force >= 1 && force <= QMV_BLOCK && (force & (force - 1)) == 0) tr = force;
@@ -777,13 +832,42 @@ static wk_status qmv_run(wk_gpu_ctx *c, const wk_view *d, const wk_view *w, cons
     const int64_t g = (n + nr - 1) / nr;
     if (g > 0x7FFFFFFF) return wk_gpu_host->set_error(WK_ERR_SHAPE, "qmatmul: %lld rows of w are too many", (long long)n);
     const size_t smem = qmv_smem_bytes(M, p.kc);
-    Q_DISPATCH(qt, {
-        if (M == 1) qmv_go<QT_, 1>(c, p, (unsigned)g, smem);
-        else if (M == 2) qmv_go<QT_, 2>(c, p, (unsigned)g, smem);
-        else if (M == 4) qmv_go<QT_, 4>(c, p, (unsigned)g, smem);
-        else qmv_go<QT_, 8>(c, p, (unsigned)g, smem);
-    });
-    return wk_gpu_launched(c, "qmatmul (qmatvec)", __FILE__, __LINE__);
+#define QMV_GO_(QT)                                                                \
+    {                                                                              \
+        if (M == 1) qmv_go<QT, 1>(c, p, (unsigned)g, smem);                        \
+        else if (M == 2) qmv_go<QT, 2>(c, p, (unsigned)g, smem);                   \
+        else if (M == 4) qmv_go<QT, 4>(c, p, (unsigned)g, smem);                   \
+        else qmv_go<QT, 8>(c, p, (unsigned)g, smem);                               \
+    }
+    if (qt == WK_BF16) QMV_GO_(WK_BF16)
+    else if (qt == WK_F16) QMV_GO_(WK_F16)
+    else Q_DISPATCH(qt, QMV_GO_(QT_));
+#undef QMV_GO_
+    return wk_gpu_launched(c, qt == WK_BF16 || qt == WK_F16 ? "matmul (matvec)" : "qmatmul (qmatvec)", __FILE__,
+                           __LINE__);
+}
+
+/* the dense matvec: dst [m, n] = a [m, k] . b [k, n] for f16/bf16 with
+ * m <= 8 and b the transposed view of a row-major W [n, k] (b's strides
+ * (1, row stride), rows 16-byte aligned, k a multiple of 32): the
+ * qmatvec kernel with plain 16-bit rows. Only with WICK_MATVEC=wick: on
+ * an H100 it reads W at 68-73% of the copy rate, cuBLAS at 85-89%
+ * (docs/quantization.md), so matmul keeps the BLAS by default. *done
+ * false: not taken. */
+extern "C" wk_status wk_gpu_dense_matvec(void *ctx, const wk_view *dst, const wk_view *a, const wk_view *b, bool *done)
+{
+    wk_gpu_ctx *c = (wk_gpu_ctx *)ctx;
+    *done = false;
+    const wk_dtype dt = dst->dtype;
+    if ((dt != WK_BF16 && dt != WK_F16) || dst->rank != 2) return WK_OK;
+    const int64_t m = dst->dims[0], n = dst->dims[1], k = a->dims[1];
+    const char *mode = getenv("WICK_MATVEC");
+    if (!mode || strcmp(mode, "wick") != 0 || m < 1 || m > 8 || n < 1 || k < 32 || k % 32 != 0) return WK_OK;
+    if (b->strides[0] != 1 || ((b->strides[1] * 2) % 16) != 0) return WK_OK;
+    const uint8_t *w = (const uint8_t *)wk_gpu_view_ptr(b);
+    if (!wk_gpu_aligned(w, 16)) return WK_OK;
+    *done = true;
+    return qmv_run(c, dt, w, b->strides[1] * 2, n, k, dst, a);
 }
 
 /* m > 8: W dequantized to x's dtype, then matmul (x . W^T) */
@@ -822,6 +906,10 @@ extern "C" wk_status wk_gpu_qmatmul(void *ctx, const wk_op_args *a)
     if (m == 0 || n == 0) return WK_OK;
     const char *mode = getenv("WICK_QMATMUL");
     const bool deq = mode && !strcmp(mode, "dequant");
-    if (m <= 8 && !deq) return qmv_run(c, d, w, x);
+    if (m <= 8 && !deq) {
+        const int64_t B = wk_dt_block(w->dtype), BB = wk_dt_block_bytes(w->dtype);
+        return qmv_run(c, w->dtype, (const uint8_t *)w->base + w->offset / B * BB, w->strides[0] / B * BB, n,
+                       w->dims[1], d, x);
+    }
     return qmm_dequant(c, d, w, x);
 }

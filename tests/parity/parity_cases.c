@@ -697,6 +697,21 @@ static void quant_ops(void)
         { "m9_n33_k2blk", 9, 33, 2, PK_CONTIG, false },    { "m40_n70_k3blk_xT", 40, 70, 3, PK_TRANSPOSED, false },
         { "m1_n300_k40blk", 1, 300, 40, PK_CONTIG, false },
     };
+    /* the dense f16/bf16 matvec beside it (matmul with m <= 8 and b the
+     * transposed view of a row-major W: quant.hip's kernel) */
+    static const struct { int64_t m, n, k; } dm[] = { { 1, 7, 64 }, { 3, 4097, 96 }, { 8, 33, 4096 }, { 1, 1, 32 } };
+    for (int f = 0; f < 2; f++)
+        for (int k = 0; k < N_(dm); k++) {
+            const wk_dtype dt = f ? WK_F16 : WK_BF16;
+            p_case c = start("matmul", dt, PF_MATMUL);
+            snprintf(c.name, sizeof c.name, "matmul/%s/matvec_m%lld_n%lld_k%lld_wT", wk_dtype_name(dt),
+                     (long long)dm[k].m, (long long)dm[k].n, (long long)dm[k].k);
+            c.accum = true;
+            c.nin = 2;
+            c.in[0] = IN(dt, WK_SHAPE(dm[k].m, dm[k].k), PK_CONTIG, PG_UNIFORM, -1, 1);
+            c.in[1] = IN(dt, WK_SHAPE(dm[k].k, dm[k].n), PK_TRANSPOSED, PG_UNIFORM, -1, 1);
+            p_run(&c);
+        }
     for (int t = 0; t < N_(q_types); t++) {
         const wk_dtype qt = q_types[t];
         const int64_t B = qt >= WK_Q2_K ? 256 : 32;
