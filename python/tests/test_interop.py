@@ -28,8 +28,11 @@ def test_numpy_from_dlpack_shares(dt, rng):
     a = np.from_dlpack(t)
     assert ptr(a) == t.data_ptr() and a.dtype == np_dtype(dt)
     np.testing.assert_array_equal(a, t.numpy())
-    a[0, 0] = 5
-    assert t[0, 0].item() == 5
+    if a.flags.writeable:   # numpy before 2.1 makes DLPack imports read-only
+        a[0, 0] = 5
+        assert t[0, 0].item() == 5
+    t[0, 1] = 6
+    assert a[0, 1] == 6
     assert t.__dlpack_device__() == (1, 0)
 
 
@@ -117,7 +120,10 @@ def test_torch_ops_agree_on_cpu(rng):
 def test_read_only_dlpack_is_copied():
     a = np.arange(4.0)
     a.flags.writeable = False
-    w = wick.from_dlpack(a)
+    try:
+        w = wick.from_dlpack(a)
+    except BufferError:   # numpy before 2.1 exports no read-only arrays
+        return
     assert w.tolist() == [0, 1, 2, 3]
     if w.data_ptr() != ptr(a):   # a producer that flags read-only memory gets a copy
         w[0] = 5
