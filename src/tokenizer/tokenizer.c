@@ -742,8 +742,8 @@ static bool encode_run(enc *e, const char *p, size_t n)
 }
 
 /* Normalized text with invalid bytes in it: valid runs are encoded, each
- * invalid byte becomes its byte token (the unknown token, or nothing, when
- * there is none). */
+ * invalid byte becomes its byte token; when there is none, the unknown
+ * token (SentencePiece) or nothing (byte-level BPE, as for valid text). */
 static bool encode_bytes(enc *e, const char *p, size_t n)
 {
     const wk_tokenizer *t = e->t;
@@ -758,7 +758,7 @@ static bool encode_bytes(enc *e, const char *p, size_t n)
         if (!encode_run(e, p + run, i - run)) return false;
         for (int k = 0; k < -l; k++) {
             int32_t id = t->byte_tok[(unsigned char)p[i + (size_t)k]];
-            if (id < 0) id = t->unk_id;
+            if (id < 0 && t->model == WK_TOK_MODEL_SPM) id = t->unk_id;   /* byte-level: dropped, as in tok_bpe */
             if (id >= 0 && !tok_ids_push(&e->out, id)) return false;
         }
         i += (size_t)-l;
