@@ -346,7 +346,7 @@ static void json_invalid_cases(void)
         { "{\"a\":1,}", "expected a key" },
         { "{a:1}", "expected a key" },
         { "{\"a\":1 \"b\":2}", "expected ',' or '}'" },
-        { "{\"a\":1,\"a\":2}", "duplicate key \"a\"" },
+        { "{\"a\":1,\"a\":2}", "column 8 (byte 7): duplicate key \"a\"" },
         { "\"abc", "never closed" },
         { "\"a\tb\"", "control character 0x09" },
         { "\"a\nb\"", "control character 0x0a" },

@@ -21,6 +21,8 @@ Fixtures (small; every byte of tensor data is random from fixed seeds):
   small.gguf        a small v3 file, default alignment (truncation, flips)
   small_v2.gguf     the same bytes with version 2 (v2 and v3 differ only
                     in the number for little-endian files)
+  mix.gguf          8 llama-named f16 layers for `wick quantize ... q4_k_m`
+                    (tests/cli/test_cli.sh)
   types.safetensors every safetensors dtype, a scalar, an empty tensor and
                     __metadata__, written by safetensors.serialize_file
   sharded/          model-0000{1,2}-of-00002.safetensors, the index and a
@@ -149,6 +151,23 @@ def write_small_gguf(path):
     w.add_tensor("a.f32", rng.standard_normal((2, 3)).astype(np.float32))
     w.add_tensor("b.q4_0", rng.integers(0, 256, size=(1, 18), dtype=np.uint8), raw_dtype=QT.Q4_0)
     w.add_tensor("c.f16", rng.standard_normal((4,)).astype(np.float16))
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+
+
+def write_mix_gguf(path):
+    """8 llama-named layers (stored in name order) for the q4_k_m mix of wick quantize."""
+    rng = np.random.default_rng(1408)
+    w = GGUFWriter(path, "llama")
+    w.add_uint32("llama.block_count", 8)
+    w.add_tensor("token_embd.weight", rng.standard_normal((4, 256)).astype(np.float16))
+    for i in sorted(range(8), key=str):
+        w.add_tensor(f"blk.{i}.attn_norm.weight", rng.standard_normal(256).astype(np.float16))
+        w.add_tensor(f"blk.{i}.attn_v.weight", rng.standard_normal((1, 256)).astype(np.float16))
+        w.add_tensor(f"blk.{i}.ffn_down.weight", rng.standard_normal((1, 256)).astype(np.float16))
+    w.add_tensor("output.weight", rng.standard_normal((4, 256)).astype(np.float16))
     w.write_header_to_file()
     w.write_kv_data_to_file()
     w.write_tensors_to_file()
@@ -297,6 +316,7 @@ def generate():
     small = os.path.join(OUT, "small.gguf")
     write_types_gguf(types_gguf)
     write_small_gguf(small)
+    write_mix_gguf(os.path.join(OUT, "mix.gguf"))
     b = bytearray(open(small, "rb").read())
     assert b[4:8] == (3).to_bytes(4, "little")
     b[4:8] = (2).to_bytes(4, "little")

@@ -59,6 +59,7 @@ typedef struct jp {
     wk_json **stack;
     const char **kstack;
     size_t *lstack;
+    const unsigned char **pstack;   /* where each key begins, for messages */
     size_t top, cap;
     /* the scratch buffer of the string being decoded */
     char *buf;
@@ -383,7 +384,7 @@ static wk_json *parse_number(jp *P)
     return v;
 }
 
-static bool stack_push(jp *P, wk_json *v, const char *key, size_t klen)
+static bool stack_push(jp *P, wk_json *v, const char *key, size_t klen, const unsigned char *at)
 {
     if (P->top == P->cap) {
         size_t cap = P->cap ? 2 * P->cap : 64;
@@ -396,11 +397,15 @@ static bool stack_push(jp *P, wk_json *v, const char *key, size_t klen)
         size_t *l = realloc(P->lstack, cap * sizeof *l);
         if (!l) return false;
         P->lstack = l;
+        const unsigned char **q = realloc(P->pstack, cap * sizeof *q);
+        if (!q) return false;
+        P->pstack = q;
         P->cap = cap;
     }
     P->stack[P->top] = v;
     P->kstack[P->top] = key;
     P->lstack[P->top] = klen;
+    P->pstack[P->top] = at;
     P->top++;
     return true;
 }
@@ -423,9 +428,10 @@ static int64_t obj_find(const wk_json *o, const char *key, size_t klen)
 }
 
 /* The members pushed since base become the object's; a repeated key is an error. */
-static bool close_object(jp *P, wk_json *o, size_t base, const unsigned char *at)
+static bool close_object(jp *P, wk_json *o, size_t base)
 {
     size_t n = P->top - base;
+    const unsigned char *const *where = P->pstack + base;
     o->n = n;
     if (n) {
         o->items = wk_arena_alloc(&P->doc->arena, n * sizeof *o->items);
@@ -436,7 +442,6 @@ static bool close_object(jp *P, wk_json *o, size_t base, const unsigned char *at
         memcpy(o->keys, P->kstack + base, n * sizeof *o->keys);
         memcpy(o->klens, P->lstack + base, n * sizeof *o->klens);
     }
-    P->top = base;
     int64_t dup = -1;
     if (n > 8) {
         size_t cap = 16;
@@ -468,6 +473,8 @@ static bool close_object(jp *P, wk_json *o, size_t base, const unsigned char *at
                     break;
                 }
     }
+    const unsigned char *at = dup >= 0 ? where[dup] : NULL;
+    P->top = base;
     if (dup >= 0) {
         jp_err(P, at, "duplicate key \"%.*s\" in an object", (int)(o->klens[dup] > 200 ? 200 : o->klens[dup]),
                o->keys[dup]);
@@ -493,7 +500,7 @@ static wk_json *parse_array(jp *P, int depth)
     for (;;) {
         wk_json *v = parse_value(P, depth + 1);
         if (!v) return NULL;
-        if (!stack_push(P, v, NULL, 0)) return jp_oom(P);
+        if (!stack_push(P, v, NULL, 0, NULL)) return jp_oom(P);
         skip_ws(P);
         if (P->p >= P->end) return jp_err(P, open, "an array that is never closed");
         if (*P->p == ',') {
@@ -535,6 +542,7 @@ static wk_json *parse_object(jp *P, int depth)
         if (*P->p != '"') return jp_err(P, P->p, "expected a key (a string) in an object, found %s", jp_show(P, P->p, sh, sizeof sh));
         const char *key;
         size_t klen;
+        const unsigned char *kat = P->p;
         if (!parse_string(P, &key, &klen)) return NULL;
         skip_ws(P);
         if (P->p >= P->end || *P->p != ':')
@@ -542,7 +550,7 @@ static wk_json *parse_object(jp *P, int depth)
         P->p++;
         wk_json *v = parse_value(P, depth + 1);
         if (!v) return NULL;
-        if (!stack_push(P, v, key, klen)) return jp_oom(P);
+        if (!stack_push(P, v, key, klen, kat)) return jp_oom(P);
         skip_ws(P);
         if (P->p >= P->end) return jp_err(P, open, "an object that is never closed");
         if (*P->p == ',') {
@@ -555,7 +563,7 @@ static wk_json *parse_object(jp *P, int depth)
         }
         return jp_err(P, P->p, "expected ',' or '}' in an object, found %s", jp_show(P, P->p, sh, sizeof sh));
     }
-    if (!close_object(P, o, base, open)) return NULL;
+    if (!close_object(P, o, base)) return NULL;
     return o;
 }
 
@@ -629,6 +637,7 @@ WK_MODEL_API wk_json *wk_json_parse(const char *text, size_t len, const char *na
     free(P.stack);
     free(P.kstack);
     free(P.lstack);
+    free(P.pstack);
     free(P.buf);
     if (!root) {
         wk_arena_free(&doc->arena);

@@ -169,6 +169,18 @@ expect quantize_sharded 0 "$wick" quantize -q "$mf/sharded" "$tmp/sh.gguf" q4_k_
 expect quantize_sharded_inspect 0 "$wick" inspect "$tmp/sh.gguf"
 has quantize_sharded_f16 '^ +[0-9]+ +model\.embed\.weight +F16 '   # rows of 8: no block type fits
 has quantize_sharded_norm '^ +[0-9]+ +model\.norm\.weight +F32 '
+# llama.cpp's Q4_K_M mix on 8 layers stored in name order: q6_k where use_more_bits(layer, 8) (0, 3, 6, 7)
+expect quantize_mix 0 "$wick" quantize -q "$mf/mix.gguf" "$tmp/mix.gguf" q4_k_m
+expect quantize_mix_inspect 0 "$wick" inspect "$tmp/mix.gguf"
+for l in 0 1 2 3 4 5 6 7; do
+  case $l in 0|3|6|7) t=Q6_K ;; *) t=Q4_K ;; esac
+  has "quantize_mix_attn_v_$l" "^ +[0-9]+ +blk\.$l\.attn_v\.weight +$t "
+  has "quantize_mix_ffn_down_$l" "^ +[0-9]+ +blk\.$l\.ffn_down\.weight +$t "
+  has "quantize_mix_norm_$l" "^ +[0-9]+ +blk\.$l\.attn_norm\.weight +F32 "
+done
+has quantize_mix_output '^ +[0-9]+ +output\.weight +Q6_K '
+has quantize_mix_embd '^ +[0-9]+ +token_embd\.weight +Q4_K '
+has quantize_mix_ftype '^  general\.file_type +u32 +15$'
 expect quantize_unreadable 1 "$wick" quantize "$mf/types.gguf" "$tmp/t.gguf" q4_0
 err | grep -q "'t.i8' is of type I8" && ok || bad quantize_unreadable_words "stderr: '$(err)'"
 [ -e "$tmp/t.gguf" ] || [ -e "$tmp/t.gguf.tmp" ] && bad quantize_unreadable_left "a file was left behind" || ok
