@@ -80,6 +80,11 @@ $(BUILD)/wick-tok-check: tests/tokenizer/tok_check.c $(BUILD)/libwick.a
 	@$(if $(V),,echo "  LD $@")
 	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDLIBS)
 
+# The model oracle's wick side (tools/llm_oracle.py runs it against transformers).
+$(BUILD)/wick-llm-oracle: tests/device/llm_oracle.c $(BUILD)/libwick.a
+	@$(if $(V),,echo "  LD $@")
+	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDLIBS)
+
 # The README's test command.
 test: all
 	$(BUILD)/wick-tests

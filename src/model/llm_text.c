@@ -1,19 +1,24 @@
 /* llm_text.c — the text side of a model: its chat template and format,
- * BOS and end-of-generation tokens, the bytes of each token (GGUF's
- * byte-level BPE and SentencePiece vocabularies), tokenizing through the
- * tokenizer layer, and the generation loop (sampling, stop tokens and stop
- * strings, whole UTF-8 characters to the callback, timings).
+ * BOS and end-of-generation tokens, its tokenizer (wick_tokenizer.h: from
+ * the GGUF metadata or the folder's tokenizer.json), the bytes of each
+ * token, and the generation loop (sampling, stop tokens and stop strings,
+ * whole UTF-8 characters to the callback through the tokenizer's streaming
+ * decoder, timings). A model whose tokenizer cannot be built still loads:
+ * it runs token ids, and wk_llm_tokenize says why it has no tokenizer.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include "wick_tokenizer.h"
 #include "llm_internal.h"
 
 typedef struct llm_text {
     char *bytes;          /* every token's bytes, back to back          */
     uint64_t *off;        /* [n_vocab + 1] offsets into bytes           */
     unsigned char *special; /* [n_vocab] control tokens: no text        */
+    wk_tokenizer *tok;    /* NULL when it could not be built            */
+    char why[512];        /* ... and why                                */
 } llm_text;
 
 /* ---- token bytes from GGUF --------------------------------------------------- */
@@ -228,6 +233,32 @@ wk_status llm_text_init(wk_llm *m)
             tmpl = m->chat_template;
         }
     }
+    /* the tokenizer */
+    if (m->src.gguf) {
+        tx->tok = wk_tokenizer_from_gguf(m->src.gguf);
+    } else {
+        char path[4096];
+        snprintf(path, sizeof path, "%s/tokenizer.json", m->src.dir);
+        FILE *f = fopen(path, "rb");
+        if (f) {
+            fclose(f);
+            tx->tok = wk_tokenizer_from_json_file(path);
+        } else {
+            wk_tokenizer_clear_error();
+            snprintf(tx->why, sizeof tx->why, "%s has no tokenizer.json", m->src.dir);
+        }
+    }
+    if (tx->tok) {
+        int32_t eog[16];
+        int32_t k = wk_tokenizer_eog(tx->tok, eog, 16);
+        for (int32_t i = 0; i < k && i < 16; i++) add_eog(m, eog[i]);
+        if (in->bos_id < 0) in->bos_id = wk_tokenizer_bos(tx->tok);
+        if (wk_tokenizer_n_tokens(tx->tok) > in->n_vocab)
+            snprintf(tx->why, sizeof tx->why, "the tokenizer has %d tokens, the model %lld",
+                     (int)wk_tokenizer_n_tokens(tx->tok), (long long)in->n_vocab);
+    } else if (!tx->why[0]) {
+        snprintf(tx->why, sizeof tx->why, "%s", wk_tokenizer_last_error());
+    }
     if (tmpl && !m->chat_template) m->chat_template = strdup(tmpl);
     in->chat = wk_chat_format_detect(m->chat_template);
     m->default_system = llm_default_system(in->chat, m->chat_template);
@@ -242,6 +273,7 @@ void llm_text_free(wk_llm *m)
         free(tx->bytes);
         free(tx->off);
         free(tx->special);
+        wk_tokenizer_free(tx->tok);
         free(tx);
     }
     m->tok = NULL;
@@ -269,13 +301,18 @@ bool wk_llm_is_eog(const wk_llm *m, int32_t id)
 
 wk_status wk_llm_tokenize(const wk_llm *m, const char *text, size_t len, bool add_bos, int32_t **ids, int64_t *n)
 {
-    (void)text;
-    (void)len;
-    (void)add_bos;
     if (ids) *ids = NULL;
     if (n) *n = 0;
-    if (!m) return wk_merr(WK_ERR_ARGUMENT, "wk_llm_tokenize: the model is NULL");
-    return wk_merr(WK_ERR_UNSUPPORTED, "wk_llm_tokenize: this build has no tokenizer");
+    if (!m || !ids || !n || (!text && len))
+        return wk_merr(WK_ERR_ARGUMENT, "wk_llm_tokenize: %s is NULL", !m ? "the model" : !text ? "the text" : "an output");
+    const llm_text *tx = m->tok;
+    if (!tx || !tx->tok || tx->why[0])
+        return wk_merr(WK_ERR_UNSUPPORTED, "%s has no usable tokenizer: %s", m->info.name,
+                       tx && tx->why[0] ? tx->why : "none");
+    unsigned flags = WK_TOK_PARSE_SPECIAL | (add_bos ? WK_TOK_ADD_SPECIAL : 0u);
+    if (wk_tokenizer_encode(tx->tok, text ? text : "", len, flags, ids, n))
+        return wk_merr(wk_tokenizer_last_status(), "%s", wk_tokenizer_last_error());
+    return WK_OK;
 }
 
 /* ---- generation --------------------------------------------------------------- */
@@ -326,6 +363,8 @@ wk_status wk_llm_generate(wk_llm *m, const int32_t *prompt, int64_t n_prompt, co
     float *logits = malloc((size_t)V * sizeof *logits);
     wk_sampler *sm = wk_sampler_new(&o.sampling, V);
     pending pd = { 0 };
+    const llm_text *tx = m->tok;
+    wk_tok_stream *stream = tx && tx->tok && !tx->why[0] ? wk_tok_stream_new(tx->tok, WK_TOK_SKIP_SPECIAL | WK_TOK_KEEP_SPACE) : NULL;
     size_t max_stop = 0;
     for (int i = 0; i < o.n_stop; i++)
         if (o.stop[i] && strlen(o.stop[i]) > max_stop) max_stop = strlen(o.stop[i]);
@@ -359,7 +398,15 @@ wk_status wk_llm_generate(wk_llm *m, const int32_t *prompt, int64_t n_prompt, co
         /* its bytes join what is pending; pass on whole characters that
            cannot be the start of a stop string */
         size_t len;
-        const char *txt = wk_llm_token_text(m, tok, &len);
+        const char *txt;
+        if (stream) {
+            if (wk_tok_stream_push(stream, tok, &txt, &len)) {
+                st = wk_merr(wk_tokenizer_last_status(), "decoding token %d: %s", tok, wk_tokenizer_last_error());
+                break;
+            }
+        } else {
+            txt = wk_llm_token_text(m, tok, &len);
+        }
         if (pd.n + len + 1 > pd.cap) {
             size_t cap = (pd.n + len + 1) * 2;
             char *p = realloc(pd.p, cap);
@@ -416,10 +463,23 @@ wk_status wk_llm_generate(wk_llm *m, const int32_t *prompt, int64_t n_prompt, co
         }
         if ((st = wk_llm_eval(m, &tok, 1, false, logits))) break;
     }
-    if (st == WK_OK && s.stop != WK_STOP_STRING && pd.n && cb) cb(user, -1, pd.p, pd.n);   /* held back text */
+    if (st == WK_OK && s.stop != WK_STOP_STRING && cb) {   /* held back text */
+        const char *rest = NULL;
+        size_t rn = 0;
+        if (stream && wk_tok_stream_flush(stream, &rest, &rn) == WK_OK && rn) {
+            char *p = realloc(pd.p, pd.n + rn + 1);
+            if (p) {
+                memcpy(p + pd.n, rest, rn);
+                pd.p = p;
+                pd.n += rn;
+            }
+        }
+        if (pd.n) cb(user, -1, pd.p, pd.n);
+    }
     s.gen_ms = now_ms() - t0;
 out:
     free(pd.p);
+    wk_tok_stream_free(stream);
     free(logits);
     wk_sampler_free(sm);
     if (stats) *stats = s;

@@ -1,0 +1,202 @@
+#!/usr/bin/env python3
+"""llm_oracle.py — wick's language models against Hugging Face transformers,
+on random-weight models of each architecture built from small configs on the
+machine that runs this (the device machine: nothing large travels).
+
+For each architecture (llama with Llama 3.1 rope scaling, mistral with a
+sliding window, qwen2 with q/k/v biases and tied embeddings, qwen3 with q/k
+norms, gemma3 with sliding and global layers) this
+  1. builds the model in transformers from a small config, with random
+     weights (norms around their identity, so no layer is trivial), and saves
+     it as safetensors + config.json (f32);
+  2. runs transformers in f32 (eager attention): the logits at every
+     position of a random prompt, then 32 greedy steps (the whole sequence
+     re-run each step), and once more in bf16;
+  3. runs build/wick-llm-oracle on the device in f32 and in bf16 with the
+     same prompt and transformers' greedy tokens forced, so that every row
+     lines up: the prompt's positions (one prefill) and 32 decode steps (one
+     token each through the KV cache);
+  4. compares: per row, max |wick - hf| / max |hf| (f32: bound 1e-4 at
+     every prefill position and every decode step), wick's argmax equal to
+     transformers' greedy token at every step (f32), and for bf16 the same
+     error against transformers' f32 logits next to transformers' own bf16
+     error on the same tokens (bound: 5e-2).
+
+Writes results.json and RESULTS.md into --out and prints the table. Exit 1
+when a bound is not met.
+
+Usage (repository root, after `make` and `make cuda`):
+  python3 tools/llm_oracle.py --device cuda:0 --out "$OUT"
+Needs torch and transformers.
+"""
+import argparse, json, os, subprocess, sys, tempfile, time
+
+F32_BOUND = 1e-4      # max |wick - hf| / max |hf| per row, f32
+BF16_BOUND = 5e-2     # the same for bf16 activations against hf's f32 logits
+PROMPT_LEN = 40
+STEPS = 32
+
+
+def configs():
+    import transformers as T
+    common = dict(vocab_size=512, hidden_size=256, intermediate_size=640, num_hidden_layers=4,
+                  num_attention_heads=8, num_key_value_heads=2, head_dim=32, max_position_embeddings=512,
+                  rms_norm_eps=1e-5, bos_token_id=1, eos_token_id=2, pad_token_id=0)
+    out = []
+    out.append(("llama", T.LlamaForCausalLM, T.LlamaConfig(
+        **common, rope_theta=500000.0, tie_word_embeddings=False,
+        rope_scaling={"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+                      "original_max_position_embeddings": 32})))
+    out.append(("mistral", T.MistralForCausalLM, T.MistralConfig(**common, rope_theta=10000.0, sliding_window=24)))
+    out.append(("qwen2", T.Qwen2ForCausalLM, T.Qwen2Config(**common, rope_theta=1000000.0, tie_word_embeddings=True)))
+    out.append(("qwen3", T.Qwen3ForCausalLM, T.Qwen3Config(**common, rope_theta=1000000.0, tie_word_embeddings=False)))
+    g = dict(common)
+    g.update(num_hidden_layers=7, num_key_value_heads=1, head_dim=64, num_attention_heads=4)
+    out.append(("gemma3", T.Gemma3ForCausalLM, T.Gemma3TextConfig(
+        **g, sliding_window=16, query_pre_attn_scalar=48, rope_theta=1000000.0, rope_local_base_freq=10000.0,
+        tie_word_embeddings=True)))
+    return out
+
+
+def randomize(model, gemma):
+    import torch
+    g = torch.Generator().manual_seed(1234)
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            r = torch.randn(p.shape, generator=g)
+            if "norm" in name:
+                p.copy_((0.0 if gemma else 1.0) + 0.2 * r)
+            elif name.endswith("bias"):
+                p.copy_(0.2 * r)
+            elif "embed" in name:
+                p.copy_(1.0 * r if not gemma else 0.1 * r)
+            else:
+                p.copy_(r / (p.shape[-1] ** 0.5))
+
+
+def hf_run(model, prompt, steps, dev, dtype, forced=None):
+    """Greedy steps (or the forced tokens) and the logits of every position
+    of prompt + steps, but the last: rows 0 .. np + steps - 2."""
+    import torch
+    m = model.to(device=dev, dtype=dtype)
+    seq = list(prompt)
+    with torch.no_grad():
+        if forced is not None:
+            seq += list(forced)
+        else:
+            for _ in range(steps):
+                lg = m(torch.tensor([seq], device=dev)).logits[0, -1]
+                seq.append(int(torch.argmax(lg)))
+        full = m(torch.tensor([seq], device=dev)).logits[0].float().cpu()
+    return seq[len(prompt):], full[: len(seq) - 1]
+
+
+def wick_run(exe, path, device, dtype, prompt, forced, tmp):
+    import numpy as np
+    out = os.path.join(tmp, "wick.bin")
+    cmd = [exe, path, "--device", device, "--dtype", dtype, "--prompt", ",".join(map(str, prompt)),
+           "--force", ",".join(map(str, forced)), "--out", out]
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if r.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd[:6])}...: {r.stderr.strip()}")
+    raw = np.fromfile(out, dtype=np.int32)
+    rows, vocab, nst = int(raw[0]), int(raw[1]), int(raw[2])
+    logits = raw[3 + nst:].view(np.float32).reshape(rows, vocab)
+    return logits, json.loads(r.stdout.strip().splitlines()[-1])
+
+
+def row_errors(w, h):
+    import numpy as np
+    h = h.numpy().astype(np.float64)
+    w = w.astype(np.float64)
+    return np.abs(w - h).max(axis=1) / np.maximum(np.abs(h).max(axis=1), 1e-30)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--device", default="cuda:0", help="wick's device (cuda:0, rocm:0, cpu)")
+    ap.add_argument("--torch-device", default=None, help="transformers' device (default: cuda if present)")
+    ap.add_argument("--exe", default="build/wick-llm-oracle")
+    ap.add_argument("--out", default=".")
+    ap.add_argument("--only", default=None, help="comma-separated architectures")
+    a = ap.parse_args()
+
+    import numpy as np, torch, transformers
+    tdev = a.torch_device or ("cuda" if torch.cuda.is_available() else "cpu")
+    torch.manual_seed(0)
+    os.makedirs(a.out, exist_ok=True)
+    results = {"device": a.device, "torch_device": tdev, "torch": torch.__version__,
+               "transformers": transformers.__version__, "f32_bound": F32_BOUND, "bf16_bound": BF16_BOUND,
+               "prompt_len": PROMPT_LEN, "steps": STEPS, "date": time.strftime("%Y-%m-%d"), "models": []}
+    if torch.cuda.is_available():
+        results["gpu"] = torch.cuda.get_device_name(0)
+    ok = True
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, cls, cfg in configs():
+            if a.only and name not in a.only.split(","):
+                continue
+            cfg._attn_implementation = "eager"
+            model = cls(cfg)
+            model.eval()
+            randomize(model, name == "gemma3")
+            path = os.path.join(tmp, name)
+            model.save_pretrained(path, safe_serialization=True)
+            rng = np.random.default_rng(7)
+            prompt = [int(x) for x in rng.integers(3, cfg.vocab_size, PROMPT_LEN)]
+            greedy, ref = hf_run(model, prompt, STEPS, tdev, torch.float32)
+            _, ref_bf16 = hf_run(model, prompt, STEPS, tdev, torch.bfloat16, forced=greedy)
+            rec = {"arch": name}
+            try:
+                w32, t32 = wick_run(a.exe, path, a.device, "f32", prompt, greedy, tmp)
+                wbf, tbf = wick_run(a.exe, path, a.device, "bf16", prompt, greedy, tmp)
+            except RuntimeError as e:
+                rec["error"] = str(e)
+                results["models"].append(rec)
+                ok = False
+                print(f"{name}: {e}", file=sys.stderr)
+                continue
+            e32 = row_errors(w32, ref)
+            ebf = row_errors(wbf, ref)
+            ehf = row_errors(ref_bf16.numpy(), ref)
+            np_ = PROMPT_LEN
+            mine = [int(np.argmax(w32[np_ - 1 + i])) for i in range(STEPS)]
+            same = sum(int(x == y) for x, y in zip(mine, greedy))
+            # the smallest margin of transformers' greedy choices
+            top2 = torch.topk(ref[np_ - 1:], 2, dim=1).values
+            margin = float((top2[:, 0] - top2[:, 1]).min())
+            rec.update(prefill_f32=float(e32[:np_].max()), decode_f32=float(e32[np_:].max()),
+                       greedy_same=same, greedy_steps=STEPS, min_margin=margin,
+                       prefill_bf16=float(ebf[:np_].max()), decode_bf16=float(ebf[np_:].max()),
+                       hf_bf16=float(ehf.max()), wick_f32_times=t32, wick_bf16_times=tbf)
+            rec["pass"] = bool(e32.max() <= F32_BOUND and same == STEPS and ebf.max() <= BF16_BOUND)
+            ok &= rec["pass"]
+            results["models"].append(rec)
+            print(f"{name}: f32 prefill {rec['prefill_f32']:.2e} decode {rec['decode_f32']:.2e}, greedy {same}/{STEPS} "
+                  f"(min margin {margin:.3f}); bf16 prefill {rec['prefill_bf16']:.2e} decode {rec['decode_bf16']:.2e} "
+                  f"(transformers bf16: {rec['hf_bf16']:.2e}) {'ok' if rec['pass'] else 'FAIL'}", flush=True)
+    with open(os.path.join(a.out, "results.json"), "w") as f:
+        json.dump(results, f, indent=1)
+    lines = [f"# Model oracle: wick against transformers ({results['date']})", "",
+             f"wick on `{a.device}`" + (f" ({results['gpu']})" if "gpu" in results else "") +
+             f"; transformers {results['transformers']}, torch {results['torch']} on {tdev}, f32 eager attention. "
+             f"Random-weight models from small configs, a prompt of {PROMPT_LEN} random ids, {STEPS} greedy steps "
+             f"(transformers' tokens forced into wick so the rows line up). Error: max |wick - hf| / max |hf| per "
+             f"row, the largest row shown. Bounds: f32 {F32_BOUND:g}, bf16 {BF16_BOUND:g} (against transformers' "
+             f"f32 logits; transformers' own bf16 run shown beside it).", "",
+             "| arch | f32 prefill | f32 decode | greedy | min margin | bf16 prefill | bf16 decode | transformers bf16 | |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for r in results["models"]:
+        if "error" in r:
+            lines.append(f"| {r['arch']} | error: {r['error'][:80]} | | | | | | | FAIL |")
+            continue
+        lines.append(f"| {r['arch']} | {r['prefill_f32']:.1e} | {r['decode_f32']:.1e} | {r['greedy_same']}/{r['greedy_steps']} "
+                     f"| {r['min_margin']:.3f} | {r['prefill_bf16']:.1e} | {r['decode_bf16']:.1e} | {r['hf_bf16']:.1e} "
+                     f"| {'ok' if r['pass'] else 'FAIL'} |")
+    with open(os.path.join(a.out, "RESULTS.md"), "w") as f:
+        f.write("\n".join(lines) + "\n")
+    print("\n".join(lines))
+    sys.exit(0 if ok else 1)
+
+
+if __name__ == "__main__":
+    main()
