@@ -1431,7 +1431,14 @@ static void st_corrupt_cases(void)
     gb_put(&b, "{}", 2);
     write_file(tmp_path("len.safetensors"), b.p, b.n);
     mf_err("header length", WK_ERR_IO, wk_safetensors_open(tmp_path("len.safetensors")) ? WK_OK : wk_model_last_status(),
-           "header length 1099511627776", NULL);
+           "header length 1099511627776", "over the safetensors limit", NULL);
+    b = (gb){ 0 };
+    gb_u64(&b, 1000);
+    gb_put(&b, "{}", 2);
+    write_file(tmp_path("len.safetensors"), b.p, b.n);
+    mf_err("header length past the end", WK_ERR_IO,
+           wk_safetensors_open(tmp_path("len.safetensors")) ? WK_OK : wk_model_last_status(), "header length 1000",
+           "runs past the end of the file (10 bytes)", NULL);
 
     /* indexes */
     st_bytes("{\"x\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}}", 4, "shard-a.safetensors");

@@ -2,10 +2,10 @@
  * (model.safetensors.index.json and the shards it names) or a folder that
  * holds either.
  *
- * A file is a u64 header length N, N bytes of JSON (an object: tensor name
- * -> {"dtype", "shape", "data_offsets": [begin, end]}, and an optional
- * "__metadata__" object of strings), then the data; offsets count from the
- * end of the header. Checked as the safetensors package checks them: N
+ * A file is a u64 header length N (at most 100 MB, the package's limit),
+ * N bytes of JSON (an object: tensor name -> {"dtype", "shape",
+ * "data_offsets": [begin, end]}, and an optional "__metadata__" object of
+ * strings), then the data; offsets count from the end of the header. Checked as the safetensors package checks them: N
  * inside the file, the JSON strict (json.c), each entry's fields of the
  * right kinds, dims non-negative and their product without overflow, the
  * byte count equal to the elements times the dtype's size, and the tensors,
@@ -219,6 +219,8 @@ static bool add_meta(wk_safetensors *s, const char *path, const wk_json *m)
     return true;
 }
 
+#define ST_MAX_HEADER 100000000
+
 /* Maps and parses one file into s (its tensors appended in offset order). */
 static bool open_file(wk_safetensors *s, const char *path)
 {
@@ -231,6 +233,11 @@ static bool open_file(wk_safetensors *s, const char *path)
         return false;
     }
     uint64_t n = wk_ld64(m->p);
+    if (n > ST_MAX_HEADER) {   /* as the safetensors package refuses it (HeaderTooLarge) */
+        wk_merr(WK_ERR_IO, "%s: header length %" PRIu64 " is over the safetensors limit of %d bytes", path, n,
+                ST_MAX_HEADER);
+        return false;
+    }
     if (n > m->size - 8) {
         wk_merr(WK_ERR_IO, "%s: header length %" PRIu64 " runs past the end of the file (%" PRIu64 " bytes)", path, n,
                 m->size);
