@@ -797,6 +797,10 @@ static void gguf_corrupt_cases(void)
         mf_err("version", WK_ERR_IO, open_bytes(&b, "version.gguf", NULL), "version.gguf", "GGUF version", NULL);
     }
     b = (gb){ 0 };
+    gb_header(&b, 0x03000000u, 0, 0);
+    mf_err("big-endian", WK_ERR_IO, open_bytes(&b, "be.gguf", NULL), "be.gguf", "big-endian GGUF file (version 3",
+           NULL);
+    b = (gb){ 0 };
     gb_header(&b, 3, 0, 0);
     wk_gguf *g = NULL;
     T_CHECK(open_bytes(&b, "empty.gguf", &g) == WK_OK && wk_gguf_tensor_count(g) == 0 && wk_gguf_kv_count(g) == 0,

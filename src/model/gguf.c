@@ -340,6 +340,9 @@ static bool parse(wk_gguf *g)
     r->pos = 4;
     if (!rd_u32(r, "version", &g->version)) return false;
     r->field[0] = 0;
+    if (g->version == 0x02000000u || g->version == 0x03000000u)
+        return bad(r, "a big-endian GGUF file (version %" PRIu32 " byte-swapped); wick reads little-endian files",
+                   __builtin_bswap32(g->version));
     if (g->version != 2 && g->version != 3)
         return bad(r, "GGUF version %" PRIu32 " (wick reads versions 2 and 3)", g->version);
     uint64_t nt, nkv;

@@ -148,6 +148,12 @@ has inspect_sharded_files '^.*sharded: safetensors, 2 files$'
 has inspect_sharded_tensor '^ +[0-9]+ +lm_head\.weight +F16 +\[4, 8\] .*model-00002-of-00002\.safetensors$'
 expect inspect_st 0 "$wick" inspect "$mf/types.safetensors"
 has inspect_st_meta '^  note +"h.llo"$'
+expect inspect_short 0 "$wick" inspect "$mf/types.gguf"
+has inspect_short_str '^  test\.arr\.str +\[string x 4\] \["a", "", ".+n.+", "x y"\]$'
+expect inspect_not_a_file 1 "$wick" inspect --all /dev/null
+err | grep -q "/dev/null: not a regular file" && ok || bad inspect_not_a_file_words "stderr: '$(err)'"
+expect inspect_all_gguf 0 "$wick" inspect --all "$mf/small.gguf"
+has inspect_all_nested '^  test\.nested +\[array x 2\] \[\[i32 x 2\] \[1, 2\], \[i32 x 1\] \[3\]\]$'
 expect inspect_no_file 2 "$wick" inspect
 expect inspect_two_files 2 "$wick" inspect "$mf/small.gguf" "$mf/small.gguf"
 expect inspect_bad_option 2 "$wick" inspect --frobnicate "$mf/small.gguf"
