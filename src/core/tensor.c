@@ -297,6 +297,8 @@ void *wk_tensor_data(const wk_tensor *t)
 
 /* ---- memory of another owner ---------------------------------------------- */
 
+static void release_nothing(void *ctx) { (void)ctx; }   /* the owner frees it on its own */
+
 wk_tensor *wk_from_external(wk_device *dev, wk_dtype dt, wk_shape shape, const int64_t *strides, void *data,
                             void (*release)(void *ctx), void *ctx)
 {
@@ -340,7 +342,7 @@ wk_tensor *wk_from_external(wk_device *dev, wk_dtype dt, wk_shape shape, const i
     st->dev = wk_device_retain(dev);
     st->ptr = data;
     st->bytes = (size_t)bytes;
-    st->release = release;
+    st->release = release ? release : release_nothing;   /* never the backend's free */
     st->release_ctx = ctx;
     t = &b->t;
     atomic_init(&t->refs, 1);
