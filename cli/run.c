@@ -10,7 +10,8 @@
  * MODEL is a GGUF file, a safetensors file or folder; left out (or
  * "smollm2"), the default model in the cache (SmolLM2-135M-Instruct,
  * fetched by tools/fetch-default-model.sh, which this runs when the cache
- * lacks it). A prompt is wrapped in the model's chat format as one user
+ * lacks it: the script beside the build folder of this program, or in
+ * ./tools). A prompt is wrapped in the model's chat format as one user
  * message (--raw: as it is). Without -p: an interactive chat when stdin is
  * a terminal, else the prompt is read from stdin. The default device is
  * the best one present: a GPU, else the cpu.
@@ -90,6 +91,7 @@ static int default_model(char *path, size_t n)
     char *slash = strrchr(self, '/');
     if (slash) *slash = 0;
     snprintf(script, sizeof script, "%s/../tools/fetch-default-model.sh", self);
+    if (access(script, X_OK) != 0) snprintf(script, sizeof script, "tools/fetch-default-model.sh");
     if (access(script, X_OK) != 0) {
         fprintf(stderr, "wick run: %s is not there; run tools/fetch-default-model.sh from wick's source\n", path);
         return -1;

@@ -7,7 +7,8 @@
 # ignored when another plugin sits beside the program), and a bad
 # WICK_NUM_THREADS (a warning, not silence); `wick inspect` and `wick quantize`
 # on the model-file fixtures of tests/data/model_files (tables, values, mixes,
-# and a missing, truncated or unreadable file: a message and exit 1).
+# and a missing, truncated or unreadable file: a message and exit 1);
+# `wick run`'s command line and its errors (a missing or wrong file, no cache).
 # Usage: test_cli.sh path/to/wick. Ends with "N passed, N failed"; exits 1
 # on any failure.
 set -u
@@ -198,6 +199,25 @@ expect quantize_missing_in 1 "$wick" quantize "$tmp/absent.safetensors" "$tmp/x.
 err | grep -q "absent.safetensors: cannot open" && ok || bad quantize_missing_in_words "stderr: '$(err)'"
 expect help_quantize 0 "$wick" help quantize
 out | grep -q "q4_k_m" && ok || bad help_quantize_text "'$(out | head -1)'"
+
+# ---- wick run: the command line (the model itself: suites llm and llm_ref) ------------
+expect run_help 0 "$wick" run --help
+out | grep -q "usage: wick run" && ok || bad run_help_text "'$(out | head -1)'"
+expect help_run 0 "$wick" help run
+expect run_unknown_option 2 "$wick" run x.gguf --frobnicate
+expect run_two_models 2 "$wick" run a.gguf b.gguf
+expect run_prompt_and_chat 2 "$wick" run x.gguf -p hi --chat
+expect run_bad_number 2 "$wick" run x.gguf --temp warm
+expect run_bad_top_p 2 "$wick" run x.gguf --top-p 1.5
+expect run_missing_value 2 "$wick" run x.gguf -n
+expect run_missing_model 1 "$wick" run "$tmp/absent.gguf" -p hi --device cpu
+err | grep -q "absent" && ok || bad run_missing_model_words "stderr: '$(err)'"
+expect run_not_a_model 1 "$wick" run "$mf/types.gguf" -p hi --device cpu
+err | grep -q "types.gguf" && ok || bad run_not_a_model_words "stderr: '$(err)'"
+expect run_bad_device 1 "$wick" run "$mf/types.gguf" -p hi --device nodevice:3
+# no cache folder and no model: a message, not a crash
+expect run_no_cache 1 env -u HOME -u XDG_CACHE_HOME -u WICK_CACHE "$wick" run -p hi
+err | grep -q "wick run:" && ok || bad run_no_cache_words "stderr: '$(err)'"
 
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
