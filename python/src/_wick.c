@@ -2655,6 +2655,114 @@ static PyObject *m_qgather(PyObject *mod, PyObject *args, PyObject *kw)
 }
 
 /* ------------------------------------------------------------------ */
+/* module: pinned host memory and events                               */
+
+static void release_host_block(void *ctx) { wk_host_free(ctx); }
+
+/* pinned_empty(shape, dtype='f32', device='cuda:0'): a cpu tensor in
+ * page-locked memory, so copies to and from device move in one DMA */
+static PyObject *m_pinned_empty(PyObject *mod, PyObject *args, PyObject *kw)
+{
+    (void)mod;
+    static char *kwlist[] = { "shape", "dtype", "device", NULL };
+    wk_shape s;
+    wk_dtype dt = WK_F32;
+    PyObject *device = Py_None;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O&|O&O:pinned_empty", kwlist, shape_conv, &s, dtype_conv, &dt, &device))
+        return NULL;
+    wk_device *dev = device_of(device), *cpu = device_of(NULL);
+    if (!dev || !cpu) return NULL;
+    wk_tensor *probe = wk_empty(cpu, dt, WK_SCALAR);   /* the checks of a new tensor: dtype */
+    if (!probe) return raise_wk();
+    wk_release(probe);
+    int64_t n = 1;
+    for (int d = 0; d < s.rank; d++) {
+        if (s.dims[d] < 0 || (s.dims[d] && n > INT64_MAX / 16 / s.dims[d])) {
+            PyErr_SetString(PyExc_ValueError, "pinned_empty: a bad shape");
+            return NULL;
+        }
+        n *= s.dims[d];
+    }
+    size_t bs = wk_dtype_block_size(dt);
+    size_t bytes = (size_t)(n / (int64_t)bs) * wk_dtype_block_bytes(dt);
+    void *p = CALL(void *, wk_host_alloc(dev, bytes));
+    if (!p) return raise_wk();
+    wk_tensor *t = wk_from_external(cpu, dt, s, NULL, p, release_host_block, p);
+    if (!t) {
+        wk_host_free(p);
+        return raise_wk();
+    }
+    return wrap(t);
+}
+
+typedef struct {
+    PyObject_HEAD
+    wk_event *ev;
+} EventObject;
+
+static PyTypeObject Event_Type;
+
+static PyObject *Event_new(PyTypeObject *type, PyObject *args, PyObject *kw)
+{
+    static char *kwlist[] = { "device", NULL };
+    PyObject *device = Py_None;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "|O:Event", kwlist, &device)) return NULL;
+    wk_device *dev = device_of(device);
+    if (!dev) return NULL;
+    wk_event *ev = wk_event_new(dev);
+    if (!ev) return raise_wk();
+    EventObject *o = (EventObject *)type->tp_alloc(type, 0);
+    if (!o) {
+        wk_event_free(ev);
+        return NULL;
+    }
+    o->ev = ev;
+    return (PyObject *)o;
+}
+static void Event_dealloc(EventObject *self)
+{
+    wk_event_free(self->ev);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+static PyObject *Event_record(EventObject *self, PyObject *unused)
+{
+    (void)unused;
+    return check_status(wk_event_record(self->ev));
+}
+static PyObject *Event_synchronize(EventObject *self, PyObject *unused)
+{
+    (void)unused;
+    return check_status(CALLS(wk_event_synchronize(self->ev)));
+}
+static PyObject *Event_elapsed_ms(EventObject *self, PyObject *end)
+{
+    if (!PyObject_TypeCheck(end, &Event_Type)) {
+        PyErr_SetString(PyExc_TypeError, "elapsed_ms(end): end is a wick.Event");
+        return NULL;
+    }
+    double ms;
+    if (CALLS(wk_event_elapsed_ms(self->ev, ((EventObject *)end)->ev, &ms)) != WK_OK) return raise_wk();
+    return PyFloat_FromDouble(ms);
+}
+static PyMethodDef Event_methods[] = {
+    { "record", (PyCFunction)Event_record, METH_NOARGS, "record(): mark the point the device's queued work has reached" },
+    { "synchronize", (PyCFunction)Event_synchronize, METH_NOARGS, "synchronize(): wait until the device passes the mark" },
+    { "elapsed_ms", (PyCFunction)Event_elapsed_ms, METH_O,
+      "elapsed_ms(end) -> milliseconds from this mark to end's (device time on a GPU; waits for both)" },
+    { NULL, NULL, 0, NULL },
+};
+static PyTypeObject Event_Type = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "wick.Event",
+    .tp_basicsize = sizeof(EventObject),
+    .tp_dealloc = (destructor)Event_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "Event(device='cpu'): a marker in a device's stream of work, for timing (wk_event_*)",
+    .tp_methods = Event_methods,
+    .tp_new = Event_new,
+};
+
+/* ------------------------------------------------------------------ */
 /* module: devices and introspection                                   */
 
 static PyObject *m_device_count(PyObject *mod, PyObject *arg)
@@ -2794,6 +2902,8 @@ static PyMethodDef module_methods[] = {
     F_KW(dequantize, "dequantize(t, dtype='f32')"),
     F_V(qmatmul, "qmatmul(x [..., k], w [n, k] quantized) -> x . w^T"),
     F_KW(qgather, "qgather(table, ids, dtype='f32') -> rows of a quantized table"),
+    F_KW(pinned_empty, "pinned_empty(shape, dtype='f32', device='cuda:0') -> a cpu tensor in page-locked memory "
+                       "(fast copies to and from device; uninitialised)"),
     F_O(device_count, "device_count(kind) -> the number of devices of 'cpu', 'cuda' or 'rocm'"),
     F_O(plugin_status, "plugin_status(kind) -> why a GPU plugin did not load ('' when it did)"),
     F_V(synchronize, "synchronize(device='cpu'): wait for the device's queued work"),
@@ -2822,12 +2932,18 @@ static struct PyModuleDef wick_module = {
 
 PyMODINIT_FUNC PyInit__wick(void)
 {
-    if (PyType_Ready(&Tensor_Type) < 0) return NULL;
+    if (PyType_Ready(&Tensor_Type) < 0 || PyType_Ready(&Event_Type) < 0) return NULL;
     PyObject *m = PyModule_Create(&wick_module);
     if (!m) return NULL;
     Py_INCREF(&Tensor_Type);
     if (PyModule_AddObject(m, "Tensor", (PyObject *)&Tensor_Type) < 0) {
         Py_DECREF(&Tensor_Type);
+        Py_DECREF(m);
+        return NULL;
+    }
+    Py_INCREF(&Event_Type);
+    if (PyModule_AddObject(m, "Event", (PyObject *)&Event_Type) < 0) {
+        Py_DECREF(&Event_Type);
         Py_DECREF(m);
         return NULL;
     }

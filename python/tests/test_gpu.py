@@ -295,3 +295,16 @@ def test_threads_on_gpu():
 def test_devices_mismatch_is_value_error():
     with pytest.raises(ValueError, match="device"):
         wick.ones(2) + wick.ones(2, device=DEV)
+
+
+def test_pinned_memory_and_events_on_gpu():
+    h = wick.pinned_empty((1 << 20,), dtype="f32", device=DEV)
+    h.copy_(wick.arange(1 << 20, dtype="f32"))
+    a, b = wick.Event(DEV), wick.Event(DEV)
+    a.record()
+    d = h.to(DEV)
+    b.record()
+    assert a.elapsed_ms(b) >= 0
+    back = wick.pinned_empty((1 << 20,), device=DEV)
+    back.copy_(d)   # device to pinned host
+    np.testing.assert_array_equal(back.numpy(), np.arange(1 << 20, dtype=np.float32))

@@ -244,3 +244,23 @@ def test_info_functions():
     assert wick.supports("add", "f32") and "matmul" in wick.op_names()
     assert isinstance(wick.build_info(), str) and wick.__version__.count(".") == 2
     wick.synchronize()
+
+
+def test_events_and_pinned_memory():
+    a, b = wick.Event(), wick.Event("cpu")
+    a.record()
+    x = wick.rand((256, 256), seed=1)
+    _ = x @ x
+    b.record()
+    b.synchronize()
+    assert a.elapsed_ms(b) >= 0
+    with pytest.raises(ValueError):
+        wick.Event().elapsed_ms(b)   # never recorded
+    with pytest.raises(TypeError):
+        a.elapsed_ms(3)
+    p = wick.pinned_empty((4, 8), dtype="f16", device="cpu")
+    assert p.device == "cpu" and p.shape == (4, 8) and p.dtype == "f16"
+    p.fill_(2)
+    assert p.numpy().sum() == 64
+    with pytest.raises(ValueError):
+        wick.pinned_empty((-1,))

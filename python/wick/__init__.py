@@ -20,6 +20,7 @@ generation (include/wick_model.h) get their bindings in wick.model.
 """
 from . import _wick
 from ._wick import (  # noqa: F401
+    Event,
     Tensor,
     add_rms_norm,
     arange,
@@ -40,6 +41,7 @@ from ._wick import (  # noqa: F401
     manual_seed,
     ones,
     op_names,
+    pinned_empty,
     plugin_status,
     qgather,
     qmatmul,
