@@ -3,8 +3,14 @@
 # NVIDIA GPU: builds the CUDA plugin and its virtual-wave64 twin, then runs
 # the parity runner on cuda:0 in both, with wick's own tiled GEMM, the
 # device checks (errors, events, pinned memory, >2^31 elements), the
-# event and pinned-memory tests, and compute-sanitizer memcheck over the quick
-# parity cases. Writes logs and summary.md to $OUT (default build/gpu-run).
+# event and pinned-memory tests, compute-sanitizer memcheck over the quick
+# parity cases, the attention parity cases with the portable attention path
+# forced (a third plugin, built with ATTN_PORTABLE=1 in build-ap/), the
+# Python bindings' GPU tests against PyTorch (when python3 has torch; pytest
+# from $WHEELS, a folder of wheels, when it is not installed) and the model
+# oracle (tools/llm_oracle.py: transformers' random-weight models of every
+# architecture against wick on cuda:0, when transformers is installed).
+# Writes logs and summary.md to $OUT (default build/gpu-run).
 # Usage: tests/run_gpu.sh [--skip-sanitizer]
 # (COMMIT=<hash> names the commit where the tree travels without .git)
 set -uo pipefail
@@ -24,7 +30,10 @@ gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)
   echo "|---|---|"
 } > "$sum"
 
-make -j"$(nproc)" all build/wick-device-checks cuda cuda-wave64 CUDA_ARCHS="$arch" > "$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log"; exit 1; }
+make -j"$(nproc)" all build/wick-device-checks build/wick-llm-oracle cuda cuda-wave64 CUDA_ARCHS="$arch" > "$OUT/build.log" 2>&1 &
+make -j"$(nproc)" BUILD=build-ap ATTN_PORTABLE=1 build-ap/libwick_cuda.so CUDA_ARCHS="$arch" > "$OUT/build_ap.log" 2>&1 &
+wait %1 || { tail -30 "$OUT/build.log"; exit 1; }
+wait %2 || { tail -30 "$OUT/build_ap.log"; exit 1; }
 status=0
 run() {  # name, log, command...
   local name=$1 log=$2; shift 2
@@ -32,6 +41,7 @@ run() {  # name, log, command...
   "$@" > "$OUT/$log" 2>&1; local rc=$?
   local t1=$(date +%s%N)
   local line=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$OUT/$log" | tail -1)
+  [ -n "$line" ] || line=$(grep -v '^ *$' "$OUT/$log" | tail -1 | cut -c1-200)
   [ $rc -eq 0 ] || status=1
   local ms=$(( (t1 - t0) / 1000000 ))
   printf '| %s | %s (exit %d, %d.%03d s) |\n' "$name" "${line:-no summary line}" $rc $((ms / 1000)) $((ms % 1000)) >> "$sum"
@@ -43,6 +53,21 @@ run "\`WICK_GEMM=tiled wick-parity --op matmul\`" parity_tiled.log env WICK_GEMM
 run "\`WICK_GEMM=tiled wick-parity --op matmul\`, virtual wave64" parity_tiled_w64.log env WICK_GEMM=tiled WICK_CUDA_PLUGIN=build/libwick_cuda_w64.so build/wick-parity --device cuda:0 --op matmul
 run "\`wick-device-checks --device cuda:0\` (errors, events, pinned memory, 2^31+ elements)" device_checks.log build/wick-device-checks --device cuda:0
 run "\`wick-tests --filter events/\` and \`--filter host_memory/\` (cpu and every cuda device)" events_pinned.log sh -c 'build/wick-tests --filter events/ && build/wick-tests --filter host_memory/'
+run "\`wick-parity --op attention\`, portable attention path forced (ATTN_PORTABLE=1)" parity_ap.log env WICK_CUDA_PLUGIN=build-ap/libwick_cuda.so build/wick-parity --device cuda:0 --op attention
+if python3 -c 'import torch' 2>/dev/null; then
+  pyrun() (   # a subshell: its cd stays inside
+    if [ -n "${WHEELS:-}" ]; then
+      python3 -m pytest --version >/dev/null 2>&1 || pip install -q --no-index --find-links "$WHEELS" pytest || return 1
+      python3 -c 'import ml_dtypes' 2>/dev/null || pip install -q --no-index --find-links "$WHEELS" ml_dtypes || true
+    fi
+    pip install -q --no-build-isolation --no-deps ./python || return 1
+    cd /tmp && python3 -m pytest -q -rs "$OLDPWD/python/tests/test_gpu.py"
+  )
+  run "Python bindings: \`pytest python/tests/test_gpu.py\` (against PyTorch on cuda:0, DLPack sharing)" python_gpu.log pyrun
+  if python3 -c 'import transformers' 2>/dev/null; then
+    run "model oracle: \`tools/llm_oracle.py --device cuda:0\` (transformers' random-weight models, f32 and bf16)" llm_oracle.log python3 tools/llm_oracle.py --device cuda:0 --exe build/wick-llm-oracle --out "$OUT/llm-oracle"
+  fi
+fi
 if [ "${1:-}" != "--skip-sanitizer" ]; then
   run "\`compute-sanitizer --tool memcheck wick-parity --quick\`" memcheck.log compute-sanitizer --tool memcheck --error-exitcode 3 build/wick-parity --device cuda:0 --quick
   grep -E 'ERROR SUMMARY' "$OUT/memcheck.log" | tail -1 | sed 's/^/memcheck: /' | tee -a "$OUT/memcheck_summary.txt"
