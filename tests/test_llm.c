@@ -15,7 +15,8 @@
  *                                  writer: interleaved rope for llama,
  *                                  plain norms) and safetensors + config.json
  *                                  (written here: halves rope, gemma's
- *                                  (1 + w) norms, both config styles)
+ *                                  (1 + w) norms, both config styles);
+ *                                  GGUF llama with rope_freqs.weight
  *   llm/chunks, llm/rewind         chunked prefill and a rewound cache give
  *                                  the same logits as one pass
  *   llm/quant                      q8_0 weights through wk_qmatmul and
@@ -52,6 +53,7 @@ typedef struct tcfg {
     int V, E, L, H, Hkv, D, F, window;
     double base, base_local, eps;
     bool tied;
+    bool freq_factors;  /* GGUF llama: rope_freqs.weight (Llama 3.1 files) */
 } tcfg;
 
 typedef struct tlayer {
@@ -62,6 +64,7 @@ typedef struct tlayer {
 typedef struct tmodel {
     tcfg c;
     double *emb, *out_norm, *output;
+    double *ff;         /* [D/2] rope frequency divisors, or NULL */
     tlayer *l;
 } tmodel;
 
@@ -86,6 +89,10 @@ static tmodel make_model(tcfg c)
     m.emb = rnd((int64_t)c.V * E, 1.0);
     m.out_norm = rnd_norm(E);
     m.output = c.tied ? NULL : rnd((int64_t)c.V * E, 0.3);
+    if (c.freq_factors) {
+        m.ff = t_mem((size_t)(c.D / 2) * sizeof *m.ff);
+        for (int i = 0; i < c.D / 2; i++) m.ff[i] = (float)(1.0 + 7.0 * i / (c.D / 2 - 1));   /* 1 .. 8, f32 values */
+    }
     m.l = t_mem((size_t)c.L * sizeof *m.l);
     for (int i = 0; i < c.L; i++) {
         tlayer *y = &m.l[i];
@@ -143,10 +150,10 @@ static void matvec(double *y, const double *W, const double *x, const double *b,
     }
 }
 
-static void rope_ref(double *v, int D, int pos, double base, bool interleaved)
+static void rope_ref(double *v, int D, int pos, double base, bool interleaved, const double *ff)
 {
     for (int i = 0; i < D / 2; i++) {
-        double f = pow(base, -2.0 * i / D), c = cos(pos * f), s = sin(pos * f);
+        double f = pow(base, -2.0 * i / D) / (ff ? ff[i] : 1.0), c = cos(pos * f), s = sin(pos * f);
         int a = interleaved ? 2 * i : i, b = interleaved ? 2 * i + 1 : i + D / 2;
         double x0 = v[a], x1 = v[b];
         v[a] = x0 * c - x1 * s;
@@ -178,11 +185,11 @@ static double *ref_forward(const tmodel *m, const int32_t *tok, int T)
             matvec(v + t * KD, y->wv, h, y->bv, KD, E);
             for (int hh = 0; hh < H; hh++) {
                 if (y->q_norm) rmsnorm(q + t * QD + hh * D, q + t * QD + hh * D, y->q_norm, D, c->eps);
-                rope_ref(q + t * QD + hh * D, D, t, base, inter);
+                rope_ref(q + t * QD + hh * D, D, t, base, inter, m->ff);
             }
             for (int hh = 0; hh < Hkv; hh++) {
                 if (y->k_norm) rmsnorm(k + t * KD + hh * D, k + t * KD + hh * D, y->k_norm, D, c->eps);
-                rope_ref(k + t * KD + hh * D, D, t, base, inter);
+                rope_ref(k + t * KD + hh * D, D, t, base, inter, m->ff);
             }
         }
         const double scale = gemma ? 1.0 / sqrt((double)D) : 1.0 / sqrt((double)D);
@@ -339,6 +346,12 @@ static bool write_gguf(const tmodel *m, const char *path, wk_dtype wdt)
     ok = ok && !wk_gguf_writer_set_u32(w, "tokenizer.ggml.eos_token_id", 2);
     tw *ts = t_mem(512 * sizeof *ts);
     int n = collect(m, ts);
+    if (m->ff) {
+        snprintf(ts[n].name, sizeof ts[n].name, "rope_freqs.weight");
+        ts[n].shape = WK_SHAPE(c->D / 2);
+        ts[n].data = to_f32(m->ff, c->D / 2, 0);
+        n++;
+    }
     for (int i = 0; ok && i < n; i++) {
         if (wdt != WK_F32 && ts[i].shape.rank == 2) {
             wk_tensor *f = wk_from_host(t_dev(), WK_F32, ts[i].shape, ts[i].data);
@@ -461,10 +474,11 @@ static wk_llm *load_or_fail(const char *path, const wk_llm_options *o)
     return m;
 }
 
-static void check_forward(int arch, bool hf, bool v5)
+static void check_forward(int arch, bool hf, bool v5, bool ff)
 {
     tcfg c = cfg_of(arch, hf);
     c.hf_v5 = v5;
+    c.freq_factors = ff;
     tmodel tm = make_model(c);
     const char *path = tmp_path(hf ? "hf" : "model.gguf");
     if (!(hf ? write_hf(&tm, path) : write_gguf(&tm, path, WK_F32))) return;
@@ -507,9 +521,10 @@ T_SUITE(llm)
 {
     for (int a = 0; a < 4; a++)
         for (int hf = 0; hf < 2; hf++) {
-            if (t_case("llm/forward/%s/%s", arch_names[a], hf ? "hf" : "gguf")) check_forward(a, hf, false);
-            if (hf && t_case("llm/forward/%s/hf-v5", arch_names[a])) check_forward(a, true, true);
+            if (t_case("llm/forward/%s/%s", arch_names[a], hf ? "hf" : "gguf")) check_forward(a, hf, false, false);
+            if (hf && t_case("llm/forward/%s/hf-v5", arch_names[a])) check_forward(a, true, true, false);
         }
+    if (t_case("llm/forward/llama/gguf-rope-freqs")) check_forward(A_LLAMA, false, false, true);
 
     if (t_case("llm/chunks")) {
         tcfg c = cfg_of(A_GEMMA3, false);
@@ -906,6 +921,8 @@ T_SUITE(llm_chat)
                    "<bos><start_of_turn>user\nBe brief.\n\nHi<end_of_turn>\n<start_of_turn>model\nHello!<end_of_turn>\n"
                    "<start_of_turn>user\n2+2?<end_of_turn>\n<start_of_turn>model\n");
         chat_check(WK_CHAT_GEMMA, NULL, one, 1, "<bos><start_of_turn>user\nHi there<end_of_turn>\n<start_of_turn>model\n");
+        const wk_chat_message sp[] = { { "system", " Sys " }, { "user", "Q" } };   /* the system text is not trimmed */
+        chat_check(WK_CHAT_GEMMA, NULL, sp, 2, "<bos><start_of_turn>user\n Sys \n\nQ<end_of_turn>\n<start_of_turn>model\n");
     }
     if (t_case("llm/chat/errors")) {
         const wk_chat_message bad[] = { { "user", NULL } };

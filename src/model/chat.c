@@ -13,10 +13,10 @@
  *     {content, trimmed}<|eot_id|> ...  <|start_header_id|>assistant<|end_header_id|>\n\n
  *     Llama 3.1+ templates (they mention "Cutting Knowledge Date") always
  *     open with a system turn "Cutting Knowledge Date: December 2023\n
- *     Today Date: 26 Jul 2024\n\n{system, trimmed}" (the template's
- *     default date).
+ *     Today Date: 26 Jul 2024\n\n{system, trimmed}" (3.1's default date;
+ *     Llama 3.2's templates ask transformers for today's date instead).
  *   Gemma:
- *     <bos><start_of_turn>user\n{system\n\n}{content, trimmed}<end_of_turn>\n
+ *     <bos><start_of_turn>user\n{system, as it is}\n\n{content, trimmed}<end_of_turn>\n
  *     <start_of_turn>model\n{content, trimmed}<end_of_turn>\n ...
  *     <start_of_turn>model\n
  *     (the system text goes before the first user message; "assistant"
@@ -146,8 +146,8 @@ char *wk_chat_apply(wk_chat_format f, const char *default_system, const wk_chat_
             puts_(&b, "<start_of_turn>");
             puts_(&b, role);
             puts_(&b, "\n");
-            if (i == sys_first && sys_first) {
-                put_trim(&b, msgs[0].content);
+            if (i == sys_first && sys_first) {   /* as it is: the template trims the others only */
+                puts_(&b, msgs[0].content);
                 puts_(&b, "\n\n");
             }
             put_trim(&b, msgs[i].content);
