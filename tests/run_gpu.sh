@@ -56,11 +56,11 @@ run "\`wick-tests --filter events/\` and \`--filter host_memory/\` (cpu and ever
 run "\`wick-parity --op attention\`, portable attention path forced (ATTN_PORTABLE=1)" parity_ap.log env WICK_CUDA_PLUGIN=build-ap/libwick_cuda.so build/wick-parity --device cuda:0 --op attention
 if python3 -c 'import torch' 2>/dev/null; then
   pyrun() (   # a subshell: its cd stays inside
-    if [ -n "${WHEELS:-}" ]; then
-      python3 -m pytest --version >/dev/null 2>&1 || pip install -q --no-index --find-links "$WHEELS" pytest || return 1
-      python3 -c 'import ml_dtypes' 2>/dev/null || pip install -q --no-index --find-links "$WHEELS" ml_dtypes || true
+    if [ -n "${WHEELS:-}" ]; then  # python3 -m pip: the pip of the python3 that runs the tests
+      python3 -m pytest --version >/dev/null 2>&1 || python3 -m pip install -q --no-index --find-links "$WHEELS" pytest || return 1
+      python3 -c 'import ml_dtypes' 2>/dev/null || python3 -m pip install -q --no-index --find-links "$WHEELS" ml_dtypes || true
     fi
-    pip install -q --no-build-isolation --no-deps ./python || return 1
+    python3 -m pip install -q --no-build-isolation --no-deps ./python || return 1
     cd /tmp && python3 -m pytest -q -rs "$OLDPWD/python/tests/test_gpu.py"
   )
   run "Python bindings: \`pytest python/tests/test_gpu.py\` (against PyTorch on cuda:0, DLPack sharing)" python_gpu.log pyrun
