@@ -19,9 +19,10 @@
  *                                  GGUF llama with rope_freqs.weight
  *   llm/chunks, llm/rewind         chunked prefill and a rewound cache give
  *                                  the same logits as one pass
- *   llm/quant                      q8_0 weights through wk_qmatmul and
- *                                  dequantized at load agree with the
- *                                  reference of the dequantized weights
+ *   llm/weights/<dtype>            q8_0 weights through wk_qmatmul and
+ *                                  dequantized at load, f16 and bf16
+ *                                  weights (f32 activations), against the
+ *                                  reference of the weights as stored
  *   llm/bf16                       bf16 activations stay within 5e-2
  *   llm/context                    the context limit: a clear error, the
  *                                  cache untouched; too long a context at load
@@ -355,7 +356,7 @@ static bool write_gguf(const tmodel *m, const char *path, wk_dtype wdt)
     for (int i = 0; ok && i < n; i++) {
         if (wdt != WK_F32 && ts[i].shape.rank == 2) {
             wk_tensor *f = wk_from_host(t_dev(), WK_F32, ts[i].shape, ts[i].data);
-            wk_tensor *q = f ? wk_quantize(f, wdt) : NULL;
+            wk_tensor *q = !f ? NULL : wk_dtype_is_quantized(wdt) ? wk_quantize(f, wdt) : wk_to_dtype(f, wdt);
             ok = q && !wk_gguf_writer_add_tensor(w, ts[i].name, q);
             wk_release(f);
             wk_release(q);
@@ -556,13 +557,16 @@ T_SUITE(llm)
         rm_model(path);
     }
 
-    if (t_case("llm/quant")) {
+    static const wk_dtype wdts[] = { WK_Q8_0, WK_F16, WK_BF16 };
+    for (int wi = 0; wi < 3; wi++) {
+        const wk_dtype wdt = wdts[wi];
+        if (!t_case("llm/weights/%s", wk_dtype_name(wdt))) continue;
         tcfg c = cfg_of(A_LLAMA, false);
         c.E = 64, c.F = 96, c.D = 16;
         tmodel tm = make_model(c);
-        const char *path = tmp_path("q8.gguf");
-        if (write_gguf(&tm, path, WK_Q8_0)) {
-            /* the reference of the weights as q8_0 decodes them */
+        const char *path = tmp_path("w.gguf");
+        if (write_gguf(&tm, path, wdt)) {
+            /* the reference of the weights as the file holds them */
             tw *ts = t_mem(512 * sizeof *ts);
             int n = collect(&tm, ts);
             tmodel dq = tm;
@@ -571,7 +575,8 @@ T_SUITE(llm)
             for (int i = 0; i < n; i++) {
                 if (ts[i].shape.rank != 2) continue;
                 wk_tensor *f = t_own(wk_from_host(t_dev(), WK_F32, ts[i].shape, ts[i].data));
-                wk_tensor *d = t_own(wk_dequantize(t_own(wk_quantize(f, WK_Q8_0)), WK_F32));
+                wk_tensor *d = wk_dtype_is_quantized(wdt) ? t_own(wk_dequantize(t_own(wk_quantize(f, wdt)), WK_F32))
+                                                          : t_own(wk_to_dtype(t_own(wk_to_dtype(f, wdt)), WK_F32));
                 int64_t cnt = ts[i].shape.dims[0] * ts[i].shape.dims[1];
                 float *h = t_mem((size_t)cnt * 4);
                 double *dd = t_mem((size_t)cnt * 8);
@@ -599,16 +604,17 @@ T_SUITE(llm)
             }
             int32_t tok[6] = { 1, 5, 9, 33, 2, 60 };
             double *ref = ref_forward(&dq, tok, 6);
-            for (int deq = 0; deq < 2; deq++) {
+            for (int deq = 0; deq < (wk_dtype_is_quantized(wdt) ? 2 : 1); deq++) {
                 wk_llm_options o = { .dequantize = deq };
                 wk_llm *m = load_or_fail(path, &o);
                 if (!m) continue;
-                T_CHECK(wk_llm_get_info(m)->weight_dtype == WK_Q8_0, "weight dtype %s",
+                T_CHECK(wk_llm_get_info(m)->weight_dtype == wdt, "weight dtype %s",
                         wk_dtype_name(wk_llm_get_info(m)->weight_dtype));
                 float *lg = t_mem(6 * (size_t)c.V * 4);
                 T_OK(wk_llm_eval(m, tok, 6, true, lg));
                 double e = rel_err(lg, ref, 6 * (int64_t)c.V);
-                T_CHECK(e < 2e-4, "q8_0 weights (%s): %.3g from the reference", deq ? "dequantized at load" : "qmatmul", e);
+                T_CHECK(e < 2e-4, "%s weights (%s): %.3g from the reference", wk_dtype_name(wdt),
+                        deq ? "dequantized at load" : "as stored", e);
                 wk_llm_free(m);
             }
         }
