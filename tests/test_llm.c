@@ -986,6 +986,16 @@ T_SUITE(llm_generate)
         for (int64_t i = 0; ok && i < wk_gguf_kv_count(g); i++)
             if (strcmp(wk_gguf_kv_key(g, i), "general.alignment")) ok = !wk_gguf_writer_copy_kv(w, g, wk_gguf_kv_key(g, i));
         ok = ok && !wk_gguf_writer_set_str(w, "tokenizer.ggml.model", "llama");
+        /* Qwen 2.5's template (its system parts): the default system text is
+           the literal of the third "<|im_start|>system" */
+        ok = ok && !wk_gguf_writer_set_str(
+                       w, "tokenizer.chat_template",
+                       "{%- if tools %}\n    {{- '<|im_start|>system\\n' }}\n    {%- if messages[0]['role'] == 'system' %}\n"
+                       "        {{- messages[0]['content'] }}\n    {%- else %}\n        {{- 'You are Qwen, created by "
+                       "Alibaba Cloud. You are a helpful assistant.' }}\n    {%- endif %}\n{%- else %}\n    {%- if "
+                       "messages[0]['role'] == 'system' %}\n        {{- '<|im_start|>system\\n' + messages[0]['content'] + "
+                       "'<|im_end|>\\n' }}\n    {%- else %}\n        {{- '<|im_start|>system\\nYou are Qwen, created by "
+                       "Alibaba Cloud. You are a helpful assistant.<|im_end|>\\n' }}\n    {%- endif %}\n{%- endif %}");
         ok = ok && !wk_gguf_writer_set_array(w, "tokenizer.ggml.tokens", WK_GGUF_STRING, toks, 61);
         ok = ok && !wk_gguf_writer_set_array(w, "tokenizer.ggml.token_type", WK_GGUF_I32, types, 61);
         for (int64_t i = 0; ok && i < wk_gguf_tensor_count(g); i++) {
@@ -1014,6 +1024,13 @@ T_SUITE(llm_generate)
     wk_llm_token_text(m, 2, &len);
     T_CHECK(len == 0, "a control token has no text");
     T_CHECK(wk_llm_is_eog(m, 2), "<|im_end|> ends generation");
+    {
+        const wk_llm_info *in = wk_llm_get_info(m);
+        const char *want = "You are Qwen, created by Alibaba Cloud. You are a helpful assistant.";
+        T_CHECK(in->chat == WK_CHAT_CHATML && in->default_system && !strcmp(in->default_system, want),
+                "Qwen 2.5's template: %s, default system '%s'", wk_chat_format_name(in->chat),
+                in->default_system ? in->default_system : "(none)");
+    }
     /* greedy with EOG ignored: the reference's argmax chain */
     int32_t prompt[3] = { 7, 8, 9 };
     wk_generate_opts o = { .sampling = wk_sampling_greedy(), .max_tokens = 12, .ignore_eog = true };
