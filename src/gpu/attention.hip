@@ -16,8 +16,9 @@
  * boundary tiles only). Scores are kept in log2 units (scale * log2 e
  * folded in) so that every exponential is one exp2.
  *
- * Three paths, chosen per call by at_pick (the environment variable
- * WICK_GPU_ATTN=portable|mma|decode forces one, for tests and tuning):
+ * The paths, chosen per call by at_pick (the environment variable
+ * WICK_GPU_ATTN=portable|mma|decode|decode_fma forces one, for tests and
+ * tuning; decode takes 1b where it is built, else 3):
  *
  * 1. mma (NVIDIA sm_80+, f16/bf16, rows 16-byte aligned): FlashAttention-2
  *    style. A block is 4 warps and BM = 64 MT query rows (MT = 2 for
@@ -33,10 +34,37 @@
  *    of two 16x8 score tiles is the A-operand layout of one 16x16 tile, so
  *    P is rounded to bf16/f16 pairs in place. Row max and sum are reduced
  *    over the 4 lanes of a quad with shuffles (NVIDIA-only code: 32-lane
- *    warps). Blocks are ordered heaviest first (the last query blocks of a
- *    causal call see the most keys). Compiled only in the plain CUDA build
- *    (not under HIP, WK_VIRTUAL_WAVE64 or WK_ATTN_PORTABLE); the body is
- *    inside #if __CUDA_ARCH__ >= 800.
+ *    warps). The accumulator is rescaled only when a row's max moved (a
+ *    per-lane branch; after the first tiles it rarely does). Blocks are
+ *    ordered heaviest first (the last query blocks of a causal call see
+ *    the most keys). Compiled only in the plain CUDA build (not under HIP,
+ *    WK_VIRTUAL_WAVE64 or WK_ATTN_PORTABLE); the body is inside
+ *    #if __CUDA_ARCH__ >= 800. What limits it on an H100 (about 240-290
+ *    TFLOP/s, 0.4-0.5x cuDNN's wgmma kernels): mma.sync, Ampere's
+ *    instruction, issues at well under Hopper's wgmma rate, each warp
+ *    re-reads its K and V fragments from shared memory (ldmatrix), the
+ *    2-tile kernel (MT = 2, D = 128) sits at the 255-register cap with a
+ *    small spill, and 8 warps per SM leave the softmax little to overlap
+ *    with. A Hopper path (wgmma from shared-memory descriptors, P from
+ *    registers as the A operand, V MN-major through the transpose bit, TMA
+ *    loads) is what closes the gap, and is not written.
+ *
+ * 1b. mma decode (same build and types, few rows per kv head): the rows
+ *    that share a kv head (R = (Hq / Hkv) Tq, up to 16 a block: the MMA's
+ *    M; rows past R are zeros) against one chunk of the keys. Each of the
+ *    4 warps streams its own 16-key tiles (tiles w, w + 4, ..) through 3
+ *    shared-memory stages (2 at D = 256) with cp.async, with no block
+ *    barrier in the loop; S = Q K^T and O += P V are m16n8k16 MMAs as in
+ *    the prefill kernel (Q's fragments held in registers up to D = 128).
+ *    The warps merge their (m, l, o) through shared memory, the block
+ *    writes one partial per row, and the last block of each kv head to
+ *    finish (a counter per head in the context, zeroed once and left at
+ *    zero by every call) combines the chunks and writes the output: one
+ *    launch in all. Chunks: one full wave of blocks (2 per SM up to
+ *    D = 128: 109 KB of stages each), at least 64 keys each. On an H100
+ *    it streams K and V at about 2.4 TB/s (80% of the copy rate) at
+ *    Tk = 65536; short calls are bound by the fixed cost (launch, the
+ *    first tiles' latency, the combine in the last blocks: about 10 us).
  *
  * 2. portable (plain FMAs; f32 everywhere, every dtype on AMD, and any GPU
  *    when built with -DWK_ATTN_PORTABLE, `make cuda ATTN_PORTABLE=1`):
@@ -49,8 +77,10 @@
  *    61 KB of shared memory, inside the 64 KB of AMD's LDS. No warp
  *    operation at all, so wave32 and wave64 run the same code.
  *
- * 3. decode (flash-decoding; every dtype and platform) when the rows that
- *    share a kv head, R = (Hq / Hkv) Tq, are few (<= 8): one block takes
+ * 3. decode (flash-decoding with FMAs; f32, and every dtype where 1b is
+ *    not built: AMD, the virtual-wave64 and portable builds; forced by
+ *    WICK_GPU_ATTN=decode_fma) when the rows that share a kv head,
+ *    R = (Hq / Hkv) Tq, are few (<= 8): one block takes
  *    all R rows of a (batch, kv head) — so K and V are read once for the G
  *    query heads — and one chunk of the keys; the chunks split the keys
  *    across enough blocks to fill the GPU. In a block of 128 threads, a
@@ -62,13 +92,17 @@
  *    divergent). Groups merge their (m, l, acc) through shared memory;
  *    each block writes one partial (m, l, acc[D]) per row to scratch, and a
  *    second small kernel combines the chunks. R > 8 (or a forced decode)
- *    takes the rows in groups of 8.
+ *    takes the rows in groups of 8. On an H100 it reaches about 40% of the
+ *    copy rate at Tk = 65536: per key the FMAs, conversions, shuffles and
+ *    exponentials cost about as much issue time as the bytes take to
+ *    arrive, and a round's loads are not overlapped with its arithmetic.
  *
  * (The CDNA MFMA path of gfx90a/gfx940 is not written: AMD runs the
  * portable and decode paths.)
  */
 #include "gpu_internal.h"
 #include <stdlib.h>
+#include <mutex>
 
 #define AT_LOG2E 1.4426950408889634f
 
@@ -539,9 +573,18 @@ __global__ __launch_bounds__(AT_DNT) void at_combine_kernel(at_args a, const flo
     const float inv = L > 0.0f ? 1.0f / L : 0.0f;
     T *op = (T *)a.o + row * D;
     for (int d = tid; d < D; d += AT_DNT) {
-        float A = 0.0f;
-        for (int s = 0; s < nsplit; s++) A = fmaf(part[((pb0 + s) * rmax + rr) * D + d], w[s], A);
-        op[d] = wk_to<T>(A * inv);
+        const float *pp = part + (pb0 * rmax + rr) * D + d;
+        const int64_t ps = (int64_t)rmax * D;        /* from one split to the next */
+        float A0 = 0.0f, A1 = 0.0f, A2 = 0.0f, A3 = 0.0f;
+        int s = 0;
+        for (; s + 4 <= nsplit; s += 4) {           /* four loads in flight */
+            A0 = fmaf(pp[(s + 0) * ps], w[s + 0], A0);
+            A1 = fmaf(pp[(s + 1) * ps], w[s + 1], A1);
+            A2 = fmaf(pp[(s + 2) * ps], w[s + 2], A2);
+            A3 = fmaf(pp[(s + 3) * ps], w[s + 3], A3);
+        }
+        for (; s < nsplit; s++) A0 = fmaf(pp[s * ps], w[s], A0);
+        op[d] = wk_to<T>(((A0 + A1) + (A2 + A3)) * inv);
     }
 }
 
@@ -768,10 +811,12 @@ __global__ __launch_bounds__(128, MT == 2 ? 2 : (DMAX >= 256 ? 2 : 3)) void at_m
                     sum += s[mt][n][2 * hr] + s[mt][n][2 * hr + 1];
                 }
                 lrow[mt][hr] = lrow[mt][hr] * al + sum;
+                if (al != 1.0f) {                /* the max moved (rare after the first tiles) */
 #pragma unroll
-                for (int n = 0; n < NDT; n++) {
-                    o[mt][n][2 * hr] *= al;
-                    o[mt][n][2 * hr + 1] *= al;
+                    for (int n = 0; n < NDT; n++) {
+                        o[mt][n][2 * hr] *= al;
+                        o[mt][n][2 * hr + 1] *= al;
+                    }
                 }
             }
 #pragma unroll
@@ -829,6 +874,360 @@ __global__ __launch_bounds__(128, MT == 2 ? 2 : (DMAX >= 256 ? 2 : 3)) void at_m
     (void)a;
 #if defined(__CUDA_ARCH__)
     __trap();                                    /* the host launches it on sm_80+ only */
+#endif
+#endif
+}
+
+/* 1b. decode on the matrix cores: the rows of a kv head (up to 16, the
+ * MMA's M; rows past R are zeros) against a chunk of the keys. Each warp
+ * streams its own 16-key tiles (tiles w, w + 4, ...) through AT_DST
+ * stages of shared memory with cp.async, so no block barrier sits in the
+ * loop: S = Q K^T is two m16n8k16 per 16 dims, P stays in registers as
+ * in the prefill kernel, O += P V is two per 16 dims. The warps merge
+ * their (m, l, o) through shared memory at the end and the block writes
+ * one partial per row, as the FMA decode kernel does. */
+#define AT_DKT 16      /* keys of a warp's tile                          */
+#define AT_DMAXSPLIT 256  /* chunks of one kv head at most                */
+template <int DMAX> struct at_dcfg {
+    enum { LDS = DMAX + 8, NS = DMAX <= 128 ? 3 : 2, TILE = AT_DKT * LDS * 2 /* bytes of K or V */ };
+    static constexpr size_t stage = (size_t)2 * TILE;
+    static constexpr size_t smem = (size_t)16 * LDS * 2 + (size_t)4 * NS * stage;
+};
+
+/* rows [row0, row0 + 16) of K or V (16 keys) into a warp's stage; lanes
+ * of one warp only */
+template <int DMAX>
+WK_DEV void at_load_ktile(uint32_t sm, const uint16_t *g, int64_t st, int row0, int lim, int D, int lane)
+{
+    enum { CPR = DMAX / 8, LDS = DMAX + 8, RPP = 32 / CPR, NIT = AT_DKT / RPP };
+    const int c = lane % CPR, r0 = lane / CPR;
+    const bool cok = c * 8 < D;
+    const uint16_t *src = g + (int64_t)(row0 + r0) * st + c * 8;
+    sm += (uint32_t)((r0 * LDS + c * 8) * 2);
+#pragma unroll
+    for (int it = 0; it < NIT; it++) {
+        const bool ok = cok && row0 + r0 + it * RPP < lim;
+        at_cp16(sm + (uint32_t)(it * RPP * LDS * 2), ok ? (const void *)src : (const void *)g, ok ? 16 : 0);
+        src += RPP * st;
+    }
+}
+
+template <typename T, int DMAX>
+__global__ __launch_bounds__(128, DMAX <= 128 ? 2 : 1) void at_mma_decode_kernel(at_args a, float *part,
+                                                                                unsigned *cnt, int nsplit,
+                                                                                int64_t chunk, int nrg)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    typedef at_dcfg<DMAX> CF;
+    enum { LDS = CF::LDS, NS = CF::NS, NKS = DMAX / 16, NDT = DMAX / 8, RM = 16 };
+    const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32, g = lane / 4, t = lane % 4;
+    const int D = a.D, R = a.G * a.Tq;
+    int blk = (int)blockIdx.x;
+    const int split = blk % nsplit;
+    blk /= nsplit;
+    const int rg = blk % nrg;
+    blk /= nrg;
+    const int hk = blk % a.Hkv, b = blk / a.Hkv;
+    uint16_t *Qs = (uint16_t *)at_dsmem;
+    const uint32_t sQ = at_smem_u32(Qs);
+    const uint32_t sW = sQ + (uint32_t)(RM * LDS * 2) + (uint32_t)(warp * NS * CF::stage);
+
+    /* Q rows (zeros past R), then this chunk's keys */
+    int64_t ilo = INT64_MAX, ihi = -1;
+    for (int idx = tid; idx < RM * (DMAX / 8); idx += 128) {
+        const int rr = idx / (DMAX / 8), c = idx % (DMAX / 8), r = rg * RM + rr;
+        const bool ok = r < R && c * 8 < D;
+        const uint16_t *src = (const uint16_t *)a.q;
+        if (ok) src += b * a.qs[0] + (int64_t)(hk * a.G + r / a.Tq) * a.qs[1] + (int64_t)(r % a.Tq) * a.qs[2] + c * 8;
+        at_cp16(sQ + (uint32_t)((rr * LDS + c * 8) * 2), src, ok ? 16 : 0);
+    }
+    at_cp_commit();
+    /* the rows' query positions: rows of one group are consecutive r */
+    {
+        const int r0 = rg * RM, r1 = (r0 + RM < R ? r0 + RM : R) - 1;
+        if (r1 / a.Tq > r0 / a.Tq) {
+            ilo = 0;
+            ihi = a.Tq - 1;
+        } else {
+            ilo = r0 % a.Tq;
+            ihi = r1 % a.Tq;
+        }
+    }
+    int kbeg, kend;
+    {
+        int64_t lo, hi, alo, ahi;
+        at_key_range(a, ilo, ihi, &lo, &hi);
+        at_key_range(a, 0, a.Tq - 1, &alo, &ahi);
+        const int64_t s0 = alo + split * chunk, s1 = s0 + chunk < ahi ? s0 + chunk : ahi;
+        kbeg = (int)(lo > s0 ? lo : s0);
+        kend = (int)(hi < s1 ? hi : s1);
+    }
+    const uint16_t *kp = (const uint16_t *)a.k + b * a.ks[0] + hk * a.ks[1];
+    const uint16_t *vp = (const uint16_t *)a.v + b * a.vs[0] + hk * a.vs[1];
+    const int ntile = kend > kbeg ? (kend - kbeg + AT_DKT - 1) / AT_DKT : 0;
+    const int nmine = ntile > warp ? (ntile - warp + 3) / 4 : 0;     /* tiles warp, warp + 4, .. */
+
+    /* the rows of this lane (g, g + 8): keys [lo, hi) each sees; rows past
+     * R are left unmasked (zeros of Q; never written) */
+    int rlo[2], rhi[2];
+    int64_t rmofs[2];
+    int rqi[2];
+    bool rok[2];
+#pragma unroll
+    for (int hr = 0; hr < 2; hr++) {
+        const int r = rg * RM + g + 8 * hr;
+        rok[hr] = r < R;
+        rqi[hr] = rok[hr] ? r % a.Tq : 0;
+        const int h = hk * a.G + (rok[hr] ? r / a.Tq : 0);
+        rmofs[hr] = b * a.ms[0] + h * a.ms[1];
+        int64_t lo, hi;
+        at_key_range(a, rqi[hr], rqi[hr], &lo, &hi);
+        rlo[hr] = rok[hr] ? (int)(lo > kbeg ? lo : kbeg) : kbeg;
+        rhi[hr] = rok[hr] ? (int)(hi < kend ? hi : kend) : kend;
+    }
+    const bool general = a.cap_inv != 0.0f || a.mask != NULL;
+
+    /* prologue: the first NS - 1 tiles of this warp */
+#pragma unroll
+    for (int st = 0; st < NS - 1; st++) {
+        if (st < nmine) {
+            const int j0 = kbeg + (warp + 4 * st) * AT_DKT;
+            const uint32_t sK = sW + (uint32_t)(st * CF::stage), sV = sK + (uint32_t)CF::TILE;
+            at_load_ktile<DMAX>(sK, kp, a.ks[2], j0, kend, D, lane);
+            at_load_ktile<DMAX>(sV, vp, a.vs[2], j0, kend, D, lane);
+        }
+        at_cp_commit();
+    }
+    asm volatile("cp.async.wait_group %0;" ::"n"(NS - 1) : "memory");   /* Q (the oldest group) */
+    __syncthreads();
+    /* Q's A fragments stay in registers up to D = 128; at 256 they are
+     * read from shared memory per tile (room for the 128 accumulators) */
+    enum { QREG = DMAX <= 128 };
+    uint32_t qa[QREG ? NKS : 1][4];
+    const uint32_t sQl = sQ + (uint32_t)(((lane % 16) * LDS + (lane / 16) * 8) * 2);
+    if (QREG) {
+#pragma unroll
+        for (int ks = 0; ks < (QREG ? NKS : 1); ks++) at_ldsm4(qa[ks], sQl + (uint32_t)(ks * 32));
+    }
+
+    float o[NDT][4];
+#pragma unroll
+    for (int n = 0; n < NDT; n++) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.0f;
+    float mrow[2] = { -INFINITY, -INFINITY }, lrow[2] = { 0.0f, 0.0f };
+
+    for (int it = 0; it < nmine; it++) {
+        {   /* tile it + NS - 1 into the stage that tile it - 1 used */
+            const int nx = it + NS - 1;
+            if (nx < nmine) {
+                const int j0 = kbeg + (warp + 4 * nx) * AT_DKT;
+                const uint32_t sK = sW + (uint32_t)((nx % NS) * CF::stage), sV = sK + (uint32_t)CF::TILE;
+                at_load_ktile<DMAX>(sK, kp, a.ks[2], j0, kend, D, lane);
+                at_load_ktile<DMAX>(sV, vp, a.vs[2], j0, kend, D, lane);
+            }
+            at_cp_commit();
+        }
+        asm volatile("cp.async.wait_group %0;" ::"n"(NS - 1) : "memory");
+        __syncwarp();
+        const int j0 = kbeg + (warp + 4 * it) * AT_DKT;
+        const uint32_t sK = sW + (uint32_t)((it % NS) * CF::stage), sV = sK + (uint32_t)CF::TILE;
+
+        float s[2][4];
+#pragma unroll
+        for (int n = 0; n < 2; n++) s[n][0] = s[n][1] = s[n][2] = s[n][3] = 0.0f;
+#pragma unroll
+        for (int ks = 0; ks < NKS; ks++) {
+            if (ks * 16 >= D) break;
+            uint32_t kb[4];
+            at_ldsm4(kb, sK + (uint32_t)((((lane % 8) + (lane / 16) * 8) * LDS + ks * 16 + ((lane / 8) % 2) * 8) * 2));
+            const uint32_t(&q4)[4] = qa[QREG ? ks : 0];
+            if (!QREG) at_ldsm4(qa[0], sQl + (uint32_t)(ks * 32));
+            at_mma<T>(s[0], q4, kb[0], kb[1]);
+            at_mma<T>(s[1], q4, kb[2], kb[3]);
+        }
+        /* scale folded into the exponent (sc) unless the scores were
+         * made in log2 units here (masked tiles, soft-cap, mask) */
+        float sc = a.qmul;
+        const bool edge = j0 < rlo[0] || j0 + AT_DKT > rhi[0] || j0 < rlo[1] || j0 + AT_DKT > rhi[1];
+        if (edge || general) {
+            sc = 1.0f;
+#pragma unroll
+            for (int hr = 0; hr < 2; hr++)
+#pragma unroll
+                for (int n = 0; n < 2; n++)
+#pragma unroll
+                    for (int e = 0; e < 2; e++) {
+                        const int j = j0 + n * 8 + 2 * t + e;
+                        float &x = s[n][2 * hr + e];
+                        x = j >= rlo[hr] && j < rhi[hr]
+                                ? (general && rok[hr] ? at_score(a, x * a.qmul, rmofs[hr], rqi[hr], j) : x * a.qmul)
+                                : -INFINITY;
+                    }
+        }
+        uint32_t pa[4];
+#pragma unroll
+        for (int hr = 0; hr < 2; hr++) {
+            float mx = fmaxf(fmaxf(s[0][2 * hr], s[0][2 * hr + 1]), fmaxf(s[1][2 * hr], s[1][2 * hr + 1]));
+            mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+            mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+            const float mn = fmaxf(mrow[hr], mx * sc);
+            const float mu = mn == -INFINITY ? 0.0f : mn;
+            const float al = at_exp2(mrow[hr] - mu);
+            mrow[hr] = mn;
+            float sum = 0.0f;
+#pragma unroll
+            for (int n = 0; n < 2; n++)
+#pragma unroll
+                for (int e = 0; e < 2; e++) {
+                    float &x = s[n][2 * hr + e];
+                    x = at_exp2(fmaf(x, sc, -mu));
+                    sum += x;
+                }
+            lrow[hr] = lrow[hr] * al + sum;
+            if (al != 1.0f) {
+#pragma unroll
+                for (int n = 0; n < NDT; n++) {
+                    o[n][2 * hr] *= al;
+                    o[n][2 * hr + 1] *= al;
+                }
+            }
+        }
+        pa[0] = at_pack<T>(s[0][0], s[0][1]);
+        pa[1] = at_pack<T>(s[0][2], s[0][3]);
+        pa[2] = at_pack<T>(s[1][0], s[1][1]);
+        pa[3] = at_pack<T>(s[1][2], s[1][3]);
+#pragma unroll
+        for (int dp = 0; dp < NDT / 2; dp++) {
+            if (dp * 16 >= D) break;
+            uint32_t vb[4];
+            at_ldsm4t(vb, sV + (uint32_t)((((lane % 8) + ((lane / 8) % 2) * 8) * LDS + dp * 16 + (lane / 16) * 8) * 2));
+            at_mma<T>(o[2 * dp], pa, vb[0], vb[1]);
+            at_mma<T>(o[2 * dp + 1], pa, vb[2], vb[3]);
+        }
+        __syncwarp();                            /* this stage is refilled next */
+    }
+    at_cp_wait_all();
+    __syncthreads();                             /* every warp done with its stages */
+
+    /* merge the warps: per warp m[16], l[16], o[16][D] (f32) over the stages */
+    float *mo = (float *)(at_dsmem + (RM * LDS * 2) / 16);
+    float *ml = mo + 4 * RM * DMAX;
+#pragma unroll
+    for (int hr = 0; hr < 2; hr++) {
+        float L = lrow[hr];
+        L += __shfl_xor_sync(0xffffffffu, L, 1);
+        L += __shfl_xor_sync(0xffffffffu, L, 2);
+        const int rr = g + 8 * hr;
+        if (t == 0) {
+            ml[(warp * RM + rr) * 2] = mrow[hr];
+            ml[(warp * RM + rr) * 2 + 1] = L;
+        }
+#pragma unroll
+        for (int n = 0; n < NDT; n++) {
+            if (n * 8 >= D) break;
+            *(float2 *)(mo + (warp * RM + rr) * DMAX + n * 8 + 2 * t) = make_float2(o[n][2 * hr], o[n][2 * hr + 1]);
+        }
+    }
+    __syncthreads();
+    /* one partial per row: part + (pb * 16 + rr) * D, (m, l) after all of them */
+    const int64_t nb = (int64_t)gridDim.x, pb = blockIdx.x;
+    const int nrow = R - rg * RM < RM ? R - rg * RM : RM;
+    float *pml = part + nb * RM * D;
+    for (int idx = tid; idx < nrow * D; idx += 128) {
+        const int rr = idx / D, d = idx % D;
+        float M = -INFINITY;
+#pragma unroll
+        for (int w = 0; w < 4; w++) M = fmaxf(M, ml[(w * RM + rr) * 2]);
+        const float mu = M == -INFINITY ? 0.0f : M;
+        float A = 0.0f, L = 0.0f;
+#pragma unroll
+        for (int w = 0; w < 4; w++) {
+            const float wt = at_exp2(ml[(w * RM + rr) * 2] - mu);
+            A = fmaf(mo[(w * RM + rr) * DMAX + d], wt, A);
+            L = fmaf(ml[(w * RM + rr) * 2 + 1], wt, L);
+        }
+        part[(pb * RM + rr) * D + d] = A;
+        if (d == 0) {
+            pml[(pb * RM + rr) * 2] = M;
+            pml[(pb * RM + rr) * 2 + 1] = L;
+        }
+    }
+
+    /* the last block of the group to finish combines the group's
+     * partials (cnt: one counter per group, zero between calls: the last
+     * block puts it back) */
+    __shared__ int s_last;
+    __threadfence();
+    __syncthreads();
+    if (tid == 0) {
+        const int grp = (int)(pb / nsplit);
+        const unsigned prev = nsplit > 1 ? atomicAdd(cnt + grp, 1u) : 0u;
+        s_last = prev == (unsigned)nsplit - 1u;
+        if (s_last && nsplit > 1) cnt[grp] = 0u;
+    }
+    __syncthreads();
+    if (!s_last) return;
+    __threadfence();
+    const int64_t pb0 = pb - split;                 /* the group's first block */
+    float *wsm = ml + 4 * RM * 2;                   /* [nrow][nsplit] weights (nsplit <= AT_DMAXSPLIT), then 1 / L per row */
+    float *inv = wsm + RM * nsplit;
+    for (int rr = warp; rr < nrow; rr += 4) {
+        float M = -INFINITY;
+        for (int sp = lane; sp < nsplit; sp += 32) M = fmaxf(M, __ldcg(pml + ((pb0 + sp) * RM + rr) * 2));
+#pragma unroll
+        for (int o2 = 16; o2 > 0; o2 /= 2) M = fmaxf(M, __shfl_xor_sync(0xffffffffu, M, o2));
+        const float mu = M == -INFINITY ? 0.0f : M;
+        float L = 0.0f;
+        for (int sp = lane; sp < nsplit; sp += 32) {
+            const float wt = at_exp2(__ldcg(pml + ((pb0 + sp) * RM + rr) * 2) - mu);
+            wsm[rr * nsplit + sp] = wt;
+            L = fmaf(__ldcg(pml + ((pb0 + sp) * RM + rr) * 2 + 1), wt, L);
+        }
+#pragma unroll
+        for (int o2 = 16; o2 > 0; o2 /= 2) L += __shfl_xor_sync(0xffffffffu, L, o2);
+        if (lane == 0) inv[rr] = L > 0.0f ? 1.0f / L : 0.0f;
+    }
+    __syncthreads();
+    const int D4 = D / 4;
+    for (int idx = tid; idx < nrow * D4; idx += 128) {
+        const int rr = idx / D4, d = (idx % D4) * 4;
+        const float *pp = part + (pb0 * RM + rr) * D + d;
+        const int64_t ps = (int64_t)RM * D;
+        const float *wr = wsm + rr * nsplit;
+        float4 A = make_float4(0.0f, 0.0f, 0.0f, 0.0f), B = A;
+        int sp = 0;
+        for (; sp + 4 <= nsplit; sp += 4) {         /* independent loads in flight */
+            const float4 x0 = __ldcg((const float4 *)(pp + (sp + 0) * ps));
+            const float4 x1 = __ldcg((const float4 *)(pp + (sp + 1) * ps));
+            const float4 x2 = __ldcg((const float4 *)(pp + (sp + 2) * ps));
+            const float4 x3 = __ldcg((const float4 *)(pp + (sp + 3) * ps));
+            const float w0 = wr[sp], w1 = wr[sp + 1], w2 = wr[sp + 2], w3 = wr[sp + 3];
+            A.x = fmaf(x0.x, w0, A.x); A.y = fmaf(x0.y, w0, A.y); A.z = fmaf(x0.z, w0, A.z); A.w = fmaf(x0.w, w0, A.w);
+            B.x = fmaf(x1.x, w1, B.x); B.y = fmaf(x1.y, w1, B.y); B.z = fmaf(x1.z, w1, B.z); B.w = fmaf(x1.w, w1, B.w);
+            A.x = fmaf(x2.x, w2, A.x); A.y = fmaf(x2.y, w2, A.y); A.z = fmaf(x2.z, w2, A.z); A.w = fmaf(x2.w, w2, A.w);
+            B.x = fmaf(x3.x, w3, B.x); B.y = fmaf(x3.y, w3, B.y); B.z = fmaf(x3.z, w3, B.z); B.w = fmaf(x3.w, w3, B.w);
+        }
+        for (; sp < nsplit; sp++) {
+            const float4 x = __ldcg((const float4 *)(pp + sp * ps));
+            const float w0 = wr[sp];
+            A.x = fmaf(x.x, w0, A.x); A.y = fmaf(x.y, w0, A.y); A.z = fmaf(x.z, w0, A.z); A.w = fmaf(x.w, w0, A.w);
+        }
+        const float iv = inv[rr];
+        const int r = rg * RM + rr, h = hk * a.G + r / a.Tq, i = r % a.Tq;
+        uint16_t *op = (uint16_t *)a.o + (((int64_t)b * a.Hq + h) * a.Tq + i) * D + d;
+        uint2 pk;
+        pk.x = at_pack<T>((A.x + B.x) * iv, (A.y + B.y) * iv);
+        pk.y = at_pack<T>((A.z + B.z) * iv, (A.w + B.w) * iv);
+        *(uint2 *)op = pk;
+    }
+#else
+    (void)a;
+    (void)part;
+    (void)cnt;
+    (void)nsplit;
+    (void)chunk;
+    (void)nrg;
+#if defined(__CUDA_ARCH__)
+    __trap();
 #endif
 #endif
 }
@@ -897,6 +1296,108 @@ template <typename T> static wk_status at_mma(wk_gpu_ctx *c, const at_args &a)
     return at_run_mma<T, 256, 1>(c, a);
 }
 
+/* the chunks of a decode call: enough blocks for one full wave of the
+ * device (per_sm resident each), chunks of at least `least` keys */
+static int64_t at_nsplit(const wk_gpu_ctx *c, int per_sm, int64_t groups, int64_t range, int64_t least, int64_t most,
+                         int64_t *chunk)
+{
+    int64_t nsplit = (int64_t)c->sm_count * per_sm / groups;
+    const int64_t maxs = (range + least - 1) / least;
+    if (nsplit > maxs) nsplit = maxs;
+    if (nsplit > most) nsplit = most;
+    if (nsplit < 1) nsplit = 1;
+    *chunk = (range + nsplit - 1) / nsplit;
+    return (range + *chunk - 1) / *chunk;
+}
+
+/* launch the combine kernel over partials of rmax rows per block */
+template <typename T>
+static wk_status at_combine(wk_gpu_ctx *c, const at_args &a, const float *part, int64_t nsplit, int nrg, int rmax)
+{
+    const int64_t rows = (int64_t)a.B * a.Hq * a.Tq;
+    at_combine_kernel<T><<<(unsigned)rows, AT_DNT, 0, c->stream>>>(a, part, (int)nsplit, nrg, rmax);
+    return wk_gpu_launched(c, "attention", __FILE__, __LINE__);
+}
+
+#if defined(AT_HAVE_MMA)
+/* The mma decode kernel's counters (one per group of rows), kept in the
+ * context's extension slot: zeroed once, and left at zero by every
+ * call's last blocks. Grown (after the stream drains) when a call has
+ * more groups. */
+struct at_ext {
+    unsigned *cnt;
+    int64_t cap;
+};
+static std::mutex at_ext_lock;
+static void at_ext_free(wk_gpu_ctx *c, void *state)
+{
+    (void)c;
+    at_ext *e = (at_ext *)state;
+    if (!e) return;
+    if (e->cnt) (void)hipFree(e->cnt);
+    (void)hipGetLastError();
+    free(e);
+}
+static wk_status at_counters(wk_gpu_ctx *c, int64_t n, unsigned **out)
+{
+    std::lock_guard<std::mutex> g(at_ext_lock);
+    at_ext *e = (at_ext *)c->ext[WK_GPU_EXT_ATTN];
+    if (!e) {
+        e = (at_ext *)calloc(1, sizeof *e);
+        if (!e) return wk_gpu_host->set_error(WK_ERR_MEMORY, "attention: out of host memory");
+        c->ext[WK_GPU_EXT_ATTN] = e;
+        c->ext_free[WK_GPU_EXT_ATTN] = at_ext_free;
+    }
+    if (e->cap < n) {
+        if (e->cnt) {
+            WK_GPU_CHECK(hipStreamSynchronize(c->stream));
+            WK_GPU_CHECK(hipFree(e->cnt));
+            e->cnt = NULL;
+            e->cap = 0;
+        }
+        const int64_t cap = n > 4096 ? n : 4096;
+        WK_GPU_CHECK(hipMalloc((void **)&e->cnt, sizeof(unsigned) * (size_t)cap));
+        WK_GPU_CHECK(hipMemsetAsync(e->cnt, 0, sizeof(unsigned) * (size_t)cap, c->stream));
+        e->cap = cap;
+    }
+    *out = e->cnt;
+    return WK_OK;
+}
+
+template <typename T, int DMAX> static wk_status at_run_mma_decode(wk_gpu_ctx *c, const at_args &a, int64_t range)
+{
+    static unsigned done;
+    static int per_sm;
+    const size_t smem = at_dcfg<DMAX>::smem;
+    wk_status st = at_smem_limit(c, at_mma_decode_kernel<T, DMAX>, smem, &done);
+    if (st != WK_OK) return st;
+    if (per_sm <= 0) {
+        int n = 0;
+        if (hipOccupancyMaxActiveBlocksPerMultiprocessor(&n, at_mma_decode_kernel<T, DMAX>, 128, smem) != hipSuccess ||
+            n < 1)
+            n = 1;
+        (void)hipGetLastError();
+        per_sm = n;
+    }
+    const int R = a.G * a.Tq, nrg = (R + 15) / 16;
+    const int64_t groups = (int64_t)a.B * a.Hkv * nrg;
+    int64_t chunk;
+    const int64_t nsplit = at_nsplit(c, per_sm, groups, range, 4 * AT_DKT, AT_DMAXSPLIT, &chunk);
+    const int64_t nb = groups * nsplit;
+    if (nb > INT32_MAX) return wk_gpu_host->set_error(WK_ERR_UNSUPPORTED, "attention: too many heads and batches");
+    unsigned *cnt = NULL;
+    st = at_counters(c, groups, &cnt);
+    if (st != WK_OK) return st;
+    float *part = NULL;
+    st = wk_gpu_scratch_alloc(c, sizeof(float) * (size_t)nb * 16 * (size_t)(a.D + 2), (void **)&part);
+    if (st != WK_OK) return st;
+    at_mma_decode_kernel<T, DMAX><<<(unsigned)nb, 128, smem, c->stream>>>(a, part, cnt, (int)nsplit, chunk, nrg);
+    st = wk_gpu_launched(c, "attention", __FILE__, __LINE__);
+    wk_gpu_scratch_free(c, part);
+    return st;
+}
+#endif
+
 template <typename T, int DV, int RMAX>
 static wk_status at_run_decode(wk_gpu_ctx *c, const at_args &a, int64_t range)
 {
@@ -913,13 +1414,8 @@ static wk_status at_run_decode(wk_gpu_ctx *c, const at_args &a, int64_t range)
         (void)hipGetLastError();
         per_sm = n;
     }
-    int64_t nsplit = (int64_t)c->sm_count * per_sm / groups;
-    const int64_t maxs = (range + 127) / 128;
-    if (nsplit > maxs) nsplit = maxs;
-    if (nsplit > AT_MAXSPLIT) nsplit = AT_MAXSPLIT;
-    if (nsplit < 1) nsplit = 1;
-    const int64_t chunk = (range + nsplit - 1) / nsplit;
-    nsplit = (range + chunk - 1) / chunk;
+    int64_t chunk;
+    const int64_t nsplit = at_nsplit(c, per_sm, groups, range, 128, AT_MAXSPLIT, &chunk);
     const int64_t nb = groups * nsplit;
     if (nb > INT32_MAX) return wk_gpu_host->set_error(WK_ERR_UNSUPPORTED, "attention: too many heads and batches");
     float *part = NULL;
@@ -928,11 +1424,7 @@ static wk_status at_run_decode(wk_gpu_ctx *c, const at_args &a, int64_t range)
     if (st != WK_OK) return st;
     at_decode_kernel<T, DV, RMAX><<<(unsigned)nb, AT_DNT, 0, c->stream>>>(a, part, (int)nsplit, chunk, nrg);
     st = wk_gpu_launched(c, "attention", __FILE__, __LINE__);
-    if (st == WK_OK) {
-        const int64_t rows = (int64_t)a.B * a.Hq * a.Tq;
-        at_combine_kernel<T><<<(unsigned)rows, AT_DNT, 0, c->stream>>>(a, part, (int)nsplit, nrg, RMAX);
-        st = wk_gpu_launched(c, "attention", __FILE__, __LINE__);
-    }
+    if (st == WK_OK) st = at_combine<T>(c, a, part, nsplit, nrg, RMAX);
     wk_gpu_scratch_free(c, part);
     return st;
 }
@@ -952,8 +1444,22 @@ template <typename T> static wk_status at_decode(wk_gpu_ctx *c, const at_args &a
     return a.G * a.Tq <= 4 ? at_decode_r<T, 4>(c, a, range) : at_decode_r<T, 8>(c, a, range);
 }
 
-enum { AT_PORTABLE = 0, AT_MMA = 1, AT_DECODE = 2 };
-static const char *const at_path_names[] = { "portable", "mma", "decode" };
+template <typename T> static wk_status at_mma_decode(wk_gpu_ctx *c, const at_args &a, int64_t range)
+{
+#if defined(AT_HAVE_MMA)
+    if (a.D <= 64) return at_run_mma_decode<T, 64>(c, a, range);
+    if (a.D <= 128) return at_run_mma_decode<T, 128>(c, a, range);
+    return at_run_mma_decode<T, 256>(c, a, range);
+#else
+    (void)c;
+    (void)a;
+    (void)range;
+    return wk_gpu_host->set_error(WK_ERR_UNSUPPORTED, "attention: no matrix-core path in this build");
+#endif
+}
+
+enum { AT_PORTABLE = 0, AT_MMA = 1, AT_DECODE = 2, AT_MMA_DECODE = 3 };
+static const char *const at_path_names[] = { "portable", "mma", "decode_fma", "decode" };
 
 /* the path for this call (WICK_GPU_ATTN forces one where it can run) */
 static int at_pick(const wk_gpu_ctx *c, const at_args &a, wk_dtype dt)
@@ -967,9 +1473,12 @@ static int at_pick(const wk_gpu_ctx *c, const at_args &a, wk_dtype dt)
 #endif
     const char *e = getenv("WICK_GPU_ATTN");
     if (e && strcmp(e, "portable") == 0) return AT_PORTABLE;
-    if (e && strcmp(e, "decode") == 0) return AT_DECODE;
+    if (e && strcmp(e, "decode_fma") == 0) return AT_DECODE;
+    /* the mma decode kernel stores 4 outputs (8 bytes) at a time */
+    const bool mdec_ok = mma_ok && wk_gpu_aligned(a.o, 8);
+    if (e && strcmp(e, "decode") == 0) return mdec_ok ? AT_MMA_DECODE : AT_DECODE;
     if (e && strcmp(e, "mma") == 0 && mma_ok) return AT_MMA;
-    if ((int64_t)a.G * a.Tq <= 8) return AT_DECODE;
+    if ((int64_t)a.G * a.Tq <= 8) return mdec_ok ? AT_MMA_DECODE : AT_DECODE;
     return mma_ok ? AT_MMA : AT_PORTABLE;
 }
 
@@ -1055,12 +1564,14 @@ wk_status wk_gpu_attention(void *ctx, const wk_op_args *args)
         st = path == AT_DECODE ? at_decode<float>(c, a, hi - lo) : at_portable<float>(c, a);
         break;
     case WK_BF16:
-        st = path == AT_DECODE ? at_decode<wk_bf16_t>(c, a, hi - lo)
+        st = path == AT_DECODE       ? at_decode<wk_bf16_t>(c, a, hi - lo)
+           : path == AT_MMA_DECODE ? at_mma_decode<wk_bf16_t>(c, a, hi - lo)
            : path == AT_MMA    ? at_mma<wk_bf16_t>(c, a)
                                : at_portable<wk_bf16_t>(c, a);
         break;
     case WK_F16:
-        st = path == AT_DECODE ? at_decode<wk_f16_t>(c, a, hi - lo)
+        st = path == AT_DECODE       ? at_decode<wk_f16_t>(c, a, hi - lo)
+           : path == AT_MMA_DECODE ? at_mma_decode<wk_f16_t>(c, a, hi - lo)
            : path == AT_MMA    ? at_mma<wk_f16_t>(c, a)
                                : at_portable<wk_f16_t>(c, a);
         break;
