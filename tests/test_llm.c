@@ -26,15 +26,17 @@
  *   llm/bf16                       bf16 activations stay within 5e-2
  *   llm/context                    the context limit: a clear error, the
  *                                  cache untouched; too long a context at load
- *   llm/errors/...                a missing tensor, a wrong shape, an
+ *   llm/errors/...                 a missing tensor, a wrong shape, an
  *                                  unknown architecture, not a model file
- *   llm/sample/...                greedy, top-k 1, seeded repeatability,
+ *   llm/sample/...                 greedy, top-k 1, seeded repeatability,
  *                                  draws against softmax, top-p, min-p,
  *                                  the repetition penalty, bad parameters
- *   llm/chat/...                  ChatML (with a template's default
+ *   llm/chat/...                   ChatML (with a template's default
  *                                  system text), Llama 3, Gemma
- *   llm/generate/...              end tokens, max tokens, stop strings
- *                                  split across tokens, the callback
+ *   llm/generate/...               end tokens, max tokens, stop strings
+ *                                  split across tokens, the callback, the
+ *                                  token bytes of a GGUF vocabulary, and
+ *                                  Qwen 2.5's chat template read from it
  */
 #include <math.h>
 #include <stdio.h>
