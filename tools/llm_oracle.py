@@ -25,8 +25,11 @@ norms, gemma3 with sliding and global layers) this
 Writes results.json and RESULTS.md into --out and prints the table. Exit 1
 when a bound is not met.
 
+With --speed, also times SmolLM2-135M's shape (random bf16 weights) in wick
+and in transformers, decode one token per step.
+
 Usage (repository root, after `make` and `make cuda`):
-  python3 tools/llm_oracle.py --device cuda:0 --out "$OUT"
+  python3 tools/llm_oracle.py --device cuda:0 --out "$OUT" [--speed]
 Needs torch and transformers.
 """
 import argparse, json, os, subprocess, sys, tempfile, time
@@ -112,6 +115,50 @@ def row_errors(w, h):
     return np.abs(w - h).max(axis=1) / np.maximum(np.abs(h).max(axis=1), 1e-30)
 
 
+def speed(a, tdev, tmp):
+    """SmolLM2-135M's shape (llama, 30 layers of 576, 9 heads / 3 kv heads,
+    vocabulary 49152) with random weights in bf16: wick's decode through
+    build/wick-llm-oracle (one token per step, the logits read back each
+    step) against transformers' decode with its KV cache, same prompt."""
+    import numpy as np, torch, transformers as T
+    cfg = T.LlamaConfig(vocab_size=49152, hidden_size=576, intermediate_size=1536, num_hidden_layers=30,
+                        num_attention_heads=9, num_key_value_heads=3, max_position_embeddings=8192,
+                        rms_norm_eps=1e-5, rope_theta=100000.0, tie_word_embeddings=True)
+    model = T.LlamaForCausalLM(cfg).eval()
+    path = os.path.join(tmp, "smollm2-shape")
+    model.to(torch.bfloat16).save_pretrained(path, safe_serialization=True)
+    rng = np.random.default_rng(3)
+    prompt = [int(x) for x in rng.integers(3, cfg.vocab_size, 64)]
+    n = 256
+    forced = [int(x) for x in rng.integers(3, cfg.vocab_size, n)]
+    rows = []
+    for dt in ("bf16", "f32"):
+        _, t = wick_run(a.exe, path, a.device, dt, prompt, forced, tmp)
+        wick_run(a.exe, path, a.device, dt, prompt, forced, tmp)   # warm
+        _, t = wick_run(a.exe, path, a.device, dt, prompt, forced, tmp)
+        rows.append((f"wick {dt} activations", 1e3 * t["prefill_tokens"] / t["prefill_ms"],
+                     1e3 * t["decode_steps"] / t["decode_ms"]))
+    m = model.to(device=tdev, dtype=torch.bfloat16)
+    ids = torch.tensor([prompt], device=tdev)
+    with torch.inference_mode():
+        for rep in range(2):
+            if tdev.startswith("cuda"):
+                torch.cuda.synchronize()
+            t0 = time.time()
+            out = m(ids, use_cache=True)
+            if tdev.startswith("cuda"):
+                torch.cuda.synchronize()
+            t1 = time.time()
+            cache = out.past_key_values
+            for i in range(64):
+                out = m(torch.tensor([[forced[i]]], device=tdev), past_key_values=cache, use_cache=True)
+                cache = out.past_key_values
+                out.logits[0, -1].float().cpu()
+            t2 = time.time()
+    rows.append(("transformers bf16", len(prompt) / (t1 - t0), 64 / (t2 - t1)))
+    return rows
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--device", default="cuda:0", help="wick's device (cuda:0, rocm:0, cpu)")
@@ -119,6 +166,7 @@ def main():
     ap.add_argument("--exe", default="build/wick-llm-oracle")
     ap.add_argument("--out", default=".")
     ap.add_argument("--only", default=None, help="comma-separated architectures")
+    ap.add_argument("--speed", action="store_true", help="also time SmolLM2-135M's shape in bf16 (wick and transformers)")
     a = ap.parse_args()
 
     import numpy as np, torch, transformers
@@ -174,6 +222,9 @@ def main():
             print(f"{name}: f32 prefill {rec['prefill_f32']:.2e} decode {rec['decode_f32']:.2e}, greedy {same}/{STEPS} "
                   f"(min margin {margin:.3f}); bf16 prefill {rec['prefill_bf16']:.2e} decode {rec['decode_bf16']:.2e} "
                   f"(transformers bf16: {rec['hf_bf16']:.2e}) {'ok' if rec['pass'] else 'FAIL'}", flush=True)
+        if a.speed:
+            results["speed"] = [{"what": w, "prefill_tokens_per_s": p, "decode_tokens_per_s": d}
+                                for w, p, d in speed(a, tdev, tmp)]
     with open(os.path.join(a.out, "results.json"), "w") as f:
         json.dump(results, f, indent=1)
     lines = [f"# Model oracle: wick against transformers ({results['date']})", "",
@@ -192,6 +243,12 @@ def main():
         lines.append(f"| {r['arch']} | {r['prefill_f32']:.1e} | {r['decode_f32']:.1e} | {r['greedy_same']}/{r['greedy_steps']} "
                      f"| {r['min_margin']:.3f} | {r['prefill_bf16']:.1e} | {r['decode_bf16']:.1e} | {r['hf_bf16']:.1e} "
                      f"| {'ok' if r['pass'] else 'FAIL'} |")
+    if "speed" in results:
+        lines += ["", "SmolLM2-135M's shape, random bf16 weights, a 64-token prompt then one token per step "
+                  "(wick: 255 steps, the logits read back at each; transformers: 64 steps with its KV cache):", "",
+                  "| | prefill tokens/s | decode tokens/s |", "|---|---|---|"]
+        lines += [f"| {r['what']} | {r['prefill_tokens_per_s']:.0f} | {r['decode_tokens_per_s']:.1f} |"
+                  for r in results["speed"]]
     with open(os.path.join(a.out, "RESULTS.md"), "w") as f:
         f.write("\n".join(lines) + "\n")
     print("\n".join(lines))
