@@ -2,8 +2,8 @@
 # llm_oracle.sh — the model oracle on a machine with a GPU (the device
 # machine): builds wick, its CUDA plugin and build/wick-llm-oracle, then runs
 # tools/llm_oracle.py (transformers against wick on cuda:0, f32 and bf16,
-# every architecture; and the bf16 speed of SmolLM2-135M's shape). Results (results.json, RESULTS.md) go to $OUT, or
-# build/llm-oracle.
+# every architecture; and the bf16 speed of SmolLM2-135M's shape). Results
+# (results.json, RESULTS.md) go to $OUT, or build/llm-oracle.
 #   tools/llm_oracle.sh [extra arguments of llm_oracle.py]
 set -euo pipefail
 cd "$(dirname "$0")/.."
