@@ -25,6 +25,9 @@ norms, gemma3 with sliding and global layers) this
 Writes results.json and RESULTS.md into --out and prints the table. Exit 1
 when a bound is not met.
 
+Then GGUF files: a random llama written as llama.cpp's converter writes it
+(f32, Q/K rows permuted) against transformers, and that file quantized by
+`wick quantize` (q8_0, q4_k_m) on the device against the cpu (bound 1e-4).
 With --speed, also times SmolLM2-135M's shape (random bf16 weights) in wick
 and in transformers, decode one token per step.
 
@@ -113,6 +116,109 @@ def row_errors(w, h):
     h = h.numpy().astype(np.float64)
     w = w.astype(np.float64)
     return np.abs(w - h).max(axis=1) / np.maximum(np.abs(h).max(axis=1), 1e-30)
+
+
+def write_llama_gguf(model, path):
+    """The model as llama.cpp's converter writes a llama GGUF (f32): its
+    names, its metadata, and Q and K rows permuted for the interleaved
+    rope (convert_hf_to_gguf.py's LlamaModel.permute)."""
+    import struct
+    import numpy as np
+    cfg = model.config
+    H, Hkv = cfg.num_attention_heads, cfg.num_key_value_heads
+
+    def permute(w, n_head):
+        return w.reshape(n_head, 2, w.shape[0] // n_head // 2, *w.shape[1:]).swapaxes(1, 2).reshape(w.shape)
+
+    names = {"model.embed_tokens.weight": "token_embd.weight", "model.norm.weight": "output_norm.weight",
+             "lm_head.weight": "output.weight"}
+    per = {"input_layernorm.weight": "attn_norm.weight", "self_attn.q_proj.weight": "attn_q.weight",
+           "self_attn.k_proj.weight": "attn_k.weight", "self_attn.v_proj.weight": "attn_v.weight",
+           "self_attn.o_proj.weight": "attn_output.weight", "post_attention_layernorm.weight": "ffn_norm.weight",
+           "mlp.gate_proj.weight": "ffn_gate.weight", "mlp.up_proj.weight": "ffn_up.weight",
+           "mlp.down_proj.weight": "ffn_down.weight"}
+    tensors = []
+    for name, t in model.state_dict().items():
+        w = t.detach().float().cpu().numpy().astype(np.float32)
+        if name in names:
+            gname = names[name]
+        else:
+            l, rest = name[len("model.layers."):].split(".", 1)
+            gname = f"blk.{l}.{per[rest]}"
+            if rest == "self_attn.q_proj.weight":
+                w = permute(w, H)
+            elif rest == "self_attn.k_proj.weight":
+                w = permute(w, Hkv)
+        tensors.append((gname, np.ascontiguousarray(w)))
+
+    def s(x):
+        b = x.encode()
+        return struct.pack("<Q", len(b)) + b
+    kv = [("general.architecture", 8, s("llama")), ("general.alignment", 4, struct.pack("<I", 32)),
+          ("llama.context_length", 4, struct.pack("<I", cfg.max_position_embeddings)),
+          ("llama.embedding_length", 4, struct.pack("<I", cfg.hidden_size)),
+          ("llama.block_count", 4, struct.pack("<I", cfg.num_hidden_layers)),
+          ("llama.feed_forward_length", 4, struct.pack("<I", cfg.intermediate_size)),
+          ("llama.attention.head_count", 4, struct.pack("<I", H)),
+          ("llama.attention.head_count_kv", 4, struct.pack("<I", Hkv)),
+          ("llama.attention.layer_norm_rms_epsilon", 6, struct.pack("<f", cfg.rms_norm_eps)),
+          ("llama.rope.freq_base", 6, struct.pack("<f", getattr(cfg, "rope_theta", None) or 10000.0)),
+          ("llama.rope.dimension_count", 4, struct.pack("<I", cfg.hidden_size // H))]
+    out = bytearray(b"GGUF" + struct.pack("<IQQ", 3, len(tensors), len(kv)))
+    for k, t, v in kv:
+        out += s(k) + struct.pack("<I", t) + v
+    off = 0
+    for name, w in tensors:
+        out += s(name) + struct.pack("<I", w.ndim) + b"".join(struct.pack("<Q", d) for d in w.shape[::-1])
+        out += struct.pack("<IQ", 0, off)                      # type 0: F32
+        off += (w.nbytes + 31) // 32 * 32
+    out += b"\0" * (-len(out) % 32)
+    for name, w in tensors:
+        out += w.tobytes() + b"\0" * (-w.nbytes % 32)
+    with open(path, "wb") as f:
+        f.write(out)
+
+
+def gguf_checks(a, tdev, tmp, ok):
+    """A random llama written as llama.cpp writes GGUF files (f32, Q/K
+    permuted): wick's f32 logits on it against transformers' on the same
+    weights (the permutation and the interleaved rope); then `wick quantize`
+    to q8_0 and q4_k_m, and wick on a.device against wick on the cpu for
+    each (the quantized matmul and lookup kernels of the device)."""
+    import numpy as np, torch, transformers as T
+    cfg = T.LlamaConfig(vocab_size=512, hidden_size=256, intermediate_size=768, num_hidden_layers=4,
+                        num_attention_heads=8, num_key_value_heads=2, max_position_embeddings=512,
+                        rms_norm_eps=1e-5, rope_theta=10000.0, tie_word_embeddings=False)
+    cfg._attn_implementation = "eager"
+    model = T.LlamaForCausalLM(cfg).eval()
+    randomize(model, False)
+    f32 = os.path.join(tmp, "llama-f32.gguf")
+    write_llama_gguf(model, f32)
+    rng = np.random.default_rng(11)
+    prompt = [int(x) for x in rng.integers(3, cfg.vocab_size, PROMPT_LEN)]
+    greedy, ref = hf_run(model, prompt, STEPS, tdev, torch.float32)
+    rows = []
+    w, _ = wick_run(a.exe, f32, a.device, "f32", prompt, greedy, tmp)
+    e = row_errors(w, ref)
+    same = sum(int(int(np.argmax(w[PROMPT_LEN - 1 + i])) == greedy[i]) for i in range(STEPS))
+    r = {"what": "llama GGUF f32 (Q/K permuted) vs transformers", "err": float(e.max()), "greedy": same,
+         "bound": F32_BOUND}
+    r["pass"] = bool(r["err"] <= F32_BOUND and same == STEPS)
+    rows.append(r)
+    wick_cli = os.path.join(os.path.dirname(a.exe), "wick")
+    for qt in ("q8_0", "q4_k_m"):
+        q = os.path.join(tmp, f"llama-{qt}.gguf")
+        subprocess.run([wick_cli, "quantize", "-q", f32, q, qt], check=True, capture_output=True)
+        wd, _ = wick_run(a.exe, q, a.device, "f32", prompt, greedy, tmp)
+        wc, _ = wick_run(a.exe, q, "cpu", "f32", prompt, greedy, tmp)
+        e = row_errors(wd, torch.from_numpy(wc))
+        r = {"what": f"llama GGUF {qt}: {a.device} vs cpu", "err": float(e.max()), "greedy": STEPS, "bound": F32_BOUND}
+        r["pass"] = bool(r["err"] <= F32_BOUND)
+        rows.append(r)
+    for r in rows:
+        print(f"{r['what']}: {r['err']:.2e} {'ok' if r['pass'] else 'FAIL'}", flush=True)
+        ok &= r["pass"]
+    return rows, ok
 
 
 def speed(a, tdev, tmp):
@@ -222,6 +328,8 @@ def main():
             print(f"{name}: f32 prefill {rec['prefill_f32']:.2e} decode {rec['decode_f32']:.2e}, greedy {same}/{STEPS} "
                   f"(min margin {margin:.3f}); bf16 prefill {rec['prefill_bf16']:.2e} decode {rec['decode_bf16']:.2e} "
                   f"(transformers bf16: {rec['hf_bf16']:.2e}) {'ok' if rec['pass'] else 'FAIL'}", flush=True)
+        if not a.only or "gguf" in a.only.split(","):
+            results["gguf"], ok = gguf_checks(a, tdev, tmp, ok)
         if a.speed:
             results["speed"] = [{"what": w, "prefill_tokens_per_s": p, "decode_tokens_per_s": d}
                                 for w, p, d in speed(a, tdev, tmp)]
@@ -243,6 +351,13 @@ def main():
         lines.append(f"| {r['arch']} | {r['prefill_f32']:.1e} | {r['decode_f32']:.1e} | {r['greedy_same']}/{r['greedy_steps']} "
                      f"| {r['min_margin']:.3f} | {r['prefill_bf16']:.1e} | {r['decode_bf16']:.1e} | {r['hf_bf16']:.1e} "
                      f"| {'ok' if r['pass'] else 'FAIL'} |")
+    if "gguf" in results:
+        lines += ["", "GGUF files: a random llama written as llama.cpp's converter writes it (f32, Q and K rows "
+                  "permuted), against transformers; then quantized by `wick quantize`, wick on the device against "
+                  "wick on the cpu (same tokens forced):", "",
+                  "| check | max row error | greedy | |", "|---|---|---|---|"]
+        lines += [f"| {r['what']} | {r['err']:.1e} | {r['greedy']}/{STEPS} | {'ok' if r['pass'] else 'FAIL'} |"
+                  for r in results["gguf"]]
     if "speed" in results:
         lines += ["", "SmolLM2-135M's shape, random bf16 weights, a 64-token prompt then one token per step "
                   "(wick: 255 steps, the logits read back at each; transformers: 64 steps with its KV cache):", "",
