@@ -161,7 +161,9 @@ char *wk_chat_apply(wk_chat_format f, const char *default_system, const wk_chat_
  * in the text are recognised; add_bos: as the model says when true).
  * *ids is malloc'd. WK_ERR_UNSUPPORTED when the model has no tokenizer. */
 wk_status wk_llm_tokenize(const wk_llm *m, const char *text, size_t len, bool add_bos, int32_t **ids, int64_t *n);
-/* The bytes of one token (no streaming state). len 0 for special ones. */
+/* The bytes of one token of a GGUF vocabulary (no streaming state; len 0
+ * for control tokens, and for every token of a safetensors model, whose
+ * text comes from its tokenizer's decoder). */
 const char *wk_llm_token_text(const wk_llm *m, int32_t id, size_t *len);
 bool wk_llm_is_eog(const wk_llm *m, int32_t id);
 
