@@ -512,6 +512,72 @@ wk_tensor *wk_qmatmul(const wk_tensor *x, const wk_tensor *w);
 wk_tensor *wk_qgather(const wk_tensor *table, const wk_tensor *ids, wk_dtype dt);
 
 /* ------------------------------------------------------------------ */
+/* convolutions, pooling, upsampling (docs/conv.md)                     */
+/* f16, bf16, f32, f64 on the cpu (wk_supports says which elsewhere);   */
+/* every tensor of one call in one dtype; f16/bf16 compute and         */
+/* accumulate in f32. Inputs any view; results new contiguous tensors. */
+/* Per-dim options: index 0 is H (L for the 1-d forms), 1 is W.        */
+
+/* Options of the convolutions; zero-initialised means PyTorch's
+ * defaults (stride 1, padding 0, dilation 1, groups 1). */
+typedef struct wk_conv_opts {
+    int64_t stride[2];          /* 0: 1                                     */
+    int64_t padding[2];         /* zeros on both sides                      */
+    int64_t dilation[2];        /* 0: 1                                     */
+    int64_t output_padding[2];  /* transposed forms: < stride or < dilation */
+    int64_t groups;             /* 0: 1; divides Cin and Cout               */
+} wk_conv_opts;
+
+/* x [N, Cin, L] or [N, Cin, H, W]; w [Cout, Cin/groups, k..]; bias [Cout]
+ * or NULL; out [N, Cout, Lo..] with Lo = (L + 2p - d(k-1) - 1) / s + 1.
+ * opts NULL: the defaults. */
+wk_tensor *wk_conv1d(const wk_tensor *x, const wk_tensor *w, const wk_tensor *bias, const wk_conv_opts *opts);
+wk_tensor *wk_conv2d(const wk_tensor *x, const wk_tensor *w, const wk_tensor *bias, const wk_conv_opts *opts);
+/* The transposed forms (the gradient of conv with respect to its input):
+ * w [Cin, Cout/groups, k..]; Lo = (L - 1)s - 2p + d(k-1) + output_padding + 1. */
+wk_tensor *wk_conv_transpose1d(const wk_tensor *x, const wk_tensor *w, const wk_tensor *bias,
+                               const wk_conv_opts *opts);
+wk_tensor *wk_conv_transpose2d(const wk_tensor *x, const wk_tensor *w, const wk_tensor *bias,
+                               const wk_conv_opts *opts);
+
+/* Options of the 2-d pools (x [N, C, H, W] -> [N, C, Ho, Wo]). */
+typedef struct wk_pool_opts {
+    int64_t kernel[2];          /* >= 1                                     */
+    int64_t stride[2];          /* 0: the kernel                            */
+    int64_t padding[2];         /* <= kernel / 2                            */
+    bool ceil_mode;             /* Ho rounds up (a window must start inside x or its left padding) */
+    bool exclude_pad;           /* avg: divide by the cells inside x only
+                                   (PyTorch's count_include_pad=False)      */
+} wk_pool_opts;
+wk_tensor *wk_avg_pool2d(const wk_tensor *x, const wk_pool_opts *opts);
+/* indices NULL, or it receives a u32 tensor of the result's shape: the
+ * index h * W + w in x's plane of each maximum (the first one; a NaN
+ * wins, the last NaN of the window). */
+wk_tensor *wk_max_pool2d(const wk_tensor *x, const wk_pool_opts *opts, wk_tensor **indices);
+
+/* Upsampling to the given output sizes, x [N, C, L] or [N, C, H, W].
+ * scale: the factor the output sizes came from (PyTorch's scale_factor,
+ * which then sets the source positions), or <= 0 to use in/out. */
+wk_tensor *wk_upsample_nearest1d(const wk_tensor *x, int64_t out_l, double scale);
+wk_tensor *wk_upsample_nearest2d(const wk_tensor *x, int64_t out_h, int64_t out_w, double scale_h, double scale_w);
+/* align_corners true: corners map to corners and the scales are ignored. */
+wk_tensor *wk_upsample_bilinear2d(const wk_tensor *x, int64_t out_h, int64_t out_w, bool align_corners,
+                                  double scale_h, double scale_w);
+
+/* ------------------------------------------------------------------ */
+/* sorting (docs/conv.md): along the last dim, every dense dtype       */
+
+/* u32 indices that sort each row (stable: equal values keep their
+ * order). NaN counts as larger than +inf (last ascending, first
+ * descending, as in PyTorch); -0 equals +0. Rows < 2^32 long. */
+wk_tensor *wk_arg_sort(const wk_tensor *x, bool descending);
+/* The sorted values; indices NULL or it receives wk_arg_sort's result. */
+wk_tensor *wk_sort(const wk_tensor *x, bool descending, wk_tensor **indices);
+/* The k largest (or smallest) of each row, sorted (largest first, or
+ * smallest first), 0 <= k <= the last dim; indices as wk_sort. */
+wk_tensor *wk_topk(const wk_tensor *x, int64_t k, bool largest, wk_tensor **indices);
+
+/* ------------------------------------------------------------------ */
 /* indexing (ids: u8, u32 or i64; an id out of range is an error and,   */
 /* for in-place ops, leaves the destination unchanged)                 */
 

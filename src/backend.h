@@ -114,6 +114,21 @@ typedef enum wk_op_family {
                                 src[0] [rows, cols] (a block dtype, strides [row
                                 stride, 1]) decoded as DEQUANTIZE; src[1] 1-d ids
                                 u8/u32/i64, any stride, range-checked by the backend */
+    WK_FAMILY_CONV,          /* dst [N, Cout, (H,) W] contiguous = conv of src[0] x [N, Cin,
+                                (H,) W] (any strides) with src[1] w [Cout, Cin/g, (kh,) kw]
+                                (transposed: [Cin, Cout/g, (kh,) kw]; any strides) + src[2]
+                                bias [Cout] or NULL; one dtype; params: wk_conv_params */
+    WK_FAMILY_POOL,          /* dst [N, C, Ho, Wo] contiguous = pool of src[0] x [N, C, H, W]
+                                (any strides) by windows of wk_pool_params; MAX_POOL2D:
+                                src[1] is a second destination (u32, dst's dims,
+                                contiguous) for the index h * W + w of each max, or NULL */
+    WK_FAMILY_UPSAMPLE,      /* dst [N, C, (Ho,) Wo] contiguous from src[0] x [N, C, (H,) W]
+                                (any strides); p[0], p[1]: the user's scale factors of
+                                H and W (of L: p[1]), <= 0 when not given; p[2] = 1:
+                                align_corners (bilinear)                             */
+    WK_FAMILY_SORT,          /* dst u32 [rows, n] contiguous = the stable order of each row
+                                of src[0] [rows, n] (any strides, any dense dtype); p[0] =
+                                1: descending. NaN is above +inf, -0 equals +0       */
     WK_FAMILY_RESERVED,      /* named for a layer still to come; no front-end yet    */
     WK_FAMILY_COUNT
 } wk_op_family;
@@ -185,6 +200,22 @@ typedef struct wk_attention_params {
     int64_t window;              /* <= 0: none                               */
     int causal;
 } wk_attention_params;
+
+/* The options of a CONV op (wk_op_args.params); index 0 is H, 1 is W.
+ * The 1-d forms (views of rank 3) are 2-d with H = 1: L's options are
+ * index 1, index 0 is stride 1, padding 0. Output sizes are dst's. */
+typedef struct wk_conv_params {
+    int nsp;                     /* spatial dims: 1 or 2                     */
+    int64_t stride[2], padding[2], dilation[2], output_padding[2];
+    int64_t groups;
+} wk_conv_params;
+
+/* The options of a POOL op (wk_op_args.params). dst's Ho, Wo already
+ * follow ceil_mode; a window starts at o * stride - padding. */
+typedef struct wk_pool_params {
+    int64_t kernel[2], stride[2], padding[2];
+    int count_include_pad;       /* AVG_POOL2D: padded cells count in the divisor */
+} wk_pool_params;
 
 /* A backend's implementation of one op. */
 typedef wk_status (*wk_op_run_fn)(void *ctx, const wk_op_args *args);

@@ -92,16 +92,16 @@
     X(O, CONST_SET, "const_set", CONST_SET, WK_DT_DENSE)                           \
     X(O, RAND_UNIFORM, "rand_uniform", RAND, WK_DT_FLOATS)                         \
     X(O, RAND_NORMAL, "rand_normal", RAND, WK_DT_FLOATS)                           \
-    X(O, CONV1D, "conv1d", RESERVED, WK_DT_NONE)                                   \
-    X(O, CONV_TRANSPOSE1D, "conv_transpose1d", RESERVED, WK_DT_NONE)               \
-    X(O, CONV2D, "conv2d", RESERVED, WK_DT_NONE)                                   \
-    X(O, CONV_TRANSPOSE2D, "conv_transpose2d", RESERVED, WK_DT_NONE)               \
-    X(O, AVG_POOL2D, "avg_pool2d", RESERVED, WK_DT_NONE)                           \
-    X(O, MAX_POOL2D, "max_pool2d", RESERVED, WK_DT_NONE)                           \
-    X(O, UPSAMPLE_NEAREST1D, "upsample_nearest1d", RESERVED, WK_DT_NONE)           \
-    X(O, UPSAMPLE_NEAREST2D, "upsample_nearest2d", RESERVED, WK_DT_NONE)           \
-    X(O, UPSAMPLE_BILINEAR2D, "upsample_bilinear2d", RESERVED, WK_DT_NONE)         \
-    X(O, ARG_SORT, "arg_sort", RESERVED, WK_DT_NONE)                               \
+    X(O, CONV1D, "conv1d", CONV, WK_DT_NN)                                         \
+    X(O, CONV_TRANSPOSE1D, "conv_transpose1d", CONV, WK_DT_NN)                     \
+    X(O, CONV2D, "conv2d", CONV, WK_DT_NN)                                         \
+    X(O, CONV_TRANSPOSE2D, "conv_transpose2d", CONV, WK_DT_NN)                     \
+    X(O, AVG_POOL2D, "avg_pool2d", POOL, WK_DT_NN)                                 \
+    X(O, MAX_POOL2D, "max_pool2d", POOL, WK_DT_NN)                                 \
+    X(O, UPSAMPLE_NEAREST1D, "upsample_nearest1d", UPSAMPLE, WK_DT_NN)             \
+    X(O, UPSAMPLE_NEAREST2D, "upsample_nearest2d", UPSAMPLE, WK_DT_NN)             \
+    X(O, UPSAMPLE_BILINEAR2D, "upsample_bilinear2d", UPSAMPLE, WK_DT_NN)           \
+    X(O, ARG_SORT, "arg_sort", SORT, WK_DT_DENSE)                                  \
     X(O, SOFTMAX, "softmax", SOFTMAX, WK_DT_NN)                                    \
     X(O, RMS_NORM, "rms_norm", NORM, WK_DT_NN)                                     \
     X(O, LAYER_NORM, "layer_norm", NORM, WK_DT_NN)                                 \

@@ -16,7 +16,7 @@
 #include <string.h>
 #include "test.h"
 
-#define REQUIRED_PAIRS_MIN 469
+#define REQUIRED_PAIRS_MIN 515
 
 typedef struct pair { char op[32]; int dt; } pair;
 
@@ -215,6 +215,8 @@ static const char *const other_ops[] = {
     "index_add", "copy", "copy2d", "const_set", "rand_uniform", "rand_normal", "softmax", "log_softmax",
     "rms_norm", "layer_norm", "add_rms_norm", "rope", "rope_i", "rope_thd", "silu_mul", "attention",
     "dequantize", "quantize", "qmatmul", "qgather",
+    "conv1d", "conv_transpose1d", "conv2d", "conv_transpose2d", "avg_pool2d", "max_pool2d",
+    "upsample_nearest1d", "upsample_nearest2d", "upsample_bilinear2d", "arg_sort",
 };
 static bool mapped(const char *op)
 {
@@ -399,6 +401,38 @@ static int run_op(const char *op, wk_dtype dt, char *why, size_t n)
         const wk_attention_opts o = { .causal = true };
         return tensor_result(wk_attention(q, kt, vt, &o), dt, WK_SHAPE(1, 2, 3, 4), why, n);
     }
+    if (!strcmp(op, "conv1d") || !strcmp(op, "conv_transpose1d")) {
+        wk_tensor *x3 = as_shape(small(dt, 2, 6), WK_SHAPE(1, 2, 6)), *w = as_shape(small(dt, 2, 6), WK_SHAPE(2, 2, 3));
+        if (!x3 || !w) return 1;
+        return !strcmp(op, "conv1d") ? tensor_result(wk_conv1d(x3, w, NULL, NULL), dt, WK_SHAPE(1, 2, 4), why, n)
+                                     : tensor_result(wk_conv_transpose1d(x3, w, NULL, NULL), dt, WK_SHAPE(1, 2, 8), why, n);
+    }
+    if (!strcmp(op, "conv2d") || !strcmp(op, "conv_transpose2d")) {
+        wk_tensor *x4 = as_shape(x, WK_SHAPE(1, 1, 3, 4)), *w = as_shape(small(dt, 1, 4), WK_SHAPE(1, 1, 2, 2));
+        if (!x4 || !w) return 1;
+        return !strcmp(op, "conv2d") ? tensor_result(wk_conv2d(x4, w, NULL, NULL), dt, WK_SHAPE(1, 1, 2, 3), why, n)
+                                     : tensor_result(wk_conv_transpose2d(x4, w, NULL, NULL), dt, WK_SHAPE(1, 1, 4, 5), why, n);
+    }
+    if (!strcmp(op, "avg_pool2d") || !strcmp(op, "max_pool2d")) {
+        wk_tensor *x4 = as_shape(x, WK_SHAPE(1, 1, 3, 4));
+        const wk_pool_opts o = { .kernel = { 2, 2 } };
+        if (!x4) return 1;
+        if (!strcmp(op, "avg_pool2d")) return tensor_result(wk_avg_pool2d(x4, &o), dt, WK_SHAPE(1, 1, 1, 2), why, n);
+        wk_tensor *idx = NULL;
+        int r = tensor_result(wk_max_pool2d(x4, &o, &idx), dt, WK_SHAPE(1, 1, 1, 2), why, n);
+        if (r == 0) r = tensor_result(idx, WK_U32, WK_SHAPE(1, 1, 1, 2), why, n);
+        else wk_release(idx);
+        return r;
+    }
+    if (!strcmp(op, "upsample_nearest1d"))
+        return tensor_result(wk_upsample_nearest1d(as_shape(x, WK_SHAPE(1, 3, 4)), 9, 0), dt, WK_SHAPE(1, 3, 9), why, n);
+    if (!strcmp(op, "upsample_nearest2d"))
+        return tensor_result(wk_upsample_nearest2d(as_shape(x, WK_SHAPE(1, 1, 3, 4)), 5, 8, 0, 0), dt,
+                             WK_SHAPE(1, 1, 5, 8), why, n);
+    if (!strcmp(op, "upsample_bilinear2d"))
+        return tensor_result(wk_upsample_bilinear2d(as_shape(x, WK_SHAPE(1, 1, 3, 4)), 5, 8, false, 0, 0), dt,
+                             WK_SHAPE(1, 1, 5, 8), why, n);
+    if (!strcmp(op, "arg_sort")) return tensor_result(wk_arg_sort(x, true), WK_U32, s34, why, n);
     if (!strcmp(op, "rand_uniform")) return tensor_result(wk_rand_uniform(t_dev(), dt, s34, -1, 1), dt, s34, why, n);
     if (!strcmp(op, "rand_normal")) return tensor_result(wk_rand_normal(t_dev(), dt, s34, 0, 1), dt, s34, why, n);
     return RUN_UNMAPPED;

@@ -25,6 +25,8 @@
  *                    attention (silu_mul is binary: ops_elementwise.c)
  *   ops_quant.c      dequantize, quantize, qmatmul, qgather (block-quantized
  *                    tensors)
+ *   ops_conv.c       conv1d/2d and transposed, avg/max_pool2d, upsampling
+ *   ops_sort.c       arg_sort, sort, topk
  *   random.c         rand_uniform / rand_normal front-end
  *   event.c          device events (wk_event_*)
  *   host_memory.c    pinned host memory (wk_host_alloc / wk_host_free)

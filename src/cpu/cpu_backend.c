@@ -88,6 +88,10 @@ static wk_status run_rand(void *ctx, const wk_op_args *a)
 #define FAMILY_RUN_QCONVERT wk_cpu_qconvert
 #define FAMILY_RUN_QMATMUL wk_cpu_qmatmul
 #define FAMILY_RUN_QGATHER wk_cpu_qgather
+#define FAMILY_RUN_CONV wk_cpu_conv
+#define FAMILY_RUN_POOL wk_cpu_pool
+#define FAMILY_RUN_UPSAMPLE wk_cpu_upsample
+#define FAMILY_RUN_SORT wk_cpu_arg_sort
 #define FAMILY_RUN_RESERVED NULL
 #define RUN_OF_U(P) run_unary
 #define RUN_OF_P(P) run_unary

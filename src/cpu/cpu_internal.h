@@ -15,6 +15,9 @@
  *   cpu_random.c      Philox4x32-10 uniform/normal (docs/random.md)
  *   cpu_quant.c       GGUF block types: dequantize, quantize (llama.cpp's
  *                     reference quantizers), qmatmul, qgather
+ *   cpu_conv.c        conv1d/2d and their transposed forms
+ *   cpu_pool.c        avg/max pooling, nearest and bilinear upsampling
+ *   cpu_sort.c        arg_sort (radix sort, insertion sort for short rows)
  *   cpu_ew.c/.h       the strided elementwise driver (wk_ew_run) and CPU
  *                     feature checks; cpu_ew.h, private to the elementwise
  *                     files, also holds the fast narrow-float conversions
@@ -94,6 +97,13 @@ wk_status wk_cpu_qconvert(void *ctx, const wk_op_args *a);
 wk_status wk_cpu_qmatmul(void *ctx, const wk_op_args *a);
 wk_status wk_cpu_qgather(void *ctx, const wk_op_args *a);
 const char *wk_cpu_blas_name(void);
+/* cpu_conv.c: the CONV family (im2col / col2im around wk_cpu_matmul) */
+wk_status wk_cpu_conv(void *ctx, const wk_op_args *a);
+/* cpu_pool.c: the POOL and UPSAMPLE families */
+wk_status wk_cpu_pool(void *ctx, const wk_op_args *a);
+wk_status wk_cpu_upsample(void *ctx, const wk_op_args *a);
+/* cpu_sort.c: the SORT family (arg_sort) */
+wk_status wk_cpu_arg_sort(void *ctx, const wk_op_args *a);
 
 /* ---- element access ------------------------------------------------ */
 

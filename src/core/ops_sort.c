@@ -1,0 +1,120 @@
+/* ops_sort.c — front-ends of arg_sort (the SORT family of backend.h:
+ * stable, along the last dim, every dense dtype) and of sort and topk,
+ * which are arg_sort followed by a gather of the values (topk keeps the
+ * first k indices). docs/conv.md has the semantics. */
+#include <stdint.h>
+#include "core.h"
+
+/* Merge dims [0, hi) of a layout into one (size, stride); false when they
+ * are not equally spaced. Size-1 dims are ignored. */
+static bool sort_merge(const int64_t *dims, const int64_t *strides, int hi, int64_t *size, int64_t *stride)
+{
+    int64_t n = 1, st = 0;
+    int last = -1;
+    for (int d = hi - 1; d >= 0; d--) {
+        n *= dims[d];
+        if (dims[d] == 1) continue;
+        if (last < 0) st = strides[d];
+        else if (strides[d] != strides[last] * dims[last]) return false;
+        last = d;
+    }
+    *size = n;
+    *stride = st;
+    return true;
+}
+
+static wk_tensor *arg_sort_impl(const wk_tensor *x, bool descending)
+{
+    if (!WK_CHECK_T(x)) return NULL;
+    wk_device *dev = x->st->dev;
+    if (!wk_check_supported(dev, WK_OP_ARG_SORT, x->dtype)) return NULL;
+    int r = x->rank;
+    int64_t n = r ? x->dims[r - 1] : 1;
+    if (n > (int64_t)UINT32_MAX) {
+        wk_error(WK_ERR_SHAPE, "rows of %lld elements are too long for u32 indices (at most %lld)", (long long)n,
+                 (long long)UINT32_MAX);
+        return NULL;
+    }
+    wk_tensor *out = wk_tensor_alloc(dev, WK_U32, r, x->dims);
+    if (!out) return NULL;
+    int64_t rows = 0, rs = 0;
+    if (wk_numel(r, x->dims) == 0) return out;
+    bool ok = r == 0 || sort_merge(x->dims, x->strides, r - 1, &rows, &rs);
+    wk_tensor *h = ok ? wk_retain((wk_tensor *)x) : wk_contiguous(x);
+    if (!h) return wk_finish(wk_last_status(), out);
+    if (r == 0) rows = 1, rs = 1;
+    else sort_merge(h->dims, h->strides, r - 1, &rows, &rs);
+    wk_view vs = wk_view_of(h), vd = wk_view_of(out);
+    for (int q = 0; q < WK_MAX_RANK; q++) vs.dims[q] = vs.strides[q] = vd.dims[q] = vd.strides[q] = 0;
+    vs.rank = vd.rank = 2;
+    vs.dims[0] = vd.dims[0] = rows;
+    vs.dims[1] = vd.dims[1] = n;
+    vs.strides[0] = rs;
+    vs.strides[1] = r ? h->strides[r - 1] : 1;
+    vd.strides[0] = n;
+    vd.strides[1] = 1;
+    wk_op_args a = { .op = WK_OP_ARG_SORT, .dst = &vd, .src = { &vs }, .p = { descending ? 1.0 : 0.0 } };
+    wk_status st = wk_run(dev, &a);
+    wk_release(h);
+    if (st == WK_OK) WK_FAULT(WK_OP_ARG_SORT, out);
+    return wk_finish(st, out);
+}
+
+/* the first k indices of each row of arg_sort (all of them: k < 0), and
+ * the values they pick */
+static wk_tensor *sort_topk(const wk_tensor *x, bool descending, int64_t k, wk_tensor **indices)
+{
+    if (indices) *indices = NULL;
+    wk_tensor *idx = arg_sort_impl(x, descending);
+    if (!idx) return NULL;
+    int r = x->rank;
+    if (r == 0) {                      /* one element: itself, index 0 */
+        wk_tensor *v = k == 0 ? NULL : wk_copy(x);
+        if (k == 0) {
+            wk_release(idx);
+            wk_error(WK_ERR_ARGUMENT, "k must be 1 for a rank-0 tensor, got 0");
+            return NULL;
+        }
+        if (!v) { wk_release(idx); return NULL; }
+        if (indices) *indices = idx;
+        else wk_release(idx);
+        return v;
+    }
+    if (k >= 0 && k < x->dims[r - 1]) {
+        wk_tensor *nar = wk_narrow(idx, r - 1, 0, k);
+        wk_release(idx);
+        if (!nar) return NULL;
+        idx = wk_contiguous(nar);
+        wk_release(nar);
+        if (!idx) return NULL;
+    }
+    wk_tensor *v;
+    if (wk_numel(idx->rank, idx->dims) == 0) v = wk_tensor_alloc(x->st->dev, x->dtype, idx->rank, idx->dims);
+    else v = wk_gather(x, idx, r - 1);
+    if (!v) {
+        wk_release(idx);
+        return NULL;
+    }
+    if (indices) *indices = idx;
+    else wk_release(idx);
+    return v;
+}
+
+static wk_tensor *topk_impl(const wk_tensor *x, int64_t k, bool largest, wk_tensor **indices)
+{
+    if (indices) *indices = NULL;
+    if (!WK_CHECK_T(x)) return NULL;
+    int64_t n = x->rank ? x->dims[x->rank - 1] : 1;
+    if (k < 0 || k > n) {
+        wk_error(WK_ERR_ARGUMENT, "k must be in [0, %lld] (the last dim), got %lld", (long long)n, (long long)k);
+        return NULL;
+    }
+    return sort_topk(x, largest, k, indices);
+}
+
+wk_tensor *wk_arg_sort(const wk_tensor *x, bool descending)
+    WK_API(wk_tensor *, "arg_sort", arg_sort_impl(x, descending))
+wk_tensor *wk_sort(const wk_tensor *x, bool descending, wk_tensor **indices)
+    WK_API(wk_tensor *, "sort", (indices ? (void)(*indices = NULL) : (void)0, sort_topk(x, descending, -1, indices)))
+wk_tensor *wk_topk(const wk_tensor *x, int64_t k, bool largest, wk_tensor **indices)
+    WK_API(wk_tensor *, "topk", topk_impl(x, k, largest, indices))
