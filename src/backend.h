@@ -241,6 +241,27 @@ static inline bool wk_op_impl_supports(const wk_op_impl *ops, int n_ops, void *c
     return !e->available || e->available(ctx, op, dt);
 }
 
+/* What a kernel compiled at run time is built for (rtc_target). */
+typedef struct wk_rtc_target {
+    char arch[64];               /* "sm_90", "gfx90a:sramecc+:xnack-"        */
+    int warp_size;               /* the hardware's: 32 or 64                 */
+    int driver_version;          /* cudaDriverGetVersion / hipDriverGetVersion */
+    int compiler_version;        /* NVRTC / hiprtc: major * 1000 + minor     */
+    const char *compiler;        /* "nvrtc", "hiprtc" (a string constant)    */
+    const char *prelude;         /* text the plugin puts in front of every
+                                    source (a string constant: part of the
+                                    cache key)                               */
+} wk_rtc_target;
+
+/* A compiled kernel (rtc_compile): code the device's loader takes (a
+ * CUBIN, an AMD code object) and the kernel's symbol (its lowered name).
+ * Both malloc'd by the plugin; the core frees them with free(). */
+typedef struct wk_rtc_code {
+    void *code;
+    size_t size;
+    char *symbol;
+} wk_rtc_code;
+
 /* Services the core gives a backend. */
 typedef struct wk_host_api {
     int abi;                                   /* WK_BACKEND_ABI            */
@@ -305,6 +326,33 @@ typedef struct wk_backend_iface {
     wk_status (*host_alloc)(void *ctx, size_t bytes, void **ptr);
     /* Free a block host_alloc returned (the core checks that it did). */
     void (*host_free)(void *ctx, void *ptr);
+
+    /* ---- custom ops (ABI 4) ---- */
+    /* Make ctx's device current on the calling thread and give its
+     * stream (cudaStream_t / hipStream_t), on which every op of ctx runs
+     * in order; NULL for a backend without streams (the cpu). */
+    wk_status (*stream)(void *ctx, void **stream);
+
+    /* ---- kernels compiled at run time (ABI 4; NULL on the cpu) ---- */
+    /* The target of ctx's device, or WK_ERR_UNSUPPORTED when the
+     * compiler library (NVRTC, hiprtc) cannot be loaded. */
+    wk_status (*rtc_target)(void *ctx, wk_rtc_target *out);
+    /* Compile source (HIP dialect; the plugin puts t->prelude in front)
+     * for t (from rtc_target); name is the kernel's name expression
+     * ("scale", "scale<float>"); opts are passed to the compiler. Needs no
+     * device. A compile error is WK_ERR_ARGUMENT with the compiler's log
+     * in the message. */
+    wk_status (*rtc_compile)(const wk_rtc_target *t, const char *source, const char *name,
+                             const char *const *opts, int n_opts, wk_rtc_code *out);
+    /* Load code on ctx's device and find symbol in it: *fn is the
+     * backend's handle of the kernel. A code object the loader refuses
+     * is WK_ERR_BACKEND. */
+    wk_status (*rtc_load)(void *ctx, const void *code, size_t size, const char *symbol, void **fn);
+    void (*rtc_unload)(void *ctx, void *fn);
+    /* Launch fn on stream (NULL: ctx's stream); args as cuLaunchKernel's
+     * kernelParams (one pointer to each argument's value). */
+    wk_status (*rtc_launch)(void *ctx, void *fn, const unsigned grid[3], const unsigned block[3],
+                            unsigned shared_bytes, void *stream, void **args);
 } wk_backend_iface;
 
 /* A plugin's one exported symbol. Returns NULL (after set_error) when the

@@ -24,18 +24,53 @@
  * barrier (one per 64-thread group, ids 1..15, so blocks of at most 960
  * threads). As on a real wave64 GPU, all 64 lanes must take part in every
  * warp op (no warp op under lane-divergent control flow).
+ *
+ * Kernels compiled at run time (NVRTC, hiprtc; src/gpu/rtc.hip): this
+ * header, as text, goes in front of every such source, so a user's kernel
+ * gets the same helpers on both vendors. There (__CUDACC_RTC__ or
+ * __HIPCC_RTC__) it includes nothing, defines the fixed-width integer
+ * types and WK_GPU_RTC, and leaves out the host code.
  */
 #ifndef WICK_GPU_COMPAT_H
 #define WICK_GPU_COMPAT_H
 
-#include <stdint.h>
-#include <string.h>
+#if defined(__CUDACC_RTC__) || defined(__HIPCC_RTC__)
+/* ------------------------------------------------------------------ */
+/* Kernels compiled at run time (NVRTC, hiprtc; src/gpu/rtc.hip puts this
+ * header in front of every source): no host headers, no runtime API, the
+ * device helpers below only.                                          */
+#define WK_GPU_RTC 1
+#if defined(__HIPCC_RTC__)
+#define WK_GPU_HIP 1
+#define WK_GPU_PLATFORM "rocm"
+#else
+#define WK_GPU_CUDA 1
+#define WK_GPU_PLATFORM "cuda"
+#endif
+typedef signed char int8_t;
+typedef unsigned char uint8_t;
+typedef short int16_t;
+typedef unsigned short uint16_t;
+typedef int int32_t;
+typedef unsigned int uint32_t;
+#if defined(__INT64_TYPE__)
+typedef __INT64_TYPE__ int64_t;
+typedef __UINT64_TYPE__ uint64_t;
+#else
+typedef long long int64_t;
+typedef unsigned long long uint64_t;
+#endif
+#if defined(__HIPCC_RTC__)
+#define memcpy __builtin_memcpy     /* NVRTC declares memcpy itself */
+#endif
 
-#if defined(__HIP__)
+#elif defined(__HIP__)
 /* ------------------------------------------------------------------ */
 /* HIP (AMD, hipcc)                                                    */
 #define WK_GPU_HIP 1
 #define WK_GPU_PLATFORM "rocm"
+#include <stdint.h>
+#include <string.h>
 #include <hip/hip_runtime.h>
 #if defined(WK_VIRTUAL_WAVE64)
 #error "WK_VIRTUAL_WAVE64 is an nvcc-only mode"
@@ -46,6 +81,8 @@
 /* CUDA (NVIDIA, nvcc): the HIP names wick uses, mapped                */
 #define WK_GPU_CUDA 1
 #define WK_GPU_PLATFORM "cuda"
+#include <stdint.h>
+#include <string.h>
 #include <cuda_runtime.h>
 
 typedef cudaError_t hipError_t;
@@ -342,7 +379,9 @@ template <int W, typename T> WK_DEV T wk_warp_min(T v)
  * which spends less host time per launch than the runtime's <<<>>>; if a
  * lookup or the launch fails it falls back to <<<>>>, which then reports
  * through the runtime's last error as every launch does. HIP: <<<>>>. */
-#if defined(WK_GPU_CUDA)
+#if defined(WK_GPU_RTC)
+/* (host code: not in kernels compiled at run time) */
+#elif defined(WK_GPU_CUDA)
 #include <tuple>
 #include <utility>
 typedef int (*wk_cu_launch_fn)(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,

@@ -60,6 +60,16 @@ HIPCC_FLAGS_random := -ffp-contract=off
 NVCC_FLAGS_quant  := -fmad=false
 HIPCC_FLAGS_quant := -ffp-contract=off
 
+# rtc.hip embeds compat.h as text: the prelude of kernels compiled at run
+# time (a raw string literal made here)
+RTC_PRELUDE := $(BUILD)/gpu/rtc_prelude.inc
+$(RTC_PRELUDE): src/gpu/compat.h src/gpu/gpu.mk
+	@mkdir -p $(dir $@)
+	{ printf 'R"WKRTC(\n'; cat $<; printf ')WKRTC"\n'; } > $@
+$(BUILD)/gpu/cuda/rtc.o $(BUILD)/gpu/cuda_w64/rtc.o $(BUILD)/gpu/rocm/rtc.o: $(RTC_PRELUDE)
+NVCC_FLAGS_rtc  := -I$(BUILD)/gpu
+HIPCC_FLAGS_rtc := -I$(BUILD)/gpu
+
 # attention.hip: `make cuda ATTN_PORTABLE=1` (any plugin) compiles the
 # portable attention path (plain FMAs) in place of the matrix-core one, so
 # that the parity tests run it on NVIDIA. Objects are not rebuilt when the

@@ -64,6 +64,14 @@ wk_status wk_gpu_qgather(void *ctx, const wk_op_args *a);
  * matrix) that matmul.hip tries first under WICK_MATVEC=wick; *done false
  * when it does not apply */
 wk_status wk_gpu_dense_matvec(void *ctx, const wk_view *dst, const wk_view *a, const wk_view *b, bool *done);
+/* rtc.hip: kernels compiled at run time (backend.h's rtc_* members) */
+wk_status wk_gpu_rtc_target(void *ctx, wk_rtc_target *out);
+wk_status wk_gpu_rtc_compile(const wk_rtc_target *t, const char *source, const char *name,
+                             const char *const *opts, int n_opts, wk_rtc_code *out);
+wk_status wk_gpu_rtc_load(void *ctx, const void *code, size_t size, const char *symbol, void **fn);
+void wk_gpu_rtc_unload(void *ctx, void *fn);
+wk_status wk_gpu_rtc_launch(void *ctx, void *fn, const unsigned grid[3], const unsigned block[3],
+                            unsigned shared_bytes, void *stream, void **args);
 
 #ifdef __cplusplus
 }

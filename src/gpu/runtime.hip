@@ -253,6 +253,16 @@ static wk_status rt_copy_peer(void *dst_ctx, void *dst, void *src_ctx, const voi
     return st;
 }
 
+/* The context's stream, its device made current (custom ops launch on it). */
+static wk_status rt_stream(void *ctx, void **stream)
+{
+    wk_gpu_ctx *c = (wk_gpu_ctx *)ctx;
+    *stream = NULL;
+    WK_GPU_ENTER(c);
+    *stream = (void *)c->stream;
+    return WK_OK;
+}
+
 /* ---- the vtable and the entry point -------------------------------------- */
 
 static wk_backend_iface rt_iface;
@@ -281,6 +291,12 @@ static void rt_fill_iface(wk_backend_iface *f)
     f->event_elapsed_ms = wk_gpu_event_elapsed_ms;
     f->host_alloc = wk_gpu_host_alloc;
     f->host_free = wk_gpu_host_free;
+    f->stream = rt_stream;
+    f->rtc_target = wk_gpu_rtc_target;
+    f->rtc_compile = wk_gpu_rtc_compile;
+    f->rtc_load = wk_gpu_rtc_load;
+    f->rtc_unload = wk_gpu_rtc_unload;
+    f->rtc_launch = wk_gpu_rtc_launch;
 }
 
 extern "C" __attribute__((visibility("default"))) const wk_backend_iface *WK_BACKEND_ENTRY(const wk_host_api *host)
