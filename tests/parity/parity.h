@@ -61,7 +61,21 @@ typedef enum p_family {
      * of it (a row view); sub: the float result dtype */
     PF_DEQUANTIZE,
     PF_QMATMUL,        /* in: w (f32 -> to), x                               */
-    PF_QGATHER         /* in: table (f32 -> to), ids                         */
+    PF_QGATHER,        /* in: table (f32 -> to), ids                         */
+    /* convolutions, pools, upsampling, sorting: options in opt[] */
+    PF_CONV,           /* in: x, w, bias (nin 3) or none; sub 0 conv1d, 1
+                          conv_transpose1d, 2 conv2d, 3 conv_transpose2d;
+                          opt: stride[2], padding[2], dilation[2],
+                          output_padding[2], groups                       */
+    PF_POOL,           /* sub 0 avg, 1 max (values), 2 max (its indices);
+                          opt: kernel[2], stride[2], padding[2], ceil_mode,
+                          exclude_pad                                     */
+    PF_UPSAMPLE,       /* sub 0 nearest1d, 1 nearest2d, 2 bilinear; dims[0],
+                          dims[1] the output H, W (L: dims[1]); p0, p1 the
+                          scales; opt[0] align_corners                   */
+    PF_SORT            /* sub 0 arg_sort, 1 sort (values), 2 topk (values),
+                          3 topk (indices); opt[0] descending / largest,
+                          opt[1] k                                        */
 } p_family;
 
 typedef struct p_case {
@@ -83,6 +97,7 @@ typedef struct p_case {
                               an in-place destination left unchanged */
     bool causal;           /* PF_ATTENTION */
     int window;            /* PF_ATTENTION: > 0 a sliding window */
+    int64_t opt[10];       /* PF_CONV, PF_POOL, PF_UPSAMPLE, PF_SORT (above) */
 } p_case;
 
 /* parity_main.c: run one case on every selected device (checks filters) */

@@ -762,6 +762,122 @@ static void quant_ops(void)
     }
 }
 
+/* ---- convolutions, pools, upsampling, sorting ------------------------------------------------ */
+
+static void conv_ops(void)
+{
+    /* x dims, w dims, sub (0 conv1d, 1 conv_transpose1d, 2 conv2d, 3 conv_transpose2d), options */
+    static const struct { const char *name; int sub; wk_shape x, w; int64_t opt[9]; bool bias; p_kind kind; } cc[] = {
+        { "3x3_pad1", 2, { 4, { 2, 8, 9, 9 } }, { 4, { 16, 8, 3, 3 } }, { 1, 1, 1, 1, 1, 1, 0, 0, 1 }, true, PK_CONTIG },
+        { "7x7_s2_c3", 2, { 4, { 1, 3, 33, 33 } }, { 4, { 8, 3, 7, 7 } }, { 2, 2, 3, 3, 1, 1, 0, 0, 1 }, false, PK_CONTIG },
+        { "depthwise", 2, { 4, { 1, 32, 17, 17 } }, { 4, { 32, 1, 3, 3 } }, { 1, 1, 1, 1, 1, 1, 0, 0, 32 }, true, PK_TRANSPOSED },
+        { "1x1", 2, { 4, { 3, 16, 7, 5 } }, { 4, { 24, 16, 1, 1 } }, { 1, 1, 0, 0, 1, 1, 0, 0, 1 }, false, PK_NARROWED },
+        { "groups_dil", 2, { 4, { 2, 6, 11, 10 } }, { 4, { 9, 2, 3, 2 } }, { 2, 1, 1, 2, 2, 3, 0, 0, 3 }, true, PK_CONTIG },
+        { "t_s2_op1", 3, { 4, { 2, 8, 7, 6 } }, { 4, { 8, 4, 3, 3 } }, { 2, 2, 1, 1, 1, 1, 1, 1, 2 }, true, PK_CONTIG },
+        { "t_depthwise", 3, { 4, { 1, 16, 9, 9 } }, { 4, { 16, 1, 4, 4 } }, { 2, 2, 1, 1, 1, 1, 0, 0, 16 }, false, PK_TRANSPOSED },
+        { "1d", 0, { 3, { 4, 8, 33 } }, { 3, { 12, 4, 5 } }, { 2, 0, 2, 0, 2, 0, 0, 0, 2 }, true, PK_CONTIG },
+        { "t_1d", 1, { 3, { 2, 6, 17 } }, { 3, { 6, 4, 3 } }, { 3, 0, 1, 0, 1, 0, 2, 0, 1 }, true, PK_TRANSPOSED },
+    };
+    static const char *const conv_names[4] = { "conv1d", "conv_transpose1d", "conv2d", "conv_transpose2d" };
+    for (int d = 0; d < 4; d++)
+        for (int k = 0; k < N_(cc); k++) {
+            const wk_dtype dt = nn_dts[d];
+            p_case c = start(conv_names[cc[k].sub], dt, PF_CONV);
+            snprintf(c.name, sizeof c.name, "%s/%s/%s", c.op, wk_dtype_name(dt), cc[k].name);
+            c.sub = cc[k].sub;
+            memcpy(c.opt, cc[k].opt, sizeof cc[k].opt);
+            c.accum = true;
+            c.nin = cc[k].bias ? 3 : 2;
+            c.in[0] = IN(dt, cc[k].x, cc[k].kind, PG_UNIFORM, -2, 2);
+            c.in[1] = IN(dt, cc[k].w, PK_CONTIG, PG_UNIFORM, -1, 1);
+            int64_t cout = cc[k].sub & 1 ? cc[k].w.dims[1] * cc[k].opt[8] : cc[k].w.dims[0];
+            c.in[2] = IN(dt, (wk_shape){ 1, { cout } }, PK_CONTIG, PG_UNIFORM, -1, 1);
+            go(&c);
+        }
+    /* pools: kernel, stride, padding, ceil_mode, exclude_pad */
+    static const struct { const char *name; wk_shape x; int64_t opt[8]; p_kind kind; } pc[] = {
+        { "k2s2", { 4, { 2, 8, 32, 32 } }, { 2, 2, 2, 2, 0, 0, 0, 0 }, PK_CONTIG },
+        { "k3s2p1_ceil", { 4, { 1, 5, 33, 17 } }, { 3, 3, 2, 2, 1, 1, 1, 0 }, PK_TRANSPOSED },
+        { "k3s1p1_excl", { 4, { 3, 4, 7, 9 } }, { 3, 3, 1, 1, 1, 1, 0, 1 }, PK_NARROWED },
+        { "k2x4_ceil_excl", { 4, { 1, 3, 10, 13 } }, { 2, 4, 3, 3, 1, 2, 1, 1 }, PK_CONTIG },
+    };
+    static const char *const pool_names[3] = { "avg_pool2d", "max_pool2d", "max_pool2d" };
+    for (int d = 0; d < 4; d++)
+        for (int sub = 0; sub < 3; sub++)
+            for (int k = 0; k < N_(pc); k++) {
+                const wk_dtype dt = nn_dts[d];
+                p_case c = start(pool_names[sub], dt, PF_POOL);
+                snprintf(c.name, sizeof c.name, "%s/%s/%s%s", c.op, wk_dtype_name(dt), pc[k].name,
+                         sub == 2 ? "/indices" : "");
+                c.sub = sub;
+                memcpy(c.opt, pc[k].opt, sizeof pc[k].opt);
+                c.accum = sub == 0;
+                c.exact = sub != 0;
+                c.nin = 1;
+                c.in[0] = IN(dt, pc[k].x, pc[k].kind, sub ? PG_SMALLSET : PG_UNIFORM, -2, 2);
+                go(&c);
+            }
+    /* upsampling: output sizes, scales, align_corners */
+    static const struct { const char *name; int sub; wk_shape x; int oh, ow; double sh, sw; int align; } uc[] = {
+        { "x3", 0, { 3, { 2, 3, 17 } }, 1, 51, 0, 0, 0 },
+        { "down", 0, { 3, { 1, 4, 33 } }, 1, 10, 0, 0, 0 },
+        { "x2", 1, { 4, { 2, 8, 32, 32 } }, 64, 64, 0, 0, 0 },
+        { "scales", 1, { 4, { 1, 3, 7, 9 } }, 11, 15, 1.7, 1.7, 0 },
+        { "up", 2, { 4, { 2, 4, 9, 13 } }, 20, 31, 0, 0, 0 },
+        { "up_align", 2, { 4, { 2, 4, 9, 13 } }, 20, 31, 0, 0, 1 },
+        { "down", 2, { 4, { 1, 3, 33, 17 } }, 7, 5, 0, 0, 0 },
+        { "scales", 2, { 4, { 1, 2, 5, 6 } }, 12, 9, 2.5, 1.5, 0 },
+    };
+    static const char *const up_names[3] = { "upsample_nearest1d", "upsample_nearest2d", "upsample_bilinear2d" };
+    for (int d = 0; d < 4; d++)
+        for (int k = 0; k < N_(uc); k++) {
+            const wk_dtype dt = nn_dts[d];
+            p_case c = start(up_names[uc[k].sub], dt, PF_UPSAMPLE);
+            snprintf(c.name, sizeof c.name, "%s/%s/%s", c.op, wk_dtype_name(dt), uc[k].name);
+            c.sub = uc[k].sub;
+            c.dims[0] = uc[k].oh;
+            c.dims[1] = uc[k].ow;
+            c.p0 = uc[k].sh;
+            c.p1 = uc[k].sw;
+            c.opt[0] = uc[k].align;
+            c.accum = uc[k].sub == 2;
+            c.exact = uc[k].sub != 2;
+            c.nin = 1;
+            c.in[0] = IN(dt, uc[k].x, k % 2 ? PK_TRANSPOSED : PK_CONTIG, PG_UNIFORM, -2, 2);
+            go(&c);
+        }
+}
+
+static void sort_ops(void)
+{
+    static const wk_dtype dts[10] = { WK_U8, WK_U32, WK_I16, WK_I32, WK_I64, WK_BF16, WK_F16, WK_F32, WK_F64, WK_F8E4M3 };
+    static const struct { const char *name; wk_shape s; p_kind kind; p_gen gen; } sc[] = {
+        { "row1", { 2, { 3, 1 } }, PK_CONTIG, PG_UNIFORM },
+        { "rows32", { 2, { 1000, 32 } }, PK_CONTIG, PG_SMALLSET },
+        { "rows1023", { 2, { 4, 1023 } }, PK_TRANSPOSED, PG_FULL },
+        { "rows4097", { 2, { 3, 4097 } }, PK_NARROWED, PG_SMALLSET },
+        { "row1e6", { 1, { 1000000 } }, PK_CONTIG, PG_FULL },
+    };
+    for (int d = 0; d < 10; d++)
+        for (int k = 0; k < N_(sc); k++)
+            for (int sub = 0; sub < 4; sub++)
+                for (int desc = 0; desc < 2; desc++) {
+                    const wk_dtype dt = dts[d];
+                    if (k == 4 && (sub || (dt != WK_F32 && dt != WK_I64 && dt != WK_BF16))) continue;
+                    p_case c = start("arg_sort", dt, PF_SORT);
+                    static const char *const subn[4] = { "arg_sort", "sort", "topk", "topk_indices" };
+                    snprintf(c.name, sizeof c.name, "arg_sort/%s/%s/%s%s", wk_dtype_name(dt), sc[k].name, subn[sub],
+                             desc ? "_desc" : "");
+                    c.sub = sub;
+                    c.opt[0] = desc;
+                    c.opt[1] = sc[k].s.dims[sc[k].s.rank - 1] < 50 ? sc[k].s.dims[sc[k].s.rank - 1] : 50;
+                    c.exact = true;
+                    c.nin = 1;
+                    c.in[0] = IN(dt, sc[k].s, sc[k].kind, sc[k].gen, -100, 100);
+                    go(&c);
+                }
+}
+
 void p_all_cases(void)
 {
     elementwise();
@@ -774,4 +890,6 @@ void p_all_cases(void)
     nn_silu_rope();
     nn_attention();
     quant_ops();
+    conv_ops();
+    sort_ops();
 }

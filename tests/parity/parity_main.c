@@ -14,8 +14,9 @@
  * `N passed, N failed`, and the exit status is 1 on any failure,
  * including a GPU device that supports fewer (op, dtype) pairs than the
  * cpu (apart from the gaps docs/nn.md documents: attention has no f64 on
- * GPUs). A case whose (op, dtype) the device does not support (wk_supports)
- * is skipped there and counted on a `note:` line.
+ * GPUs; and, until their GPU kernels land, the ops of docs/conv.md). A
+ * case whose (op, dtype) the device does not support (wk_supports) is
+ * skipped there and counted on a `note:` line.
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -231,6 +232,40 @@ static wk_tensor *run_on(wk_device *dev, const p_case *c, void *const *host, uin
         wk_release(q);
         break;
     }
+    case PF_CONV: {
+        const int64_t *o = c->opt;
+        const wk_conv_opts co = { { o[0], o[1] }, { o[2], o[3] }, { o[4], o[5] }, { o[6], o[7] }, o[8] };
+        r = c->sub == 0 ? wk_conv1d(x, y, z, &co) : c->sub == 1 ? wk_conv_transpose1d(x, y, z, &co)
+          : c->sub == 2 ? wk_conv2d(x, y, z, &co) : wk_conv_transpose2d(x, y, z, &co);
+        break;
+    }
+    case PF_POOL: {
+        const int64_t *o = c->opt;
+        const wk_pool_opts po = { { o[0], o[1] }, { o[2], o[3] }, { o[4], o[5] }, o[6] != 0, o[7] != 0 };
+        wk_tensor *idx = NULL;
+        r = c->sub == 0 ? wk_avg_pool2d(x, &po) : wk_max_pool2d(x, &po, c->sub == 2 ? &idx : NULL);
+        if (c->sub == 2) {
+            wk_release(r);
+            r = idx;
+        }
+        break;
+    }
+    case PF_UPSAMPLE:
+        r = c->sub == 0 ? wk_upsample_nearest1d(x, c->dims[1], c->p1)
+          : c->sub == 1 ? wk_upsample_nearest2d(x, c->dims[0], c->dims[1], c->p0, c->p1)
+                        : wk_upsample_bilinear2d(x, c->dims[0], c->dims[1], c->opt[0] != 0, c->p0, c->p1);
+        break;
+    case PF_SORT: {
+        wk_tensor *idx = NULL;
+        if (c->sub == 0) r = wk_arg_sort(x, c->opt[0] != 0);
+        else if (c->sub == 1) r = wk_sort(x, c->opt[0] != 0, NULL);
+        else r = wk_topk(x, c->opt[1], c->opt[0] != 0, c->sub == 3 ? &idx : NULL);
+        if (c->sub == 3) {
+            wk_release(r);
+            r = idx;
+        }
+        break;
+    }
     case PF_RAND_UNIFORM:
     case PF_RAND_NORMAL:
         *st = wk_device_set_seed(dev, seed);
@@ -428,9 +463,20 @@ void p_run(p_case *c)
 
 /* ---- support check and coverage table ------------------------------------------------- */
 
-/* (op, dtype) pairs a GPU may lack though the cpu has them, by design
- * (docs/nn.md): attention has no f64 kernel on GPUs */
-static bool allowed_gap(const char *op, wk_dtype dt) { return !strcmp(op, "attention") && dt == WK_F64; }
+/* (op, dtype) pairs a GPU may lack though the cpu has them: by design
+ * (docs/nn.md), attention has no f64 kernel on GPUs; for now
+ * (docs/conv.md), the convolutions, pools, upsampling and arg_sort have
+ * cpu kernels only: every dtype of theirs is exempt until their GPU
+ * kernels land, and their cases are skipped on GPUs meanwhile. */
+static bool allowed_gap(const char *op, wk_dtype dt)
+{
+    static const char *const cpu_only[] = { "conv1d", "conv_transpose1d", "conv2d", "conv_transpose2d",
+                                            "avg_pool2d", "max_pool2d", "upsample_nearest1d",
+                                            "upsample_nearest2d", "upsample_bilinear2d", "arg_sort" };
+    for (size_t i = 0; i < sizeof cpu_only / sizeof cpu_only[0]; i++)
+        if (!strcmp(op, cpu_only[i])) return true;
+    return !strcmp(op, "attention") && dt == WK_F64;
+}
 
 static void support_check_and_table(void)
 {
