@@ -30,6 +30,9 @@
  *   random.c         rand_uniform / rand_normal front-end
  *   event.c          device events (wk_event_*)
  *   host_memory.c    pinned host memory (wk_host_alloc / wk_host_free)
+ *   custom.c         custom ops (wick_ext.h: wk_apply_op*, wk_apply_inplace*)
+ *   rtc.c            kernels compiled at run time (wk_rtc_*) and their disk
+ *                    cache (rtc_cache.h)
  */
 #ifndef WICK_CORE_H
 #define WICK_CORE_H

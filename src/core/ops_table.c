@@ -5,6 +5,7 @@
  * a device's op table. */
 #include <string.h>
 #include "core.h"
+#include "wick_ext.h"
 
 static const char *const op_names[] = {
 #define NAME_(K, N, S, P, D) S,
@@ -109,6 +110,7 @@ const char *wk_cmp_name(wk_cmp_op op) { return wk_op_name(wk_op_of_cmp(op)); }
 bool wk_supports(wk_device *dev, const char *op, wk_dtype dt)
 {
     if (!dev || !op || !wk_dtype_valid(dt)) return false;
+    if (strcmp(op, "rtc") == 0) return wk_rtc_available(dev);   /* kernels compiled at run time */
     for (int i = 0; i < WK_OP_COUNT; i++)
         if (strcmp(op, op_names[i]) == 0) return wk_device_supports(dev, (wk_op)i, dt);
     return false;
