@@ -66,6 +66,11 @@ $(BUILD)/wick-device-checks: tests/device/device_checks.c $(BUILD)/libwick.a
 	@$(if $(V),,echo "  LD $@")
 	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDLIBS)
 
+# custom ops and kernels compiled at run time on a GPU (NVRTC / hiprtc, the disk cache)
+$(BUILD)/wick-rtc-checks: tests/device/rtc_checks.c $(BUILD)/libwick.a
+	@$(if $(V),,echo "  LD $@")
+	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDLIBS)
+
 $(BUILD)/wick-gpu-bench: bench/gpu_bench.c cli/timing.h $(BUILD)/libwick.a
 	@$(if $(V),,echo "  LD $@")
 	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $(filter-out %.h,$^) $(LDLIBS)
