@@ -221,7 +221,48 @@ static const ccase ccases[] = {
     { "t_depthwise", 2, true, 1, 5, 6, 6, 5, 3, 3, 5, { 1, 1 }, { 1, 1 }, { 1, 1 }, { 0, 0 }, true },
     { "t_1d", 1, true, 2, 3, 1, 7, 2, 1, 4, 1, { 3, 1 }, { 1, 0 }, { 1, 1 }, { 2, 0 }, true },
     { "t_1d_groups", 1, true, 1, 4, 1, 33, 6, 1, 3, 2, { 2, 1 }, { 2, 0 }, { 3, 1 }, { 1, 0 }, false },
+    { "c512_3x3", 2, false, 1, 512, 5, 4, 6, 3, 3, 1, { 1, 1 }, { 1, 1 }, { 1, 1 }, { 0, 0 }, true },
+    { "t_c512", 2, true, 1, 512, 3, 3, 4, 2, 2, 2, { 2, 2 }, { 0, 0 }, { 1, 1 }, { 1, 0 }, true },
 };
+
+/* A sampled sweep: random valid options (stride 1-3, padding 0-3,
+ * dilation 1-3, groups dividing both channel counts, output_padding below
+ * stride or dilation, kernels 1-4, sizes 1-9), as PyTorch accepts them. */
+static bool sweep_case(int i, ccase *C)
+{
+    t_rng *r = t_r();
+    C->name = "sweep";
+    C->nsp = 1 + (int)t_rng_int(r, 0, 1);
+    C->tr = (i & 1) != 0;
+    C->G = t_rng_int(r, 1, 3);
+    C->Ci = C->G * t_rng_int(r, 1, 3);
+    C->Co = C->G * t_rng_int(r, 1, 3);
+    C->N = t_rng_int(r, 1, 3);
+    C->bias = t_rng_int(r, 0, 1) != 0;
+    const int64_t in[2] = { C->nsp == 2 ? t_rng_int(r, 1, 9) : 0, t_rng_int(r, 1, 9) };
+    int64_t k[2];
+    for (int d = 0; d < 2; d++) {
+        k[d] = t_rng_int(r, 1, 4);
+        C->s[d] = t_rng_int(r, 1, 3);
+        C->p[d] = t_rng_int(r, 0, 3);
+        C->d[d] = t_rng_int(r, 1, 3);
+        int64_t lim = C->s[d] > C->d[d] ? C->s[d] : C->d[d];
+        C->op[d] = C->tr ? t_rng_int(r, 0, lim - 1) : 0;
+    }
+    /* a 1-d case keeps its L options in index 0 */
+    C->H = C->nsp == 2 ? in[0] : 1;
+    C->W = in[1];
+    C->kh = C->nsp == 2 ? k[0] : 1;
+    C->kw = k[1];
+    if (C->nsp == 1) k[0] = k[1];
+    for (int d = 0; d < C->nsp; d++) {
+        int64_t n = C->nsp == 2 ? (d ? C->W : C->H) : C->W, kk = C->nsp == 2 ? (d ? C->kw : C->kh) : C->kw;
+        int64_t o = C->tr ? (n - 1) * C->s[d] - 2 * C->p[d] + C->d[d] * (kk - 1) + C->op[d] + 1
+                          : (n + 2 * C->p[d] - C->d[d] * (kk - 1) - 1) / C->s[d] + 1;
+        if (o < 1 || (!C->tr && n + 2 * C->p[d] - C->d[d] * (kk - 1) - 1 < 0)) return false;
+    }
+    return true;
+}
 
 static const t_layout_kind in_kinds[4] = { LK_CONTIG, LK_TRANSPOSED, LK_REVERSED, LK_NARROWED };
 static const char *const in_names[4] = { "contig", "transposed", "reversed", "narrowed" };
@@ -541,6 +582,16 @@ T_SUITE(conv)
                     t_cover(op_names[6 + ucases[u].kind], dt);
                     upsample_case(dt, &ucases[u], lay);
                 }
+    }
+    for (int i = 0; i < 96; i++) {
+        const wk_dtype dt = cv_dts[i % 4];
+        if (t_case("conv/sweep/%s/%d", t_dt_name(dt), i)) {
+            ccase C;
+            memset(&C, 0, sizeof C);
+            if (!sweep_case(i, &C)) continue;   /* an output below 1: PyTorch refuses it too */
+            t_cover(op_names[(C.nsp == 2) * 2 + C.tr], dt);
+            conv_case(dt, &C, i % 4);
+        }
     }
     for (int d = 0; d < 2; d++) {
         const wk_dtype dt = d ? WK_F64 : WK_F32;
