@@ -3,7 +3,8 @@
 # NVIDIA GPU: builds the CUDA plugin and its virtual-wave64 twin, then runs
 # the parity runner on cuda:0 in both, with wick's own tiled GEMM, the
 # device checks (errors, events, pinned memory, >2^31 elements), the
-# event and pinned-memory tests, compute-sanitizer memcheck over the quick
+# event and pinned-memory tests, the custom-op and run-time kernel
+# checks (wick-rtc-checks), compute-sanitizer memcheck over the quick
 # parity cases, the attention parity cases with the portable attention path
 # forced (a third plugin, built with ATTN_PORTABLE=1 in build-ap/), the
 # Python bindings' GPU tests against PyTorch (when python3 has torch; pytest
@@ -30,7 +31,7 @@ gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)
   echo "|---|---|"
 } > "$sum"
 
-make -j"$(nproc)" all build/wick-device-checks build/wick-llm-oracle cuda cuda-wave64 CUDA_ARCHS="$arch" > "$OUT/build.log" 2>&1 &
+make -j"$(nproc)" all build/wick-device-checks build/wick-rtc-checks build/wick-llm-oracle cuda cuda-wave64 CUDA_ARCHS="$arch" > "$OUT/build.log" 2>&1 &
 make -j"$(nproc)" BUILD=build-ap ATTN_PORTABLE=1 build-ap/libwick_cuda.so CUDA_ARCHS="$arch" > "$OUT/build_ap.log" 2>&1 &
 wait %1 || { tail -30 "$OUT/build.log"; exit 1; }
 wait %2 || { tail -30 "$OUT/build_ap.log"; exit 1; }
@@ -52,6 +53,7 @@ run "\`wick-parity --device cuda:0\`, virtual wave64 plugin" parity_w64.log env 
 run "\`WICK_GEMM=tiled wick-parity --op matmul\`" parity_tiled.log env WICK_GEMM=tiled build/wick-parity --device cuda:0 --op matmul
 run "\`WICK_GEMM=tiled wick-parity --op matmul\`, virtual wave64" parity_tiled_w64.log env WICK_GEMM=tiled WICK_CUDA_PLUGIN=build/libwick_cuda_w64.so build/wick-parity --device cuda:0 --op matmul
 run "\`wick-device-checks --device cuda:0\` (errors, events, pinned memory, 2^31+ elements)" device_checks.log build/wick-device-checks --device cuda:0
+run "\`wick-rtc-checks --device cuda:0\` (custom ops launching NVRTC kernels on the device's stream, the disk cache across processes)" rtc_checks.log build/wick-rtc-checks --device cuda:0
 run "\`wick-tests --filter events/\` and \`--filter host_memory/\` (cpu and every cuda device)" events_pinned.log sh -c 'build/wick-tests --filter events/ && build/wick-tests --filter host_memory/'
 run "\`wick-parity --op attention\`, portable attention path forced (ATTN_PORTABLE=1)" parity_ap.log env WICK_CUDA_PLUGIN=build-ap/libwick_cuda.so build/wick-parity --device cuda:0 --op attention
 if python3 -c 'import torch' 2>/dev/null; then
