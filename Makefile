@@ -71,6 +71,11 @@ $(BUILD)/wick-rtc-checks: tests/device/rtc_checks.c $(BUILD)/libwick.a
 	@$(if $(V),,echo "  LD $@")
 	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDLIBS)
 
+# examples/: a custom op with a cpu callback and a run-time compiled GPU kernel
+$(BUILD)/example-custom-op: examples/custom_op.c $(BUILD)/libwick.a
+	@$(if $(V),,echo "  LD $@")
+	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDLIBS)
+
 $(BUILD)/wick-gpu-bench: bench/gpu_bench.c cli/timing.h $(BUILD)/libwick.a
 	@$(if $(V),,echo "  LD $@")
 	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $(filter-out %.h,$^) $(LDLIBS)
