@@ -126,9 +126,10 @@ typedef enum wk_op_family {
                                 (any strides); p[0], p[1]: the user's scale factors of
                                 H and W (of L: p[1]), <= 0 when not given; p[2] = 1:
                                 align_corners (bilinear)                             */
-    WK_FAMILY_SORT,          /* dst u32 [rows, n] contiguous = the stable order of each row
-                                of src[0] [rows, n] (any strides, any dense dtype); p[0] =
-                                1: descending. NaN is above +inf, -0 equals +0       */
+    WK_FAMILY_SORT,          /* dst u32 [rows, k] contiguous = the first k (k <= n) of the
+                                stable order of each row of src[0] [rows, n] (any strides,
+                                any dense dtype); p[0] = 1: descending. NaN is above
+                                +inf, -0 equals +0                                   */
     WK_FAMILY_RESERVED,      /* named for a layer still to come; no front-end yet    */
     WK_FAMILY_COUNT
 } wk_op_family;

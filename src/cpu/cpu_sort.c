@@ -128,12 +128,68 @@ static uint32_t *radix(int64_t n, int bytes, uint64_t *k, uint32_t *ix, uint64_t
     return ix;
 }
 
+/* ---- the first k of a long row (topk): select, then sort those ---------------
+ * (key, index) pairs are distinct, so "a before b" is a total order and
+ * the k first pairs of it are one set: a quickselect (median of three)
+ * moves them to the front, and sorting them by the same order gives the
+ * stable order's first k. */
+
+static inline bool pair_lt(uint64_t ka, uint32_t ia, uint64_t kb, uint32_t ib)
+{
+    return ka < kb || (ka == kb && ia < ib);
+}
+static inline void pair_swap(uint64_t *k, uint32_t *ix, int64_t a, int64_t b)
+{
+    uint64_t tk = k[a]; k[a] = k[b]; k[b] = tk;
+    uint32_t ti = ix[a]; ix[a] = ix[b]; ix[b] = ti;
+}
+
+static void select_first(int64_t n, int64_t kk, uint64_t *k, uint32_t *ix)
+{
+    int64_t lo = 0, hi = n - 1;
+    while (hi > lo) {
+        int64_t mid = lo + (hi - lo) / 2;
+        if (pair_lt(k[mid], ix[mid], k[lo], ix[lo])) pair_swap(k, ix, mid, lo);
+        if (pair_lt(k[hi], ix[hi], k[lo], ix[lo])) pair_swap(k, ix, hi, lo);
+        if (pair_lt(k[hi], ix[hi], k[mid], ix[mid])) pair_swap(k, ix, hi, mid);
+        uint64_t pk = k[mid];
+        uint32_t pi = ix[mid];
+        int64_t i = lo, j = hi;
+        while (i <= j) {
+            while (pair_lt(k[i], ix[i], pk, pi)) i++;
+            while (pair_lt(pk, pi, k[j], ix[j])) j--;
+            if (i <= j) pair_swap(k, ix, i++, j--);
+        }
+        if (kk - 1 <= j) hi = j;
+        else if (kk - 1 >= i) lo = i;
+        else break;
+    }
+}
+
+/* sort the first kk pairs by (key, index) */
+typedef struct kpair { uint64_t key; uint32_t idx; } kpair;
+static int cmp_pair(const void *a, const void *b)
+{
+    const kpair *x = a, *y = b;
+    return x->key != y->key ? (x->key < y->key ? -1 : 1) : (x->idx < y->idx ? -1 : x->idx > y->idx);
+}
+static bool sort_first(int64_t kk, uint64_t *k, uint32_t *ix)
+{
+    kpair *p = malloc((size_t)kk * sizeof *p + 16);
+    if (!p) return false;
+    for (int64_t i = 0; i < kk; i++) p[i] = (kpair){ k[i], ix[i] };
+    qsort(p, (size_t)kk, sizeof *p, cmp_pair);
+    for (int64_t i = 0; i < kk; i++) ix[i] = p[i].idx;
+    free(p);
+    return true;
+}
+
 /* ---- many rows: one row per task ------------------------------------------ */
 
 static void rows_task(void *arg, int64_t r0, int64_t r1)
 {
     const sort_job *J = arg;
-    int64_t n = J->src->dims[1];
+    int64_t n = J->src->dims[1], kk = J->dst->dims[1];
     size_t m = (size_t)n;
     uint64_t *k = malloc(m * 16);
     uint32_t *ix = malloc(m * 8);
@@ -149,8 +205,11 @@ static void rows_task(void *arg, int64_t r0, int64_t r1)
         load_row(J, r, 0, n, k, ix);
         uint32_t *res = ix;
         if (n <= SHORT_ROW) insertion(n, k, ix);
-        else res = radix(n, J->bytes, k, ix, k2, ix2);
-        memcpy((uint32_t *)J->dst->base + J->dst->offset + r * n, res, m * 4);
+        else if (kk * 8 <= n) {
+            select_first(n, kk, k, ix);
+            if (!sort_first(kk, k, ix)) atomic_store(&((sort_job *)arg)->failed, 1);
+        } else res = radix(n, J->bytes, k, ix, k2, ix2);
+        memcpy((uint32_t *)J->dst->base + J->dst->offset + r * kk, res, (size_t)kk * 4);
     }
     free(k);
     free(ix);
@@ -237,7 +296,8 @@ static wk_status sort_long_row(const sort_job *J, int64_t r, int T)
         uint64_t *tk = P.k; P.k = P.k2; P.k2 = tk;
         uint32_t *ti = P.ix; P.ix = P.ix2; P.ix2 = ti;
     }
-    memcpy((uint32_t *)J->dst->base + J->dst->offset + r * n, P.ix, m * 4);
+    int64_t kk = J->dst->dims[1];
+    memcpy((uint32_t *)J->dst->base + J->dst->offset + r * kk, P.ix, (size_t)kk * 4);
     free(P.k < P.k2 ? P.k : P.k2);
     free(P.ix < P.ix2 ? P.ix : P.ix2);
     free(P.cnt);
@@ -253,7 +313,7 @@ wk_status wk_cpu_arg_sort(void *ctx, const wk_op_args *a)
     int bytes = (int)wk_cpu_dtype_size(s->dtype);
     sort_job J = { s, d, bytes, a->p[0] != 0 ? (bytes == 8 ? ~0ull : (1ull << (8 * bytes)) - 1) : 0, 0 };
     int nt = wk_cpu_num_threads();
-    if (n >= PAR_ROW && rows < nt && nt > 1) {
+    if (n >= PAR_ROW && rows < nt && nt > 1 && d->dims[1] * 8 > n) {
         int T = nt;
         for (int64_t r = 0; r < rows; r++) {
             wk_status st = sort_long_row(&J, r, T);
