@@ -338,8 +338,10 @@ typedef struct wk_backend_iface {
     /* The target of ctx's device, or WK_ERR_UNSUPPORTED when the
      * compiler library (NVRTC, hiprtc) cannot be loaded. */
     wk_status (*rtc_target)(void *ctx, wk_rtc_target *out);
-    /* Compile source (HIP dialect; the plugin puts t->prelude in front)
-     * for t (from rtc_target); name is the kernel's name expression
+    /* Compile source (HIP dialect; the plugin puts t->prelude in front,
+     * its own when NULL) for t (from rtc_target, or filled by hand:
+     * arch and warp_size are what it reads); name is the kernel's name
+     * expression
      * ("scale", "scale<float>"); opts are passed to the compiler. Needs no
      * device. A compile error is WK_ERR_ARGUMENT with the compiler's log
      * in the message. */

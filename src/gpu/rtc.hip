@@ -249,7 +249,8 @@ extern "C" wk_status wk_gpu_rtc_compile(const wk_rtc_target *t, const char *sour
     /* the prelude, then the user's text numbered from its own line 1 */
     static const char head_mark[] = "#line 1 \"wick_rtc_prelude.h\"\n";
     static const char line_mark[] = "\n#line 1 \"kernel.hip\"\n";
-    const size_t lh = sizeof head_mark - 1, lp = strlen(t->prelude), ls = strlen(source);
+    const char *prelude = t->prelude ? t->prelude : rtc_prelude;
+    const size_t lh = sizeof head_mark - 1, lp = strlen(prelude), ls = strlen(source);
     text = (char *)malloc(lh + lp + sizeof line_mark + ls);
     all = (const char **)malloc(sizeof *all * (size_t)(n_opts + 4));
     if (!text || !all) {
@@ -257,7 +258,7 @@ extern "C" wk_status wk_gpu_rtc_compile(const wk_rtc_target *t, const char *sour
         goto done;
     }
     memcpy(text, head_mark, lh);
-    memcpy(text + lh, t->prelude, lp);
+    memcpy(text + lh, prelude, lp);
     memcpy(text + lh + lp, line_mark, sizeof line_mark - 1);
     memcpy(text + lh + lp + sizeof line_mark - 1, source, ls + 1);
     snprintf(arch, sizeof arch, "--gpu-architecture=%s", t->arch);
