@@ -47,19 +47,16 @@
 #define WK_GPU_CUDA 1
 #define WK_GPU_PLATFORM "cuda"
 #endif
+/* the types hiprtc's own headers declare (a typedef may be repeated
+ * only with the same type): 64 bits are long long */
 typedef signed char int8_t;
 typedef unsigned char uint8_t;
 typedef short int16_t;
 typedef unsigned short uint16_t;
-typedef int int32_t;
+typedef signed int int32_t;
 typedef unsigned int uint32_t;
-#if defined(__INT64_TYPE__)
-typedef __INT64_TYPE__ int64_t;
-typedef __UINT64_TYPE__ uint64_t;
-#else
-typedef long long int64_t;
+typedef signed long long int64_t;
 typedef unsigned long long uint64_t;
-#endif
 #if defined(__HIPCC_RTC__)
 #define memcpy __builtin_memcpy     /* NVRTC declares memcpy itself */
 #endif
