@@ -40,8 +40,11 @@ extern "C" {
  *      (host_alloc, host_free), appended to wk_backend_iface
  *   3  ops through one per-op table (ops, n_ops) of run functions taking
  *      a wk_op_args record, replacing one member per op family and
- *      supports(); block-quantized dtypes */
-#define WK_BACKEND_ABI 3
+ *      supports(); block-quantized dtypes
+ *   4  the device's stream for custom ops (stream) and kernels compiled
+ *      at run time (rtc_target .. rtc_launch), appended to
+ *      wk_backend_iface */
+#define WK_BACKEND_ABI 4
 #define WK_BACKEND_ENTRY wk_backend_entry_v1
 
 /* ------------------------------------------------------------------ */
