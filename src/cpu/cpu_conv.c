@@ -17,7 +17,12 @@
 #include <stdlib.h>
 #include "cpu_internal.h"
 
-#define COL_BYTES ((int64_t)64 << 20)
+/* bytes of column buffer per block of samples (a -D override lets the
+ * tests run the blocking with small tensors) */
+#ifndef WK_CONV_COL_BYTES
+#define WK_CONV_COL_BYTES ((int64_t)64 << 20)
+#endif
+#define COL_BYTES ((int64_t)(WK_CONV_COL_BYTES))
 
 /* spatial geometry of a view ([N, C, L] as H = 1, W = L) */
 typedef struct geo {
