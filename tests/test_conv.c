@@ -601,5 +601,28 @@ T_SUITE(conv)
                 torch_case(dt, &cref_cases[c]);
             }
     }
+    if (t_case("conv/edge/f32/empty")) {
+        /* no input channels: the output is the bias; no samples: an empty result */
+        wk_device *dev = t_dev();
+        wk_tensor *x = T_NEED(wk_zeros(dev, WK_F32, WK_SHAPE(2, 0, 5, 5)));
+        wk_tensor *w = T_NEED(wk_zeros(dev, WK_F32, WK_SHAPE(3, 0, 3, 3)));
+        wk_tensor *wt = T_NEED(wk_zeros(dev, WK_F32, WK_SHAPE(0, 3, 3, 3)));
+        wk_tensor *b = T_NEED(wk_full(dev, WK_F32, WK_SHAPE(3), 1.5));
+        wk_tensor *x0 = T_NEED(wk_zeros(dev, WK_F32, WK_SHAPE(0, 3, 5, 5)));
+        wk_tensor *w3 = T_NEED(wk_zeros(dev, WK_F32, WK_SHAPE(4, 3, 3, 3)));
+        if (x && w && wt && b && x0 && w3) {
+            double *ref = t_mem(2 * 3 * 7 * 7 * sizeof(double));
+            for (int i = 0; i < 2 * 3 * 7 * 7; i++) ref[i] = 1.5;
+            wk_tensor *y = T_NEED(wk_conv2d(x, w, b, NULL));
+            if (y) t_check_close("conv2d without input channels", y, WK_SHAPE(2, 3, 3, 3), WK_F32, ref, 0);
+            y = T_NEED(wk_conv_transpose2d(x, wt, b, NULL));
+            if (y) t_check_close("conv_transpose2d without input channels", y, WK_SHAPE(2, 3, 7, 7), WK_F32, ref, 0);
+            const wk_pool_opts po = { .kernel = { 2, 2 } };
+            wk_tensor *r[4] = { wk_conv2d(x0, w3, NULL, NULL), wk_max_pool2d(x0, &po, NULL), wk_avg_pool2d(x0, &po),
+                                wk_upsample_bilinear2d(x0, 3, 3, false, 0, 0) };
+            for (int i = 0; i < 4; i++)
+                if (!T_NEED(r[i]) || wk_tensor_numel(r[i]) != 0) t_fail("result %d of an empty batch is not empty", i);
+        }
+    }
     errors();
 }
