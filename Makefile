@@ -73,10 +73,10 @@ $(BUILD)/wick-rtc-checks: tests/device/rtc_checks.c $(BUILD)/libwick.a
 
 # the run-time compiler path of a plugin, without a GPU:
 # $(BUILD)/wick-rtc-compile-check $(BUILD)/libwick_cuda.so sm_90
-$(BUILD)/wick-rtc-compile-check: tests/device/rtc_compile_check.c
+$(BUILD)/wick-rtc-compile-check: tests/device/rtc_compile_check.c $(wildcard include/*.h src/*.h)
 	@mkdir -p $(dir $@)
 	@$(if $(V),,echo "  LD $@")
-	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ -ldl
+	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $< -ldl
 
 # examples/: a custom op with a cpu callback and a run-time compiled GPU kernel
 $(BUILD)/example-custom-op: examples/custom_op.c $(BUILD)/libwick.a

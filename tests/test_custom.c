@@ -445,6 +445,16 @@ static void error_cases(void)
     wk_custom_op1 anon = { .cpu = scale_cpu, .user = &u };
     wk_tensor *z = T_NEED(wk_apply_op1(&anon, x));
     T_CHECK(z != NULL, "a good op failed after errors");
+    /* a call that succeeds keeps the earlier error, as every wick call does */
+    y = wk_apply_op1(&l, x);
+    t_own(y);
+    wk_tensor *z2 = T_NEED(wk_apply_op1(&anon, x));
+    (void)z2;
+    int calls = 0;
+    wk_inplace_op1 dbl = { .name = "double", .cpu = double_cpu, .user = &calls };
+    T_OK(wk_apply_inplace1(&dbl, x));
+    t_check_error("earlier error kept after successful ops", WK_ERR_INDEX, wk_last_status(),
+                  "my kernel saw index 42", (const char *)NULL);
     wk_custom_op1 anon_gpu = { .cuda = scale_cpu };
     y = wk_apply_op1(&anon_gpu, x);
     t_own(y);

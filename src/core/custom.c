@@ -19,6 +19,25 @@ wk_status wk_error_set(wk_status status, const char *fmt, ...)
     return wk_error(status, "%s", body);
 }
 
+/* The thread's error state from before a call. A call that succeeds
+ * leaves it as it was (the library's rule), but a custom op clears it to
+ * see whether a callback reported through wk_error_set, so it keeps a
+ * copy and puts it back after success. */
+typedef struct err_saved {
+    wk_status status;
+    char msg[1024];
+} err_saved;
+static void err_save(err_saved *e)
+{
+    e->status = wk_last_status();
+    if (e->status != WK_OK) snprintf(e->msg, sizeof e->msg, "%s", wk_last_error());
+}
+static void err_restore(const err_saved *e)
+{
+    if (e->status == WK_OK) wk_clear_error();
+    else wk_error(e->status, "%s", e->msg);
+}
+
 static wk_raw_view raw_of(const wk_tensor *t)
 {
     wk_raw_view v;
@@ -230,15 +249,27 @@ static wk_status in3_impl(const wk_inplace_op3 *op, wk_tensor *dst, const wk_ten
                         op && op->contiguous, dst, in);
 }
 
+/* WK_API with the caller's earlier error kept on success (err_save) */
+#define CUSTOM_API_(T, ok, call)                                             \
+    {                                                                        \
+        err_saved e_;                                                        \
+        err_save(&e_);                                                       \
+        WK_ENTER("custom_op");                                               \
+        T r_ = (call);                                                       \
+        WK_LEAVE();                                                          \
+        if (ok) err_restore(&e_);                                            \
+        return r_;                                                           \
+    }
+
 wk_tensor *wk_apply_op1(const wk_custom_op1 *op, const wk_tensor *a)
-    WK_API(wk_tensor *, "custom_op", op1_impl(op, a))
+    CUSTOM_API_(wk_tensor *, r_ != NULL, op1_impl(op, a))
 wk_tensor *wk_apply_op2(const wk_custom_op2 *op, const wk_tensor *a, const wk_tensor *b)
-    WK_API(wk_tensor *, "custom_op", op2_impl(op, a, b))
+    CUSTOM_API_(wk_tensor *, r_ != NULL, op2_impl(op, a, b))
 wk_tensor *wk_apply_op3(const wk_custom_op3 *op, const wk_tensor *a, const wk_tensor *b, const wk_tensor *c)
-    WK_API(wk_tensor *, "custom_op", op3_impl(op, a, b, c))
+    CUSTOM_API_(wk_tensor *, r_ != NULL, op3_impl(op, a, b, c))
 wk_status wk_apply_inplace1(const wk_inplace_op1 *op, wk_tensor *dst)
-    WK_API(wk_status, "custom_op", in1_impl(op, dst))
+    CUSTOM_API_(wk_status, r_ == WK_OK, in1_impl(op, dst))
 wk_status wk_apply_inplace2(const wk_inplace_op2 *op, wk_tensor *dst, const wk_tensor *a)
-    WK_API(wk_status, "custom_op", in2_impl(op, dst, a))
+    CUSTOM_API_(wk_status, r_ == WK_OK, in2_impl(op, dst, a))
 wk_status wk_apply_inplace3(const wk_inplace_op3 *op, wk_tensor *dst, const wk_tensor *a, const wk_tensor *b)
-    WK_API(wk_status, "custom_op", in3_impl(op, dst, a, b))
+    CUSTOM_API_(wk_status, r_ == WK_OK, in3_impl(op, dst, a, b))

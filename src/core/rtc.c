@@ -364,7 +364,6 @@ static wk_rtc_kernel *compile_impl(wk_device *dev, const char *source, const cha
             /* a checksummed entry the loader still refuses (written by a
              * driver that no longer agrees) is compiled again */
             if (be->rtc_load(dev->ctx, code, size, sym, &k->fn) == WK_OK) k->from_cache = true;
-            else wk_clear_error();
         }
         free(sym);
         free(code);
@@ -378,9 +377,8 @@ static wk_rtc_kernel *compile_impl(wk_device *dev, const char *source, const cha
         wk_status st = be->rtc_load(dev->ctx, c.code, c.size, c.symbol, &k->fn);
         if (st == WK_OK && cached) {
             /* the cache only saves time: a folder we cannot write is not
-             * the caller's error */
-            wk_status saved = wk_last_status();
-            if (wk_rtc_cache_write(folder, key, c.symbol, c.code, c.size) != WK_OK && saved == WK_OK) wk_clear_error();
+             * the caller's error (wk_rtc_compile drops its message) */
+            (void)wk_rtc_cache_write(folder, key, c.symbol, c.code, c.size);
         }
         free(c.code);
         free(c.symbol);
@@ -395,7 +393,22 @@ static wk_rtc_kernel *compile_impl(wk_device *dev, const char *source, const cha
 
 wk_rtc_kernel *wk_rtc_compile(wk_device *dev, const char *source, const char *name, const char *const *options,
                               int n_options)
-    WK_API(wk_rtc_kernel *, "rtc_compile", compile_impl(dev, source, name, options, n_options))
+{
+    /* a cache entry the loader refuses, or a folder that cannot be
+     * written, is cleared from the error state on the way to success:
+     * success leaves the caller's earlier error as it was */
+    const wk_status saved = wk_last_status();
+    char *msg = saved != WK_OK ? strdup(wk_last_error()) : NULL;
+    WK_ENTER("rtc_compile");
+    wk_rtc_kernel *k = compile_impl(dev, source, name, options, n_options);
+    WK_LEAVE();
+    if (k) {
+        if (saved == WK_OK) wk_clear_error();
+        else wk_error(saved, "%s", msg ? msg : "");
+    }
+    free(msg);
+    return k;
+}
 
 static wk_status launch_impl(const wk_rtc_kernel *k, const unsigned grid[3], const unsigned block[3],
                              size_t shared_bytes, void *stream, void **args)

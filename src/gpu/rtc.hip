@@ -360,7 +360,7 @@ extern "C" void wk_gpu_rtc_unload(void *ctx, void *fn)
     wk_gpu_ctx *c = (wk_gpu_ctx *)ctx;
     rtc_kernel_t *k = (rtc_kernel_t *)fn;
     if (!k) return;
-    if (hipSetDevice(c->device) == hipSuccess) {
+    if (wk_gpu_enter(c) == WK_OK) {
         /* launches still queued keep the module in use: wait for them */
         (void)hipStreamSynchronize(c->stream);
 #if defined(WK_GPU_CUDA)
