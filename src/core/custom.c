@@ -11,11 +11,13 @@
 
 wk_status wk_error_set(wk_status status, const char *fmt, ...)
 {
-    char body[900];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(body, sizeof body, fmt ? fmt : "", ap);
-    va_end(ap);
+    char body[900] = "";
+    if (fmt) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(body, sizeof body, fmt, ap);
+        va_end(ap);
+    }
     return wk_error(status, "%s", body);
 }
 
