@@ -165,6 +165,7 @@ struct rtc_cu_t {
     int (*unload)(void *mod);
     int (*set_attribute)(void *fn, int attr, int value);
     int (*error_string)(int err, const char **s);
+    int (*ctx_get_current)(void **ctx);
 };
 /* the driver's functions, or NULL */
 static const rtc_cu_t *rtc_cu(void)
@@ -175,7 +176,7 @@ static const rtc_cu_t *rtc_cu(void)
         const struct { const char *name; void *dst; } syms[] = {
             { "cuModuleLoadData", &t.load },         { "cuModuleGetFunction", &t.get_function },
             { "cuModuleUnload", &t.unload },         { "cuFuncSetAttribute", &t.set_attribute },
-            { "cuGetErrorString", &t.error_string },
+            { "cuGetErrorString", &t.error_string }, { "cuCtxGetCurrent", &t.ctx_get_current },
         };
         for (const auto &s : syms) {
             void *p = NULL;
@@ -190,6 +191,19 @@ static const rtc_cu_t *rtc_cu(void)
     }();
     return cu;
 }
+/* The driver's calls act on the thread's current context, which the
+ * runtime binds to a thread only at the thread's first runtime call: a
+ * thread whose first wick call loads or launches a kernel gets the
+ * device's primary context bound first (cudaFree(NULL) binds it). */
+static void rtc_cu_bind(const rtc_cu_t *cu)
+{
+    void *cur = NULL;
+    if (cu->ctx_get_current(&cur) == 0 && !cur) {
+        (void)cudaFree(NULL);
+        (void)cudaGetLastError();
+    }
+}
+
 static wk_status rtc_cu_fail(const rtc_cu_t *cu, const char *call, int r, int line)
 {
     const char *s = NULL;
@@ -326,6 +340,7 @@ extern "C" wk_status wk_gpu_rtc_load(void *ctx, const void *code, size_t size, c
     if (!k) return wk_gpu_host->set_error(WK_ERR_MEMORY, "out of host memory loading kernel %s", symbol);
 #if defined(WK_GPU_CUDA)
     const rtc_cu_t *cu = rtc_cu();
+    if (cu) rtc_cu_bind(cu);
     int r = cu ? cu->load(&k->module, code) : -1;
     if (r != 0) {
         free(k);
@@ -364,7 +379,10 @@ extern "C" void wk_gpu_rtc_unload(void *ctx, void *fn)
         /* launches still queued keep the module in use: wait for them */
         (void)hipStreamSynchronize(c->stream);
 #if defined(WK_GPU_CUDA)
-        if (rtc_cu()) (void)rtc_cu()->unload(k->module);
+        if (rtc_cu()) {
+            rtc_cu_bind(rtc_cu());
+            (void)rtc_cu()->unload(k->module);
+        }
 #else
         (void)hipModuleUnload(k->module);
 #endif
@@ -384,6 +402,7 @@ extern "C" wk_status wk_gpu_rtc_launch(void *ctx, void *fn, const unsigned grid[
     const rtc_cu_t *cu = rtc_cu();
     const wk_cu_launch_fn launch = wk_cu_launch();
     if (!cu || !launch) return wk_gpu_host->set_error(WK_ERR_UNSUPPORTED, "the CUDA driver lacks cuLaunchKernel");
+    rtc_cu_bind(cu);
     if (shared_bytes > 48u * 1024u) {
         /* dynamic shared memory past 48 KiB must be asked for per kernel
          * (CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8) */
