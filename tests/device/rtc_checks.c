@@ -21,6 +21,8 @@
  *    zero grid or block dims; WICK_RTC_LIB=none in a child process makes
  *    wk_rtc_available and wk_supports(dev, "rtc") false and compile
  *    WK_ERR_UNSUPPORTED;
+ *  - a thread whose first wick calls compile (a cache hit), launch and
+ *    free a kernel (the driver's context bound to it);
  *  - launch cost: 2000 launches of a one-block kernel against 2000 small
  *    built-in ops (wk_affine of 256 elements) on the same device, both
  *    timed with events (printed; the issue asks for the same cost within
@@ -28,6 +30,7 @@
  * Usage: wick-rtc-checks [--device NAME]   (default: cuda:0, else rocm:0)
  * Ends with "N passed, N failed". */
 #include <dirent.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -350,6 +353,44 @@ static void cache_checks(wk_device *dev, const char *self, const char *devname)
     unsetenv("WICK_RTC_CACHE");
 }
 
+/* ---- a fresh thread: its first wick calls load, launch and free --------- */
+
+typedef struct thread_arg {
+    wk_device *dev;
+    void *data;          /* 256 floats of ones on dev */
+    wk_status st;
+} thread_arg;
+
+static void *fresh_thread(void *p)
+{
+    thread_arg *a = p;
+    wk_rtc_kernel *k = compile(a->dev, "scale", NULL);
+    if (!k) {
+        a->st = wk_last_status();
+        return NULL;
+    }
+    float f = 2.0f;
+    int64_t n = 256;
+    void *args[4] = { &a->data, &a->data, &f, &n };
+    const unsigned g[3] = { 1, 1, 1 }, b[3] = { 256, 1, 1 };
+    a->st = wk_rtc_launch(k, g, b, 0, NULL, args);
+    wk_rtc_free(k);
+    return NULL;
+}
+
+static void thread_checks(wk_device *dev)
+{
+    wk_tensor *x = wk_ones(dev, WK_F32, WK_SHAPE(256));
+    thread_arg a = { dev, x ? wk_tensor_data(x) : NULL, WK_ERR_ARGUMENT };
+    pthread_t th;
+    if (x && pthread_create(&th, NULL, fresh_thread, &a) == 0) pthread_join(th, NULL);
+    float got[256];
+    bool ok = a.st == WK_OK && read_all(x, got, 256);
+    for (int i = 0; ok && i < 256; i++) ok = got[i] == 2.0f;
+    check("fresh_thread", ok, "a kernel compiled, launched and freed on a new thread");
+    wk_release(x);
+}
+
 /* ---- launch cost ----------------------------------------------------------- */
 
 static void launch_cost(wk_device *dev)
@@ -452,6 +493,7 @@ int main(int argc, char **argv)
     if (wk_rtc_available(dev)) {
         cache_checks(dev, self, devname);
         kernel_checks(dev);
+        thread_checks(dev);
         launch_cost(dev);
     }
     char cmd[4200];
