@@ -21,7 +21,7 @@
  *    zero grid or block dims; WICK_RTC_LIB=none in a child process makes
  *    wk_rtc_available and wk_supports(dev, "rtc") false and compile
  *    WK_ERR_UNSUPPORTED;
- *  - a thread whose first wick calls compile (a cache hit), launch and
+ *  - a thread whose first wick calls compile, launch and
  *    free a kernel (the driver's context bound to it);
  *  - launch cost: 2000 launches of a one-block kernel against 2000 small
  *    built-in ops (wk_affine of 256 elements) on the same device, both
