@@ -1,5 +1,6 @@
 # setup.py — builds wick._wick, the C extension: the repo's Makefile makes
-# libwick.a (in this build's temporary folder, never in the repo's build/),
+# libwick.a (in this build's temporary folder, never in the repo's build/;
+# WICK_LIBWICK_A names one already built instead),
 # which is linked into the extension with its symbols kept private. GPU
 # plugins already built in the repo's build/ (make cuda, make rocm) are
 # copied beside the extension, where the library looks for them.
@@ -19,14 +20,23 @@ class BuildWick(build_ext):
     def build_extensions(self):
         if not os.path.isfile(os.path.join(ROOT, "Makefile")) or not os.path.isfile(os.path.join(ROOT, "include", "wick.h")):
             raise RuntimeError("wick's Python package is built from the repository: run pip install ./python from its root")
-        libdir = os.path.abspath(os.path.join(self.build_temp, "libwick"))
-        jobs = os.environ.get("WICK_MAKE_JOBS", "2")
-        cmd = ["make", "-C", ROOT, "-j" + jobs, "BUILD=" + libdir, libdir + "/libwick.a"]
-        if os.environ.get("CC"):
-            cmd.append("CC=" + os.environ["CC"])
-        subprocess.check_call(cmd)
+        # WICK_LIBWICK_A: a libwick.a the repo's Makefile already built (CI
+        # builds it once for every job); otherwise it is built here
+        lib = os.environ.get("WICK_LIBWICK_A")
+        if lib:
+            lib = os.path.abspath(lib)
+            if not os.path.isfile(lib):
+                raise RuntimeError("WICK_LIBWICK_A=%s: no such file" % lib)
+        else:
+            libdir = os.path.abspath(os.path.join(self.build_temp, "libwick"))
+            jobs = os.environ.get("WICK_MAKE_JOBS", "2")
+            cmd = ["make", "-C", ROOT, "-j" + jobs, "BUILD=" + libdir, libdir + "/libwick.a"]
+            if os.environ.get("CC"):
+                cmd.append("CC=" + os.environ["CC"])
+            subprocess.check_call(cmd)
+            lib = os.path.join(libdir, "libwick.a")
         for ext in self.extensions:
-            ext.extra_objects = [os.path.join(libdir, "libwick.a")]
+            ext.extra_objects = [lib]
         super().build_extensions()
         out = os.path.dirname(self.get_ext_fullpath("wick._wick"))
         for p in PLUGINS:
