@@ -13,6 +13,8 @@
 #ifndef WICK_CLI_H
 #define WICK_CLI_H
 
+#include <stdbool.h>
+
 #define WICK_EXIT_OK 0
 #define WICK_EXIT_FAIL 1    /* the command ran and something failed      */
 #define WICK_EXIT_USAGE 2   /* bad command line                          */
@@ -22,6 +24,8 @@ int wick_cmd_version(int argc, char **argv);
 int wick_cmd_bench(int argc, char **argv);
 void wick_bench_usage(void);
 int wick_cmd_inspect(int argc, char **argv);
+/* inspect.c: whether path is read as GGUF (the magic, or a .gguf name) */
+bool wick_cli_is_gguf(const char *path);
 void wick_inspect_usage(void);
 int wick_cmd_quantize(int argc, char **argv);
 void wick_quantize_usage(void);

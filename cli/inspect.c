@@ -221,8 +221,9 @@ static int inspect_safetensors(const char *path)
     return WICK_EXIT_OK;
 }
 
-/* GGUF when the file starts with the magic; everything else is tried as safetensors. */
-static bool is_gguf(const char *path)
+/* cli.h: GGUF when the file starts with the magic or is named .gguf (a
+ * broken one: the GGUF reader says why); the rest is tried as safetensors. */
+bool wick_cli_is_gguf(const char *path)
 {
     struct stat sb;
     if (stat(path, &sb) != 0 || !S_ISREG(sb.st_mode)) return false;
@@ -258,5 +259,5 @@ int wick_cmd_inspect(int argc, char **argv)
         fprintf(stderr, "wick inspect: no file given (usage: wick inspect [--all] FILE)\n");
         return WICK_EXIT_USAGE;
     }
-    return is_gguf(path) ? inspect_gguf(path) : inspect_safetensors(path);
+    return wick_cli_is_gguf(path) ? inspect_gguf(path) : inspect_safetensors(path);
 }

@@ -137,18 +137,6 @@ static int ftype_of(const char *type)
     return -1;
 }
 
-static bool is_gguf_file(const char *path)
-{
-    struct stat sb;
-    if (stat(path, &sb) != 0 || !S_ISREG(sb.st_mode)) return false;
-    FILE *f = fopen(path, "rb");
-    if (!f) return false;
-    char m[4] = { 0 };
-    size_t n = fread(m, 1, 4, f);
-    fclose(f);
-    return (n == 4 && !memcmp(m, "GGUF", 4)) || ends(path, ".gguf");
-}
-
 static void shape_str(wk_shape s, char *out, size_t n)
 {
     size_t k = (size_t)snprintf(out, n, "[");
@@ -216,7 +204,7 @@ int wick_cmd_quantize(int argc, char **argv)
 
     wk_gguf *g = NULL;
     wk_safetensors *st = NULL;
-    if (is_gguf_file(in)) g = wk_gguf_open(in);
+    if (wick_cli_is_gguf(in)) g = wk_gguf_open(in);
     else st = wk_safetensors_open(in);
     if (!g && !st) {
         fprintf(stderr, "wick quantize: %s\n", wk_model_last_error());
