@@ -102,6 +102,11 @@ $(BUILD)/wick-llm-oracle: tests/device/llm_oracle.c $(BUILD)/libwick.a
 	@$(if $(V),,echo "  LD $@")
 	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDLIBS)
 
+# A language model's prefill and decode speed through the C API (bench/run_model.sh).
+$(BUILD)/wick-llm-bench: bench/llm_bench.c cli/timing.h $(BUILD)/libwick.a
+	@$(if $(V),,echo "  LD $@")
+	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $(filter-out %.h,$^) $(LDLIBS)
+
 # The README's test command.
 test: all
 	$(BUILD)/wick-tests

@@ -10,6 +10,14 @@
 
 const wk_host_api *wk_gpu_host;
 
+/* WICK_GPU_COUNT_LAUNCHES=1: count launches (wick's kernels and BLAS
+ * calls, each one wk_gpu_launched) in the process and print the running
+ * total to stderr at every device synchronize, so that a benchmark can
+ * tell the launches of one step (bench/llm_bench.c). Off: one branch per
+ * launch. */
+static int wk_gpu_counting;
+static uint64_t wk_gpu_launches;
+
 /* ---- errors ------------------------------------------------------------ */
 
 wk_status wk_gpu_fail(wk_gpu_ctx *c, hipError_t err, const char *call, const char *file, int line)
@@ -34,6 +42,7 @@ wk_status wk_gpu_launched(wk_gpu_ctx *c, const char *what, const char *file, int
     /* the name itself, not a copy: both are string constants (core.h) */
     const char *op = wk_gpu_host->current_op ? wk_gpu_host->current_op() : NULL;
     __atomic_store_n(&c->last_op, op ? op : what, __ATOMIC_RELAXED);
+    if (wk_gpu_counting) __atomic_add_fetch(&wk_gpu_launches, 1, __ATOMIC_RELAXED);
     hipError_t e = hipGetLastError();
     if (e != hipSuccess) {
         char call[96];
@@ -139,6 +148,8 @@ static wk_status rt_open(int index, void **out)
     c->device = index;
     const char *sync = getenv("WICK_GPU_SYNC");
     c->sync_launches = sync && sync[0] && strcmp(sync, "0") != 0;
+    const char *cnt = getenv("WICK_GPU_COUNT_LAUNCHES");
+    if (cnt && cnt[0] && strcmp(cnt, "0") != 0) wk_gpu_counting = 1;
     c->multi_device = n > 1;
     wk_status st = WK_OK;
     WK_GPU_TRY(st, hipSetDevice(c->device));
@@ -188,6 +199,9 @@ static wk_status rt_synchronize(void *ctx)
     wk_gpu_ctx *c = (wk_gpu_ctx *)ctx;
     WK_GPU_ENTER(c);
     WK_GPU_CHECK_C(c, hipStreamSynchronize(c->stream));
+    if (wk_gpu_counting)
+        fprintf(stderr, "wick: launches so far: %llu\n",
+                (unsigned long long)__atomic_load_n(&wk_gpu_launches, __ATOMIC_RELAXED));
     return WK_OK;
 }
 

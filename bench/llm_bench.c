@@ -1,0 +1,180 @@
+/* llm_bench.c — build/wick-llm-bench: the speed of a language model in
+ * wick, through the public C API (include/wick_llm.h), as a user's
+ * generation loop sees it. bench/run_model.sh runs it on the device
+ * machine beside Hugging Face transformers.
+ *
+ *   wick-llm-bench MODEL [--device D] [--dtype bf16|f32] [--prefill N]
+ *                  [--decode-at C1,C2,..] [--steps S] [--reps R]
+ *                  [--chunk T] [--label TEXT]
+ *
+ * Loads MODEL with a KV cache of max(C) + S + 1 positions (and at least
+ * N), then:
+ *   prefill: R + 1 times (the first untimed) the cache is emptied and N
+ *            random token ids run through the model in one wk_llm_eval
+ *            (prefill steps of --chunk tokens, default N), the last
+ *            token's logits read back; the median time -> tokens/s.
+ *   decode at C: the cache emptied, C random ids run (untimed), then S
+ *            steps of one token each: wk_llm_eval with the logits read
+ *            back and the argmax taken on the host as the next token (a
+ *            greedy generation loop); 4 steps untimed, then the median
+ *            step time -> tokens/s, and the mean for comparison.
+ * With WICK_GPU_COUNT_LAUNCHES=1 (a GPU plugin's launch counter), one
+ * more decode step after the first context's, between two device
+ * synchronizes, at each of which the plugin prints its count to stderr.
+ * Prints one JSON object per measurement. Token ids are random
+ * (seed 1), so the work does not depend on a tokenizer.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "wick.h"
+#include "wick_llm.h"
+#include "../cli/timing.h"
+
+static uint64_t rng_state = 1;
+static uint32_t rnd(void)
+{
+    rng_state = rng_state * 6364136223846793005ull + 1442695040888963407ull;
+    return (uint32_t)(rng_state >> 33);
+}
+
+static int parse_list(const char *s, int64_t *out, int cap)
+{
+    int n = 0;
+    while (*s && n < cap) {
+        char *end;
+        long long v = strtoll(s, &end, 10);
+        if (end == s) return -1;
+        out[n++] = v;
+        s = *end == ',' ? end + 1 : end;
+    }
+    return n;
+}
+
+static int32_t argmax(const float *v, int64_t n)
+{
+    int64_t b = 0;
+    for (int64_t j = 1; j < n; j++)
+        if (v[j] > v[b]) b = j;
+    return (int32_t)b;
+}
+
+int main(int argc, char **argv)
+{
+    const char *model = NULL, *device = "cuda:0", *dtype = "bf16", *label = "";
+    int64_t prefill = 2048, steps = 64, reps = 3, chunk = 0, at[8] = { 512, 4096 };
+    int n_at = 2;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(a, "--device") && v) device = argv[++i];
+        else if (!strcmp(a, "--dtype") && v) dtype = argv[++i];
+        else if (!strcmp(a, "--prefill") && v) prefill = atoll(argv[++i]);
+        else if (!strcmp(a, "--steps") && v) steps = atoll(argv[++i]);
+        else if (!strcmp(a, "--reps") && v) reps = atoll(argv[++i]);
+        else if (!strcmp(a, "--chunk") && v) chunk = atoll(argv[++i]);
+        else if (!strcmp(a, "--label") && v) label = argv[++i];
+        else if (!strcmp(a, "--decode-at") && v) {
+            n_at = parse_list(argv[++i], at, 8);
+            if (n_at < 0) n_at = 0;
+        } else if (!model && a[0] != '-') model = a;
+        else {
+            fprintf(stderr, "wick-llm-bench: bad argument '%s'\n", a);
+            return 2;
+        }
+    }
+    if (!model || steps < 5 || reps < 1 || prefill < 0) {
+        fprintf(stderr, "usage: wick-llm-bench MODEL [--device D] [--dtype bf16|f32] [--prefill N] "
+                        "[--decode-at C1,C2] [--steps S>=5] [--reps R] [--chunk T] [--label TEXT]\n");
+        return 2;
+    }
+    int64_t ctx = prefill;
+    for (int i = 0; i < n_at; i++)
+        if (at[i] + steps + 1 > ctx) ctx = at[i] + steps + 1;
+    wk_device *dev = wk_device_open(device);
+    if (!dev) {
+        fprintf(stderr, "wick-llm-bench: %s\n", wk_last_error());
+        return 1;
+    }
+    wk_llm_options o = { .act_dtype = !strcmp(dtype, "f32") ? WK_F32 : WK_BF16, .context = ctx,
+                         .prefill_chunk = chunk ? chunk : (prefill > 0 ? prefill : 512),
+                         .progress = WK_PROGRESS_OFF };
+    double t0 = wk_now_ms();
+    wk_llm *m = wk_llm_load(model, dev, &o);
+    if (!m) {
+        fprintf(stderr, "wick-llm-bench: %s\n", wk_model_last_error());
+        return 1;
+    }
+    const double load_ms = wk_now_ms() - t0;
+    const wk_llm_info *in = wk_llm_get_info(m);
+    const int64_t V = in->n_vocab;
+    printf("{\"label\": \"%s\", \"what\": \"load\", \"device\": \"%s\", \"weight_dtype\": \"%s\", \"act\": \"%s\", "
+           "\"weight_bytes\": %llu, \"n_vocab\": %lld, \"n_embd\": %lld, \"n_layer\": %lld, \"context\": %lld, "
+           "\"load_ms\": %.0f}\n",
+           label, device, wk_dtype_name(in->weight_dtype), wk_dtype_name(in->act_dtype),
+           (unsigned long long)in->weight_bytes, (long long)V, (long long)in->n_embd, (long long)in->n_layer,
+           (long long)ctx, load_ms);
+    fflush(stdout);
+    int64_t maxtok = ctx;
+    int32_t *toks = malloc((size_t)maxtok * sizeof *toks);
+    float *lg = malloc((size_t)V * sizeof *lg);
+    double *ts = malloc((size_t)(reps + steps + 1) * sizeof *ts);
+    if (!toks || !lg || !ts) return 1;
+    for (int64_t i = 0; i < maxtok; i++) toks[i] = (int32_t)(rnd() % (uint32_t)V);
+
+    if (prefill > 0) {
+        for (int64_t r = 0; r <= reps; r++) {
+            if (wk_llm_rewind(m, 0)) goto fail;
+            t0 = wk_now_ms();
+            if (wk_llm_eval(m, toks, prefill, false, lg)) goto fail;
+            const double ms = wk_now_ms() - t0;
+            if (r > 0) ts[r - 1] = ms;
+        }
+        const double med = wk_median(ts, (int)reps);
+        printf("{\"label\": \"%s\", \"what\": \"prefill\", \"tokens\": %lld, \"chunk\": %lld, \"reps\": %lld, "
+               "\"median_ms\": %.3f, \"min_ms\": %.3f, \"tokens_per_s\": %.1f}\n",
+               label, (long long)prefill, (long long)o.prefill_chunk, (long long)reps, med, ts[0],
+               1e3 * (double)prefill / med);
+        fflush(stdout);
+    }
+    for (int i = 0; i < n_at; i++) {
+        const int64_t c = at[i];
+        if (wk_llm_rewind(m, 0)) goto fail;
+        if (c > 0 && wk_llm_eval(m, toks, c, false, lg)) goto fail;
+        int32_t tok = c > 0 ? argmax(lg, V) : 1;
+        double sum = 0;
+        int64_t timed = 0;
+        for (int64_t s = 0; s < steps; s++) {
+            t0 = wk_now_ms();
+            if (wk_llm_eval(m, &tok, 1, false, lg)) goto fail;
+            tok = argmax(lg, V);
+            const double ms = wk_now_ms() - t0;
+            if (s >= 4) {
+                ts[timed++] = ms;
+                sum += ms;
+            }
+        }
+        const double mean = sum / (double)timed, med = wk_median(ts, (int)timed);
+        printf("{\"label\": \"%s\", \"what\": \"decode\", \"context\": %lld, \"steps\": %lld, \"median_ms\": %.4f, "
+               "\"min_ms\": %.4f, \"mean_ms\": %.4f, \"tokens_per_s\": %.1f, \"tokens_per_s_mean\": %.1f}\n",
+               label, (long long)c, (long long)timed, med, ts[0], mean, 1e3 / med, 1e3 / mean);
+        fflush(stdout);
+        if (i == 0 && getenv("WICK_GPU_COUNT_LAUNCHES")) {
+            /* the plugin prints its launch count at each synchronize:
+               the difference of the two lines is one decode step's */
+            fprintf(stderr, "wick-llm-bench: one decode step at context %lld between the next two counts\n",
+                    (long long)(c + steps));
+            if (wk_device_synchronize(dev)) goto fail;
+            if (wk_llm_eval(m, &tok, 1, false, lg)) goto fail;
+            if (wk_device_synchronize(dev)) goto fail;
+        }
+    }
+    wk_llm_free(m);
+    wk_device_close(dev);
+    free(toks);
+    free(lg);
+    free(ts);
+    return 0;
+fail:
+    fprintf(stderr, "wick-llm-bench: %s\n", wk_model_last_error());
+    return 1;
+}

@@ -1,0 +1,300 @@
+#!/usr/bin/env python3
+"""run_model.py — the Hugging Face side of bench/run_model.sh (run on the
+device machine, which has torch and transformers and no network).
+
+  run_model.py make  --out DIR --models smol,8b [--steps S] [--reps R]
+      For each model shape: builds a random-weight LlamaForCausalLM in bf16
+      directly on the GPU (no checkpoint, nothing downloaded), times it in
+      transformers (bf16, cuda, batch 1, its default attention):
+        prefill of 2048 random tokens (one forward, last token's logits,
+        the median of R after one warm-up);
+        decode at context 512 and 4096: the context's tokens run once, then
+        S greedy steps, each a forward of one token with transformers' KV
+        cache (DynamicCache) and the argmax fed back, synchronized per step
+        as generate() is (the median step time; 4 warm-up steps);
+      then writes the model as a llama GGUF in bf16 (norms f32) the way
+      llama.cpp's converter names and permutes it (Q and K rows permuted for
+      the interleaved rope), for wick. Also times the device's copy
+      bandwidth (torch: a 1 GiB device-to-device copy, bytes read + written).
+      One JSON object per line to DIR/hf.jsonl; models to DIR/<name>.gguf.
+  run_model.py report --out DIR --commit C > RESULTS
+      The results table (markdown) from DIR/hf.jsonl and DIR/wick-*.jsonl.
+"""
+import argparse, json, os, struct, sys, time
+
+SHAPES = {
+    # SmolLM2-135M: 30 layers of 576, 9 heads / 3 KV heads, tied embeddings
+    "smol": dict(vocab_size=49152, hidden_size=576, intermediate_size=1536, num_hidden_layers=30,
+                 num_attention_heads=9, num_key_value_heads=3, max_position_embeddings=8192,
+                 rms_norm_eps=1e-5, rope_theta=100000.0, tie_word_embeddings=True),
+    # Llama-3 8B
+    "8b": dict(vocab_size=128256, hidden_size=4096, intermediate_size=14336, num_hidden_layers=32,
+               num_attention_heads=32, num_key_value_heads=8, max_position_embeddings=8192,
+               rms_norm_eps=1e-5, rope_theta=500000.0, tie_word_embeddings=False),
+}
+CONTEXTS = (512, 4096)
+PREFILL = 2048
+
+
+def emit(f, **kw):
+    line = json.dumps(kw)
+    print(line, flush=True)
+    f.write(line + "\n")
+    f.flush()
+
+
+def copy_bandwidth():
+    import torch
+    n = 1 << 30
+    x = torch.empty(n, dtype=torch.uint8, device="cuda")
+    x.fill_(1)
+    y = torch.empty_like(x)
+    for _ in range(3):
+        y.copy_(x)
+    ts = []
+    for _ in range(20):
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record()
+        y.copy_(x)
+        b.record()
+        b.synchronize()
+        ts.append(a.elapsed_time(b) / 1e3)
+    ts.sort()
+    t = ts[len(ts) // 2]
+    del x, y
+    torch.cuda.empty_cache()
+    return 2 * n / t
+
+
+def hf_times(model, vocab, steps, reps):
+    import torch
+    g = torch.Generator(device="cpu").manual_seed(1)
+    out = {}
+
+    def sync():
+        torch.cuda.synchronize()
+
+    with torch.inference_mode():
+        ids = torch.randint(0, vocab, (1, PREFILL), generator=g).cuda()
+        ts = []
+        for r in range(reps + 1):
+            sync()
+            t0 = time.perf_counter()
+            model(ids, use_cache=True, logits_to_keep=1)
+            sync()
+            if r:
+                ts.append(time.perf_counter() - t0)
+        ts.sort()
+        out["prefill"] = dict(tokens=PREFILL, median_ms=1e3 * ts[len(ts) // 2], tokens_per_s=PREFILL / ts[len(ts) // 2])
+        for c in CONTEXTS:
+            ids = torch.randint(0, vocab, (1, c), generator=g).cuda()
+            o = model(ids, use_cache=True, logits_to_keep=1)
+            cache = o.past_key_values
+            nxt = o.logits[:, -1].argmax(-1, keepdim=True)
+            ts = []
+            for s in range(steps):
+                sync()
+                t0 = time.perf_counter()
+                o = model(nxt, past_key_values=cache, use_cache=True)
+                cache = o.past_key_values
+                nxt = o.logits[:, -1].argmax(-1, keepdim=True)
+                sync()
+                if s >= 4:
+                    ts.append(time.perf_counter() - t0)
+            mean = sum(ts) / len(ts)
+            ts.sort()
+            med = ts[len(ts) // 2]
+            out[f"decode{c}"] = dict(context=c, steps=len(ts), median_ms=1e3 * med, tokens_per_s=1 / med,
+                                      tokens_per_s_mean=1 / mean)
+            del cache, o
+            torch.cuda.empty_cache()
+    return out
+
+
+def write_gguf(model, cfg, path):
+    """llama GGUF, bf16 matrices (type 30) and f32 norms (type 0), names and
+    Q/K permutation as llama.cpp's convert_hf_to_gguf.py writes them."""
+    import torch
+    H, Hkv = cfg.num_attention_heads, cfg.num_key_value_heads
+    theta = getattr(cfg, "rope_theta", None) or (getattr(cfg, "rope_parameters", None) or {}).get("rope_theta")
+
+    def permute(w, n_head):
+        return w.reshape(n_head, 2, w.shape[0] // n_head // 2, *w.shape[1:]).swapaxes(1, 2).reshape(w.shape)
+
+    names = {"model.embed_tokens.weight": "token_embd.weight", "model.norm.weight": "output_norm.weight",
+             "lm_head.weight": "output.weight"}
+    per = {"input_layernorm.weight": "attn_norm.weight", "self_attn.q_proj.weight": "attn_q.weight",
+           "self_attn.k_proj.weight": "attn_k.weight", "self_attn.v_proj.weight": "attn_v.weight",
+           "self_attn.o_proj.weight": "attn_output.weight", "post_attention_layernorm.weight": "ffn_norm.weight",
+           "mlp.gate_proj.weight": "ffn_gate.weight", "mlp.up_proj.weight": "ffn_up.weight",
+           "mlp.down_proj.weight": "ffn_down.weight"}
+    sd = model.state_dict()
+    tensors = []
+    for name, t in sd.items():
+        if name == "lm_head.weight" and cfg.tie_word_embeddings:
+            continue
+        if name in names:
+            gname = names[name]
+        else:
+            l, rest = name[len("model.layers."):].split(".", 1)
+            gname = f"blk.{l}.{per[rest]}"
+        tensors.append((name, gname, t))
+
+    def s(x):
+        b = x.encode()
+        return struct.pack("<Q", len(b)) + b
+    kv = [("general.architecture", 8, s("llama")), ("general.name", 8, s(os.path.basename(path))),
+          ("general.alignment", 4, struct.pack("<I", 32)),
+          ("llama.context_length", 4, struct.pack("<I", cfg.max_position_embeddings)),
+          ("llama.embedding_length", 4, struct.pack("<I", cfg.hidden_size)),
+          ("llama.block_count", 4, struct.pack("<I", cfg.num_hidden_layers)),
+          ("llama.feed_forward_length", 4, struct.pack("<I", cfg.intermediate_size)),
+          ("llama.attention.head_count", 4, struct.pack("<I", H)),
+          ("llama.attention.head_count_kv", 4, struct.pack("<I", Hkv)),
+          ("llama.attention.layer_norm_rms_epsilon", 6, struct.pack("<f", cfg.rms_norm_eps)),
+          ("llama.rope.freq_base", 6, struct.pack("<f", theta)),
+          ("llama.rope.dimension_count", 4, struct.pack("<I", cfg.hidden_size // H))]
+    hdr = bytearray(b"GGUF" + struct.pack("<IQQ", 3, len(tensors), len(kv)))
+    for k, ty, v in kv:
+        hdr += s(k) + struct.pack("<I", ty) + v
+    off = 0
+    for name, gname, t in tensors:
+        f32 = t.dim() == 1
+        nb = t.numel() * (4 if f32 else 2)
+        hdr += s(gname) + struct.pack("<I", t.dim()) + b"".join(struct.pack("<Q", d) for d in t.shape[::-1])
+        hdr += struct.pack("<IQ", 0 if f32 else 30, off)
+        off += (nb + 31) // 32 * 32
+    hdr += b"\0" * (-len(hdr) % 32)
+    with open(path, "wb") as f:
+        f.write(hdr)
+        for name, gname, t in tensors:
+            if name.endswith("q_proj.weight"):
+                t = permute(t, H)
+            elif name.endswith("k_proj.weight"):
+                t = permute(t, Hkv)
+            if t.dim() == 1:
+                a = t.float().contiguous().cpu().numpy()
+            else:
+                a = t.contiguous().view(torch.int16).cpu().numpy()
+            f.write(memoryview(a).cast("B"))
+            f.write(b"\0" * (-a.nbytes % 32))
+
+
+def make(a):
+    import torch, transformers as T
+    os.makedirs(a.out, exist_ok=True)
+    with open(os.path.join(a.out, "hf.jsonl"), "a") as f:
+        emit(f, what="env", gpu=torch.cuda.get_device_name(0), torch=torch.__version__, transformers=T.__version__,
+             date=time.strftime("%Y-%m-%d"))
+        emit(f, what="copy_bandwidth", bytes_per_s=copy_bandwidth())
+        for name in a.models.split(","):
+            cfg = T.LlamaConfig(**SHAPES[name])
+            t0 = time.time()
+            torch.set_default_dtype(torch.bfloat16)
+            with torch.device("cuda"):
+                model = T.LlamaForCausalLM(cfg)
+            torch.set_default_dtype(torch.float32)
+            model.eval()
+            with torch.no_grad():   # norms around 1, not exactly 1 (no layer trivial)
+                for n, p in model.named_parameters():
+                    if "norm" in n:
+                        p.copy_(1.0 + 0.1 * torch.randn_like(p))
+            torch.cuda.synchronize()
+            made = time.time() - t0
+            attn = getattr(model.config, "_attn_implementation", "?")
+            nparams = sum(p.numel() for p in model.parameters())
+            r = hf_times(model, cfg.vocab_size, a.steps, a.reps)
+            for k, v in r.items():
+                emit(f, what=k, model=name, impl="transformers", attn=attn, params=nparams, **v)
+            t0 = time.time()
+            path = os.path.join(a.out, f"{name}.gguf")
+            write_gguf(model, cfg, path)
+            emit(f, what="gguf", model=name, path=path, bytes=os.path.getsize(path), make_s=made,
+                 write_s=time.time() - t0)
+            del model
+            torch.cuda.empty_cache()
+
+
+def report(a):
+    rows = []
+    for fn in sorted(os.listdir(a.out)):
+        if fn.endswith(".jsonl"):
+            with open(os.path.join(a.out, fn)) as f:
+                rows += [json.loads(l) for l in f if l.strip().startswith("{")]
+    env = next((r for r in rows if r.get("what") == "env"), {})
+    bw = next((r["bytes_per_s"] for r in rows if r.get("what") == "copy_bandwidth"), None)
+    hf = {(r["model"], r["what"]): r for r in rows if r.get("impl") == "transformers"}
+    wk = {}
+    loads = {}
+    counts = {}
+    for r in rows:
+        lab = r.get("label")
+        if not lab:
+            continue
+        if r["what"] == "load":
+            loads[lab] = r
+        elif r["what"] == "launches":
+            counts[lab] = r
+        elif r["what"] == "prefill":
+            wk[(lab, "prefill")] = r
+        elif r["what"] == "decode":
+            wk[(lab, f"decode{r['context']}")] = r
+    print(f"Device: {env.get('gpu', '?')}; date {env.get('date', '?')}; commit {a.commit}; "
+          f"torch {env.get('torch', '?')}, transformers {env.get('transformers', '?')}.")
+    if bw:
+        print(f"Copy bandwidth (torch, 1 GiB device-to-device copy, bytes read + written, median of 20): "
+              f"{bw / 1e12:.2f} TB/s.")
+    print()
+    print("| model | run | wick tok/s | transformers tok/s | wick / HF | roofline tok/s | wick % of roofline |")
+    print("|---|---|---|---|---|---|---|")
+    for lab, ld in loads.items():
+        model = lab.split("-")[0]
+        # bytes read per decode token: the weights minus the embedding table
+        # (one row of it is read), plus the KV cache up to the context
+        E, V, L = ld["n_embd"], ld["n_vocab"], ld["n_layer"]
+        cfg = SHAPES.get(model, {})
+        kvd = cfg.get("num_key_value_heads", 0) * (E // max(cfg.get("num_attention_heads", 1), 1))
+        # (token_embd: bf16, or q4_k in the Q4_K_M mix; tied: it is the
+        # output matrix too, read whole)
+        emb = 0 if cfg.get("tie_word_embeddings") else V * E * (2 if ld["weight_dtype"] == "bf16" else 144 / 256)
+        for what in ["prefill"] + sorted((k[1] for k in wk if k[0] == lab and k[1] != "prefill"), key=lambda x: int(x[6:])):
+            w = wk.get((lab, what))
+            h = hf.get((model, what)) if "q4" not in lab else None
+            if not w:
+                continue
+            roof = pct = ""
+            if what.startswith("decode") and bw:
+                ctx = w["context"]
+                wbytes = ld["weight_bytes"] - emb
+                kv = 2 * L * kvd * ctx * 2
+                rt = bw / (wbytes + kv)
+                roof = f"{rt:.0f}"
+                pct = f"{100 * w['tokens_per_s'] / rt:.0f}%"
+            hv = f"{h['tokens_per_s']:.1f}" if h else ""
+            ratio = f"{w['tokens_per_s'] / h['tokens_per_s']:.2f}x" if h else ""
+            print(f"| {lab} | {what} | {w['tokens_per_s']:.1f} | {hv} | {ratio} | {roof} | {pct} |")
+    q = next((r for r in rows if r.get("what") == "quantize"), None)
+    if q:
+        print()
+        print(f"`wick quantize` of the 8B bf16 GGUF to q4_k_m: {q['seconds']} s on {q['threads']} threads "
+              f"({q['bytes'] / 1e9:.2f} GB).")
+    if counts:
+        print()
+        for lab, c in counts.items():
+            print(f"- {lab}: {c['launches']} launches (kernels and BLAS calls) per decode token")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("cmd", choices=("make", "report"))
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--models", default="smol,8b")
+    ap.add_argument("--steps", type=int, default=36)
+    ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--commit", default="?")
+    a = ap.parse_args()
+    make(a) if a.cmd == "make" else report(a)
+
+
+if __name__ == "__main__":
+    main()
