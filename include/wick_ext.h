@@ -164,9 +164,10 @@ wk_status wk_error_set(wk_status status, const char *fmt, ...)
  * Compiled code is cached on disk: $WICK_RTC_CACHE if set ("off": no
  * cache), else $XDG_CACHE_HOME/wick/rtc, else ~/.cache/wick/rtc, one file
  * per key, the key a SHA-256 of the source, name, options, wick's prelude
- * and version, the compiler's version, the GPU architecture and the
+ * and version, the compiler's name, the GPU architecture and the
  * driver's version. A second compile of the same kernel (in this process
- * or another) loads the file instead of compiling; an entry that fails
+ * or another) loads the file instead of compiling, without opening the
+ * compiler (so it works where the compiler is missing); an entry that fails
  * its checksum is compiled again and rewritten. Entries are written to a
  * temporary file and renamed, so concurrent processes never see half a
  * file.

@@ -43,8 +43,11 @@ extern "C" {
  *      supports(); block-quantized dtypes
  *   4  the device's stream for custom ops (stream) and kernels compiled
  *      at run time (rtc_target .. rtc_launch), appended to
- *      wk_backend_iface */
-#define WK_BACKEND_ABI 4
+ *      wk_backend_iface
+ *   5  rtc_target no longer opens the compiler (a disk-cache hit needs
+ *      none; the cache key leaves the compiler's version out) and
+ *      rtc_compiler says whether it opens */
+#define WK_BACKEND_ABI 5
 #define WK_BACKEND_ENTRY wk_backend_entry_v1
 
 /* ------------------------------------------------------------------ */
@@ -250,7 +253,6 @@ typedef struct wk_rtc_target {
     char arch[64];               /* "sm_90", "gfx90a:sramecc+:xnack-"        */
     int warp_size;               /* the hardware's: 32 or 64                 */
     int driver_version;          /* cudaDriverGetVersion / hipDriverGetVersion */
-    int compiler_version;        /* NVRTC / hiprtc: major * 1000 + minor     */
     const char *compiler;        /* "nvrtc", "hiprtc" (a string constant)    */
     const char *prelude;         /* text the plugin puts in front of every
                                     source (a string constant: part of the
@@ -337,10 +339,14 @@ typedef struct wk_backend_iface {
      * in order; NULL for a backend without streams (the cpu). */
     wk_status (*stream)(void *ctx, void **stream);
 
-    /* ---- kernels compiled at run time (ABI 4; NULL on the cpu) ---- */
-    /* The target of ctx's device, or WK_ERR_UNSUPPORTED when the
-     * compiler library (NVRTC, hiprtc) cannot be loaded. */
+    /* ---- kernels compiled at run time (ABI 5; NULL on the cpu) ---- */
+    /* The target of ctx's device, without opening the compiler (what a
+     * disk-cache lookup needs; opening NVRTC alone costs milliseconds),
+     * or WK_ERR_UNSUPPORTED when the device cannot load code. */
     wk_status (*rtc_target)(void *ctx, wk_rtc_target *out);
+    /* WK_OK when the compiler library (NVRTC, hiprtc) opens, else
+     * WK_ERR_UNSUPPORTED saying why. */
+    wk_status (*rtc_compiler)(void);
     /* Compile source (HIP dialect; the plugin puts t->prelude in front,
      * its own when NULL) for t (from rtc_target, or filled by hand:
      * arch and warp_size are what it reads); name is the kernel's name

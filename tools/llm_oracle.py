@@ -367,6 +367,9 @@ def main():
     with open(os.path.join(a.out, "RESULTS.md"), "w") as f:
         f.write("\n".join(lines) + "\n")
     print("\n".join(lines))
+    checks = results["models"] + results.get("gguf", [])
+    n_ok = sum(1 for r in checks if r.get("pass"))
+    print(f"{n_ok} passed, {len(checks) - n_ok} failed (architectures and GGUF checks)")
     sys.exit(0 if ok else 1)
 
 

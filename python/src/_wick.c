@@ -1886,7 +1886,27 @@ static PyObject *T_copy_(TensorObject *self, PyObject *arg)
 {
     PyObject *src = IS_TENSOR(arg) ? (Py_INCREF(arg), arg) : to_tensor(arg, false, WK_F32, wk_tensor_device(self->t), -1);
     if (!src) return NULL;
-    wk_status st = CALLS(wk_copy_into(self->t, TT(src)));
+    wk_tensor *d = self->t, *s = TT(src);
+    wk_device *dd = wk_tensor_device(d);
+    wk_status st;
+    if (dd == wk_tensor_device(s)) {
+        st = CALLS(wk_copy_into(d, s));
+    } else {
+        /* across devices, as torch's copy_: straight into a dense cpu
+         * destination of the same dtype and shape (one transfer, a single
+         * DMA into pinned memory), else through a copy on dst's device */
+        wk_shape ds = wk_tensor_shape(d), ss = wk_tensor_shape(s);
+        const bool direct = !strcmp(wk_device_name(dd), "cpu") && wk_tensor_is_contiguous(d) &&
+                            wk_tensor_dtype(d) == wk_tensor_dtype(s) && ds.rank == ss.rank &&
+                            !memcmp(ds.dims, ss.dims, sizeof(ds.dims[0]) * (size_t)ds.rank);
+        if (direct) {
+            st = CALLS(wk_to_host(s, wk_tensor_data(d), wk_tensor_nbytes(d)));
+        } else {
+            wk_tensor *m = CALLT(wk_to_device(s, dd));
+            st = m ? CALLS(wk_copy_into(d, m)) : wk_last_status();
+            wk_release(m);
+        }
+    }
     Py_DECREF(src);
     if (st != WK_OK) return raise_wk();
     Py_INCREF(self);
@@ -2197,7 +2217,7 @@ static PyMethodDef Tensor_methods[] = {
     MK(scatter_add_, "scatter_add_(dim, ids, src) -> self, adding src at ids (in place)"),
     MK(index_add_, "index_add_(dim, ids, src) -> self, self.narrow(dim, ids[i], 1) += src.narrow(dim, i, 1)"),
     M1(fill_, "fill_(value) -> self, every element set (in place)"),
-    M1(copy_, "copy_(src) -> self, src broadcast and cast into self (in place)"),
+    M1(copy_, "copy_(src) -> self, src broadcast and cast into self (in place); src may be on another device"),
     MK(softmax, "softmax(dim=-1)"),
     MK(log_softmax, "log_softmax(dim=-1)"),
     MK(dequantize, "dequantize(dtype='f32') -> a float tensor of a block-quantized one"),

@@ -115,7 +115,6 @@ void wk_rtc_key(const wk_rtc_key_parts *p, unsigned char key[32], char hex[65])
     key_int(&s, WK_VERSION_PATCH);
     key_str(&s, p->platform);
     key_str(&s, p->compiler);
-    key_int(&s, p->compiler_version);
     key_str(&s, p->arch);
     key_int(&s, p->warp_size);
     key_int(&s, p->driver_version);
@@ -295,7 +294,7 @@ struct wk_rtc_kernel {
 
 static bool rtc_members(const wk_backend_iface *be)
 {
-    return be->rtc_target && be->rtc_compile && be->rtc_load && be->rtc_unload && be->rtc_launch;
+    return be->rtc_target && be->rtc_compiler && be->rtc_compile && be->rtc_load && be->rtc_unload && be->rtc_launch;
 }
 
 bool wk_rtc_available(wk_device *dev)
@@ -306,7 +305,7 @@ bool wk_rtc_available(wk_device *dev)
     char msg[1024];
     snprintf(msg, sizeof msg, "%s", wk_last_error());
     wk_rtc_target t;
-    bool ok = dev->be->rtc_target(dev->ctx, &t) == WK_OK;
+    bool ok = dev->be->rtc_target(dev->ctx, &t) == WK_OK && dev->be->rtc_compiler() == WK_OK;
     if (saved == WK_OK) wk_clear_error();
     else wk_error(saved, "%s", msg);
     return ok;
@@ -342,7 +341,7 @@ static wk_rtc_kernel *compile_impl(wk_device *dev, const char *source, const cha
     wk_rtc_target t;
     if (be->rtc_target(dev->ctx, &t) != WK_OK) return NULL;
     wk_rtc_key_parts parts = {
-        .platform = be->kind, .compiler = t.compiler, .compiler_version = t.compiler_version, .arch = t.arch,
+        .platform = be->kind, .compiler = t.compiler, .arch = t.arch,
         .warp_size = t.warp_size, .driver_version = t.driver_version, .prelude = t.prelude, .source = source,
         .name = name, .options = options, .n_options = n_options,
     };

@@ -34,7 +34,6 @@ void wk_sha256_final(wk_sha256 *s, unsigned char out[32]);
 typedef struct wk_rtc_key_parts {
     const char *platform;        /* "cuda", "rocm"                         */
     const char *compiler;        /* "nvrtc", "hiprtc"                      */
-    int compiler_version;
     const char *arch;
     int warp_size;
     int driver_version;

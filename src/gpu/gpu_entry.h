@@ -55,6 +55,13 @@ wk_status wk_gpu_softmax(void *ctx, const wk_op_args *a);
 wk_status wk_gpu_norm(void *ctx, const wk_op_args *a);
 wk_status wk_gpu_rope(void *ctx, const wk_op_args *a);
 wk_status wk_gpu_attention(void *ctx, const wk_op_args *a);
+/* conv.hip: the convolutions; pool.hip: pools and upsampling; sort.hip:
+ * arg_sort (wk_op_args as backend.h's CONV, POOL, UPSAMPLE and SORT
+ * families describe them) */
+wk_status wk_gpu_conv(void *ctx, const wk_op_args *a);
+wk_status wk_gpu_pool(void *ctx, const wk_op_args *a);
+wk_status wk_gpu_upsample(void *ctx, const wk_op_args *a);
+wk_status wk_gpu_arg_sort(void *ctx, const wk_op_args *a);
 /* quant.hip: dequantize (QCONVERT; quantize stays on the cpu), qmatmul,
  * qgather */
 wk_status wk_gpu_qconvert(void *ctx, const wk_op_args *a);
@@ -66,6 +73,7 @@ wk_status wk_gpu_qgather(void *ctx, const wk_op_args *a);
 wk_status wk_gpu_dense_matvec(void *ctx, const wk_view *dst, const wk_view *a, const wk_view *b, bool *done);
 /* rtc.hip: kernels compiled at run time (backend.h's rtc_* members) */
 wk_status wk_gpu_rtc_target(void *ctx, wk_rtc_target *out);
+wk_status wk_gpu_rtc_compiler(void);
 wk_status wk_gpu_rtc_compile(const wk_rtc_target *t, const char *source, const char *name,
                              const char *const *opts, int n_opts, wk_rtc_code *out);
 wk_status wk_gpu_rtc_load(void *ctx, const void *code, size_t size, const char *symbol, void **fn);

@@ -229,10 +229,6 @@ extern "C" wk_status wk_gpu_rtc_target(void *ctx, wk_rtc_target *out)
 {
     wk_gpu_ctx *c = (wk_gpu_ctx *)ctx;
     memset(out, 0, sizeof *out);
-    const rtc_lib_t *L = rtc_lib_get();
-    if (!L)
-        return wk_gpu_host->set_error(WK_ERR_UNSUPPORTED, "no run-time compiler (%s) on %s:%d: %s", RTC_COMPILER,
-                                      WK_GPU_PLATFORM, c->device, rtc_why);
 #if defined(WK_GPU_CUDA)
     if (!rtc_cu())
         return wk_gpu_host->set_error(WK_ERR_UNSUPPORTED, "the CUDA driver lacks the module API (cuModuleLoadData)");
@@ -243,10 +239,15 @@ extern "C" wk_status wk_gpu_rtc_target(void *ctx, wk_rtc_target *out)
     snprintf(out->arch, sizeof out->arch, "%s", c->arch);
     out->warp_size = c->hw_warp_size;
     out->driver_version = drv;
-    out->compiler_version = L->major * 1000 + L->minor;
     out->compiler = RTC_COMPILER;
     out->prelude = rtc_prelude;
     return WK_OK;
+}
+
+extern "C" wk_status wk_gpu_rtc_compiler(void)
+{
+    if (rtc_lib_get()) return WK_OK;
+    return wk_gpu_host->set_error(WK_ERR_UNSUPPORTED, "no run-time compiler (%s): %s", RTC_COMPILER, rtc_why);
 }
 
 extern "C" wk_status wk_gpu_rtc_compile(const wk_rtc_target *t, const char *source, const char *name,

@@ -307,6 +307,7 @@ static void rt_fill_iface(wk_backend_iface *f)
     f->host_free = wk_gpu_host_free;
     f->stream = rt_stream;
     f->rtc_target = wk_gpu_rtc_target;
+    f->rtc_compiler = wk_gpu_rtc_compiler;
     f->rtc_compile = wk_gpu_rtc_compile;
     f->rtc_load = wk_gpu_rtc_load;
     f->rtc_unload = wk_gpu_rtc_unload;
