@@ -63,9 +63,9 @@ if python3 -c 'import torch' 2>/dev/null; then
       python3 -c 'import ml_dtypes' 2>/dev/null || python3 -m pip install -q --no-index --find-links "$WHEELS" ml_dtypes || true
     fi
     python3 -m pip install -q --no-build-isolation --no-deps ./python || return 1
-    cd /tmp && python3 -m pytest -q -rs "$OLDPWD/python/tests/test_gpu.py"
+    cd /tmp && python3 -m pytest -q -rs "$OLDPWD/python/tests/test_gpu.py" "$OLDPWD/python/tests/test_gpu_oracle.py"
   )
-  run "Python bindings: \`pytest python/tests/test_gpu.py\` (against PyTorch on cuda:0, DLPack sharing)" python_gpu.log pyrun
+  run "Python bindings: \`pytest python/tests/test_gpu.py test_gpu_oracle.py\` (against PyTorch on cuda:0, DLPack sharing; PyTorch as the NN ops' second oracle)" python_gpu.log pyrun
   if python3 -c 'import transformers' 2>/dev/null; then
     run "model oracle: \`tools/llm_oracle.py --device cuda:0\` (transformers' random-weight models, f32 and bf16)" llm_oracle.log python3 tools/llm_oracle.py --device cuda:0 --exe build/wick-llm-oracle --out "$OUT/llm-oracle"
   fi
