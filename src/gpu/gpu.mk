@@ -60,6 +60,11 @@ HIPCC_FLAGS_random := -ffp-contract=off
 NVCC_FLAGS_quant  := -fmad=false
 HIPCC_FLAGS_quant := -ffp-contract=off
 
+# pool.hip: source positions and weights of upsampling computed as the
+# cpu computes them (no contraction), so the indices agree
+NVCC_FLAGS_pool  := -fmad=false
+HIPCC_FLAGS_pool := -ffp-contract=off
+
 # rtc.hip embeds compat.h as text: the prelude of kernels compiled at run
 # time (a raw string literal made here)
 RTC_PRELUDE := $(BUILD)/gpu/rtc_prelude.inc

@@ -79,11 +79,11 @@ static wk_status ot_rand(void *ctx, const wk_op_args *a)
 #define OT_FAMILY_QCONVERT wk_gpu_qconvert
 #define OT_FAMILY_QMATMUL wk_gpu_qmatmul
 #define OT_FAMILY_QGATHER wk_gpu_qgather
-/* convolutions, pooling, upsampling, sorting: cpu only so far */
-#define OT_FAMILY_CONV NULL
-#define OT_FAMILY_POOL NULL
-#define OT_FAMILY_UPSAMPLE NULL
-#define OT_FAMILY_SORT NULL
+/* convolutions (conv.hip), pools and upsampling (pool.hip), arg_sort (sort.hip) */
+#define OT_FAMILY_CONV wk_gpu_conv
+#define OT_FAMILY_POOL wk_gpu_pool
+#define OT_FAMILY_UPSAMPLE wk_gpu_upsample
+#define OT_FAMILY_SORT wk_gpu_arg_sort
 #define OT_FAMILY_RESERVED NULL
 #define OT_RUN_U(P) ot_unary
 #define OT_RUN_P(P) ot_unary

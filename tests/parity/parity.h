@@ -29,8 +29,11 @@ typedef enum p_kind { PK_CONTIG, PK_TRANSPOSED, PK_NARROWED, PK_BROADCAST, PK_SW
  *   all -inf and every third element of rows 2, 6, 10, .. -inf
  * PG_MASK_INF: PG_UNIFORM with one element in ten -inf and the first row of
  *   the base (its last dim) all -inf (an attention mask hiding a whole row) */
+/* PG_SORTKEYS: floats from a small set with ties, NaN, +-inf and +-0 (one
+ *   in four) or PG_FULL's spread; integers as PG_FULL with one in four
+ *   from a small set (ties, the extremes) */
 typedef enum p_gen { PG_UNIFORM, PG_POSITIVE, PG_AWAY, PG_SMALLSET, PG_FULL, PG_IDS, PG_MASK, PG_POISON, PG_IDS_BAD,
-                     PG_INF_ROWS, PG_MASK_INF } p_gen;
+                     PG_INF_ROWS, PG_MASK_INF, PG_SORTKEYS } p_gen;
 
 typedef struct p_input {
     wk_dtype dt;

@@ -777,6 +777,14 @@ static void conv_ops(void)
         { "t_depthwise", 3, { 4, { 1, 16, 9, 9 } }, { 4, { 16, 1, 4, 4 } }, { 2, 2, 1, 1, 1, 1, 0, 0, 16 }, false, PK_TRANSPOSED },
         { "1d", 0, { 3, { 4, 8, 33 } }, { 3, { 12, 4, 5 } }, { 2, 0, 2, 0, 2, 0, 0, 0, 2 }, true, PK_CONTIG },
         { "t_1d", 1, { 3, { 2, 6, 17 } }, { 3, { 6, 4, 3 } }, { 3, 0, 1, 0, 1, 0, 2, 0, 1 }, true, PK_TRANSPOSED },
+        /* more than 4 output channels per group (the GPU's GEMM path), with
+         * groups, uneven strides/padding/dilation, odd sizes, views */
+        { "groups_gemm", 2, { 4, { 2, 12, 13, 11 } }, { 4, { 18, 4, 3, 3 } }, { 2, 1, 1, 2, 1, 2, 0, 0, 3 }, true, PK_NARROWED },
+        { "b17_c33", 2, { 4, { 17, 33, 7, 7 } }, { 4, { 40, 33, 3, 3 } }, { 1, 1, 1, 1, 1, 1, 0, 0, 1 }, true, PK_TRANSPOSED },
+        { "depth_mult2", 2, { 4, { 2, 8, 10, 10 } }, { 4, { 16, 1, 3, 3 } }, { 2, 2, 1, 1, 1, 1, 0, 0, 8 }, true, PK_CONTIG },
+        { "t_gemm", 3, { 4, { 3, 6, 5, 7 } }, { 4, { 6, 5, 3, 2 } }, { 2, 3, 1, 0, 1, 2, 1, 1, 2 }, true, PK_TRANSPOSED },
+        { "t_1d_gemm", 1, { 3, { 2, 8, 9 } }, { 3, { 8, 6, 4 } }, { 2, 0, 1, 0, 1, 0, 1, 0, 1 }, true, PK_NARROWED },
+        { "1d_gemm_nobias", 0, { 3, { 3, 5, 40 } }, { 3, { 7, 5, 3 } }, { 3, 0, 0, 0, 3, 0, 0, 0, 1 }, false, PK_TRANSPOSED },
     };
     static const char *const conv_names[4] = { "conv1d", "conv_transpose1d", "conv2d", "conv_transpose2d" };
     for (int d = 0; d < 4; d++)
@@ -857,6 +865,12 @@ static void sort_ops(void)
         { "rows1023", { 2, { 4, 1023 } }, PK_TRANSPOSED, PG_FULL },
         { "rows4097", { 2, { 3, 4097 } }, PK_NARROWED, PG_SMALLSET },
         { "row1e6", { 1, { 1000000 } }, PK_CONTIG, PG_FULL },
+        /* NaN, +-inf, +-0 and ties (floats), the extremes (integers) */
+        { "rows2_special", { 2, { 7, 2 } }, PK_CONTIG, PG_SORTKEYS },
+        { "rows1023_special", { 2, { 5, 1023 } }, PK_TRANSPOSED, PG_SORTKEYS },
+        { "rows3000_special", { 2, { 3, 3000 } }, PK_NARROWED, PG_SORTKEYS },
+        { "rows20000_special", { 2, { 2, 20000 } }, PK_TRANSPOSED, PG_SORTKEYS },
+        { "rows1e5x32", { 2, { 100000, 32 } }, PK_CONTIG, PG_SORTKEYS },
     };
     for (int d = 0; d < 10; d++)
         for (int k = 0; k < N_(sc); k++)
@@ -864,6 +878,7 @@ static void sort_ops(void)
                 for (int desc = 0; desc < 2; desc++) {
                     const wk_dtype dt = dts[d];
                     if (k == 4 && (sub || (dt != WK_F32 && dt != WK_I64 && dt != WK_BF16))) continue;
+                    if (k == 9 && sub != 0 && sub != 2) continue;
                     p_case c = start("arg_sort", dt, PF_SORT);
                     static const char *const subn[4] = { "arg_sort", "sort", "topk", "topk_indices" };
                     snprintf(c.name, sizeof c.name, "arg_sort/%s/%s/%s%s", wk_dtype_name(dt), sc[k].name, subn[sub],

@@ -13,8 +13,8 @@
  * prints `FAIL <case> on <device> seed <S>: ...`; the last line is
  * `N passed, N failed`, and the exit status is 1 on any failure,
  * including a GPU device that supports fewer (op, dtype) pairs than the
- * cpu (apart from the gaps docs/nn.md documents: attention has no f64 on
- * GPUs; and, until their GPU kernels land, the ops of docs/conv.md). A
+ * cpu (apart from the gap docs/nn.md documents: attention has no f64 on
+ * GPUs). A
  * case whose (op, dtype) the device does not support (wk_supports) is
  * skipped there and counted on a `note:` line.
  */
@@ -147,6 +147,17 @@ static void fill(const p_input *in, void *host, int64_t n, int64_t row, t_rng *r
                             double v = s[t_rng_int(r, 0, t_is_float(dt) ? 6 : 5)];
                             if (!t_is_float(dt) && t_int_min(dt) == 0 && v < 0) v = -v;
                             t_put(dt, host, i, v); break; }
+        case PG_SORTKEYS:
+            if (t_rng_int(r, 0, 3) == 0) {
+                static const double fs[] = { NAN, INFINITY, -INFINITY, 0.0, -0.0, 1.0, -1.0, 0.5 };
+                if (t_is_float(dt)) t_put(dt, host, i, fs[t_rng_int(r, 0, 7)]);
+                else {
+                    int64_t v = t_rng_int(r, 0, 3);
+                    t_puti(dt, host, i, v == 0 ? t_int_min(dt) : v == 1 ? t_int_max(dt) : v == 2 ? 0 : 1);
+                }
+            } else if (t_is_float(dt)) t_put(dt, host, i, (t_rng_unit(r) - 0.5) * ldexp(1.0, (int)t_rng_int(r, -10, 12)));
+            else t_puti(dt, host, i, t_wrap(dt, t_rng_next(r)));
+            break;
         case PG_AWAY: { double v = t_rng_range(r, in->lo, in->hi); t_put(dt, host, i, t_rng_next(r) & 1 ? -v : v); break; }
         case PG_POSITIVE: t_put(dt, host, i, t_rng_range(r, in->lo, in->hi)); break;
         default:
@@ -464,17 +475,9 @@ void p_run(p_case *c)
 /* ---- support check and coverage table ------------------------------------------------- */
 
 /* (op, dtype) pairs a GPU may lack though the cpu has them: by design
- * (docs/nn.md), attention has no f64 kernel on GPUs; for now
- * (docs/conv.md), the convolutions, pools, upsampling and arg_sort have
- * cpu kernels only: every dtype of theirs is exempt until their GPU
- * kernels land, and their cases are skipped on GPUs meanwhile. */
+ * (docs/nn.md), attention has no f64 kernel on GPUs. */
 static bool allowed_gap(const char *op, wk_dtype dt)
 {
-    static const char *const cpu_only[] = { "conv1d", "conv_transpose1d", "conv2d", "conv_transpose2d",
-                                            "avg_pool2d", "max_pool2d", "upsample_nearest1d",
-                                            "upsample_nearest2d", "upsample_bilinear2d", "arg_sort" };
-    for (size_t i = 0; i < sizeof cpu_only / sizeof cpu_only[0]; i++)
-        if (!strcmp(op, cpu_only[i])) return true;
     return !strcmp(op, "attention") && dt == WK_F64;
 }
 

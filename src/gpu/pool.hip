@@ -1,0 +1,271 @@
+/* pool.hip — the POOL and UPSAMPLE families on the GPU: avg_pool2d,
+ * max_pool2d (with its u32 indices), upsample_nearest1d/2d and
+ * upsample_bilinear2d, for f16, bf16, f32 and f64 on inputs of any
+ * strides, with the cpu backend's rules (src/cpu/cpu_pool.c,
+ * docs/conv.md), which are PyTorch's. One thread per output element;
+ * dst (and the indices) contiguous.
+ *
+ * Pools read in the compute type (f32 for f16/bf16/f32, f64 for f64) and
+ * sum there; max_pool keeps the first maximum and lets a NaN win (the
+ * last NaN of a window). Upsampling computes source positions and
+ * weights exactly as the cpu does (nearest in f32, bilinear in f32, f64
+ * for f64): this file is compiled without a*b+c contraction (gpu.mk), so
+ * every index comes out the same on both.
+ */
+#include "gpu_internal.h"
+#include <math.h>
+
+#define PL_THREADS 256
+
+struct pl_args {
+    int64_t C, H, W, Ho, Wo;
+    int64_t xo, sn, sc, sh, sw;        /* input offset and strides (sh 0 for 1-d) */
+    int64_t kh, kw, s0, s1, p0, p1;    /* pools                                   */
+    int cip;                           /* avg: padded cells count in the divisor  */
+    int small;                         /* dst under 2^32 elements: fast dividers  */
+    wk_divmod32 dWo, dHo, dC;
+};
+
+/* (n, c, oh, ow) of output element i: multiply-high division below 2^32
+ * elements (A.small), 64-bit division beyond */
+WK_DEV void pl_pos(const pl_args &A, int64_t i, int64_t *n, int64_t *c, int64_t *oh, int64_t *ow)
+{
+    if (A.small) {
+        uint32_t r = (uint32_t)i, q = wk_divmod32_div(A.dWo, r);
+        *ow = r - q * A.dWo.d;
+        r = q;
+        q = wk_divmod32_div(A.dHo, r);
+        *oh = r - q * A.dHo.d;
+        r = q;
+        q = wk_divmod32_div(A.dC, r);
+        *c = r - q * A.dC.d;
+        *n = q;
+        return;
+    }
+    const int64_t t = i / A.Wo, pl = t / A.Ho;
+    *ow = i - t * A.Wo;
+    *oh = t - pl * A.Ho;
+    *n = pl / A.C;
+    *c = pl - *n * A.C;
+}
+
+template <typename T>
+__global__ WK_LAUNCH_BOUNDS(PL_THREADS) void pl_avg(const T *__restrict__ x, T *__restrict__ y, pl_args A, int64_t total)
+{
+    typedef typename wk_type<T>::C C;
+    WK_GPU_FOR(i, total) {
+        int64_t n, c, oh, ow;
+        pl_pos(A, i, &n, &c, &oh, &ow);
+        const T *xp = x + A.xo + n * A.sn + c * A.sc;
+        const int64_t hs = oh * A.s0 - A.p0, ws = ow * A.s1 - A.p1, he = hs + A.kh, we = ws + A.kw;
+        const int64_t phe = he < A.H + A.p0 ? he : A.H + A.p0, pwe = we < A.W + A.p1 ? we : A.W + A.p1;
+        const int64_t h0 = hs < 0 ? 0 : hs, w0 = ws < 0 ? 0 : ws;
+        const int64_t h1 = he < A.H ? he : A.H, w1 = we < A.W ? we : A.W;
+        C s = 0;
+        for (int64_t h = h0; h < h1; h++)
+            for (int64_t w = w0; w < w1; w++) s += (C)wk_load_c(xp[h * A.sh + w * A.sw]);
+        const int64_t div = A.cip ? (phe - hs) * (pwe - ws) : (h1 - h0) * (w1 - w0);
+        y[i] = wk_to<T>(div > 0 ? s / (C)div : (C)NAN);
+    }
+}
+
+template <typename T>
+__global__ WK_LAUNCH_BOUNDS(PL_THREADS) void pl_max(const T *__restrict__ x, T *__restrict__ y,
+                                                     uint32_t *__restrict__ idx, pl_args A, int64_t total)
+{
+    typedef typename wk_type<T>::C C;
+    WK_GPU_FOR(i, total) {
+        int64_t n, c, oh, ow;
+        pl_pos(A, i, &n, &c, &oh, &ow);
+        const T *xp = x + A.xo + n * A.sn + c * A.sc;
+        const int64_t hs = oh * A.s0 - A.p0, ws = ow * A.s1 - A.p1, he = hs + A.kh, we = ws + A.kw;
+        const int64_t h0 = hs < 0 ? 0 : hs, w0 = ws < 0 ? 0 : ws;
+        const int64_t h1 = he < A.H ? he : A.H, w1 = we < A.W ? we : A.W;
+        C m = (C)-INFINITY;
+        int64_t mi = h0 * A.W + w0;
+        for (int64_t h = h0; h < h1; h++)
+            for (int64_t w = w0; w < w1; w++) {
+                const C v = (C)wk_load_c(xp[h * A.sh + w * A.sw]);
+                if (v > m || isnan(v)) {
+                    m = v;
+                    mi = h * A.W + w;
+                }
+            }
+        y[i] = wk_to<T>(m);
+        if (idx) idx[i] = (uint32_t)mi;
+    }
+}
+
+/* PyTorch's nearest source index (scale in f32) */
+WK_DEV int64_t pl_nearest_src(float scale, int64_t o, int64_t in, int64_t out)
+{
+    if (out == in) return o;
+    if (out == 2 * in) return o >> 1;
+    const int64_t i = (int64_t)floorf((float)o * scale);
+    return i < in - 1 ? i : in - 1;
+}
+
+template <typename T>
+__global__ WK_LAUNCH_BOUNDS(PL_THREADS) void pl_nearest(const T *__restrict__ x, T *__restrict__ y, pl_args A,
+                                                         float sh, float sw, int one, int64_t total)
+{
+    WK_GPU_FOR(i, total) {
+        int64_t n, c, oh, ow;
+        pl_pos(A, i, &n, &c, &oh, &ow);
+        const int64_t ih = one ? 0 : pl_nearest_src(sh, oh, A.H, A.Ho), iw = pl_nearest_src(sw, ow, A.W, A.Wo);
+        y[i] = x[A.xo + n * A.sn + c * A.sc + ih * A.sh + iw * A.sw];
+    }
+}
+
+/* source index, its neighbour and the neighbour's weight (PyTorch's
+ * area_pixel_compute_source_index), in C */
+template <typename C>
+WK_DEV void pl_bilin_src(C scale, bool align, int64_t o, int64_t in, int64_t *i0, int64_t *i1, C *l1)
+{
+    C r;
+    if (align) r = scale * (C)o;
+    else {
+        r = scale * ((C)o + (C)0.5) - (C)0.5;
+        if (r < 0) r = 0;
+    }
+    int64_t i = (int64_t)r;
+    if (i > in - 1) i = in - 1;
+    *i0 = i;
+    *i1 = i + (i < in - 1 ? 1 : 0);
+    *l1 = r - (C)i;
+}
+
+template <typename T>
+__global__ WK_LAUNCH_BOUNDS(PL_THREADS) void pl_bilinear(const T *__restrict__ x, T *__restrict__ y, pl_args A,
+                                                          typename wk_type<T>::C sh, typename wk_type<T>::C sw,
+                                                          int align, int64_t total)
+{
+    typedef typename wk_type<T>::C C;
+    WK_GPU_FOR(i, total) {
+        int64_t n, c, oh, ow;
+        pl_pos(A, i, &n, &c, &oh, &ow);
+        const T *xp = x + A.xo + n * A.sn + c * A.sc;
+        int64_t h0, h1, w0, w1;
+        C l1, m1;
+        pl_bilin_src<C>(sh, align != 0, oh, A.H, &h0, &h1, &l1);
+        pl_bilin_src<C>(sw, align != 0, ow, A.W, &w0, &w1, &m1);
+        const C l0 = 1 - l1, m0 = 1 - m1;
+        const C v00 = (C)wk_load_c(xp[h0 * A.sh + w0 * A.sw]), v01 = (C)wk_load_c(xp[h0 * A.sh + w1 * A.sw]);
+        const C v10 = (C)wk_load_c(xp[h1 * A.sh + w0 * A.sw]), v11 = (C)wk_load_c(xp[h1 * A.sh + w1 * A.sw]);
+        y[i] = wk_to<T>(l0 * (m0 * v00 + m1 * v01) + l1 * (m0 * v10 + m1 * v11));
+    }
+}
+
+static pl_args pl_args_of(const wk_op_args *a, int nsp)
+{
+    const wk_view *x = a->src[0], *d = a->dst;
+    pl_args A;
+    memset(&A, 0, sizeof A);
+    A.C = x->dims[1];
+    A.H = nsp == 2 ? x->dims[2] : 1;
+    A.W = x->dims[nsp + 1];
+    A.Ho = nsp == 2 ? d->dims[2] : 1;
+    A.Wo = d->dims[nsp + 1];
+    A.xo = x->offset;
+    A.sn = x->strides[0];
+    A.sc = x->strides[1];
+    A.sh = nsp == 2 ? x->strides[2] : 0;
+    A.sw = x->strides[nsp + 1];
+    const int64_t total = wk_view_numel(d);
+    A.small = total <= (int64_t)UINT32_MAX;
+    if (A.small) {
+        A.dWo = wk_divmod32_make((uint32_t)A.Wo);
+        A.dHo = wk_divmod32_make((uint32_t)A.Ho);
+        A.dC = wk_divmod32_make((uint32_t)A.C);
+    }
+    return A;
+}
+
+static bool pl_dtype_ok(wk_dtype dt) { return dt == WK_F16 || dt == WK_BF16 || dt == WK_F32 || dt == WK_F64; }
+
+#define PL_DISPATCH(dt, T, ...)                                              \
+    switch (dt) {                                                            \
+    WK_GPU_CASE_(WK_BF16, wk_bf16_t, T, __VA_ARGS__)                         \
+    WK_GPU_CASE_(WK_F16, wk_f16_t, T, __VA_ARGS__)                           \
+    WK_GPU_CASE_(WK_F32, float, T, __VA_ARGS__)                              \
+    WK_GPU_CASE_(WK_F64, double, T, __VA_ARGS__)                             \
+    default: break;                                                          \
+    }
+
+wk_status wk_gpu_pool(void *ctx, const wk_op_args *a)
+{
+    wk_gpu_ctx *c = (wk_gpu_ctx *)ctx;
+    const wk_pool_params *P = (const wk_pool_params *)a->params;
+    const wk_view *x = a->src[0], *d = a->dst, *iv = a->src[1];
+    if (!P || !x || x->rank != 4 || d->rank != 4)
+        return wk_gpu_host->set_error(WK_ERR_ARGUMENT, "%s: bad arguments", wk_gpu_op_name(a->op));
+    if (!pl_dtype_ok(d->dtype))
+        return wk_gpu_host->set_error(WK_ERR_DTYPE, "%s: dtype %s is not one of f16, bf16, f32, f64",
+                                      wk_gpu_op_name(a->op), wk_gpu_dtype_name(d->dtype));
+    pl_args A = pl_args_of(a, 2);
+    A.kh = P->kernel[0], A.kw = P->kernel[1];
+    A.s0 = P->stride[0], A.s1 = P->stride[1];
+    A.p0 = P->padding[0], A.p1 = P->padding[1];
+    A.cip = P->count_include_pad;
+    const int64_t total = wk_gpu_numel(d);
+    if (total == 0) return WK_OK;
+    WK_GPU_ENTER(c);
+    const unsigned grid = wk_gpu_grid(c, total, PL_THREADS, 4);
+    const bool mx = a->op == WK_OP_MAX_POOL2D;
+    uint32_t *ip = mx && iv ? (uint32_t *)iv->base + iv->offset : NULL;
+    PL_DISPATCH(d->dtype, T, {
+        const T *px = (const T *)x->base;
+        T *py = (T *)d->base + d->offset;
+        if (mx) pl_max<T><<<grid, PL_THREADS, 0, c->stream>>>(px, py, ip, A, total);
+        else pl_avg<T><<<grid, PL_THREADS, 0, c->stream>>>(px, py, A, total);
+    });
+    WK_GPU_LAUNCH_CHECK(c, wk_gpu_op_name(a->op));
+    return WK_OK;
+}
+
+/* the scales as the cpu computes them (cpu_pool.c) */
+static float pl_nearest_scale(double user, int64_t in, int64_t out)
+{
+    return user > 0 ? (float)(1.0 / user) : (float)in / (float)out;
+}
+static double pl_bilin_scale(double user, bool align, int64_t in, int64_t out, bool f64)
+{
+    if (align)
+        return out > 1 ? (f64 ? (double)(in - 1) / (double)(out - 1) : (double)((float)(in - 1) / (float)(out - 1))) : 0;
+    if (user > 0) return f64 ? 1.0 / user : (double)(float)(1.0 / user);
+    return f64 ? (double)in / (double)out : (double)((float)in / (float)out);
+}
+
+wk_status wk_gpu_upsample(void *ctx, const wk_op_args *a)
+{
+    wk_gpu_ctx *c = (wk_gpu_ctx *)ctx;
+    const wk_view *x = a->src[0], *d = a->dst;
+    const int nsp = a->op == WK_OP_UPSAMPLE_NEAREST1D ? 1 : 2;
+    if (!x || x->rank != nsp + 2 || d->rank != nsp + 2)
+        return wk_gpu_host->set_error(WK_ERR_ARGUMENT, "%s: bad arguments", wk_gpu_op_name(a->op));
+    if (!pl_dtype_ok(d->dtype))
+        return wk_gpu_host->set_error(WK_ERR_DTYPE, "%s: dtype %s is not one of f16, bf16, f32, f64",
+                                      wk_gpu_op_name(a->op), wk_gpu_dtype_name(d->dtype));
+    const pl_args A = pl_args_of(a, nsp);
+    const int64_t total = wk_gpu_numel(d);
+    if (total == 0) return WK_OK;
+    WK_GPU_ENTER(c);
+    const unsigned grid = wk_gpu_grid(c, total, PL_THREADS, 4);
+    const bool align = a->p[2] != 0, f64 = d->dtype == WK_F64;
+    PL_DISPATCH(d->dtype, T, {
+        typedef typename wk_type<T>::C C;
+        const T *px = (const T *)x->base;
+        T *py = (T *)d->base + d->offset;
+        if (a->op == WK_OP_UPSAMPLE_BILINEAR2D) {
+            const C sh = (C)pl_bilin_scale(a->p[0], align, A.H, A.Ho, f64);
+            const C sw = (C)pl_bilin_scale(a->p[1], align, A.W, A.Wo, f64);
+            pl_bilinear<T><<<grid, PL_THREADS, 0, c->stream>>>(px, py, A, sh, sw, align ? 1 : 0, total);
+        } else {
+            const float sh = nsp == 1 ? 0.0f : pl_nearest_scale(a->p[0], A.H, A.Ho);
+            const float sw = pl_nearest_scale(a->p[1], A.W, A.Wo);
+            pl_nearest<T><<<grid, PL_THREADS, 0, c->stream>>>(px, py, A, sh, sw, nsp == 1 ? 1 : 0, total);
+        }
+    });
+    WK_GPU_LAUNCH_CHECK(c, wk_gpu_op_name(a->op));
+    return WK_OK;
+}

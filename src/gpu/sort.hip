@@ -1,0 +1,348 @@
+/* sort.hip — arg_sort on the GPU (the SORT family of backend.h): the
+ * first k of the stable order of each row of a [rows, n] view of any
+ * dense dtype (any strides), ascending or descending, as u32 indices in
+ * a contiguous [rows, k] dst. sort and topk are this plus a gather (the
+ * core's front-end, src/core/ops_sort.c).
+ *
+ * Keys: every element becomes an unsigned key whose unsigned order is the
+ * order wanted, as on the cpu (src/cpu/cpu_sort.c): integers with the sign
+ * bit flipped; floats by the sign trick, -0 made +0, every NaN the largest
+ * key (NaN above +inf); descending complements the keys within the
+ * dtype's width, so a stable ascending sort of the keys is the stable
+ * order asked for. Keys are u32 for dtypes of up to 4 bytes, u64 for i64
+ * and f64.
+ *
+ * Short rows (n <= ST_TILE: 4096 for u32 keys, 2048 for u64): one block
+ * sorts TILE / P rows at once in shared memory (P = n rounded up to a
+ * power of two) with a bitonic network on (key, index) pairs: the index
+ * breaks ties, so the result is the stable order; padding sorts last.
+ * 10^5 rows of 32 are 782 blocks of 128 rows.
+ *
+ * Long rows: LSD radix sort, one pass per byte of the dtype, segmented by
+ * row (a row's elements only move within the row). Each row is cut into
+ * tiles of RX_TILE elements; a pass is three kernels:
+ *   hist     per-tile counts of the 256 digits -> counts[row][digit][tile]
+ *   scan     per row, exclusive prefix over (digit, tile) in that order
+ *   scatter  each element to its row's offset for (digit, tile) plus its
+ *            rank among the tile's elements of that digit before it: the
+ *            tile's warps own consecutive runs of it, count their digits,
+ *            take consecutive offsets per digit, and rank a chunk of W
+ *            elements with 8 ballots (the lanes of equal digit) and a
+ *            population count below the lane. Warp width W is a template
+ *            parameter (32 or 64, picked at run time; compat.h).
+ * Stable at every step, so the whole is stable. The last pass writes only
+ * the indices of the first k positions of each row, straight into dst.
+ */
+#include "gpu_internal.h"
+
+#define ST_THREADS 512          /* short rows: threads per block            */
+#define RX_THREADS 256          /* radix: threads per block                 */
+#define RX_ITEMS 16             /* radix: elements per thread per tile      */
+#define RX_TILE (RX_THREADS * RX_ITEMS)
+#define RX_SCAN_THREADS 1024
+
+template <typename K> struct st_tile;
+template <> struct st_tile<uint32_t> { static constexpr int n = 4096; };
+template <> struct st_tile<uint64_t> { static constexpr int n = 2048; };
+
+/* ---- keys ------------------------------------------------------------------ */
+
+/* the key of element idx of base (of dtype dt) */
+template <typename K> WK_DEV K st_key(const void *base, wk_dtype dt, int64_t idx)
+{
+    switch (dt) {
+    case WK_U8: return ((const uint8_t *)base)[idx];
+    case WK_U32: return ((const uint32_t *)base)[idx];
+    case WK_I16: return (K)((uint16_t)((const int16_t *)base)[idx] ^ 0x8000u);
+    case WK_I32: return (K)((uint32_t)((const int32_t *)base)[idx] ^ 0x80000000u);
+    case WK_I64: return (K)((uint64_t)((const int64_t *)base)[idx] ^ 0x8000000000000000ull);
+    case WK_F8E4M3: {
+        uint32_t u = ((const uint8_t *)base)[idx];
+        if ((u & 0x7Fu) == 0x7Fu) return 0xFFu;
+        if (u == 0x80u) u = 0;
+        return u & 0x80u ? ~u & 0xFFu : u | 0x80u;
+    }
+    case WK_F16:
+    case WK_BF16: {
+        uint32_t u = ((const uint16_t *)base)[idx];
+        if ((u & 0x7FFFu) > (dt == WK_F16 ? 0x7C00u : 0x7F80u)) return 0xFFFFu;
+        if (u == 0x8000u) u = 0;
+        return u & 0x8000u ? ~u & 0xFFFFu : u | 0x8000u;
+    }
+    case WK_F32: {
+        uint32_t u = ((const uint32_t *)base)[idx];
+        if ((u & 0x7FFFFFFFu) > 0x7F800000u) return 0xFFFFFFFFu;
+        if (u == 0x80000000u) u = 0;
+        return u & 0x80000000u ? ~u : u | 0x80000000u;
+    }
+    case WK_F64: {
+        uint64_t u = ((const uint64_t *)base)[idx];
+        if ((u & 0x7FFFFFFFFFFFFFFFull) > 0x7FF0000000000000ull) return (K)~0ull;
+        if (u == 0x8000000000000000ull) u = 0;
+        return (K)(u & 0x8000000000000000ull ? ~u : u | 0x8000000000000000ull);
+    }
+    default: return 0;
+    }
+}
+
+/* the layout of the rows being sorted */
+struct st_src {
+    const void *base;
+    wk_dtype dt;
+    int64_t off, s0, s1;        /* element (r, i) at off + r * s0 + i * s1 */
+};
+
+/* ---- short rows: bitonic sort in shared memory -------------------------------- */
+
+template <typename K>
+__global__ WK_LAUNCH_BOUNDS(ST_THREADS) void st_short(st_src S, int64_t rows, int64_t n, int logP, int64_t k, K flip,
+                                                       uint32_t *__restrict__ dst)
+{
+    constexpr int TILE = st_tile<K>::n;
+    __shared__ K key[TILE];
+    __shared__ uint32_t ix[TILE];
+    const int P = 1 << logP, R = TILE >> logP;
+    const int64_t row0 = (int64_t)blockIdx.x * R;
+    const int rr = rows - row0 < R ? (int)(rows - row0) : R;
+    const int active = rr << logP;
+    for (int t = threadIdx.x; t < active; t += blockDim.x) {
+        const int r = t >> logP, i = t & (P - 1);
+        if (i < n) {
+            key[t] = st_key<K>(S.base, S.dt, S.off + (row0 + r) * S.s0 + (int64_t)i * S.s1) ^ flip;
+            ix[t] = (uint32_t)i;
+        } else {
+            key[t] = (K)~(K)0;
+            ix[t] = 0xFFFFFFFFu;
+        }
+    }
+    __syncthreads();
+    for (int kk = 2; kk <= P; kk <<= 1)
+        for (int j = kk >> 1; j > 0; j >>= 1) {
+            for (int p = threadIdx.x; p < active / 2; p += blockDim.x) {
+                const int i = ((p & ~(j - 1)) << 1) | (p & (j - 1)), l = i + j;
+                const bool asc = kk == P || (i & kk) == 0;
+                const K ka = key[i], kb = key[l];
+                const uint32_t ia = ix[i], ib = ix[l];
+                const bool gt = ka > kb || (ka == kb && ia > ib);
+                if (gt == asc) {
+                    key[i] = kb;
+                    key[l] = ka;
+                    ix[i] = ib;
+                    ix[l] = ia;
+                }
+            }
+            __syncthreads();
+        }
+    const int64_t outs = (int64_t)rr * k;
+    for (int64_t t = threadIdx.x; t < outs; t += blockDim.x) {
+        const int64_t r = t / k, j = t - r * k;
+        dst[(row0 + r) * k + j] = ix[(r << logP) + j];
+    }
+}
+
+/* ---- long rows: segmented LSD radix sort ------------------------------------------ */
+
+/* keys and indices of every row, contiguous [rows, n] */
+template <typename K>
+__global__ WK_LAUNCH_BOUNDS(RX_THREADS) void rx_init(st_src S, int64_t n, int64_t total, K flip, K *__restrict__ keys,
+                                                      uint32_t *__restrict__ ix)
+{
+    WK_GPU_FOR(e, total) {
+        const int64_t r = e / n, i = e - r * n;
+        keys[e] = st_key<K>(S.base, S.dt, S.off + r * S.s0 + i * S.s1) ^ flip;
+        ix[e] = (uint32_t)i;
+    }
+}
+
+/* counts[(row * 256 + digit) * T + tile]; one block per tile */
+template <typename K>
+__global__ WK_LAUNCH_BOUNDS(RX_THREADS) void rx_hist(const K *__restrict__ keys, int64_t n, int64_t T, int shift,
+                                                      uint32_t *__restrict__ counts)
+{
+    __shared__ uint32_t h[256];
+    const int64_t row = blockIdx.x / T, t = blockIdx.x - row * T;
+    for (int d = threadIdx.x; d < 256; d += blockDim.x) h[d] = 0;
+    __syncthreads();
+    const int64_t b = t * RX_TILE, e = b + RX_TILE < n ? b + RX_TILE : n;
+    const K *kr = keys + row * n;
+    for (int64_t i = b + threadIdx.x; i < e; i += blockDim.x) atomicAdd(&h[(uint32_t)(kr[i] >> shift) & 255u], 1u);
+    __syncthreads();
+    for (int d = threadIdx.x; d < 256; d += blockDim.x) counts[(row * 256 + d) * T + t] = h[d];
+}
+
+/* exclusive prefix of each row's 256 * T counts, in place; one block per row */
+__global__ WK_LAUNCH_BOUNDS(RX_SCAN_THREADS) void rx_scan(uint32_t *__restrict__ counts, int64_t m)
+{
+    __shared__ uint32_t part[RX_SCAN_THREADS];
+    __shared__ uint32_t carry;
+    uint32_t *c = counts + (int64_t)blockIdx.x * m;
+    if (threadIdx.x == 0) carry = 0;
+    const int nt = blockDim.x;
+    for (int64_t base = 0; base < m; base += (int64_t)nt * 4) {
+        uint32_t v[4], s = 0;
+        for (int q = 0; q < 4; q++) {
+            const int64_t i = base + (int64_t)threadIdx.x * 4 + q;
+            v[q] = i < m ? c[i] : 0;
+            s += v[q];
+        }
+        part[threadIdx.x] = s;
+        __syncthreads();
+        /* inclusive scan of the per-thread sums (Hillis-Steele) */
+        for (int o = 1; o < nt; o <<= 1) {
+            const uint32_t add = threadIdx.x >= (unsigned)o ? part[threadIdx.x - o] : 0;
+            __syncthreads();
+            part[threadIdx.x] += add;
+            __syncthreads();
+        }
+        uint32_t run = carry + part[threadIdx.x] - s;
+        for (int q = 0; q < 4; q++) {
+            const int64_t i = base + (int64_t)threadIdx.x * 4 + q;
+            if (i < m) c[i] = run;
+            run += v[q];
+        }
+        __syncthreads();
+        if (threadIdx.x == (unsigned)nt - 1) carry += part[nt - 1];
+        __syncthreads();
+    }
+}
+
+/* one block per tile; warp w owns elements [w * S, (w + 1) * S) of the
+ * tile (S = RX_ITEMS * W), taken W at a time. last: write the indices of
+ * positions < k to dst instead of the next keys. */
+template <int W, typename K>
+__global__ WK_LAUNCH_BOUNDS(RX_THREADS) void rx_scatter(const K *__restrict__ kin, const uint32_t *__restrict__ iin,
+                                                         K *__restrict__ kout, uint32_t *__restrict__ iout,
+                                                         const uint32_t *__restrict__ counts, int64_t n, int64_t T,
+                                                         int shift, int last, int64_t k, uint32_t *__restrict__ dst)
+{
+    constexpr int NW = RX_THREADS / W, S = RX_ITEMS * W;
+    __shared__ uint32_t cnt[NW][256];
+    const int64_t row = blockIdx.x / T, t = blockIdx.x - row * T;
+    const int lane = wk_lane<W>(), w = wk_warp_id<W>();
+    for (int i = threadIdx.x; i < NW * 256; i += blockDim.x) (&cnt[0][0])[i] = 0;
+    __syncthreads();
+    const int64_t rb = row * n, b = t * RX_TILE + (int64_t)w * S;
+    K kv[RX_ITEMS];
+    uint32_t iv[RX_ITEMS];
+#pragma unroll
+    for (int j = 0; j < RX_ITEMS; j++) {
+        const int64_t i = b + j * W + lane;
+        kv[j] = 0;
+        iv[j] = 0;
+        if (i < n) {
+            kv[j] = kin[rb + i];
+            iv[j] = iin[rb + i];
+            atomicAdd(&cnt[w][(uint32_t)(kv[j] >> shift) & 255u], 1u);
+        }
+    }
+    __syncthreads();
+    /* per digit: the tile's offset in its row, then each warp's share */
+    for (int d = threadIdx.x; d < 256; d += blockDim.x) {
+        uint32_t run = counts[(row * 256 + d) * T + t];
+        for (int q = 0; q < NW; q++) {
+            const uint32_t c = cnt[q][d];
+            cnt[q][d] = run;
+            run += c;
+        }
+    }
+    __syncthreads();
+    const uint64_t below = ((uint64_t)1 << lane) - 1;
+#pragma unroll
+    for (int j = 0; j < RX_ITEMS; j++) {
+        const int64_t i = b + j * W + lane;
+        const bool valid = i < n;
+        const uint32_t dg = valid ? (uint32_t)(kv[j] >> shift) & 255u : 0u;
+        uint64_t peers = wk_ballot<W>(valid);
+#pragma unroll
+        for (int bit = 0; bit < 8; bit++) {
+            const int on = (dg >> bit) & 1u;
+            const uint64_t m = wk_ballot<W>(on);
+            peers &= on ? m : ~m;
+        }
+        uint32_t pos = 0;
+        if (valid) pos = cnt[w][dg] + (uint32_t)__popcll(peers & below);
+        wk_syncwarp<W>();
+        if (valid && (peers & below) == 0) cnt[w][dg] += (uint32_t)__popcll(peers);   /* the group's first lane */
+        wk_syncwarp<W>();
+        if (valid) {
+            if (last) {
+                if (pos < k) dst[row * k + pos] = iv[j];
+            } else {
+                kout[rb + pos] = kv[j];
+                iout[rb + pos] = iv[j];
+            }
+        }
+    }
+}
+
+template <typename K>
+static wk_status st_run(wk_gpu_ctx *c, const st_src &S, int64_t rows, int64_t n, int64_t k, int bytes, K flip,
+                        uint32_t *dst, const char *name)
+{
+    constexpr int TILE = st_tile<K>::n;
+    if (n <= TILE) {
+        int logP = 0;
+        while (((int64_t)1 << logP) < n) logP++;
+        const int64_t R = TILE >> logP, blocks = (rows + R - 1) / R;
+        if (blocks > 0x7FFFFFFF) return wk_gpu_host->set_error(WK_ERR_SHAPE, "%s: too many rows (%lld)", name, (long long)rows);
+        st_short<K><<<(unsigned)blocks, ST_THREADS, 0, c->stream>>>(S, rows, n, logP, k, flip, dst);
+        WK_GPU_LAUNCH_CHECK(c, name);
+        return WK_OK;
+    }
+    const int64_t total = rows * n, T = (n + RX_TILE - 1) / RX_TILE, tiles = rows * T;
+    if (tiles > 0x7FFFFFFF || n > (int64_t)UINT32_MAX)
+        return wk_gpu_host->set_error(WK_ERR_SHAPE, "%s: too many elements (%lld rows of %lld)", name, (long long)rows,
+                                      (long long)n);
+    void *kb = NULL, *ib = NULL, *cb = NULL;
+    const size_t ks = (size_t)total * sizeof(K), is = (size_t)total * 4;
+    wk_status st = wk_gpu_scratch_alloc(c, 2 * ks, &kb);
+    if (st == WK_OK) st = wk_gpu_scratch_alloc(c, 2 * is, &ib);
+    if (st == WK_OK) st = wk_gpu_scratch_alloc(c, (size_t)tiles * 256 * 4, &cb);
+    K *k0 = (K *)kb, *k1 = k0 + total;
+    uint32_t *i0 = (uint32_t *)ib, *i1 = i0 + total, *cnt = (uint32_t *)cb;
+    if (st == WK_OK) {
+        rx_init<K><<<wk_gpu_grid(c, total, RX_THREADS, 4), RX_THREADS, 0, c->stream>>>(S, n, total, flip, k0, i0);
+        st = wk_gpu_launched(c, name, __FILE__, __LINE__);
+    }
+    for (int p = 0; p < bytes && st == WK_OK; p++) {
+        const int last = p == bytes - 1;
+        rx_hist<K><<<(unsigned)tiles, RX_THREADS, 0, c->stream>>>(k0, n, T, 8 * p, cnt);
+        st = wk_gpu_launched(c, name, __FILE__, __LINE__);
+        if (st != WK_OK) break;
+        rx_scan<<<(unsigned)rows, RX_SCAN_THREADS, 0, c->stream>>>(cnt, 256 * T);
+        st = wk_gpu_launched(c, name, __FILE__, __LINE__);
+        if (st != WK_OK) break;
+        if (c->warp_size == 64)
+            rx_scatter<64, K><<<(unsigned)tiles, RX_THREADS, 0, c->stream>>>(k0, i0, k1, i1, cnt, n, T, 8 * p, last, k, dst);
+        else
+            rx_scatter<32, K><<<(unsigned)tiles, RX_THREADS, 0, c->stream>>>(k0, i0, k1, i1, cnt, n, T, 8 * p, last, k, dst);
+        st = wk_gpu_launched(c, name, __FILE__, __LINE__);
+        K *tk = k0; k0 = k1; k1 = tk;
+        uint32_t *ti = i0; i0 = i1; i1 = ti;
+    }
+    if (cb) wk_gpu_scratch_free(c, cb);
+    if (ib) wk_gpu_scratch_free(c, ib);
+    if (kb) wk_gpu_scratch_free(c, kb);
+    return st;
+}
+
+wk_status wk_gpu_arg_sort(void *ctx, const wk_op_args *a)
+{
+    wk_gpu_ctx *c = (wk_gpu_ctx *)ctx;
+    const wk_view *s = a->src[0], *d = a->dst;
+    if (!s || s->rank != 2 || d->rank != 2 || d->dtype != WK_U32 || d->dims[0] != s->dims[0] || d->dims[1] > s->dims[1])
+        return wk_gpu_host->set_error(WK_ERR_ARGUMENT, "arg_sort: bad arguments");
+    const int64_t rows = s->dims[0], n = s->dims[1], k = d->dims[1];
+    if (rows == 0 || n == 0 || k == 0) return WK_OK;
+    const int bytes = (int)wk_gpu_dtype_size(s->dtype);
+    if (bytes != 1 && bytes != 2 && bytes != 4 && bytes != 8)
+        return wk_gpu_host->set_error(WK_ERR_DTYPE, "arg_sort: dtype %s", wk_gpu_dtype_name(s->dtype));
+    WK_GPU_ENTER(c);
+    const bool desc = a->p[0] != 0;
+    const st_src S = { s->base, s->dtype, s->offset, s->strides[0], s->strides[1] };
+    uint32_t *pd = (uint32_t *)d->base + d->offset;
+    const char *name = wk_gpu_op_name(a->op);
+    if (bytes == 8) return st_run<uint64_t>(c, S, rows, n, k, 8, desc ? ~(uint64_t)0 : 0, pd, name);
+    const uint32_t mask = bytes == 4 ? 0xFFFFFFFFu : (1u << (8 * bytes)) - 1u;
+    return st_run<uint32_t>(c, S, rows, n, k, bytes, desc ? mask : 0u, pd, name);
+}
