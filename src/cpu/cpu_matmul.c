@@ -603,6 +603,205 @@ static bool blas_matmul(const mat *d, const mat *a, const mat *b, int64_t m, int
     return true;
 }
 
+/* ---- gemv: a few rows of a ------------------------------------------------ */
+
+/* With m <= GV_MAXM (a decode step: one token, or a few) the product costs
+ * one read of b, and packing b (or widening it to f32 for BLAS) costs as
+ * much again: instead b is read once where it lies, 8 elements at a time
+ * (f16/bf16 widened in registers), against the few rows of a held as f32.
+ * Two loops, by b's layout:
+ *  - dot: b's columns are contiguous (s0 == 1, the transposed weight
+ *    x @ W^T of a linear layer): each output is a dot product along k,
+ *    two 8-lane partial sums per row of a;
+ *  - axpy: b's rows are contiguous (s1 == 1): rows of b are scaled and
+ *    added into a block of GV_AXPY_COLS outputs per row of a.
+ * Tasks are (batch, block of output columns), spread over the pool.
+ * Sums are f32 (rounded once to the output dtype), as the GEMM's. A
+ * variant compiled for AVX2 is picked at run time. */
+#define GV_MAXM 4
+#define GV_DOT_COLS 16
+#define GV_AXPY_COLS 256
+
+typedef float v8f __attribute__((vector_size(32)));
+typedef uint16_t v8h __attribute__((vector_size(16)));
+typedef uint32_t v8u __attribute__((vector_size(32)));
+typedef int32_t v8i __attribute__((vector_size(32)));
+
+enum { GV_F32 = 0, GV_BF16 = 1, GV_F16 = 2 };
+
+#define GV_INLINE static inline __attribute__((always_inline))
+/* (32-byte vectors go through pointers: passed by value they would
+ * depend on the AVX ABI) */
+
+GV_INLINE void gv_ld8f(v8f *v, const float *p) { memcpy(v, p, sizeof *v); }
+
+/* f16 bits -> f32, exact for every value: the exponent and mantissa
+ * shifted into place and scaled by 2^112 (normals and subnormals), inf
+ * and NaN given f32's top exponent, then the sign */
+GV_INLINE void gv_f16x8(v8f *out, v8h h)
+{
+    v8u u = __builtin_convertvector(h, v8u);
+    v8u em = u & 0x7fff, sign = (u & 0x8000) << 16;
+    v8f f;
+    v8u t = em << 13;
+    memcpy(&f, &t, sizeof f);
+    f *= 0x1p112f;
+    v8u r;
+    memcpy(&r, &f, sizeof r);
+    v8u special = (v8u)(em >= 0x7c00);   /* all ones where inf or NaN */
+    r = (r & ~special) | (((em << 13) | 0x7f800000u) & special);
+    r |= sign;
+    memcpy(out, &r, sizeof r);
+}
+
+/* 8 consecutive elements of b at element index idx, as f32 */
+GV_INLINE void gv_ld8(v8f *out, const char *b, int dt, int64_t idx)
+{
+    if (dt == GV_F32) {
+        gv_ld8f(out, (const float *)b + idx);
+        return;
+    }
+    v8h h;
+    memcpy(&h, (const uint16_t *)b + idx, sizeof h);
+    if (dt == GV_F16) {
+        gv_f16x8(out, h);
+        return;
+    }
+    v8u u = __builtin_convertvector(h, v8u) << 16;
+    memcpy(out, &u, sizeof u);
+}
+
+GV_INLINE float gv_ld1(const char *b, int dt, int64_t idx)
+{
+    if (dt == GV_F32) return ((const float *)b)[idx];
+    uint16_t h = ((const uint16_t *)b)[idx];
+    return dt == GV_F16 ? wk_f16_to_f32(h) : wk_bf16_to_f32(h);
+}
+
+GV_INLINE float gv_hsum(const v8f *pv)
+{
+    const v8f v = *pv;
+    return ((v[0] + v[4]) + (v[1] + v[5])) + ((v[2] + v[6]) + (v[3] + v[7]));
+}
+
+/* y[i * nc + j] = sum_p x[i * xs + p] * b[off + j * s1 + p], i < M, j < nc */
+GV_INLINE void gv_dot(int M, int dt, const float *x, int64_t xs, int64_t k, const char *b, int64_t off, int64_t s1,
+                      int64_t nc, float *y)
+{
+    for (int64_t j = 0; j < nc; j++) {
+        const int64_t bj = off + j * s1;
+        v8f acc0[GV_MAXM], acc1[GV_MAXM];
+        for (int i = 0; i < M; i++) acc0[i] = acc1[i] = (v8f){ 0 };
+        int64_t p = 0;
+        for (; p + 16 <= k; p += 16) {
+            v8f w0, w1, x0, x1;
+            gv_ld8(&w0, b, dt, bj + p);
+            gv_ld8(&w1, b, dt, bj + p + 8);
+            for (int i = 0; i < M; i++) {
+                gv_ld8f(&x0, x + i * xs + p);
+                gv_ld8f(&x1, x + i * xs + p + 8);
+                acc0[i] += x0 * w0;
+                acc1[i] += x1 * w1;
+            }
+        }
+        if (p + 8 <= k) {
+            v8f w0, x0;
+            gv_ld8(&w0, b, dt, bj + p);
+            for (int i = 0; i < M; i++) {
+                gv_ld8f(&x0, x + i * xs + p);
+                acc0[i] += x0 * w0;
+            }
+            p += 8;
+        }
+        for (int i = 0; i < M; i++) {
+            const v8f sum = acc0[i] + acc1[i];
+            float s = gv_hsum(&sum);
+            for (int64_t q = p; q < k; q++) s += x[i * xs + q] * gv_ld1(b, dt, bj + q);
+            y[i * nc + j] = s;
+        }
+    }
+}
+
+/* y[i * nc + j] = sum_p x[i * xs + p] * b[off + p * s0 + j], i < M, j < nc */
+GV_INLINE void gv_axpy(int M, int dt, const float *x, int64_t xs, int64_t k, const char *b, int64_t off, int64_t s0,
+                       int64_t nc, float *y)
+{
+    for (int i = 0; i < M; i++)
+        for (int64_t j = 0; j < nc; j++) y[i * nc + j] = 0;
+    const int64_t nv = nc / 8 * 8;
+    for (int64_t p = 0; p < k; p++) {
+        const int64_t row = off + p * s0;
+        float xi[GV_MAXM];
+        for (int i = 0; i < M; i++) xi[i] = x[i * xs + p];
+        for (int64_t j = 0; j < nv; j += 8) {
+            v8f w, v;
+            gv_ld8(&w, b, dt, row + j);
+            for (int i = 0; i < M; i++) {
+                float *yi = y + i * nc + j;
+                gv_ld8f(&v, yi);
+                v += xi[i] * w;
+                memcpy(yi, &v, sizeof v);
+            }
+        }
+        for (int64_t j = nv; j < nc; j++) {
+            float w = gv_ld1(b, dt, row + j);
+            for (int i = 0; i < M; i++) y[i * nc + j] += xi[i] * w;
+        }
+    }
+}
+
+/* one block of outputs, with M and the dtype as constants */
+GV_INLINE void gv_block(bool dot, int M, int dt, const float *x, int64_t xs, int64_t k, const char *b, int64_t off,
+                        int64_t s, int64_t nc, float *y)
+{
+#define GV_CASE(D, MM)                                                                                          \
+    case D * 8 + MM:                                                                                            \
+        if (dot) gv_dot(MM, D, x, xs, k, b, off, s, nc, y);                                                     \
+        else gv_axpy(MM, D, x, xs, k, b, off, s, nc, y);                                                        \
+        break;
+    switch (dt * 8 + M) {
+        GV_CASE(GV_F32, 1) GV_CASE(GV_F32, 2) GV_CASE(GV_F32, 3) GV_CASE(GV_F32, 4)
+        GV_CASE(GV_BF16, 1) GV_CASE(GV_BF16, 2) GV_CASE(GV_BF16, 3) GV_CASE(GV_BF16, 4)
+        GV_CASE(GV_F16, 1) GV_CASE(GV_F16, 2) GV_CASE(GV_F16, 3) GV_CASE(GV_F16, 4)
+    default: break;
+    }
+#undef GV_CASE
+}
+
+typedef void (*gv_block_fn)(bool dot, int M, int dt, const float *x, int64_t xs, int64_t k, const char *b,
+                            int64_t off, int64_t s, int64_t nc, float *y);
+
+static void gv_block_plain(bool dot, int M, int dt, const float *x, int64_t xs, int64_t k, const char *b, int64_t off,
+                           int64_t s, int64_t nc, float *y)
+{
+    gv_block(dot, M, dt, x, xs, k, b, off, s, nc, y);
+}
+
+#ifdef WK_HAVE_AVX2_KERNELS
+__attribute__((target("avx2,fma")))
+static void gv_block_avx2(bool dot, int M, int dt, const float *x, int64_t xs, int64_t k, const char *b, int64_t off,
+                          int64_t s, int64_t nc, float *y)
+{
+    gv_block(dot, M, dt, x, xs, k, b, off, s, nc, y);
+}
+#endif
+
+static struct {
+    pthread_once_t once;
+    gv_block_fn fn;
+    bool off;                  /* WICK_MATMUL_GEMV=0: the GEMM paths only */
+} gv = { PTHREAD_ONCE_INIT, gv_block_plain, false };
+
+static void gv_pick(void)
+{
+    const char *e = getenv("WICK_MATMUL_GEMV");
+    gv.off = e && !strcmp(e, "0");
+#ifdef WK_HAVE_AVX2_KERNELS
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) gv.fn = gv_block_avx2;
+#endif
+}
+
 /* ---- batches -------------------------------------------------------- */
 
 typedef struct batch_job {
@@ -655,6 +854,80 @@ static void zero_task(void *arg, int64_t begin, int64_t end)
     }
 }
 
+/* The gemv path's tasks: (batch, block of output columns). */
+typedef struct gemv_job {
+    const batch_job *J;
+    bool dot;                  /* b's columns contiguous, else its rows    */
+    int dt;                    /* GV_F32, GV_BF16, GV_F16                 */
+    int64_t cols, nblk;        /* output columns per task, tasks per batch */
+    atomic_bool failed;
+} gemv_job;
+
+static void gemv_task(void *arg, int64_t begin, int64_t end)
+{
+    gemv_job *G = (gemv_job *)arg;
+    const batch_job *J = G->J;
+    const int64_t m = J->m, n = J->n, k = J->k;
+    float *xbuf = NULL, y[GV_MAXM * GV_AXPY_COLS];
+    int64_t have = -1;         /* the batch whose a is in xbuf */
+    for (int64_t t = begin; t < end; t++) {
+        const int64_t bt = t / G->nblk, j0 = (t % G->nblk) * G->cols;
+        const int64_t nc = n - j0 < G->cols ? n - j0 : G->cols;
+        mat d, a, b;
+        batch_mats(J, bt, &d, &a, &b);
+        const float *x;
+        int64_t xs;
+        if (a.dt == WK_F32 && (a.s1 == 1 || k == 1)) {
+            x = (const float *)a.base + a.off;
+            xs = a.s0;
+        } else {
+            if (!xbuf && !(xbuf = malloc((size_t)(m * k) * sizeof(float)))) {
+                atomic_store(&G->failed, true);
+                return;
+            }
+            if (have != bt) {
+                conv_job cj = { &a, xbuf, k, k, false };
+                pack_rows(&cj, 0, m);
+                have = bt;
+            }
+            x = xbuf;
+            xs = k;
+        }
+        gv.fn(G->dot, (int)m, G->dt, x, xs, k, b.base, b.off + (G->dot ? j0 * b.s1 : j0), G->dot ? b.s1 : b.s0, nc, y);
+        mat dj = d;
+        dj.off += j0 * d.s1;
+        conv_job sj = { &dj, y, nc, nc, false };
+        store_rows(&sj, 0, m);
+    }
+    free(xbuf);
+}
+
+/* d = a x b by the gemv path when m is small, the dtype f32, bf16 or f16
+ * and b has a unit stride on one side; false when it does not apply. */
+static bool gemv_try(batch_job *J, int64_t nbatch, wk_status *st)
+{
+    const wk_dtype dt = J->d->dtype;
+    const int r = J->b->rank;
+    const int64_t bs0 = J->b->strides[r - 2], bs1 = J->b->strides[r - 1];
+    if (J->m > GV_MAXM || (dt != WK_F32 && dt != WK_BF16 && dt != WK_F16)) return false;
+    pthread_once(&gv.once, gv_pick);
+    if (gv.off) return false;
+    gemv_job G;
+    memset(&G, 0, sizeof G);
+    G.J = J;
+    if (bs0 == 1 || J->k == 1) G.dot = true;
+    else if (bs1 == 1 || J->n == 1) G.dot = false;
+    else return false;
+    G.dt = dt == WK_F32 ? GV_F32 : dt == WK_BF16 ? GV_BF16 : GV_F16;
+    G.cols = G.dot ? GV_DOT_COLS : GV_AXPY_COLS;
+    G.nblk = (J->n + G.cols - 1) / G.cols;
+    atomic_init(&G.failed, false);
+    /* work per task: the elements of b it reads */
+    wk_parallel_tasks(nbatch * G.nblk, (double)G.cols * (double)J->k, gemv_task, &G);
+    *st = atomic_load(&G.failed) ? WK_CPU_ERROR(WK_ERR_MEMORY, "matmul: out of memory for a as f32") : WK_OK;
+    return true;
+}
+
 wk_status wk_cpu_matmul(void *ctx, const wk_view *dst, const wk_view *a, const wk_view *b)
 {
     (void)ctx;
@@ -704,6 +977,9 @@ wk_status wk_cpu_matmul(void *ctx, const wk_view *dst, const wk_view *a, const w
             nbatch = 1;
         }
     }
+
+    wk_status gst;
+    if (gemv_try(&J, nbatch, &gst)) return gst;
 
     double flops = 2.0 * (double)J.m * (double)J.n * (double)J.k;
     bool fits_int = J.m <= INT_MAX && J.n <= INT_MAX && J.k <= INT_MAX;
