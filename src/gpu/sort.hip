@@ -40,6 +40,7 @@
 #define RX_ITEMS 16             /* radix: elements per thread per tile      */
 #define RX_TILE (RX_THREADS * RX_ITEMS)
 #define RX_SCAN_THREADS 1024
+#define RX_SCAN_ITEMS 16       /* counts per scan thread per step            */
 
 template <typename K> struct st_tile;
 template <> struct st_tile<uint32_t> { static constexpr int n = 4096; };
@@ -178,10 +179,10 @@ __global__ WK_LAUNCH_BOUNDS(RX_SCAN_THREADS) void rx_scan(uint32_t *__restrict__
     uint32_t *c = counts + (int64_t)blockIdx.x * m;
     if (threadIdx.x == 0) carry = 0;
     const int nt = blockDim.x;
-    for (int64_t base = 0; base < m; base += (int64_t)nt * 4) {
-        uint32_t v[4], s = 0;
-        for (int q = 0; q < 4; q++) {
-            const int64_t i = base + (int64_t)threadIdx.x * 4 + q;
+    for (int64_t base = 0; base < m; base += (int64_t)nt * RX_SCAN_ITEMS) {
+        uint32_t v[RX_SCAN_ITEMS], s = 0;
+        for (int q = 0; q < RX_SCAN_ITEMS; q++) {
+            const int64_t i = base + (int64_t)threadIdx.x * RX_SCAN_ITEMS + q;
             v[q] = i < m ? c[i] : 0;
             s += v[q];
         }
@@ -195,8 +196,8 @@ __global__ WK_LAUNCH_BOUNDS(RX_SCAN_THREADS) void rx_scan(uint32_t *__restrict__
             __syncthreads();
         }
         uint32_t run = carry + part[threadIdx.x] - s;
-        for (int q = 0; q < 4; q++) {
-            const int64_t i = base + (int64_t)threadIdx.x * 4 + q;
+        for (int q = 0; q < RX_SCAN_ITEMS; q++) {
+            const int64_t i = base + (int64_t)threadIdx.x * RX_SCAN_ITEMS + q;
             if (i < m) c[i] = run;
             run += v[q];
         }
