@@ -1114,6 +1114,47 @@ static void run_q_case(struct run_ctx *r, const gcase *c)
     }
     printf("}\n");
     fflush(stdout);
+    /* WICK_QMV_SWEEP="R:TR,..,f32": the same reps again under each setting
+     * of quant.hip's launch knobs (WICK_QMVQ_R, WICK_QMV_TR; 0 = the
+     * default; f32 = WICK_QMATVEC=f32, the f32-activation kernel; dense
+     * rows: wick's kernel, WICK_MATVEC=wick), one `sweep` line each (event
+     * medians), for choosing the defaults */
+    const char *sweep = getenv("WICK_QMV_SWEEP");
+    if (sweep && *sweep && m <= 8) {
+        char buf[512];
+        snprintf(buf, sizeof buf, "%s", sweep);
+        for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
+            int rr = 0, tr = 0;
+            const bool f32 = !strcmp(tok, "f32");
+            if (!f32 && sscanf(tok, "%d:%d", &rr, &tr) != 2) continue;
+            char v1[16], v2[16];
+            snprintf(v1, sizeof v1, "%d", rr);
+            snprintf(v2, sizeof v2, "%d", tr);
+            setenv("WICK_QMVQ_R", v1, 1);
+            setenv("WICK_QMV_TR", v2, 1);
+            if (f32) setenv("WICK_QMATVEC", "f32", 1);
+            if (dense) setenv("WICK_MATVEC", "wick", 1);   /* the knobs are the wick kernel's */
+            bool ok = true;
+            for (int i = 0; i < r->reps && ok; i++) {
+                wk_tensor *out = NULL;
+                ok = wk_event_record(ev[2 * i]) == WK_OK &&
+                     (out = dense ? wk_matmul(x, wt[i % ncopy]) : wk_qmatmul(x, w[i % ncopy])) != NULL &&
+                     wk_event_record(ev[2 * i + 1]) == WK_OK;
+                wk_release(out);
+            }
+            ok = ok && wk_event_synchronize(ev[2 * r->reps - 1]) == WK_OK;
+            for (int i = 0; i < r->reps && ok; i++) ok = wk_event_elapsed_ms(ev[2 * i], ev[2 * i + 1], &ev_times[i]) == WK_OK;
+            if (ok) printf("sweep %s %s median_us %.2f frac_bytes_per_us %.1f\n", c->name, tok,
+                           1e3 * wk_median(ev_times, r->reps), bytes / (1e3 * wk_median(ev_times, r->reps)));
+            else printf("sweep %s %s failed: %s\n", c->name, tok, wk_last_error());
+            wk_clear_error();
+            unsetenv("WICK_QMATVEC");
+            if (dense) unsetenv("WICK_MATVEC");
+            fflush(stdout);
+        }
+        unsetenv("WICK_QMVQ_R");
+        unsetenv("WICK_QMV_TR");
+    }
     goto done;
 fail_wk:
     snprintf(err, sizeof err, "%s", wk_last_error());

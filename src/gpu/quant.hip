@@ -839,12 +839,549 @@ static wk_status qmv_run(wk_gpu_ctx *c, wk_dtype qt, const uint8_t *w, int64_t w
         else if (M == 4) qmv_go<QT, 4>(c, p, (unsigned)g, smem);                   \
         else qmv_go<QT, 8>(c, p, (unsigned)g, smem);                               \
     }
-    if (qt == WK_BF16) QMV_GO_(WK_BF16)
-    else if (qt == WK_F16) QMV_GO_(WK_F16)
-    else Q_DISPATCH(qt, QMV_GO_(QT_));
+    Q_DISPATCH(qt, QMV_GO_(QT_));
 #undef QMV_GO_
-    return wk_gpu_launched(c, qt == WK_BF16 || qt == WK_F16 ? "matmul (matvec)" : "qmatmul (qmatvec)", __FILE__,
-                           __LINE__);
+    return wk_gpu_launched(c, "qmatmul (qmatvec)", __FILE__, __LINE__);
+}
+
+/* ------------------------------------------------------------------ */
+/* qmatvec with 8-bit activations (the default for q4_0, q8_0, q4_k,    */
+/* q5_k, q6_k) and the dense f16/bf16 matvec                            */
+/*
+ * x (m <= 8 rows, any dtype and strides) is first turned, by qx_kernel,
+ * into a contiguous scratch copy: for the quantized types ggml's q8_1
+ * activation format, with the scale and the sum kept in f32: per 32
+ * values of a row, d = amax / 127, q = rint(x / d) (int8) and s = the sum
+ * of the 32 values of x (f32); for the dense matvec, x in f32. Rows m..M-1
+ * (M = m rounded up to 1, 2, 4, 8) are zeros.
+ *
+ * qmvq_kernel<type, M, R> then reads W once for all M rows of x: blocks
+ * of 256 threads, TR threads per group of R consecutive weight rows,
+ * 256 / TR groups per block. A thread takes units u = lr, lr + TR, ... of
+ * its rows (U values each; consecutive threads, consecutive units: the
+ * loads of a warp are contiguous), loads the unit of its R rows (NB units
+ * each, when NB > 1, before it computes any), and for each x row loads
+ * that row's slice of x once (int4 words from the L1-resident scratch)
+ * and uses it for all R weight rows: R > 1 is what keeps the x traffic
+ * under the L1 rate at M = 8. Dot products of codes and x bytes are 32-bit
+ * integer dot products of four byte pairs (q_dot4i: dp4a on NVIDIA,
+ * sdot4 on AMD targets that have it, a portable twin elsewhere, forced by
+ * WK_QDOT_PORTABLE and in the virtual-wave64 build); the block scales of
+ * W and x are applied once per 16 or 32 values in f32. The TR partial sums
+ * of a row are added by shuffles within groups of min(TR, 32) lanes (a
+ * group never crosses a warp of 32 or 64 lanes: the same code for wave32
+ * and wave64) and, for TR > 32, through shared memory.
+ *
+ * WICK_QMATVEC=f32 takes the f32-activation kernel above (qmv_kernel) for
+ * every type: x is not rounded to 8 bits there. docs/quantization.md has
+ * the error of each path.
+ */
+
+/* c + the dot product of the four signed bytes of a and of b */
+WK_DEV int q_dot4i_portable(int a, int b, int c)
+{
+#pragma unroll
+    for (int j = 0; j < 4; j++) c += (int)(int8_t)(a >> (8 * j)) * (int)(int8_t)(b >> (8 * j));
+    return c;
+}
+WK_DEV int q_dot4i(int a, int b, int c)
+{
+#if defined(WK_QDOT_PORTABLE) || defined(WK_VIRTUAL_WAVE64)
+    return q_dot4i_portable(a, b, c);          /* the AMD sdot4 emulated (virtual wave64) */
+#elif defined(WK_GPU_CUDA)
+    return __dp4a(a, b, c);
+#elif defined(__gfx906__) || defined(__gfx908__) || defined(__gfx90a__) || defined(__gfx940__) || \
+    defined(__gfx941__) || defined(__gfx942__) || defined(__gfx1030__) || defined(__gfx1031__) ||  \
+    defined(__gfx1032__) || defined(__gfx1034__) || defined(__gfx1035__) || defined(__gfx1036__)
+    return __builtin_amdgcn_sdot4(a, b, c, false);   /* v_dot4_i32_i8, no clamp */
+#else
+    return q_dot4i_portable(a, b, c);
+#endif
+}
+
+/* x as the kernel reads it: xq [M][k] int8, xd [M][k / 32] (d, sum) for
+ * the quantized types; xf [M][k] f32 for the dense rows */
+struct qx_ref {
+    const int8_t *xq;
+    const float2 *xd;
+    const float *xf;
+    int64_t k;
+};
+
+/* 4 words of x row i, values [v, v + 16) (v a multiple of 16) */
+WK_DEV int4 q_xw(const qx_ref &x, int i, int64_t v) { return *(const int4 *)(x.xq + i * x.k + v); }
+WK_DEV float2 q_xs(const qx_ref &x, int i, int64_t blk) { return x.xd[i * (x.k / 32) + blk]; }
+WK_DEV int q_w4(const int4 &a, int c) { return c == 0 ? a.x : c == 1 ? a.y : c == 2 ? a.z : a.w; }
+
+/* Each decoder: U values per unit, NB units per row a thread loads before
+ * it computes (R = 1; NB / R for R rows), load(), and dot<M, R>() adding
+ * to acc[r][i] unit u of weight row r against x row i. */
+
+struct qq_q4_0 {
+    static constexpr int U = 32, NB = 4;
+    struct D { uint32_t b[5]; };
+    static WK_DEV void load(const uint8_t *wr, int64_t u, D &d) { q_load2<18>(wr + u * 18, d.b); }
+    template <int M, int R> static WK_DEV void dot(const D *dd, const qx_ref &x, int64_t u, float (&acc)[R][M])
+    {
+        uint32_t lo[R][4], hi[R][4];
+        float d[R];
+#pragma unroll
+        for (int r = 0; r < R; r++) {
+            d[r] = wk_fast_f16_to_f32((uint16_t)(dd[r].b[0] & 0xFFFF));
+#pragma unroll
+            for (int j = 0; j < 4; j++) {
+                const uint32_t q = q_fsr(dd[r].b[j], dd[r].b[j + 1], 16);
+                lo[r][j] = q & 0x0F0F0F0Fu;
+                hi[r][j] = (q >> 4) & 0x0F0F0F0Fu;
+            }
+        }
+#pragma unroll
+        for (int i = 0; i < M; i++) {
+            const int4 a = q_xw(x, i, u * 32), b = q_xw(x, i, u * 32 + 16);
+            const float2 e = q_xs(x, i, u);
+#pragma unroll
+            for (int r = 0; r < R; r++) {
+                int s = 0;
+#pragma unroll
+                for (int j = 0; j < 4; j++) {
+                    s = q_dot4i((int)lo[r][j], q_w4(a, j), s);
+                    s = q_dot4i((int)hi[r][j], q_w4(b, j), s);
+                }
+                acc[r][i] = fmaf(d[r], fmaf(e.x, (float)s, -8.0f * e.y), acc[r][i]);
+            }
+        }
+    }
+};
+
+struct qq_q8_0 {
+    static constexpr int U = 32, NB = 4;
+    struct D { uint32_t b[9]; };
+    static WK_DEV void load(const uint8_t *wr, int64_t u, D &d) { q_load2<34>(wr + u * 34, d.b); }
+    template <int M, int R> static WK_DEV void dot(const D *dd, const qx_ref &x, int64_t u, float (&acc)[R][M])
+    {
+#pragma unroll
+        for (int i = 0; i < M; i++) {
+            const int4 a = q_xw(x, i, u * 32), b = q_xw(x, i, u * 32 + 16);
+            const float2 e = q_xs(x, i, u);
+#pragma unroll
+            for (int r = 0; r < R; r++) {
+                int s = 0;
+#pragma unroll
+                for (int j = 0; j < 8; j++)
+                    s = q_dot4i((int)q_fsr(dd[r].b[j], dd[r].b[j + 1], 16), q_w4(j < 4 ? a : b, j & 3), s);
+                const float d = wk_fast_f16_to_f32((uint16_t)(dd[r].b[0] & 0xFFFF));
+                acc[r][i] = fmaf(d * e.x, (float)s, acc[r][i]);
+            }
+        }
+    }
+};
+
+/* q4_k / q5_k: units of 64 values (sub-blocks 2j and 2j + 1 of a
+ * super-block, each with a 6-bit scale and min) */
+template <bool FIVE> struct qq_qk45 {
+    static constexpr int U = 64, NB = FIVE ? 2 : 2;
+    struct D { uint4 h, q0, q1, h0, h1; };
+    static WK_DEV void load(const uint8_t *wr, int64_t u, D &d)
+    {
+        constexpr int SB = FIVE ? 176 : 144;
+        const uint8_t *sb = wr + (u >> 2) * SB;
+        const int j = (int)(u & 3);
+        d.h = *(const uint4 *)sb;
+        const uint4 *qp = (const uint4 *)(sb + (FIVE ? 48 : 16) + 32 * j);
+        d.q0 = qp[0];
+        d.q1 = qp[1];
+        if (FIVE) {
+            d.h0 = ((const uint4 *)(sb + 16))[0];
+            d.h1 = ((const uint4 *)(sb + 16))[1];
+        }
+    }
+    template <int M, int R> static WK_DEV void dot(const D *dd, const qx_ref &x, int64_t u, float (&acc)[R][M])
+    {
+        const int j = (int)(u & 3);
+        uint32_t lo[R][8], hi[R][8];
+        float k1[R], k2[R], n1[R], n2[R];
+#pragma unroll
+        for (int r = 0; r < R; r++) {
+            const uint4 &h = dd[r].h;
+            const float d = wk_fast_f16_to_f32((uint16_t)(h.x & 0xFFFF)), dmin = wk_fast_f16_to_f32((uint16_t)(h.x >> 16));
+            int sc1, m1, sc2, m2;
+            q_sm_k4(2 * j, h.y, h.z, h.w, &sc1, &m1);
+            q_sm_k4(2 * j + 1, h.y, h.z, h.w, &sc2, &m2);
+            k1[r] = d * (float)sc1;
+            k2[r] = d * (float)sc2;
+            n1[r] = dmin * (float)m1;
+            n2[r] = dmin * (float)m2;
+            const uint32_t qw[8] = { dd[r].q0.x, dd[r].q0.y, dd[r].q0.z, dd[r].q0.w,
+                                     dd[r].q1.x, dd[r].q1.y, dd[r].q1.z, dd[r].q1.w };
+            const uint32_t hw[8] = { dd[r].h0.x, dd[r].h0.y, dd[r].h0.z, dd[r].h0.w,
+                                     dd[r].h1.x, dd[r].h1.y, dd[r].h1.z, dd[r].h1.w };
+#pragma unroll
+            for (int c = 0; c < 8; c++) {
+                lo[r][c] = qw[c] & 0x0F0F0F0Fu;
+                hi[r][c] = (qw[c] >> 4) & 0x0F0F0F0Fu;
+                if (FIVE) {
+                    lo[r][c] |= ((hw[c] >> (2 * j)) & 0x01010101u) << 4;
+                    hi[r][c] |= ((hw[c] >> (2 * j + 1)) & 0x01010101u) << 4;
+                }
+            }
+        }
+#pragma unroll
+        for (int i = 0; i < M; i++) {
+            const int4 a0 = q_xw(x, i, u * 64), a1 = q_xw(x, i, u * 64 + 16);
+            const int4 b0 = q_xw(x, i, u * 64 + 32), b1 = q_xw(x, i, u * 64 + 48);
+            const float2 e1 = q_xs(x, i, 2 * u), e2 = q_xs(x, i, 2 * u + 1);
+#pragma unroll
+            for (int r = 0; r < R; r++) {
+                int s1 = 0, s2 = 0;
+#pragma unroll
+                for (int c = 0; c < 8; c++) {
+                    s1 = q_dot4i((int)lo[r][c], q_w4(c < 4 ? a0 : a1, c & 3), s1);
+                    s2 = q_dot4i((int)hi[r][c], q_w4(c < 4 ? b0 : b1, c & 3), s2);
+                }
+                float t = acc[r][i];
+                t = fmaf(k1[r] * e1.x, (float)s1, t);
+                t = fmaf(k2[r] * e2.x, (float)s2, t);
+                t = fmaf(-n1[r], e1.y, t);
+                t = fmaf(-n2[r], e2.y, t);
+                acc[r][i] = t;
+            }
+        }
+    }
+};
+
+/* q6_k: units of 128 values (half a super-block: 8 groups of 16 values,
+ * each with a signed 8-bit scale) */
+struct qq_q6_k {
+    static constexpr int U = 128, NB = 2;
+    typedef qu_q6_k::D D;
+    static WK_DEV void load(const uint8_t *wr, int64_t u, D &d) { qu_q6_k::load(wr, u, d); }
+    template <int M, int R> static WK_DEV void dot(const D *dd, const qx_ref &x, int64_t u, float (&acc)[R][M])
+    {
+#pragma unroll
+        for (int qq = 0; qq < 4; qq++) {                /* x block 4u + qq: values 32qq .. 32qq + 31 */
+            uint32_t q[R][8];
+#pragma unroll
+            for (int r = 0; r < R; r++)
+#pragma unroll
+                for (int c = 0; c < 8; c++) {
+                    const uint32_t A = dd[r].ql[c], Bw = dd[r].ql[c + 8], H = dd[r].qh[c];
+                    uint32_t v;
+                    if (qq == 0) v = (A & 0x0F0F0F0Fu) | ((H << 4) & 0x30303030u);
+                    else if (qq == 1) v = (Bw & 0x0F0F0F0Fu) | ((H << 2) & 0x30303030u);
+                    else if (qq == 2) v = ((A >> 4) & 0x0F0F0F0Fu) | (H & 0x30303030u);
+                    else v = ((Bw >> 4) & 0x0F0F0F0Fu) | ((H >> 2) & 0x30303030u);
+                    q[r][c] = ((v | 0x80808080u) - 0x20202020u) ^ 0x80808080u;   /* codes - 32, signed bytes */
+                }
+#pragma unroll
+            for (int i = 0; i < M; i++) {
+                const int4 a = q_xw(x, i, u * 128 + 32 * qq), b = q_xw(x, i, u * 128 + 32 * qq + 16);
+                const float2 e = q_xs(x, i, 4 * u + qq);
+#pragma unroll
+                for (int r = 0; r < R; r++) {
+                    int s0 = 0, s1 = 0;
+#pragma unroll
+                    for (int c = 0; c < 4; c++) {
+                        s0 = q_dot4i((int)q[r][c], q_w4(a, c), s0);
+                        s1 = q_dot4i((int)q[r][4 + c], q_w4(b, c), s1);
+                    }
+                    const int g0 = 2 * qq, g1 = 2 * qq + 1;
+                    const int sc0 = (int)(int8_t)((dd[r].sc[g0 / 4] >> (8 * (g0 % 4))) & 0xFF);
+                    const int sc1 = (int)(int8_t)((dd[r].sc[g1 / 4] >> (8 * (g1 % 4))) & 0xFF);
+                    const float d = wk_fast_f16_to_f32((uint16_t)dd[r].d);
+                    acc[r][i] = fmaf(d * e.x, (float)(sc0 * s0 + sc1 * s1), acc[r][i]);
+                }
+            }
+        }
+    }
+};
+
+/* dense bf16 / f16 rows: 32 values (four 16-byte loads), x in f32 */
+template <bool BF> struct qq_dense {
+    static constexpr int U = 32, NB = 2;
+    typedef typename qu_dense<BF>::D D;
+    static WK_DEV void load(const uint8_t *wr, int64_t u, D &d) { qu_dense<BF>::load(wr, u, d); }
+    template <int M, int R> static WK_DEV void dot(const D *dd, const qx_ref &x, int64_t u, float (&acc)[R][M])
+    {
+#pragma unroll
+        for (int c = 0; c < 8; c++) {
+            float y[R][4];
+#pragma unroll
+            for (int r = 0; r < R; r++) {
+                const uint4 q = dd[r].q[c / 2];
+                const uint32_t w0 = c % 2 ? q.z : q.x, w1 = c % 2 ? q.w : q.y;
+                y[r][0] = qu_dense<BF>::lo(w0);
+                y[r][1] = qu_dense<BF>::hi(w0);
+                y[r][2] = qu_dense<BF>::lo(w1);
+                y[r][3] = qu_dense<BF>::hi(w1);
+            }
+#pragma unroll
+            for (int i = 0; i < M; i++) {
+                const float4 v = *(const float4 *)(x.xf + i * x.k + u * 32 + 4 * c);
+#pragma unroll
+                for (int r = 0; r < R; r++) {
+                    float s = acc[r][i];
+                    s = fmaf(v.x, y[r][0], s);
+                    s = fmaf(v.y, y[r][1], s);
+                    s = fmaf(v.z, y[r][2], s);
+                    s = fmaf(v.w, y[r][3], s);
+                    acc[r][i] = s;
+                }
+            }
+        }
+    }
+};
+
+template <int QT> struct qq_of { typedef void T; };
+template <> struct qq_of<WK_Q4_0> { typedef qq_q4_0 T; };
+template <> struct qq_of<WK_Q8_0> { typedef qq_q8_0 T; };
+template <> struct qq_of<WK_Q4_K> { typedef qq_qk45<false> T; };
+template <> struct qq_of<WK_Q5_K> { typedef qq_qk45<true> T; };
+template <> struct qq_of<WK_Q6_K> { typedef qq_q6_k T; };
+template <> struct qq_of<WK_BF16> { typedef qq_dense<true> T; };
+template <> struct qq_of<WK_F16> { typedef qq_dense<false> T; };
+
+/* the types with an 8-bit-activation kernel */
+static bool qq_has(wk_dtype qt)
+{
+    return qt == WK_Q4_0 || qt == WK_Q8_0 || qt == WK_Q4_K || qt == WK_Q5_K || qt == WK_Q6_K;
+}
+
+/* x [m, k] (any dtype, strides) -> the scratch of qx_ref, rows m..M-1
+ * zero; one thread per 32 values */
+struct qx_params {
+    const void *x;
+    int x_dt, m, M;
+    int64_t x_s0, x_s1, k;
+    int8_t *xq;
+    float2 *xd;
+    float *xf;               /* dense: f32 copy instead of q8 */
+};
+
+__global__ void qx_kernel(qx_params p)
+{
+    const int64_t nb = p.k / 32;
+    WK_GPU_FOR(t, (int64_t)p.M * nb) {
+        const int64_t i = t / nb, b = t - i * nb;
+        float v[32];
+#pragma unroll
+        for (int j = 0; j < 32; j++)
+            v[j] = i < p.m ? qmv_ld(p.x, p.x_dt, i * p.x_s0 + (32 * b + j) * p.x_s1) : 0.0f;
+        if (p.xf) {
+#pragma unroll
+            for (int j = 0; j < 32; j += 4)
+                *(float4 *)(p.xf + i * p.k + 32 * b + j) = make_float4(v[j], v[j + 1], v[j + 2], v[j + 3]);
+            continue;
+        }
+        float amax = 0.0f, sum = 0.0f;
+#pragma unroll
+        for (int j = 0; j < 32; j++) {
+            amax = fmaxf(amax, fabsf(v[j]));
+            sum += v[j];
+        }
+        const float d = amax / 127.0f, id = d != 0.0f ? 1.0f / d : 0.0f;
+        uint32_t w[8];
+#pragma unroll
+        for (int c = 0; c < 8; c++) {
+            uint32_t o = 0;
+#pragma unroll
+            for (int j = 0; j < 4; j++) {
+                int q = (int)rintf(v[4 * c + j] * id);
+                q = q > 127 ? 127 : q < -127 ? -127 : q;
+                o |= ((uint32_t)q & 0xFFu) << (8 * j);
+            }
+            w[c] = o;
+        }
+        uint4 *dst = (uint4 *)(p.xq + i * p.k + 32 * b);
+        dst[0] = make_uint4(w[0], w[1], w[2], w[3]);
+        dst[1] = make_uint4(w[4], w[5], w[6], w[7]);
+        p.xd[i * nb + b] = make_float2(d, sum);
+    }
+}
+
+struct qmvq_params {
+    const uint8_t *w;        /* row 0 of W */
+    int64_t w_rs;            /* W row stride, bytes */
+    int64_t n;
+    qx_ref x;
+    void *y;                 /* [m, n] contiguous, x's dtype */
+    int y_dt, m, tr;
+};
+
+template <int QT, int M, int R> __global__ __launch_bounds__(QMV_BLOCK) void qmvq_kernel(qmvq_params p)
+{
+    typedef typename qq_of<QT>::T QU;
+    constexpr int U = QU::U, NB = QU::NB / R > 1 ? QU::NB / R : 1;
+    __shared__ float red[QMV_BLOCK / 32 * R * M];          /* TR > 32: per 32-lane group */
+    const int tid = (int)threadIdx.x, tr = p.tr;
+    const int rl = tid / tr, lr = tid - rl * tr;
+    const int64_t row0 = ((int64_t)blockIdx.x * (QMV_BLOCK / tr) + rl) * R;
+    const uint8_t *wr[R];
+#pragma unroll
+    for (int r = 0; r < R; r++) wr[r] = p.w + (row0 + r < p.n ? row0 + r : p.n - 1) * p.w_rs;
+    float acc[R][M];
+#pragma unroll
+    for (int r = 0; r < R; r++)
+#pragma unroll
+        for (int i = 0; i < M; i++) acc[r][i] = 0.0f;
+    const int64_t units = p.x.k / U;
+    if (row0 < p.n)
+        for (int64_t u0 = lr; u0 < units; u0 += NB * tr) {
+            typename QU::D dd[NB][R];
+#pragma unroll
+            for (int b = 0; b < NB; b++)
+                if (u0 + b * tr < units)
+#pragma unroll
+                    for (int r = 0; r < R; r++) QU::load(wr[r], u0 + b * tr, dd[b][r]);
+#pragma unroll
+            for (int b = 0; b < NB; b++)
+                if (u0 + b * tr < units) QU::template dot<M, R>(dd[b], p.x, u0 + b * tr, acc);
+        }
+    /* sums over the tr lanes of a row group: shuffles within groups of
+     * g = min(tr, 32) lanes (never across a warp), then shared memory */
+    const int g = tr < 32 ? tr : 32;
+#pragma unroll
+    for (int r = 0; r < R; r++)
+#pragma unroll
+        for (int i = 0; i < M; i++)
+            for (int s = g / 2; s > 0; s /= 2) acc[r][i] += wk_shfl_xor<32>(acc[r][i], s, g);
+    if (tr > 32) {
+        const int ng = tr / 32;                               /* 32-lane groups per row group */
+        if ((lr & 31) == 0)
+#pragma unroll
+            for (int r = 0; r < R; r++)
+#pragma unroll
+                for (int i = 0; i < M; i++) red[((rl * ng + lr / 32) * R + r) * M + i] = acc[r][i];
+        __syncthreads();
+        if (lr == 0)
+#pragma unroll
+            for (int r = 0; r < R; r++)
+#pragma unroll
+                for (int i = 0; i < M; i++) {
+                    float t = 0.0f;
+                    for (int q = 0; q < ng; q++) t += red[((rl * ng + q) * R + r) * M + i];
+                    acc[r][i] = t;
+                }
+    }
+    if (lr == 0)
+#pragma unroll
+        for (int r = 0; r < R; r++)
+            if (row0 + r < p.n)
+#pragma unroll
+                for (int i = 0; i < M; i++)
+                    if (i < p.m) {
+                        const float v = acc[r][i];
+                        const int64_t o = i * p.n + row0 + r;
+                        if (p.y_dt == WK_F32) ((float *)p.y)[o] = v;
+                        else if (p.y_dt == WK_F16) ((uint16_t *)p.y)[o] = wk_fast_f32_to_f16(v);
+                        else ((uint16_t *)p.y)[o] = wk_fast_f32_to_bf16(v);
+                    }
+}
+
+/* y [m, n] = x [m, k] . W^T through qx_kernel + qmvq_kernel (qt one of
+ * qq_has's types, or bf16/f16 for the dense matvec) */
+static wk_status qmvq_run(wk_gpu_ctx *c, wk_dtype qt, const uint8_t *w, int64_t w_rs, int64_t n, int64_t k,
+                          const wk_view *d, const wk_view *x)
+{
+    const int64_t m = d->dims[0];
+    const int M = m <= 1 ? 1 : m <= 2 ? 2 : m <= 4 ? 4 : 8;
+    const bool dense = qt == WK_BF16 || qt == WK_F16;
+    int U = 32;
+    if (qt == WK_Q4_K || qt == WK_Q5_K) U = 64;
+    else if (qt == WK_Q6_K) U = 128;
+    /* scratch: int8 x + (d, s) per 32 values, or f32 x */
+    const size_t xq_bytes = dense ? 0 : (size_t)M * (size_t)k;
+    const size_t bytes = dense ? (size_t)M * (size_t)k * 4 : xq_bytes + (size_t)M * (size_t)(k / 32) * 8;
+    void *buf = NULL;
+    wk_status st = wk_gpu_scratch_alloc(c, bytes, &buf);
+    if (st != WK_OK) return st;
+    qx_params xp;
+    memset(&xp, 0, sizeof xp);
+    xp.x = wk_gpu_view_ptr(x);
+    xp.x_dt = x->dtype;
+    xp.m = (int)m;
+    xp.M = M;
+    xp.x_s0 = x->strides[0];
+    xp.x_s1 = x->strides[1];
+    xp.k = k;
+    if (dense) xp.xf = (float *)buf;
+    else {
+        xp.xq = (int8_t *)buf;
+        xp.xd = (float2 *)((uint8_t *)buf + xq_bytes);
+    }
+    qx_kernel<<<wk_gpu_grid(c, (int64_t)M * (k / 32), 128, 8), 128, 0, c->stream>>>(xp);
+    st = wk_gpu_launched(c, dense ? "matmul (matvec x)" : "qmatmul (qmatvec x to q8)", __FILE__, __LINE__);
+    if (st != WK_OK) {
+        wk_gpu_scratch_free(c, buf);
+        return st;
+    }
+    qmvq_params p;
+    memset(&p, 0, sizeof p);
+    p.w = w;
+    p.w_rs = w_rs;
+    p.n = n;
+    p.x.xq = xp.xq;
+    p.x.xd = xp.xd;
+    p.x.xf = xp.xf;
+    p.x.k = k;
+    p.y = wk_gpu_view_ptr(d);
+    p.y_dt = d->dtype;
+    p.m = (int)m;
+    /* rows per thread R: 1 for one row of x, 2 for 2, 4 beyond (the x
+     * slice of a unit is read once for R weight rows); WICK_QMVQ_R
+     * overrides (1, 2, 4) */
+    int R = M == 1 ? 1 : M == 2 ? 2 : 4;
+    const int fr = q_env_int("WICK_QMVQ_R", 0);
+    if (fr == 1 || fr == 2 || fr == 4) R = fr;
+    if (M == 2 && R == 4) R = 2;                       /* instantiated: M 2 with R 1, 2; M 4 with R 2, 4 */
+    if (M == 4 && R == 1) R = 2;
+    /* threads per row group: the largest power of two (<= 256, <= the
+     * units of a row) that still gives the grid WICK_QMV_BPS (4) blocks
+     * per multiprocessor; WICK_QMV_TR overrides */
+    const int64_t units = k / U;
+    int tr = 8;
+    while (tr < QMV_BLOCK && tr < units) tr *= 2;
+    const int64_t want = (int64_t)c->sm_count * q_env_int("WICK_QMV_BPS", 4);
+    while (tr > 8 && (n + (int64_t)R * (QMV_BLOCK / tr) * 2 - 1) / ((int64_t)R * (QMV_BLOCK / tr) * 2) >= want) tr /= 2;
+    const int force = q_env_int("WICK_QMV_TR", 0);
+    if (force >= 1 && force <= QMV_BLOCK && (force & (force - 1)) == 0) tr = force;
+    p.tr = tr;
+    const int64_t rpb = (int64_t)R * (QMV_BLOCK / tr);
+    const int64_t g = (n + rpb - 1) / rpb;
+    if (g > 0x7FFFFFFF) {
+        wk_gpu_scratch_free(c, buf);
+        return wk_gpu_host->set_error(WK_ERR_SHAPE, "qmatmul: %lld rows of w are too many", (long long)n);
+    }
+#define QMVQ_GO_(QT)                                                                                   \
+    {                                                                                                  \
+        if (M == 1) {                                                                                  \
+            if (R == 1) qmvq_kernel<QT, 1, 1><<<(unsigned)g, QMV_BLOCK, 0, c->stream>>>(p);            \
+            else if (R == 2) qmvq_kernel<QT, 1, 2><<<(unsigned)g, QMV_BLOCK, 0, c->stream>>>(p);       \
+            else qmvq_kernel<QT, 1, 4><<<(unsigned)g, QMV_BLOCK, 0, c->stream>>>(p);                   \
+        } else if (M == 2) {                                                                           \
+            if (R == 1) qmvq_kernel<QT, 2, 1><<<(unsigned)g, QMV_BLOCK, 0, c->stream>>>(p);            \
+            else qmvq_kernel<QT, 2, 2><<<(unsigned)g, QMV_BLOCK, 0, c->stream>>>(p);                   \
+        } else if (M == 4) {                                                                           \
+            if (R == 2) qmvq_kernel<QT, 4, 2><<<(unsigned)g, QMV_BLOCK, 0, c->stream>>>(p);            \
+            else qmvq_kernel<QT, 4, 4><<<(unsigned)g, QMV_BLOCK, 0, c->stream>>>(p);                   \
+        } else {                                                                                       \
+            if (R == 1) qmvq_kernel<QT, 8, 1><<<(unsigned)g, QMV_BLOCK, 0, c->stream>>>(p);            \
+            else if (R == 2) qmvq_kernel<QT, 8, 2><<<(unsigned)g, QMV_BLOCK, 0, c->stream>>>(p);       \
+            else qmvq_kernel<QT, 8, 4><<<(unsigned)g, QMV_BLOCK, 0, c->stream>>>(p);                   \
+        }                                                                                              \
+    }
+    switch (qt) {
+    case WK_Q4_0: QMVQ_GO_(WK_Q4_0) break;
+    case WK_Q8_0: QMVQ_GO_(WK_Q8_0) break;
+    case WK_Q4_K: QMVQ_GO_(WK_Q4_K) break;
+    case WK_Q5_K: QMVQ_GO_(WK_Q5_K) break;
+    case WK_Q6_K: QMVQ_GO_(WK_Q6_K) break;
+    case WK_BF16: QMVQ_GO_(WK_BF16) break;
+    default: QMVQ_GO_(WK_F16) break;
+    }
+#undef QMVQ_GO_
+    st = wk_gpu_launched(c, dense ? "matmul (matvec)" : "qmatmul (qmatvec)", __FILE__, __LINE__);
+    wk_gpu_scratch_free(c, buf);
+    return st;
 }
 
 /* the dense matvec: dst [m, n] = a [m, k] . b [k, n] for f16/bf16 with
@@ -867,7 +1404,7 @@ extern "C" wk_status wk_gpu_dense_matvec(void *ctx, const wk_view *dst, const wk
     const uint8_t *w = (const uint8_t *)wk_gpu_view_ptr(b);
     if (!wk_gpu_aligned(w, 16)) return WK_OK;
     *done = true;
-    return qmv_run(c, dt, w, b->strides[1] * 2, n, k, dst, a);
+    return qmvq_run(c, dt, w, b->strides[1] * 2, n, k, dst, a);
 }
 
 /* m > 8: W dequantized to x's dtype, then matmul (x . W^T) */
@@ -908,8 +1445,11 @@ extern "C" wk_status wk_gpu_qmatmul(void *ctx, const wk_op_args *a)
     const bool deq = mode && !strcmp(mode, "dequant");
     if (m <= 8 && !deq) {
         const int64_t B = wk_dt_block(w->dtype), BB = wk_dt_block_bytes(w->dtype);
-        return qmv_run(c, w->dtype, (const uint8_t *)w->base + w->offset / B * BB, w->strides[0] / B * BB, n,
-                       w->dims[1], d, x);
+        const uint8_t *wb = (const uint8_t *)w->base + w->offset / B * BB;
+        const char *act = getenv("WICK_QMATVEC");
+        if (qq_has(w->dtype) && !(act && !strcmp(act, "f32")))
+            return qmvq_run(c, w->dtype, wb, w->strides[0] / B * BB, n, w->dims[1], d, x);
+        return qmv_run(c, w->dtype, wb, w->strides[0] / B * BB, n, w->dims[1], d, x);
     }
     return qmm_dequant(c, d, w, x);
 }

@@ -32,8 +32,13 @@ typedef enum p_kind { PK_CONTIG, PK_TRANSPOSED, PK_NARROWED, PK_BROADCAST, PK_SW
 /* PG_SORTKEYS: floats from a small set with ties, NaN, +-inf and +-0 (one
  *   in four) or PG_FULL's spread; integers as PG_FULL with one in four
  *   from a small set (ties, the extremes) */
+/* PG_Q8: j / 64 for integers j in [-127, 127], with every element whose
+ *   index, or whose run of the base's last dim, is a multiple of 32 at
+ *   +-127 / 64: any 32 consecutive values along either dim of a 2-d base
+ *   hold a +-127 / 64, so 8-bit activation blocks (qmatmul's q8 path) of
+ *   x or of x transposed represent them exactly (scale 1 / 64) */
 typedef enum p_gen { PG_UNIFORM, PG_POSITIVE, PG_AWAY, PG_SMALLSET, PG_FULL, PG_IDS, PG_MASK, PG_POISON, PG_IDS_BAD,
-                     PG_INF_ROWS, PG_MASK_INF, PG_SORTKEYS } p_gen;
+                     PG_INF_ROWS, PG_MASK_INF, PG_SORTKEYS, PG_Q8 } p_gen;
 
 typedef struct p_input {
     wk_dtype dt;
@@ -96,6 +101,7 @@ typedef struct p_case {
     p_input in[4];         /* in[0] is the destination of in-place ops */
     bool accum;            /* accumulating op: the looser bound */
     bool exact;            /* results must agree bit for bit */
+    double bound;          /* > 0: this normalized-error bound instead of the dtype's */
     bool expect_err;       /* must fail with WK_ERR_INDEX on the cpu and every device,
                               an in-place destination left unchanged */
     bool causal;           /* PF_ATTENTION */

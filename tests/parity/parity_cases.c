@@ -13,6 +13,7 @@
  * case with an input above 4096 elements.
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include "parity.h"
 
@@ -741,7 +742,30 @@ static void quant_ops(void)
                 c.nin = 2;
                 const int64_t K = mc[k].kb * B;
                 c.in[0] = IN(WK_F32, WK_SHAPE(mc[k].n + (mc[k].narrow ? 2 : 0), K), PK_CONTIG, PG_UNIFORM, -1, 1);
-                c.in[1] = IN(dt, WK_SHAPE(mc[k].m, K), mc[k].xk, PG_UNIFORM, -1, 1);
+                c.in[1] = IN(dt, WK_SHAPE(mc[k].m, K), mc[k].xk, PG_Q8, -1, 1);
+                p_run(&c);
+            }
+            /* x uniform: on GPUs, q4_0/q8_0/q4_k/q5_k/q6_k round x to 8
+             * bits for m <= 8 (unless WICK_QMATVEC=f32): a looser bound,
+             * about 7x the expected normalized error of that rounding
+             * (1.5e-5 for x uniform in [-1, 1]; docs/quantization.md), on
+             * cases with enough outputs for the error to be near its mean */
+            for (int k = 0; k < 2; k++) {
+                static const struct { const char *name; int64_t m, n, kb; p_kind xk; } uc[] = {
+                    { "m8_n65_k9blk_xuniform", 8, 65, 9, PK_CONTIG }, { "m1_n300_k40blk_xuniform_xT", 1, 300, 40, PK_TRANSPOSED },
+                };
+                const char *act = getenv("WICK_QMATVEC");
+                const bool q8 = (qt == WK_Q4_0 || qt == WK_Q8_0 || qt == WK_Q4_K || qt == WK_Q5_K || qt == WK_Q6_K) &&
+                                !(act && !strcmp(act, "f32"));
+                p_case c = start("qmatmul", qt, PF_QMATMUL);
+                snprintf(c.name, sizeof c.name, "qmatmul/%s/%s/%s", wk_dtype_name(qt), wk_dtype_name(dt), uc[k].name);
+                c.to = qt;
+                c.accum = true;
+                c.bound = q8 ? 1e-4 : 0;
+                c.nin = 2;
+                const int64_t K = uc[k].kb * B;
+                c.in[0] = IN(WK_F32, WK_SHAPE(uc[k].n, K), PK_CONTIG, PG_UNIFORM, -1, 1);
+                c.in[1] = IN(dt, WK_SHAPE(uc[k].m, K), uc[k].xk, PG_UNIFORM, -1, 1);
                 p_run(&c);
             }
             for (int i = 0; i < N_(id_dts); i++)

@@ -134,6 +134,11 @@ static void fill(const p_input *in, void *host, int64_t n, int64_t row, t_rng *r
             break;
         }
         case PG_POISON: t_put_bits(dt, host, i, 0x5A5A5A5A5A5A5A5Aull); break;
+        case PG_Q8: {
+            const int64_t j = i % 32 == 0 || (i / row) % 32 == 0 ? (t_rng_next(r) & 1 ? 127 : -127) : t_rng_int(r, -127, 127);
+            t_put(dt, host, i, (double)j / 64);
+            break;
+        }
         case PG_IDS: t_puti(dt, host, i, in->hi > 0 ? t_rng_int(r, 0, (int64_t)in->hi - 1) : 0); break;
         case PG_IDS_BAD: t_puti(dt, host, i, i == n / 2 ? (int64_t)in->lo : in->hi > 0 ? t_rng_int(r, 0, (int64_t)in->hi - 1) : 0); break;
         case PG_MASK: { static const int64_t m[] = { 0, 1, 0, 256, 0, 65536, (int64_t)1 << 32 };
@@ -321,6 +326,7 @@ static double bound_for(const p_case *c, wk_dtype dt)
 {
     static const double el[WK_DTYPE_COUNT] = { 0, 0, 0, 0, 0, 5e-6, 1e-7, 1e-11, 1e-26, 5e-3 };
     static const double acc[WK_DTYPE_COUNT] = { 0, 0, 0, 0, 0, 2e-5, 1e-6, 1e-9, 1e-24, 2e-2 };
+    if (c->bound > 0) return c->bound;
     return c->accum ? acc[dt] : el[dt];
 }
 
