@@ -237,6 +237,47 @@ static wk_status rope_tables(wk_llm *m, double base, const wk_rope_scaling *sc, 
     return WK_OK;
 }
 
+/* n matrices (or biases) stacked along dim 0 into *dst when all are
+ * present and of one dtype (one block type for quantized ones: rows are
+ * whole blocks, so stacking rows is a byte copy); the parts are released
+ * and set to NULL. Otherwise nothing changes. */
+static wk_status fuse(wk_tensor **dst, wk_tensor **const *parts, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (!*parts[i] || wk_tensor_dtype(*parts[i]) != wk_tensor_dtype(*parts[0])) return WK_OK;
+    wk_tensor *ts[3];
+    for (int i = 0; i < n; i++) ts[i] = *parts[i];
+    wk_tensor *c = wk_cat(ts, n, 0);
+    if (!c) return wk_merr_core("stacking weights");
+    *dst = c;
+    for (int i = 0; i < n; i++) {
+        wk_release(*parts[i]);
+        *parts[i] = NULL;
+    }
+    return WK_OK;
+}
+
+/* A layer's q, k, v matrices as one (and their biases, when every part
+ * fuses), and gate with up: a decode step then launches 3 matmuls fewer.
+ * WICK_LLM_FUSE=0 keeps them apart (for measuring the difference). */
+static wk_status fuse_layer(llm_layer *y)
+{
+    const char *e = getenv("WICK_LLM_FUSE");
+    if (e && !strcmp(e, "0")) return WK_OK;
+    wk_status st;
+    const bool bias = y->bq || y->bk || y->bv;
+    const bool same = wk_tensor_dtype(y->wq) == wk_tensor_dtype(y->wk) && wk_tensor_dtype(y->wq) == wk_tensor_dtype(y->wv);
+    if (same && (!bias || (y->bq && y->bk && y->bv))) {
+        wk_tensor **w[3] = { &y->wq, &y->wk, &y->wv }, **b[3] = { &y->bq, &y->bk, &y->bv };
+        if (bias && (st = fuse(&y->bqkv, b, 3))) return st;
+        if (!bias || y->bqkv) {
+            if ((st = fuse(&y->wqkv, w, 3))) return st;
+        }
+    }
+    wk_tensor **g[2] = { &y->w_gate, &y->w_up };
+    return fuse(&y->w_gu, g, 2);
+}
+
 static bool is_gguf(const char *path)
 {
     FILE *f = fopen(path, "rb");
@@ -330,6 +371,8 @@ wk_llm *wk_llm_load(const char *path, wk_device *dev, const wk_llm_options *opts
         goto fail;
     }
     if ((st = load_weights(m, &o))) goto fail;
+    for (int64_t l = 0; l < in->n_layer; l++)
+        if ((st = fuse_layer(&m->layers[l]))) goto fail;
     if ((st = rope_tables(m, in->rope_base, &m->hp.scaling, m->hp.freq_factors, &m->cos, &m->sin))) goto fail;
     if (in->arch == WK_LLM_GEMMA3 &&
         (st = rope_tables(m, in->rope_base_local, &m->hp.scaling_local, false, &m->cos_local, &m->sin_local)))
@@ -359,7 +402,7 @@ void wk_llm_free(wk_llm *m)
             llm_layer *y = &m->layers[l];
             wk_tensor *ts[] = { y->attn_norm, y->wq, y->wk, y->wv, y->wo, y->bq, y->bk, y->bv, y->q_norm, y->k_norm,
                                 y->post_attn_norm, y->ffn_norm, y->w_gate, y->w_up, y->w_down, y->post_ffn_norm,
-                                y->k_cache, y->v_cache };
+                                y->k_cache, y->v_cache, y->wqkv, y->bqkv, y->w_gu };
             for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++) wk_release(ts[i]);
         }
         free(m->layers);
@@ -435,6 +478,7 @@ static wk_status forward(wk_llm *m, const int32_t *tokens, int64_t T, int64_t fi
     const wk_llm_info *in = &m->info;
     const llm_hparams *hp = &m->hp;
     const int64_t E = in->n_embd, H = in->n_head, Hkv = in->n_head_kv, D = in->head_dim, pos = m->pos;
+    const int64_t QD = H * D, KD = Hkv * D, F = in->n_ff;
     const wk_dtype act = in->act_dtype;
     wk_status st = WK_OK;
     uint32_t *ids = malloc((size_t)T * sizeof *ids);
@@ -452,16 +496,34 @@ static wk_status forward(wk_llm *m, const int32_t *tokens, int64_t T, int64_t fi
         llm_layer *y = &m->layers[l];
         wk_scope_begin();
         /* attention */
-        wk_tensor *q = wk_reshape(linear(h, y->wq, y->bq), WK_SHAPE(1, T, H, D));
-        wk_tensor *k = wk_reshape(linear(h, y->wk, y->bk), WK_SHAPE(1, T, Hkv, D));
-        wk_tensor *v = wk_reshape(linear(h, y->wv, y->bv), WK_SHAPE(1, T, Hkv, D));
+        const bool local = in->arch == WK_LLM_GEMMA3 && y->sliding;
+        wk_tensor *q, *k, *v;
+        bool roped = false;
+        if (y->wqkv) {   /* one matmul; q, k, v are column ranges of its rows */
+            wk_tensor *qkv = linear(h, y->wqkv, y->bqkv);
+            if (!hp->qk_norm) {   /* q and k rotated in one launch */
+                wk_tensor *r = rope(m, wk_reshape(wk_narrow(qkv, 1, 0, QD + KD), WK_SHAPE(1, T, H + Hkv, D)), local, pos);
+                q = wk_narrow(r, 1, 0, H);
+                k = wk_narrow(r, 1, H, Hkv);
+                roped = true;
+            } else {
+                q = wk_reshape(wk_narrow(qkv, 1, 0, QD), WK_SHAPE(1, T, H, D));
+                k = wk_reshape(wk_narrow(qkv, 1, QD, KD), WK_SHAPE(1, T, Hkv, D));
+            }
+            v = wk_reshape(wk_narrow(qkv, 1, QD + KD, KD), WK_SHAPE(1, T, Hkv, D));
+        } else {
+            q = wk_reshape(linear(h, y->wq, y->bq), WK_SHAPE(1, T, H, D));
+            k = wk_reshape(linear(h, y->wk, y->bk), WK_SHAPE(1, T, Hkv, D));
+            v = wk_reshape(linear(h, y->wv, y->bv), WK_SHAPE(1, T, Hkv, D));
+        }
         if (hp->qk_norm) {
             q = norm(m, q, y->q_norm);
             k = norm(m, k, y->k_norm);
         }
-        const bool local = in->arch == WK_LLM_GEMMA3 && y->sliding;
-        q = rope(m, q, local, pos);
-        k = rope(m, k, local, pos);
+        if (!roped) {
+            q = rope(m, q, local, pos);
+            k = rope(m, k, local, pos);
+        }
         wk_tensor *a = NULL;
         if (q && k && v &&
             wk_copy_into(wk_narrow(y->k_cache, 2, pos, T), k) == WK_OK &&
@@ -476,7 +538,15 @@ static wk_status forward(wk_llm *m, const int32_t *tokens, int64_t T, int64_t fi
         wk_tensor *x2 = NULL;
         h = a ? wk_add_rms_norm(a, x, y->ffn_norm, in->norm_eps, hp->gemma_norm, &x2) : NULL;
         x = x2;
-        wk_tensor *g = h ? linear(h, y->w_gate, NULL) : NULL, *u = h ? linear(h, y->w_up, NULL) : NULL;
+        wk_tensor *g = NULL, *u = NULL;
+        if (h && y->w_gu) {
+            wk_tensor *gu = linear(h, y->w_gu, NULL);
+            g = wk_narrow(gu, 1, 0, F);
+            u = wk_narrow(gu, 1, F, F);
+        } else if (h) {
+            g = linear(h, y->w_gate, NULL);
+            u = linear(h, y->w_up, NULL);
+        }
         wk_tensor *act_ = hp->gelu_mlp ? wk_mul(wk_gelu(g), u) : wk_silu_mul(g, u);
         f = act_ ? linear(act_, y->w_down, NULL) : NULL;
         if (f && y->post_ffn_norm) f = norm(m, f, y->post_ffn_norm);
@@ -498,8 +568,11 @@ static wk_status forward(wk_llm *m, const int32_t *tokens, int64_t T, int64_t fi
     }
     if (h && out) {
         const int64_t rows = T - first_out;
-        wk_tensor *xl = f ? wk_add(wk_narrow(x, 0, first_out, rows), wk_narrow(f, 0, first_out, rows)) : NULL;
-        wk_tensor *lg = xl ? linear(norm(m, xl, m->out_norm), m->output, NULL) : NULL;
+        wk_tensor *xl = NULL;   /* x + f and the final norm in one op */
+        wk_tensor *hn = f ? wk_add_rms_norm(wk_narrow(f, 0, first_out, rows), wk_narrow(x, 0, first_out, rows),
+                                            m->out_norm, in->norm_eps, hp->gemma_norm, &xl)
+                          : NULL;
+        wk_tensor *lg = hn ? linear(hn, m->output, NULL) : NULL;
         if (lg && hp->final_softcap > 0)
             lg = wk_affine(wk_tanh(wk_affine(lg, 1.0 / hp->final_softcap, 0.0)), hp->final_softcap, 0.0);
         if (lg && act != WK_F32) lg = wk_to_dtype(lg, WK_F32);

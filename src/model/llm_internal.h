@@ -15,6 +15,10 @@
 typedef struct llm_layer {
     wk_tensor *attn_norm, *wq, *wk, *wv, *wo, *bq, *bk, *bv, *q_norm, *k_norm, *post_attn_norm;
     wk_tensor *ffn_norm, *w_gate, *w_up, *w_down, *post_ffn_norm;
+    /* fused at load (llm.c, fuse_layer): [wq; wk; wv] and its bias, and
+       [w_gate; w_up], when the parts share a dtype; the parts are then
+       NULL. One matmul instead of three (two) per step. */
+    wk_tensor *wqkv, *bqkv, *w_gu;
     bool sliding;                 /* gemma3's local layers, Mistral's window */
     wk_tensor *k_cache, *v_cache; /* [1, Hkv, context, D]                      */
 } llm_layer;
