@@ -278,10 +278,20 @@ def report(a):
         print()
         print(f"`wick quantize` of the 8B bf16 GGUF to q4_k_m: {q['seconds']} s on {q['threads']} threads "
               f"({q['bytes'] / 1e9:.2f} GB).")
-    if counts:
+    lo = os.path.join(a.out, "launch_overhead.log")
+    if os.path.exists(lo):
+        with open(lo) as f:
+            print()
+            print("`wick-launch-overhead --device cuda:0` (a chain of 1-element adds): " + f.read().strip())
+    splits = {r["label"]: r["text"] for r in rows if r.get("what") == "host_split"}
+    if counts or splits:
         print()
-        for lab, c in counts.items():
-            print(f"- {lab}: {c['launches']} launches (kernels and BLAS calls) per decode token")
+        for lab in sorted(set(counts) | set(splits)):
+            c = counts.get(lab)
+            line = f"- {lab}: " + (f"{c['launches']} launches (kernels and BLAS calls) per decode token" if c else "")
+            if lab in splits:
+                line += f"; {splits[lab]} (WICK_LLM_TIMING=1, mean over the one-token passes of the run)"
+            print(line)
 
 
 def main():

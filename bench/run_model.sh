@@ -17,7 +17,7 @@
 #   5. with ORACLE=1, runs tools/llm_oracle.py on cuda:0 (correctness).
 # Results: $OUT/RESULTS.md (the table), $OUT/results.tar (the JSON lines and
 # logs). Models go to $WORK (default /tmp/wick-run-model; about 21 GB).
-#   MODELS=smol,8b Q4=1 ORACLE=0 bench/run_model.sh
+#   MODELS=smol,8b Q4=1 ORACLE=0 [SMOL_VARIANTS="name:VAR=value .."] [B8_VARIANTS=..] bench/run_model.sh
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-build/run-model}
@@ -43,22 +43,38 @@ stamp "transformers side done"
 wait $bpid
 if [ "$(cat "$WORK/build.rc")" != 0 ]; then tail -30 "$OUT/build.log"; exit 1; fi
 stamp "build done"
+# the host cost of one small op on this machine (bench/README.md)
+make -s build/wick-launch-overhead > /dev/null 2>&1 && build/wick-launch-overhead --device cuda:0 > "$WORK/launch_overhead.log" 2>&1
+cat "$WORK/launch_overhead.log" 2>/dev/null
 
-# wick-llm-bench LABEL FILE [args]: JSON lines to $WORK/wick-LABEL.jsonl, and
+# wick-llm-bench LABEL FILE [args] (WB_ENV: VAR=value settings for it): JSON
+# lines to $WORK/wick-LABEL.jsonl, and
 # the launches of one decode step (the difference of the plugin's two counts
 # after the bench's marker line) as one more line
 wbench() {
     local label=$1 file=$2; shift 2
-    WICK_GPU_COUNT_LAUNCHES=1 timeout 300 build/wick-llm-bench "$file" --label "$label" "$@" \
+    env ${WB_ENV:-} WICK_GPU_COUNT_LAUNCHES=1 WICK_LLM_TIMING=1 timeout 300 build/wick-llm-bench "$file" --label "$label" "$@" \
         > "$WORK/wick-$label.jsonl" 2> "$WORK/wick-$label.err"
     local rc=$?
     local n=$(awk '/one decode step/{f=1; next} f && /launches so far/{v[++k]=$NF} END{if (k>=2) print v[2]-v[1]}' "$WORK/wick-$label.err")
     [ -n "$n" ] && echo "{\"label\": \"$label\", \"what\": \"launches\", \"launches\": $n}" >> "$WORK/wick-$label.jsonl"
+    local tl=$(grep -h "one-token forward passes" "$WORK/wick-$label.err" | sed 's/^wick: //')
+    [ -n "$tl" ] && echo "{\"label\": \"$label\", \"what\": \"host_split\", \"text\": \"$tl\"}" >> "$WORK/wick-$label.jsonl"
     stamp "wick $label (exit $rc)"; cat "$WORK/wick-$label.jsonl"; [ $rc = 0 ] || tail -5 "$WORK/wick-$label.err"
 }
-case ",$MODELS," in *,smol,*) wbench smol-bf16 "$WORK/smol.gguf" --steps 128 --reps 5 ;; esac
+case ",$MODELS," in *,smol,*)
+    wbench smol-bf16 "$WORK/smol.gguf" --steps 128 --reps 5
+    # SMOL_VARIANTS="nofuse:WICK_LLM_FUSE=0 wickmv:WICK_MATVEC=wick": the
+    # same run under other settings (label smol-bf16-NAME), for A/B rows
+    for v in ${SMOL_VARIANTS:-}; do
+        WB_ENV="${v#*:}" wbench "smol-bf16-${v%%:*}" "$WORK/smol.gguf" --steps 128 --reps 5
+    done ;;
+esac
 case ",$MODELS," in *,8b,*)
     wbench 8b-bf16 "$WORK/8b.gguf" --steps 48 --reps 3
+    for v in ${B8_VARIANTS:-}; do
+        WB_ENV="${v#*:}" wbench "8b-bf16-${v%%:*}" "$WORK/8b.gguf" --steps 48 --reps 3
+    done
     if [ "$Q4" = 1 ]; then
         t=$(date +%s)
         if timeout 400 build/wick quantize -q "$WORK/8b.gguf" "$WORK/8b-q4km.gguf" q4_k_m > "$WORK/quantize.log" 2>&1; then

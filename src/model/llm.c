@@ -31,7 +31,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include "llm_internal.h"
+
+static double llm_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
+}
 
 const char *wk_llm_arch_name(wk_llm_arch a)
 {
@@ -347,6 +355,8 @@ wk_llm *wk_llm_load(const char *path, wk_device *dev, const wk_llm_options *opts
     m->info.act_dtype = o.act_dtype;
     m->info.bos_id = -1;
     m->chunk = o.prefill_chunk ? o.prefill_chunk : 512;
+    const char *tenv = getenv("WICK_LLM_TIMING");
+    m->timing = tenv && tenv[0] && strcmp(tenv, "0") != 0;
     wk_status st = open_source(m, path);
     if (!st) st = llm_read_hparams(m, path);
     if (st) goto fail;
@@ -397,6 +407,9 @@ fail:
 void wk_llm_free(wk_llm *m)
 {
     if (!m) return;
+    if (m->timing && m->t_steps)
+        fprintf(stderr, "wick: %lld one-token forward passes: %.1f us to issue, %.1f us waiting for the logits (mean)\n",
+                (long long)m->t_steps, 1e3 * m->t_issue_ms / (double)m->t_steps, 1e3 * m->t_wait_ms / (double)m->t_steps);
     if (m->layers) {
         for (int64_t l = 0; l < m->info.n_layer; l++) {
             llm_layer *y = &m->layers[l];
@@ -485,6 +498,8 @@ static wk_status forward(wk_llm *m, const int32_t *tokens, int64_t T, int64_t fi
     if (!ids) return wk_merr(WK_ERR_MEMORY, "out of memory");
     for (int64_t i = 0; i < T; i++) ids[i] = (uint32_t)tokens[i];
 
+    const double t0 = m->timing ? llm_now_ms() : 0;
+    double t1 = 0;
     wk_scope_begin();
     wk_tensor *tid = wk_from_host(m->dev, WK_U32, WK_SHAPE(T), ids);
     wk_tensor *x = wk_dtype_is_quantized(wk_tensor_dtype(m->tok_embd)) ? wk_qgather(m->tok_embd, tid, act)
@@ -576,12 +591,18 @@ static wk_status forward(wk_llm *m, const int32_t *tokens, int64_t T, int64_t fi
         if (lg && hp->final_softcap > 0)
             lg = wk_affine(wk_tanh(wk_affine(lg, 1.0 / hp->final_softcap, 0.0)), hp->final_softcap, 0.0);
         if (lg && act != WK_F32) lg = wk_to_dtype(lg, WK_F32);
+        if (m->timing) t1 = llm_now_ms();
         if (!lg || wk_to_host(lg, out, (size_t)(rows * in->n_vocab) * sizeof(float)) != WK_OK) h = NULL;
     } else if (h) {
         /* no logits wanted: make sure the work is done and errors surface */
         if (wk_device_synchronize(m->dev) != WK_OK) h = NULL;
     }
     if (!h) st = wk_merr_core("forward pass at position %lld (%lld tokens)", (long long)pos, (long long)T);
+    if (m->timing && T == 1 && t1 > 0) {
+        m->t_steps++;
+        m->t_issue_ms += t1 - t0;
+        m->t_wait_ms += llm_now_ms() - t1;
+    }
     wk_scope_end();
     free(ids);
     (void)E;

@@ -54,6 +54,11 @@ struct wk_llm {
     llm_layer *layers;
     wk_tensor *cos, *sin, *cos_local, *sin_local;   /* [context, D/2] f32 */
     int64_t pos, chunk;
+    /* WICK_LLM_TIMING=1: host time of one-token forward passes, split into
+       issuing the work and waiting for the logits (printed at free) */
+    bool timing;
+    int64_t t_steps;
+    double t_issue_ms, t_wait_ms;
     /* text: token strings from the file (GGUF) for EOG detection and,
        when a tokenizer is built in, the tokenizer */
     char *chat_template;
