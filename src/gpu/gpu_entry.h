@@ -59,7 +59,7 @@ wk_status wk_gpu_attention(void *ctx, const wk_op_args *a);
  * arg_sort (wk_op_args as backend.h's CONV, POOL, UPSAMPLE and SORT
  * families describe them) */
 wk_status wk_gpu_conv(void *ctx, const wk_op_args *a);
-wk_status wk_gpu_pool(void *ctx, const wk_op_args *a);
+wk_status wk_gpu_pool2d(void *ctx, const wk_op_args *a);
 wk_status wk_gpu_upsample(void *ctx, const wk_op_args *a);
 wk_status wk_gpu_arg_sort(void *ctx, const wk_op_args *a);
 /* quant.hip: dequantize (QCONVERT; quantize stays on the cpu), qmatmul,

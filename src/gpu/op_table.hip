@@ -81,7 +81,7 @@ static wk_status ot_rand(void *ctx, const wk_op_args *a)
 #define OT_FAMILY_QGATHER wk_gpu_qgather
 /* convolutions (conv.hip), pools and upsampling (pool.hip), arg_sort (sort.hip) */
 #define OT_FAMILY_CONV wk_gpu_conv
-#define OT_FAMILY_POOL wk_gpu_pool
+#define OT_FAMILY_POOL wk_gpu_pool2d
 #define OT_FAMILY_UPSAMPLE wk_gpu_upsample
 #define OT_FAMILY_SORT wk_gpu_arg_sort
 #define OT_FAMILY_RESERVED NULL

@@ -192,7 +192,7 @@ static bool pl_dtype_ok(wk_dtype dt) { return dt == WK_F16 || dt == WK_BF16 || d
     default: break;                                                          \
     }
 
-wk_status wk_gpu_pool(void *ctx, const wk_op_args *a)
+wk_status wk_gpu_pool2d(void *ctx, const wk_op_args *a)
 {
     wk_gpu_ctx *c = (wk_gpu_ctx *)ctx;
     const wk_pool_params *P = (const wk_pool_params *)a->params;
