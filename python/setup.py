@@ -49,9 +49,9 @@ setup(
     ext_modules=[
         Extension(
             "wick._wick",
-            sources=["src/_wick.c"],
+            sources=["src/_wick.c", "src/model.c"],
             include_dirs=[os.path.join(ROOT, "include"), os.path.join(HERE, "src")],
-            depends=["src/dlpack.h"],
+            depends=["src/dlpack.h", "src/_wick.h"],
             extra_compile_args=["-std=gnu11", "-Wall", "-Wno-missing-field-initializers"],
             extra_link_args=["-Wl,--exclude-libs,ALL"],
             libraries=["m", "dl", "pthread"],

@@ -24,6 +24,7 @@
 #include <stdio.h>
 #include "wick.h"
 #include "dlpack.h"
+#include "_wick.h"
 
 /* Run a wick call with the GIL released; evaluates to its result. */
 #define CALL(T, expr)                                                                                  \
@@ -38,7 +39,7 @@
 /* ------------------------------------------------------------------ */
 /* errors                                                              */
 
-static PyObject *exc_for(wk_status s)
+PyObject *exc_for(wk_status s)
 {
     switch (s) {
     case WK_ERR_ARGUMENT:
@@ -120,7 +121,7 @@ static PyObject *hook_numpy, *hook_repr;   /* set by wick/__init__.py */
 #define TT(o) (((TensorObject *)(o))->t)
 
 /* A new Tensor object owning t (NULL t: raise wick's error). */
-static PyObject *wrap(wk_tensor *t)
+PyObject *wrap(wk_tensor *t)
 {
     if (!t) return raise_wk();
     TensorObject *o = PyObject_New(TensorObject, &Tensor_Type);
@@ -143,7 +144,7 @@ static void Tensor_dealloc(TensorObject *self)
     PyObject_Del(self);
 }
 
-static wk_device *device_of(PyObject *o)
+wk_device *device_of(PyObject *o)
 {
     if (!o || o == Py_None) {
         if (!cpu_dev) cpu_dev = open_device("cpu");
@@ -191,7 +192,7 @@ static bool dtype_from_str(const char *s, wk_dtype *out)
 
 /* o: a str, a numpy dtype (its .name), a numpy scalar type or ml_dtypes
  * type (its __name__), a torch dtype (str 'torch.float32'). */
-static int parse_dtype(PyObject *o, wk_dtype *out)
+int parse_dtype(PyObject *o, wk_dtype *out)
 {
     PyObject *s = NULL;
     if (PyUnicode_Check(o)) {
@@ -2971,5 +2972,9 @@ PyMODINIT_FUNC PyInit__wick(void)
     PyModule_AddIntConstant(m, "VERSION_MINOR", WK_VERSION_MINOR);
     PyModule_AddIntConstant(m, "VERSION_PATCH", WK_VERSION_PATCH);
     PyModule_AddIntConstant(m, "MAX_RANK", WK_MAX_RANK);
+    if (wkpy_model_init(m) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
     return m;
 }

@@ -15,8 +15,9 @@ exceptions carrying wick's message: ValueError (bad argument, shape or
 device), TypeError (dtype), IndexError, MemoryError, NotImplementedError (a
 RuntimeError: the device lacks the op), RuntimeError (a GPU runtime call).
 
-Submodules: wick.nn (functional NN ops). Model files, tokenizers and text
-generation (include/wick_model.h) get their bindings in wick.model.
+Submodules: wick.nn (functional NN ops), wick.model (language models,
+tokenizers, chat formats and text generation; its main names are here too:
+wick.load_model, wick.Model, wick.Tokenizer).
 """
 from . import _wick
 from ._wick import (  # noqa: F401
@@ -247,6 +248,16 @@ def from_dlpack(x, *, device=None, copy=None):
         return t.to(device)
     return t.copy() if copy else t
 
+
+from .model import (  # noqa: E402,F401
+    Generation,
+    Model,
+    Tokenizer,
+    TokenStream,
+    chat_apply,
+    chat_format_detect,
+    load_model,
+)
 
 __all__ = [n for n in dir() if not n.startswith("_")]
 

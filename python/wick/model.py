@@ -1,13 +1,70 @@
-"""wick.model — the place for bindings of wick's model layer: model files
-(include/wick_model.h: GGUF and safetensors), tokenizers
-(include/wick_tokenizer.h) and language models (include/wick_llm.h:
-loading, chat formats, sampling, and a generate iterator that yields text
-as it comes).
+"""wick.model — language models and tokenizers (include/wick_llm.h,
+include/wick_tokenizer.h): load a GGUF file or a safetensors model, tokenize,
+format chats, get logits, and generate text as it comes.
 
-Nothing is bound here yet. Bindings go in this module (Python) and in
-python/src/ (C functions calling wick_model.h, registered by _wick.c),
-following the conventions of the tensor bindings: errors as exceptions
-with the layer's message (wk_model_last_error and its kin), the GIL released during
-long calls, tensors returned as wick.Tensor.
+    >>> import wick
+    >>> m = wick.load_model("SmolLM2-135M-Instruct.Q4_1.gguf")      # or load_model() for the default model
+    >>> for piece in m.generate("What is 2 + 2?", chat=True, max_tokens=64, temperature=0):
+    ...     print(piece, end="", flush=True)
+    >>> m.tokenize("Hello")                      # ids, BOS as the model says
+    >>> m.logits("The capital of France is")     # f32 Tensor [n_vocab]
+
+Generation runs the C library's own loop (sampling, end tokens, stop
+strings, whole UTF-8 characters) on a thread of its own without the GIL,
+one token ahead of the consumer at most. A model takes one call at a time:
+starting another call on it while a generation is unfinished closes that
+generation first.
 """
-__all__ = []
+import os
+
+from ._wick import (  # noqa: F401
+    Generation,
+    Model,
+    Tokenizer,
+    TokenStream,
+    chat_apply,
+    chat_format_detect,
+)
+
+DEFAULT_MODEL_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+
+
+def cache_dir():
+    """The folder `wick run` and tools/fetch-default-model.sh keep models in:
+    $WICK_CACHE, else $XDG_CACHE_HOME/wick, else ~/.cache/wick."""
+    e = os.environ.get("WICK_CACHE")
+    if e:
+        return e
+    e = os.environ.get("XDG_CACHE_HOME")
+    if e:
+        return os.path.join(e, "wick")
+    return os.path.join(os.path.expanduser("~"), ".cache", "wick")
+
+
+def default_model_path():
+    """Where the default model (SmolLM2-135M-Instruct, Q4_1 GGUF) lies in the
+    cache, whether or not it is there (tools/fetch-default-model.sh fetches
+    it)."""
+    return os.path.join(cache_dir(), DEFAULT_MODEL_FILE)
+
+
+def load_model(path=None, device="cpu", dtype="f32", *, context=0, prefill_chunk=0, dequantize=False,
+               progress=False):
+    """A Model from a GGUF file or a safetensors model (a .safetensors file or
+    index with config.json beside it, or their folder). path None or
+    'smollm2': the default model in the cache (as `wick run`). device: 'cpu',
+    'cuda:0', 'rocm:0', ...; dtype: the activations and KV cache, 'f32' or
+    'bf16'; context: the KV cache's positions (0: the model's, at most 4096);
+    dequantize: decode block-quantized weights once at load instead of
+    multiplying them as they are; progress: a loading bar on stderr."""
+    if path is None or path == "smollm2":
+        path = default_model_path()
+        if not os.path.exists(path):
+            raise FileNotFoundError(
+                "the default model is not at %s: run tools/fetch-default-model.sh from wick's source" % path)
+    return Model(os.fspath(path), device=device, dtype=dtype, context=context, prefill_chunk=prefill_chunk,
+                 dequantize=dequantize, progress=progress)
+
+
+__all__ = ["Model", "Generation", "Tokenizer", "TokenStream", "load_model", "chat_apply", "chat_format_detect",
+           "default_model_path", "cache_dir", "DEFAULT_MODEL_FILE"]

@@ -1,0 +1,29 @@
+/* _wick.h — what the extension's two C files share: _wick.c (tensors,
+ * ops, errors, devices) lends its helpers to model.c (models, tokenizers
+ * and text generation), which registers its types and functions into the
+ * same module. Hidden symbols: nothing here is exported from the module.
+ */
+#ifndef WICK_PY_INTERNAL_H
+#define WICK_PY_INTERNAL_H
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include "wick.h"
+
+#define WKPY_HIDDEN __attribute__((visibility("hidden")))
+
+/* The Python exception class for a wick status. */
+WKPY_HIDDEN PyObject *exc_for(wk_status s);
+/* A device by name (a str, a Tensor's device, torch.device, None: the
+ * cpu), opened once and kept; NULL with an exception set. */
+WKPY_HIDDEN wk_device *device_of(PyObject *o);
+/* A dtype from a str, numpy or torch dtype; -1 with TypeError. */
+WKPY_HIDDEN int parse_dtype(PyObject *o, wk_dtype *out);
+/* A new wick.Tensor owning t (NULL t: raise wick's last error). */
+WKPY_HIDDEN PyObject *wrap(wk_tensor *t);
+
+/* model.c: adds Model, Tokenizer, TokenStream, Generation and the chat
+ * functions to the module; -1 with an exception set. */
+WKPY_HIDDEN int wkpy_model_init(PyObject *module);
+
+#endif
