@@ -647,12 +647,8 @@ static int model_claim(ModelObject *self)
         PyErr_SetString(PyExc_ValueError, "the model is closed");
         return -1;
     }
-    if (self->in_call) {
-        PyErr_SetString(PyExc_RuntimeError, "the model is in use by another thread");
-        return -1;
-    }
     if (self->active) generation_finish(self->active);
-    if (self->in_call || !self->m) {   /* another thread got in while the generation was closed */
+    if (self->in_call || !self->m) {   /* a call of another thread (or one that got in meanwhile) */
         PyErr_SetString(PyExc_RuntimeError, "the model is in use by another thread");
         return -1;
     }
@@ -732,6 +728,7 @@ static void Model_dealloc(ModelObject *self)
 static PyObject *Model_close(ModelObject *self, PyObject *unused)
 {
     (void)unused;
+    if (self->active) generation_finish(self->active);
     if (self->in_call) {
         PyErr_SetString(PyExc_RuntimeError, "the model is in use by another thread");
         return NULL;

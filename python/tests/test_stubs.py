@@ -1,6 +1,7 @@
-# test_stubs.py — the type stubs (.pyi) name every public function of wick
-# and wick.nn and every public method and property of wick.Tensor, and
-# every public function has a docstring.
+# test_stubs.py — the type stubs (.pyi) name every public function of wick,
+# wick.nn and wick.model and every public method and property of
+# wick.Tensor and of wick.model's classes, and every public function,
+# method and property has a docstring.
 import ast
 import os
 
@@ -50,3 +51,24 @@ def test_docstrings():
     for n in dir(wick.Tensor):
         if not n.startswith("_"):
             assert getattr(wick.Tensor, n).__doc__, n
+
+
+def _class_names(tree, name):
+    cls = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == name)
+    return {n.name for n in cls.body if isinstance(n, ast.FunctionDef)}
+
+
+def test_model_stubs():
+    tree = _stub("model.pyi")
+    assert set(wick.model.__all__) - _names(tree) == set()
+    for name in ("Model", "Generation", "Tokenizer", "TokenStream"):
+        cls = getattr(wick.model, name)
+        public = {n for n in dir(cls) if not n.startswith("_")}
+        assert public - _class_names(tree, name) == set(), name
+        assert cls.__doc__, name
+        for n in public:
+            assert getattr(cls, n).__doc__, (name, n)
+    for n in wick.model.__all__:
+        obj = getattr(wick.model, n)
+        if callable(obj):
+            assert obj.__doc__, n

@@ -4,6 +4,13 @@ from typing import Any, Iterator, Optional, Sequence, Tuple, Union, overload
 
 from . import model as model
 from . import nn as nn
+from .model import Generation as Generation
+from .model import Model as Model
+from .model import Tokenizer as Tokenizer
+from .model import TokenStream as TokenStream
+from .model import chat_apply as chat_apply
+from .model import chat_format_detect as chat_format_detect
+from .model import load_model as load_model
 
 __version__: str
 
