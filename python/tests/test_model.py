@@ -6,7 +6,8 @@
 #     text pieces (a character split over two tokens comes out whole, as the
 #     C decoder gives it), stop strings, end tokens, closing early, sampling
 #     by seed, tokenization and BOS, chat formatting, errors, a generation
-#     on another thread;
+#     on another thread, and a loop of generations dropped mid-way that does
+#     not grow the process;
 #   - the same file through `build/wick run` (the C command line), when it
 #     is built: the same bytes from generate() greedy and sampled;
 #   - SmolLM2-135M-Instruct (tools/fetch-default-model.sh's cache; skipped
@@ -407,3 +408,37 @@ def test_smollm2_same_as_wick_run(smol):
     assert r.returncode == 0, r.stderr
     mine = "".join(smol.generate(prompt, 24, temperature=0, chat=True))
     assert mine.encode() == r.stdout[:-1]
+
+
+def _rss_kib():
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return 0
+
+
+def test_generations_do_not_leak(tiny, model):
+    import gc
+    import sys
+
+    def churn(n):
+        for i in range(n):
+            g = model.generate([T.BOS, 9 + i % 20], 8, temperature=0.5, seed=i, ignore_eos=True, stop=["zz"])
+            for j, _ in enumerate(g):
+                if j == i % 5:
+                    break          # dropped mid-way every time but when it ends first
+            del g
+            m = wick.load_model(tiny[0]) if i % 50 == 0 else None
+            if m is not None:
+                m.generate([T.BOS], 4)   # never started, dropped with its model
+                del m
+            _ = model.logits([T.BOS, 9]).numpy()
+    churn(50)
+    gc.collect()
+    before = _rss_kib()
+    churn(600)
+    gc.collect()
+    assert _rss_kib() - before < 16 * 1024
+    assert sys.getrefcount(model) < 10
+
