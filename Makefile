@@ -71,6 +71,11 @@ $(BUILD)/wick-rtc-checks: tests/device/rtc_checks.c $(BUILD)/libwick.a
 	@$(if $(V),,echo "  LD $@")
 	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDLIBS)
 
+# collectives on the GPUs of the machine (NCCL / RCCL)
+$(BUILD)/wick-comm-checks: tests/device/comm_checks.c $(BUILD)/libwick.a
+	@$(if $(V),,echo "  LD $@")
+	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDLIBS)
+
 # the run-time compiler path of a plugin, without a GPU:
 # $(BUILD)/wick-rtc-compile-check $(BUILD)/libwick_cuda.so sm_90
 $(BUILD)/wick-rtc-compile-check: tests/device/rtc_compile_check.c $(wildcard include/*.h src/*.h)

@@ -614,7 +614,9 @@ wk_status wk_copy2d(wk_tensor *dst, const wk_tensor *src, int64_t rows, int64_t 
 /* Whether the device's backend implements op (an operation name such as
  * "exp", "add", "matmul", "index_select"; see wk_op_names) for dtype.
  * "rtc" (any dtype): whether dev compiles kernels at run time
- * (wick_ext.h: custom ops and run-time compiled kernels). */
+ * (wick_ext.h: custom ops and run-time compiled kernels). "all_reduce",
+ * "all_gather", "broadcast": whether dev has collectives for dtype
+ * (wick_comm.h). */
 bool wk_supports(wk_device *dev, const char *op, wk_dtype dt);
 /* All op names, NULL-terminated. */
 const char *const *wk_op_names(void);

@@ -46,7 +46,8 @@ extern "C" {
  *      wk_backend_iface
  *   5  rtc_target no longer opens the compiler (a disk-cache hit needs
  *      none; the cache key leaves the compiler's version out) and
- *      rtc_compiler says whether it opens */
+ *      rtc_compiler says whether it opens; collectives (comm_available
+ *      .. comm_run) appended */
 #define WK_BACKEND_ABI 5
 #define WK_BACKEND_ENTRY wk_backend_entry_v1
 
@@ -259,6 +260,19 @@ typedef struct wk_rtc_target {
                                     cache key)                               */
 } wk_rtc_target;
 
+/* One collective (comm_run): count elements of dtype from send to recv,
+ * device addresses of the rank's device (send == recv: in place). For
+ * ALL_GATHER recv holds size x count elements, rank r's at r x count. */
+typedef enum wk_coll_kind { WK_COLL_ALL_REDUCE_SUM, WK_COLL_ALL_GATHER, WK_COLL_BROADCAST } wk_coll_kind;
+typedef struct wk_coll_args {
+    wk_coll_kind kind;
+    wk_dtype dtype;              /* ALL_GATHER and BROADCAST: any (bytes)  */
+    const void *send;
+    void *recv;
+    size_t count;
+    int root;                    /* BROADCAST                              */
+} wk_coll_args;
+
 /* A compiled kernel (rtc_compile): code the device's loader takes (a
  * CUBIN, an AMD code object) and the kernel's symbol (its lowered name).
  * Both malloc'd by the plugin; the core frees them with free(). */
@@ -365,6 +379,27 @@ typedef struct wk_backend_iface {
      * kernelParams (one pointer to each argument's value). */
     wk_status (*rtc_launch)(void *ctx, void *fn, const unsigned grid[3], const unsigned block[3],
                             unsigned shared_bytes, void *stream, void **args);
+
+    /* ---- collectives (ABI 5; NULL: the backend has none) ---- */
+    /* WK_OK when the collective library (NCCL, RCCL) opens, else
+     * WK_ERR_UNSUPPORTED saying why; whether comm_run takes dt. */
+    wk_status (*comm_available)(void);
+    bool (*comm_dtype)(wk_dtype dt);
+    /* A fresh rendezvous id of WK_COMM_ID_BYTES (wick_comm.h); NULL
+     * where ranks cannot live in separate processes (the cpu). */
+    wk_status (*comm_unique_id)(void *id);
+    /* comms[i] for rank i on ctxs[i], i < n, for n threads of this
+     * process; all or none are made. */
+    wk_status (*comm_init_all)(void *const *ctxs, int n, void **comms);
+    /* Rank `rank` of `world` on ctx, joining through id (NULL with
+     * comm_unique_id). */
+    wk_status (*comm_init_rank)(void *ctx, const void *id, int rank, int world, void **comm);
+    /* Waits for the comm's queued work, then frees it. */
+    void (*comm_free)(void *comm);
+    /* One collective, on the comm's device's stream (the cpu: done on
+     * return). Every rank calls it with the same kind, count, dtype and
+     * root. */
+    wk_status (*comm_run)(void *comm, const wk_coll_args *a);
 } wk_backend_iface;
 
 /* A plugin's one exported symbol. Returns NULL (after set_error) when the

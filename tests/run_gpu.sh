@@ -3,7 +3,8 @@
 # NVIDIA GPU: builds the CUDA plugin and its virtual-wave64 twin, then runs
 # the parity runner on cuda:0 in both, with wick's own tiled GEMM, the
 # device checks (errors, events, pinned memory, >2^31 elements), the
-# event and pinned-memory tests, the custom-op and run-time kernel
+# event and pinned-memory tests, the collectives (wick-comm-checks,
+# NCCL from the loader or from PyTorch's wheels), the custom-op and run-time kernel
 # checks (wick-rtc-checks), compute-sanitizer memcheck over the quick
 # parity cases, the attention parity cases with the portable attention path
 # forced (a third plugin, built with ATTN_PORTABLE=1 in build-ap/), the
@@ -31,7 +32,7 @@ gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)
   echo "|---|---|"
 } > "$sum"
 
-make -j"$(nproc)" all build/wick-device-checks build/wick-rtc-checks build/wick-llm-oracle cuda cuda-wave64 CUDA_ARCHS="$arch" > "$OUT/build.log" 2>&1 &
+make -j"$(nproc)" all build/wick-device-checks build/wick-rtc-checks build/wick-comm-checks build/wick-llm-oracle cuda cuda-wave64 CUDA_ARCHS="$arch" > "$OUT/build.log" 2>&1 &
 make -j"$(nproc)" BUILD=build-ap ATTN_PORTABLE=1 build-ap/libwick_cuda.so CUDA_ARCHS="$arch" > "$OUT/build_ap.log" 2>&1 &
 wait %1 || { tail -30 "$OUT/build.log"; exit 1; }
 wait %2 || { tail -30 "$OUT/build_ap.log"; exit 1; }
@@ -54,6 +55,13 @@ run "\`WICK_GEMM=tiled wick-parity --op matmul\`" parity_tiled.log env WICK_GEMM
 run "\`WICK_GEMM=tiled wick-parity --op matmul\`, virtual wave64" parity_tiled_w64.log env WICK_GEMM=tiled WICK_CUDA_PLUGIN=build/libwick_cuda_w64.so build/wick-parity --device cuda:0 --op matmul
 run "\`wick-device-checks --device cuda:0\` (errors, events, pinned memory, 2^31+ elements)" device_checks.log build/wick-device-checks --device cuda:0
 run "\`wick-rtc-checks --device cuda:0\` (custom ops launching NVRTC kernels on the device's stream, the disk cache across processes)" rtc_checks.log build/wick-rtc-checks --device cuda:0
+# NCCL: the loader's, else the one PyTorch's wheels carry
+if [ -z "${WICK_NCCL_LIB:-}" ] && ! ldconfig -p 2>/dev/null | grep -q 'libnccl.so.2 '; then
+  nccl=$(python3 -c 'import nvidia.nccl, os; print(os.path.join(list(nvidia.nccl.__path__)[0], "lib", "libnccl.so.2"))' 2>/dev/null)
+  [ -f "$nccl" ] || nccl=$(find / -name 'libnccl.so.2' -not -path '/proc/*' 2>/dev/null | head -1)
+  [ -f "$nccl" ] && export WICK_NCCL_LIB="$nccl"
+fi
+run "\`wick-comm-checks\` (collectives through NCCL on every GPU, one thread each; one-rank-per-process and torchrun-style set-up)" comm_checks.log build/wick-comm-checks
 run "\`wick-tests --filter events/\` and \`--filter host_memory/\` (cpu and every cuda device)" events_pinned.log sh -c 'build/wick-tests --filter events/ && build/wick-tests --filter host_memory/'
 run "\`wick-parity --op attention\`, portable attention path forced (ATTN_PORTABLE=1)" parity_ap.log env WICK_CUDA_PLUGIN=build-ap/libwick_cuda.so build/wick-parity --device cuda:0 --op attention
 if python3 -c 'import torch' 2>/dev/null; then

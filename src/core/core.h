@@ -179,6 +179,8 @@ static inline bool wk_device_supports(const wk_device *dev, wk_op op, wk_dtype d
 }
 /* Check that dev's backend implements op for dt; sets an error. */
 bool wk_check_supported(wk_device *dev, wk_op op, wk_dtype dt);
+/* comm.c: whether dev has collectives that sum dt (wk_supports("all_reduce")) */
+bool wk_comm_supports(wk_device *dev, wk_dtype dt);
 
 /* Run one op on dev's backend (args->op names it). An op the backend's
  * table lacks is WK_ERR_UNSUPPORTED, never a crash. */

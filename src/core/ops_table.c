@@ -5,6 +5,7 @@
  * a device's op table. */
 #include <string.h>
 #include "core.h"
+#include "wick_comm.h"
 #include "wick_ext.h"
 
 static const char *const op_names[] = {
@@ -111,6 +112,9 @@ bool wk_supports(wk_device *dev, const char *op, wk_dtype dt)
 {
     if (!dev || !op || !wk_dtype_valid(dt)) return false;
     if (strcmp(op, "rtc") == 0) return wk_rtc_available(dev);   /* kernels compiled at run time */
+    if (strcmp(op, "all_reduce") == 0) return wk_comm_supports(dev, dt);   /* collectives (wick_comm.h) */
+    if (strcmp(op, "all_gather") == 0 || strcmp(op, "broadcast") == 0)
+        return !wk_dtype_is_quantized(dt) && wk_comm_available(dev);
     for (int i = 0; i < WK_OP_COUNT; i++)
         if (strcmp(op, op_names[i]) == 0) return wk_device_supports(dev, (wk_op)i, dt);
     return false;

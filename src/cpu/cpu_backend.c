@@ -279,6 +279,11 @@ static const wk_backend_iface cpu_iface = {
     .event_elapsed_ms = cpu_event_elapsed_ms,
     .host_alloc = cpu_host_alloc,
     .host_free = cpu_free,
+    .comm_available = wk_cpu_comm_available,
+    .comm_dtype = wk_cpu_comm_dtype,
+    .comm_init_all = wk_cpu_comm_init_all,
+    .comm_free = wk_cpu_comm_free,
+    .comm_run = wk_cpu_comm_run,
 };
 
 const wk_backend_iface *wk_cpu_backend(const wk_host_api *host)

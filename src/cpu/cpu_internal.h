@@ -102,6 +102,13 @@ wk_status wk_cpu_conv(void *ctx, const wk_op_args *a);
 /* cpu_pool.c: the POOL and UPSAMPLE families */
 wk_status wk_cpu_pool(void *ctx, const wk_op_args *a);
 wk_status wk_cpu_upsample(void *ctx, const wk_op_args *a);
+/* cpu_comm.c: collectives among threads of this process (backend.h's
+ * comm_* members) */
+wk_status wk_cpu_comm_available(void);
+bool wk_cpu_comm_dtype(wk_dtype dt);
+wk_status wk_cpu_comm_init_all(void *const *ctxs, int n, void **comms);
+void wk_cpu_comm_free(void *comm);
+wk_status wk_cpu_comm_run(void *comm, const wk_coll_args *a);
 /* cpu_sort.c: the SORT family (arg_sort) */
 wk_status wk_cpu_arg_sort(void *ctx, const wk_op_args *a);
 

@@ -71,6 +71,14 @@ wk_status wk_gpu_qgather(void *ctx, const wk_op_args *a);
  * matrix) that matmul.hip tries first under WICK_MATVEC=wick; *done false
  * when it does not apply */
 wk_status wk_gpu_dense_matvec(void *ctx, const wk_view *dst, const wk_view *a, const wk_view *b, bool *done);
+/* comm.hip: collectives through NCCL / RCCL (backend.h's comm_* members) */
+wk_status wk_gpu_comm_available(void);
+bool wk_gpu_comm_dtype(wk_dtype dt);
+wk_status wk_gpu_comm_unique_id(void *id);
+wk_status wk_gpu_comm_init_all(void *const *ctxs, int n, void **comms);
+wk_status wk_gpu_comm_init_rank(void *ctx, const void *id, int rank, int world, void **comm);
+void wk_gpu_comm_free(void *comm);
+wk_status wk_gpu_comm_run(void *comm, const wk_coll_args *a);
 /* rtc.hip: kernels compiled at run time (backend.h's rtc_* members) */
 wk_status wk_gpu_rtc_target(void *ctx, wk_rtc_target *out);
 wk_status wk_gpu_rtc_compiler(void);

@@ -308,6 +308,13 @@ static void rt_fill_iface(wk_backend_iface *f)
     f->stream = rt_stream;
     f->rtc_target = wk_gpu_rtc_target;
     f->rtc_compiler = wk_gpu_rtc_compiler;
+    f->comm_available = wk_gpu_comm_available;
+    f->comm_dtype = wk_gpu_comm_dtype;
+    f->comm_unique_id = wk_gpu_comm_unique_id;
+    f->comm_init_all = wk_gpu_comm_init_all;
+    f->comm_init_rank = wk_gpu_comm_init_rank;
+    f->comm_free = wk_gpu_comm_free;
+    f->comm_run = wk_gpu_comm_run;
     f->rtc_compile = wk_gpu_rtc_compile;
     f->rtc_load = wk_gpu_rtc_load;
     f->rtc_unload = wk_gpu_rtc_unload;

@@ -1,0 +1,231 @@
+/* comm_checks.c — collectives (wick_comm.h) on the GPUs of this machine,
+ * the part CI cannot run (no GPU, no NCCL there):
+ *  - the library: wk_comm_available and wk_supports(dev, "all_reduce")
+ *    agree; with WICK_NCCL_LIB=none a child process gets WK_ERR_UNSUPPORTED
+ *    with the reason;
+ *  - every GPU of the kind as one rank of a wk_comm_init_all communicator,
+ *    one thread per GPU (one rank when the machine has one GPU):
+ *    all_reduce of f32, bf16, f16 and i32 tensors against sums made here,
+ *    on a transposed view too; all_gather along dims 0 and 1; broadcast
+ *    from the last rank; each between wick ops on the same stream with no
+ *    synchronisation (x = exp(0) * rank ..., reduce, then y = x * 2), so
+ *    a collective that ignored the stream order would read or leave stale
+ *    values;
+ *  - a one-rank-per-process communicator: wk_comm_unique_id +
+ *    wk_comm_init_rank with a world of 1, and wk_comm_init_env from
+ *    torchrun's variables (RANK=0, WORLD_SIZE=1, MASTER_ADDR, MASTER_PORT);
+ *  - the bus bandwidth of all_reduce on 256 MiB of bf16 (printed; with one
+ *    rank NCCL only copies, so the figure means something from 2 GPUs).
+ * Usage: wick-comm-checks [--kind cuda|rocm]   (WICK_NCCL_LIB names the
+ * library when it is not on the loader's path)
+ */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include "wick.h"
+#include "wick_comm.h"
+
+static int passed, failed;
+static void check(const char *what, bool ok, const char *detail)
+{
+    if (ok) passed++;
+    else {
+        failed++;
+        printf("FAIL %s: %s (%s)\n", what, detail, wk_last_error());
+    }
+}
+
+#define MAXG 16
+
+typedef struct rank_job {
+    wk_comm *comm;
+    int rank, n;
+    char fail[512];
+} rank_job;
+
+static bool read_f(const wk_tensor *t, float *out, size_t n)
+{
+    wk_tensor *f = wk_to_dtype(t, WK_F32);
+    bool ok = f && wk_to_host(f, out, n * sizeof(float)) == WK_OK;
+    wk_release(f);
+    return ok;
+}
+
+static void *rank_main(void *arg)
+{
+    rank_job *j = arg;
+    wk_device *dev = wk_comm_device(j->comm);
+    const int r = j->rank, n = j->n;
+    const int64_t R = 37, C = 1029;
+    float *got = malloc((size_t)(R * C * (n > 1 ? n : 1)) * sizeof(float));
+    j->fail[0] = 0;
+#define JFAIL(...) do { if (!j->fail[0]) snprintf(j->fail, sizeof j->fail, __VA_ARGS__); } while (0)
+    static const wk_dtype dts[] = { WK_F32, WK_BF16, WK_F16, WK_I32 };
+    for (size_t k = 0; k < sizeof dts / sizeof dts[0]; k++) {
+        /* x[i] = (i % 13) + rank: the + rank made on the device right before the reduce */
+        for (int64_t i = 0; i < R * C; i++) got[i] = (float)(i % 13);
+        wk_tensor *m = wk_from_host(dev, WK_F32, WK_SHAPE(R * C), got);
+        wk_tensor *xf = m ? wk_affine(m, 1.0, (double)r) : NULL;
+        wk_tensor *x0 = xf ? wk_to_dtype(xf, dts[k]) : NULL;
+        wk_tensor *x = x0 ? wk_reshape(x0, WK_SHAPE(R, C)) : NULL;
+        if (!x || wk_all_reduce(j->comm, x) != WK_OK) JFAIL("all_reduce %s: %s", wk_dtype_name(dts[k]), wk_last_error());
+        wk_tensor *y = x ? wk_affine(x, 2.0, 0.0) : NULL;   /* after the reduce, on the stream */
+        if (y && read_f(y, got, (size_t)(R * C))) {
+            for (int64_t i = 0; i < R * C; i++) {
+                const double want = 2.0 * ((double)(i % 13) * n + n * (n - 1) / 2.0);
+                if (got[i] != (float)want) {
+                    JFAIL("all_reduce %s: element %lld is %g, want %g", wk_dtype_name(dts[k]), (long long)i, got[i], want);
+                    break;
+                }
+            }
+        } else JFAIL("all_reduce %s: no result: %s", wk_dtype_name(dts[k]), wk_last_error());
+        wk_release(y), wk_release(x), wk_release(x0), wk_release(xf), wk_release(m);
+    }
+    /* in place on a transposed view */
+    {
+        wk_tensor *a = wk_full(dev, WK_F32, WK_SHAPE(R, C), (double)(r + 1));
+        wk_tensor *t = a ? wk_transpose(a, 0, 1) : NULL;
+        if (!t || wk_all_reduce(j->comm, t) != WK_OK || !read_f(a, got, (size_t)(R * C)))
+            JFAIL("all_reduce of a transposed view: %s", wk_last_error());
+        else if (got[0] != (float)(n * (n + 1) / 2) || got[R * C - 1] != (float)(n * (n + 1) / 2))
+            JFAIL("all_reduce of a transposed view: %g, want %d", got[0], n * (n + 1) / 2);
+        wk_release(t), wk_release(a);
+    }
+    /* all_gather along dims 0 and 1 */
+    for (int dim = 0; dim < 2; dim++) {
+        wk_tensor *a = wk_full(dev, WK_BF16, WK_SHAPE(R, C), (double)r);
+        wk_tensor *g = a ? wk_all_gather(j->comm, a, dim) : NULL;
+        if (!g || !read_f(g, got, (size_t)(R * C * n))) {
+            JFAIL("all_gather dim %d: %s", dim, wk_last_error());
+        } else {
+            for (int64_t i = 0; i < R * C * n; i++) {
+                const int64_t row = i / (dim ? C * n : C), col = i % (dim ? C * n : C);
+                const float want = (float)(dim ? col / C : row / R);
+                if (got[i] != want) {
+                    JFAIL("all_gather dim %d: element %lld is %g, want %g", dim, (long long)i, got[i], want);
+                    break;
+                }
+            }
+        }
+        wk_release(g), wk_release(a);
+    }
+    /* broadcast from the last rank */
+    {
+        wk_tensor *a = wk_full(dev, WK_F16, WK_SHAPE(R, C), (double)(r * 10 + 1));
+        if (!a || wk_broadcast(j->comm, a, n - 1) != WK_OK || !read_f(a, got, (size_t)(R * C)))
+            JFAIL("broadcast: %s", wk_last_error());
+        else if (got[5] != (float)((n - 1) * 10 + 1))
+            JFAIL("broadcast: %g, want %d", got[5], (n - 1) * 10 + 1);
+        wk_release(a);
+    }
+    free(got);
+    return NULL;
+}
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+int main(int argc, char **argv)
+{
+    const char *kind = "cuda";
+    for (int i = 1; i + 1 < argc; i++)
+        if (!strcmp(argv[i], "--kind")) kind = argv[i + 1];
+    if (argc == 3 && !strcmp(argv[1], "--child-none")) {
+        /* WICK_NCCL_LIB=none: unsupported, with the reason */
+        wk_device *d = wk_device_open(argv[2]);
+        wk_device *ds[1] = { d };
+        wk_comm *c = NULL;
+        const bool ok = d && !wk_comm_available(d) && !wk_supports(d, "all_reduce", WK_F32) &&
+                        wk_comm_init_all(ds, 1, &c) == WK_ERR_UNSUPPORTED && strstr(wk_last_error(), "WICK_NCCL_LIB");
+        if (!ok) printf("with WICK_NCCL_LIB=none: %s\n", wk_last_error());
+        return ok ? 0 : 1;
+    }
+    int n = wk_device_count(kind);
+    if (n <= 0) {
+        printf("no %s device: %s\n0 passed, 0 failed\n", kind, wk_last_error());
+        return 0;
+    }
+    if (n > MAXG) n = MAXG;
+    wk_device *devs[MAXG];
+    char name[32];
+    for (int i = 0; i < n; i++) {
+        snprintf(name, sizeof name, "%s:%d", kind, i);
+        devs[i] = wk_device_open(name);
+        if (!devs[i]) {
+            printf("cannot open %s: %s\n", name, wk_last_error());
+            return 1;
+        }
+    }
+    snprintf(name, sizeof name, "%s:0", kind);
+    const bool avail = wk_comm_available(devs[0]);
+    check("available", avail, "no collective library (set WICK_NCCL_LIB to libnccl.so.2's path)");
+    check("supports_agrees", wk_supports(devs[0], "all_reduce", WK_BF16) == avail && !wk_supports(devs[0], "all_reduce", WK_U8),
+          "wk_supports disagrees with wk_comm_available");
+    char self[4096], cmd[4300];
+    ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
+    self[len > 0 ? len : 0] = 0;
+    snprintf(cmd, sizeof cmd, "WICK_NCCL_LIB=none '%s' --child-none %s", self, name);
+    check("refusal_without_library", system(cmd) == 0, cmd);
+    if (avail) {
+        printf("comm: %d rank(s), one per %s device\n", n, kind);
+        wk_comm *comms[MAXG];
+        check("init_all", wk_comm_init_all(devs, n, comms) == WK_OK, "wk_comm_init_all");
+        if (!failed) {
+            rank_job jobs[MAXG];
+            pthread_t th[MAXG];
+            for (int i = 0; i < n; i++) {
+                jobs[i] = (rank_job){ .comm = comms[i], .rank = i, .n = n };
+                pthread_create(&th[i], NULL, rank_main, &jobs[i]);
+            }
+            for (int i = 0; i < n; i++) pthread_join(th[i], NULL);
+            for (int i = 0; i < n; i++) {
+                char what[64];
+                snprintf(what, sizeof what, "rank%d_collectives", i);
+                check(what, !jobs[i].fail[0], jobs[i].fail);
+            }
+            /* bus bandwidth of all_reduce, 256 MiB of bf16, rank 0's view
+             * (one thread drives every rank: NCCL needs them together) */
+            if (n == 1) {
+                wk_tensor *big = wk_zeros(devs[0], WK_BF16, WK_SHAPE(128 << 20));
+                if (big && wk_all_reduce(comms[0], big) == WK_OK && wk_device_synchronize(devs[0]) == WK_OK) {
+                    const int reps = 20;
+                    double t0 = now_ms();
+                    for (int i = 0; i < reps; i++) wk_all_reduce(comms[0], big);
+                    wk_device_synchronize(devs[0]);
+                    double ms = (now_ms() - t0) / reps;
+                    printf("comm: all_reduce 256 MiB bf16, 1 rank: %.3f ms (one rank only copies)\n", ms);
+                }
+                wk_release(big);
+            }
+            for (int i = 0; i < n; i++) wk_comm_free(comms[i]);
+        }
+        /* one rank per process, world of 1 */
+        wk_comm_id id;
+        check("unique_id", wk_comm_unique_id(devs[0], &id) == WK_OK, "wk_comm_unique_id");
+        wk_comm *c = wk_comm_init_rank(devs[0], 0, 1, &id);
+        check("init_rank", c != NULL, "wk_comm_init_rank(rank 0 of 1)");
+        if (c) {
+            wk_tensor *a = wk_full(devs[0], WK_F32, WK_SHAPE(100), 3.0);
+            float v[100];
+            check("init_rank_all_reduce", a && wk_all_reduce(c, a) == WK_OK && read_f(a, v, 100) && v[99] == 3.0f,
+                  "a world of 1 sums to itself");
+            wk_release(a);
+            wk_comm_free(c);
+        }
+        setenv("RANK", "0", 1), setenv("WORLD_SIZE", "1", 1), setenv("MASTER_ADDR", "127.0.0.1", 1),
+            setenv("MASTER_PORT", "29611", 1);
+        wk_comm *e = wk_comm_init_env(devs[0]);
+        check("init_env", e && wk_comm_rank(e) == 0 && wk_comm_size(e) == 1, "wk_comm_init_env from torchrun's variables");
+        wk_comm_free(e);
+    }
+    for (int i = 0; i < n; i++) wk_device_close(devs[i]);
+    printf("%d passed, %d failed\n", passed, failed);
+    return failed ? 1 : 0;
+}
