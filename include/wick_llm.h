@@ -149,6 +149,13 @@ wk_chat_format wk_chat_format_detect(const char *chat_template);
  * where the template has it), ending with the assistant's header when
  * add_generation_prompt. malloc'd; NULL + error. */
 char *wk_llm_chat_apply(const wk_llm *m, const wk_chat_message *msgs, int n, bool add_generation_prompt);
+/* The system text a template writes when the conversation has none
+ * (what wk_llm_get_info's default_system holds): a ChatML template's
+ * literal default system message; Llama 3.1+'s "Cutting Knowledge Date:
+ * December 2023\nToday Date: <date>\n\n" preamble, the date 3.1's fixed
+ * "26 Jul 2024" or, for templates that ask for it (Llama 3.2), today's,
+ * "%d %b %Y"; WICK_CHAT_DATE overrides it. malloc'd; NULL when none. */
+char *wk_chat_default_system(wk_chat_format f, const char *chat_template);
 /* The same for a format given by hand; default_system: ChatML's system
  * text when the conversation has none (NULL: none). */
 char *wk_chat_apply(wk_chat_format f, const char *default_system, const wk_chat_message *msgs, int n,

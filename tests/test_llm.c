@@ -42,6 +42,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #include "test.h"
 #include "wick_llm.h"
@@ -923,6 +924,48 @@ T_SUITE(llm_chat)
                    "<|begin_of_text|><|start_header_id|>system<|end_header_id|>\n\nCutting Knowledge Date: December "
                    "2023\nToday Date: 26 Jul 2024\n\n<|eot_id|><|start_header_id|>user<|end_header_id|>\n\nHi there"
                    "<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n");
+    }
+    if (t_case("llm/chat/default_system")) {
+        /* the system text each template writes when the chat has none */
+        const char *smol = "{{ '<|im_start|>system\nYou are a helpful AI assistant named SmolLM, trained by Hugging "
+                           "Face<|im_end|>\n' }}";
+        const char *l31 = "{%- if not date_string is defined %}\n    {%- set date_string = \"26 Jul 2024\" %}\n"
+                          "{%- endif %}{{- \"<|start_header_id|>system<|end_header_id|>\\n\\n\" }}"
+                          "{{- \"Cutting Knowledge Date: December 2023\\n\" }}{{- \"Today Date: \" + date_string }}";
+        const char *l32 = "{%- if not date_string is defined %}\n    {%- if strftime_now is defined %}\n        {%- set "
+                          "date_string = strftime_now(\"%d %b %Y\") %}\n    {%- else %}\n        {%- set date_string = "
+                          "\"26 Jul 2024\" %}\n    {%- endif %}\n{%- endif %}{{- \"<|start_header_id|>system"
+                          "<|end_header_id|>\\n\\n\" }}{{- \"Cutting Knowledge Date: December 2023\\n\" }}";
+        char *old = getenv("WICK_CHAT_DATE") ? strdup(getenv("WICK_CHAT_DATE")) : NULL;
+        unsetenv("WICK_CHAT_DATE");
+        char *a = wk_chat_default_system(WK_CHAT_CHATML, smol);
+        T_CHECK(a && !strcmp(a, "You are a helpful AI assistant named SmolLM, trained by Hugging Face"), "ChatML: '%s'",
+                a ? a : "(none)");
+        free(a);
+        a = wk_chat_default_system(WK_CHAT_LLAMA3, l31);
+        T_CHECK(a && !strcmp(a, "Cutting Knowledge Date: December 2023\nToday Date: 26 Jul 2024\n\n"), "Llama 3.1: '%s'",
+                a ? a : "(none)");
+        free(a);
+        /* Llama 3.2 asks for today's date: made here with strftime (C locale) */
+        char today[64], want[160];
+        time_t now = time(NULL);
+        struct tm tm;
+        strftime(today, sizeof today, "%d %b %Y", localtime_r(&now, &tm));
+        snprintf(want, sizeof want, "Cutting Knowledge Date: December 2023\nToday Date: %s\n\n", today);
+        a = wk_chat_default_system(WK_CHAT_LLAMA3, l32);
+        T_CHECK(a && !strcmp(a, want), "Llama 3.2: '%s', want '%s'", a ? a : "(none)", want);
+        free(a);
+        setenv("WICK_CHAT_DATE", "05 Dec 2025", 1);
+        a = wk_chat_default_system(WK_CHAT_LLAMA3, l32);
+        T_CHECK(a && strstr(a, "Today Date: 05 Dec 2025\n\n"), "WICK_CHAT_DATE: '%s'", a ? a : "(none)");
+        free(a);
+        if (old) setenv("WICK_CHAT_DATE", old, 1);
+        else unsetenv("WICK_CHAT_DATE");
+        free(old);
+        T_CHECK(!wk_chat_default_system(WK_CHAT_LLAMA3, "{{ '<|start_header_id|>' }}"), "Llama 3.0: no preamble");
+        T_CHECK(!wk_chat_default_system(WK_CHAT_GEMMA, "{{ '<start_of_turn>user' }}") &&
+                    !wk_chat_default_system(WK_CHAT_CHATML, NULL),
+                "Gemma and no template: none");
     }
     if (t_case("llm/chat/gemma")) {
         chat_check(WK_CHAT_GEMMA, NULL, conv, 4,

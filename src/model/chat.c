@@ -14,7 +14,8 @@
  *     Llama 3.1+ templates (they mention "Cutting Knowledge Date") always
  *     open with a system turn "Cutting Knowledge Date: December 2023\n
  *     Today Date: 26 Jul 2024\n\n{system, trimmed}" (3.1's default date;
- *     Llama 3.2's templates ask transformers for today's date instead).
+ *     Llama 3.2's templates ask for today's date, strftime_now("%d %b %Y"),
+ *     and get it; WICK_CHAT_DATE sets the date for both).
  *   Gemma:
  *     <bos><start_of_turn>user\n{system, as it is}\n\n{content, trimmed}<end_of_turn>\n
  *     <start_of_turn>model\n{content, trimmed}<end_of_turn>\n ...
@@ -29,6 +30,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include "llm_internal.h"
 
 const char *wk_chat_format_name(wk_chat_format f)
@@ -178,16 +180,36 @@ char *wk_llm_chat_apply(const wk_llm *m, const wk_chat_message *msgs, int n, boo
     return wk_chat_apply(m->info.chat, m->default_system, msgs, n, add_generation_prompt);
 }
 
+/* Llama 3.1+'s "Today Date": WICK_CHAT_DATE when set (to reproduce a
+ * given day), else today's date ("%d %b %Y", English months, local time)
+ * when the template asks for it (Llama 3.2's call strftime_now, which
+ * transformers provides), else 3.1's fixed default. */
+static void chat_date(const char *t, char *out, size_t n)
+{
+    static const char *const months[12] = { "Jan", "Feb", "Mar", "Apr", "May", "Jun",
+                                            "Jul", "Aug", "Sep", "Oct", "Nov", "Dec" };
+    const char *env = getenv("WICK_CHAT_DATE");
+    struct tm tm;
+    time_t now = time(NULL);
+    if (env && *env) snprintf(out, n, "%s", env);
+    else if (strstr(t, "strftime_now") && localtime_r(&now, &tm))
+        snprintf(out, n, "%02d %s %04d", tm.tm_mday, months[tm.tm_mon % 12], tm.tm_year + 1900);
+    else snprintf(out, n, "26 Jul 2024");
+}
+
 /* The system text a ChatML template writes when the chat has none: the
  * literal between "<|im_start|>system" + newline and "<|im_end|>", when it
  * is a literal (SmolLM2, Qwen 2.5: yes; Qwen 3: the message's content,
  * no). Llama 3.1+: the dated preamble. NULL when none. */
-char *llm_default_system(wk_chat_format f, const char *t)
+char *wk_chat_default_system(wk_chat_format f, const char *t)
 {
     if (!t) return NULL;
     if (f == WK_CHAT_LLAMA3) {
         if (!strstr(t, "Cutting Knowledge Date")) return NULL;
-        return strdup("Cutting Knowledge Date: December 2023\nToday Date: 26 Jul 2024\n\n");
+        char date[64], text[160];
+        chat_date(t, date, sizeof date);
+        snprintf(text, sizeof text, "Cutting Knowledge Date: December 2023\nToday Date: %s\n\n", date);
+        return strdup(text);
     }
     if (f != WK_CHAT_CHATML) return NULL;
     const char *p = strstr(t, "<|im_start|>system");

@@ -77,8 +77,5 @@ const wk_file_tensor *llm_find(const wk_llm *m, const char *gguf_name, const cha
 wk_status llm_text_init(wk_llm *m);
 void llm_text_free(wk_llm *m);
 
-/* chat.c: a ChatML template's default system text, Llama 3.1's preamble;
- * malloc'd or NULL. */
-char *llm_default_system(wk_chat_format f, const char *chat_template);
 
 #endif /* WICK_LLM_INTERNAL_H */

@@ -261,7 +261,7 @@ wk_status llm_text_init(wk_llm *m)
     }
     if (tmpl && !m->chat_template) m->chat_template = strdup(tmpl);
     in->chat = wk_chat_format_detect(m->chat_template);
-    m->default_system = llm_default_system(in->chat, m->chat_template);
+    m->default_system = wk_chat_default_system(in->chat, m->chat_template);
     in->default_system = m->default_system;
     return WK_OK;
 }
