@@ -17,7 +17,8 @@
 #   5. with ORACLE=1, runs tools/llm_oracle.py on cuda:0 (correctness).
 # Results: $OUT/RESULTS.md (the table), $OUT/results.tar (the JSON lines and
 # logs). Models go to $WORK (default /tmp/wick-run-model; about 21 GB).
-#   MODELS=smol,8b Q4=1 ORACLE=0 [SMOL_VARIANTS="name:VAR=value .."] [B8_VARIANTS=..] bench/run_model.sh
+#   MODELS=smol,8b Q4=1 ORACLE=0 [SMOL_VARIANTS="name:VAR=value .."] [B8_VARIANTS=..] [Q4_VARIANTS=..]
+#     [ORACLE_GGUF_ENV="VAR=value"] bench/run_model.sh
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-build/run-model}
@@ -81,6 +82,9 @@ case ",$MODELS," in *,8b,*)
             echo "{\"what\": \"quantize\", \"type\": \"q4_k_m\", \"seconds\": $(( $(date +%s) - t )), \"threads\": $(nproc), \"bytes\": $(stat -c %s "$WORK/8b-q4km.gguf")}" > "$WORK/quantize.jsonl"
             stamp "quantized"; cat "$WORK/quantize.jsonl"
             wbench 8b-q4km "$WORK/8b-q4km.gguf" --steps 48 --reps 3
+            for v in ${Q4_VARIANTS:-}; do
+                WB_ENV="${v#*:}" wbench "8b-q4km-${v%%:*}" "$WORK/8b-q4km.gguf" --steps 48 --reps 3
+            done
         else
             stamp "quantize failed or took too long"; tail -5 "$WORK/quantize.log"
         fi
@@ -90,11 +94,16 @@ status=0
 if [ "$ORACLE" = 1 ]; then
     python3 tools/llm_oracle.py --device cuda:0 --exe build/wick-llm-oracle --out "$WORK/llm-oracle" > "$WORK/oracle.log" 2>&1 || status=1
     stamp "oracle (exit $status)"; tail -25 "$WORK/oracle.log"
+    if [ -n "${ORACLE_GGUF_ENV:-}" ]; then   # the GGUF checks again under other settings
+        env $ORACLE_GGUF_ENV python3 tools/llm_oracle.py --device cuda:0 --exe build/wick-llm-oracle --only gguf \
+            --out "$WORK/llm-oracle-gguf" > "$WORK/oracle_gguf.log" 2>&1 || status=1
+        stamp "oracle GGUF checks with $ORACLE_GGUF_ENV (status $status)"; tail -8 "$WORK/oracle_gguf.log"
+    fi
     cp "$WORK/oracle.log" "$OUT/" 2>/dev/null
 fi
 python3 bench/run_model.py report --out "$WORK" --commit "$commit" > "$OUT/RESULTS.md"
 cat "$OUT/RESULTS.md"
 grep -h quantize "$WORK"/quantize.jsonl 2>/dev/null
-(cd "$WORK" && tar cf - *.jsonl *.err *.log llm-oracle 2>/dev/null) > "$OUT/results.tar"
+(cd "$WORK" && tar cf - *.jsonl *.err *.log llm-oracle* 2>/dev/null) > "$OUT/results.tar"
 stamp "done"
 exit $status
