@@ -20,6 +20,25 @@ extern "C" {
 #endif
 
 /* ------------------------------------------------------------------ */
+/* the device's stream, shared with other libraries                    */
+
+/* dev's stream (a cudaStream_t / hipStream_t as void *): every wick op on
+ * dev runs there in order. NULL on the cpu (its ops are done when they
+ * return) or on error. Makes dev's device current on this thread. */
+void *wk_device_stream(wk_device *dev);
+/* Order dev's stream with another stream of the same GPU without blocking
+ * the host (an event recorded on one, waited for by the other). stream is
+ * a handle, or CUDA's legacy (1) and per-thread (2) default streams.
+ * wk_device_wait_stream: dev's work queued from now on starts after the
+ * work queued on stream so far (before reading what another library
+ * wrote). wk_stream_wait_device: stream's work queued from now on starts
+ * after dev's work queued so far (before another library reads what wick
+ * wrote). Both do nothing on the cpu. (What DLPack's stream argument
+ * asks for.) */
+wk_status wk_device_wait_stream(wk_device *dev, void *stream);
+wk_status wk_stream_wait_device(void *stream, wk_device *dev);
+
+/* ------------------------------------------------------------------ */
 /* custom ops                                                          */
 
 /* A tensor as a callback sees it: the address of element [0, ..., 0]

@@ -47,7 +47,7 @@ extern "C" {
  *   5  rtc_target no longer opens the compiler (a disk-cache hit needs
  *      none; the cache key leaves the compiler's version out) and
  *      rtc_compiler says whether it opens; collectives (comm_available
- *      .. comm_run) appended */
+ *      .. comm_run) appended; stream_order after stream */
 #define WK_BACKEND_ABI 5
 #define WK_BACKEND_ENTRY wk_backend_entry_v1
 
@@ -352,6 +352,12 @@ typedef struct wk_backend_iface {
      * stream (cudaStream_t / hipStream_t), on which every op of ctx runs
      * in order; NULL for a backend without streams (the cpu). */
     wk_status (*stream)(void *ctx, void **stream);
+    /* Order ctx's stream and another stream of its device (a framework's,
+     * as a handle: cudaStream_t / hipStream_t, or CUDA's legacy (1) and
+     * per-thread (2) default streams) without blocking the host: when
+     * ctx_waits, work queued on ctx's stream from now on starts after the
+     * work queued on other so far; else the reverse. (ABI 5) */
+    wk_status (*stream_order)(void *ctx, void *other, bool ctx_waits);
 
     /* ---- kernels compiled at run time (ABI 5; NULL on the cpu) ---- */
     /* The target of ctx's device, without opening the compiler (what a

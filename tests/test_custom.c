@@ -479,8 +479,25 @@ static void scope_case(void)
     if (kept && read_f32(kept, got, 3)) T_CHECK(got[0] == 1 && got[2] == 1, "kept %g %g", got[0], got[2]);
 }
 
+/* ---- the device's stream (wk_device_stream and the orderings) on the cpu -- */
+
+static void stream_case(void)
+{
+    if (!t_case("custom/streams")) return;
+    wk_clear_error();
+    T_CHECK(wk_device_stream(t_dev()) == NULL && wk_last_status() == WK_OK, "the cpu has no stream: %s",
+            wk_last_error());
+    T_OK(wk_device_wait_stream(t_dev(), (void *)1));
+    T_OK(wk_stream_wait_device((void *)1, t_dev()));
+    T_CHECK(wk_device_stream(NULL) == NULL, "NULL device");
+    t_check_error("NULL device", WK_ERR_ARGUMENT, wk_last_status(), "device_stream", (const char *)NULL);
+    t_check_error("NULL device", WK_ERR_ARGUMENT, wk_device_wait_stream(NULL, NULL), "NULL device", (const char *)NULL);
+    t_check_error("NULL device", WK_ERR_ARGUMENT, wk_stream_wait_device(NULL, NULL), "NULL device", (const char *)NULL);
+}
+
 T_SUITE(custom)
 {
+    stream_case();
     op1_cases();
     shape_cases();
     op23_cases();

@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <stdio.h>
 #include "wick.h"
+#include "wick_ext.h"
 #include "dlpack.h"
 #include "_wick.h"
 
@@ -944,11 +945,15 @@ static PyObject *Tensor_dlpack(TensorObject *self, PyObject *args, PyObject *kw)
         src = m;
         copied = true;
     }
-    /* the consumer reads on its own stream (or the host): wick's queued
-     * work on the tensor must be done first, unless the consumer said -1 */
+    /* the consumer reads on its stream (DLPack: None means the legacy
+     * default stream on CUDA, 1; the default stream on ROCm, 0): that
+     * stream waits for wick's queued work on the tensor, on the device,
+     * without blocking the host; -1: the consumer orders it itself */
     wk_device *sdev = wk_tensor_device(src);
     if (strcmp(wk_device_name(sdev), "cpu") && !(has_stream && stream_v == -1)) {
-        if (CALLS(wk_device_synchronize(sdev)) != WK_OK) {
+        const bool rocm = !strncmp(wk_device_name(sdev), "rocm", 4);
+        void *consumer = (void *)(intptr_t)(has_stream ? stream_v : rocm ? 0 : 1);
+        if (CALLS(wk_stream_wait_device(consumer, sdev)) != WK_OK) {
             raise_wk();
             goto fail;
         }
@@ -2809,6 +2814,18 @@ static PyObject *m_synchronize(PyObject *mod, PyObject *args)
     if (!dev) return NULL;
     return check_status(CALLS(wk_device_synchronize(dev)));
 }
+static PyObject *m_device_stream(PyObject *mod, PyObject *args)
+{
+    (void)mod;
+    PyObject *device = Py_None;
+    if (!PyArg_ParseTuple(args, "|O:device_stream", &device)) return NULL;
+    wk_device *dev = device_of(device);
+    if (!dev) return NULL;
+    if (!strcmp(wk_device_name(dev), "cpu")) return PyLong_FromLong(0);
+    void *st = CALL(void *, wk_device_stream(dev));
+    if (!st) return raise_wk();
+    return PyLong_FromVoidPtr(st);
+}
 static PyObject *m_device_info(PyObject *mod, PyObject *args)
 {
     (void)mod;
@@ -2928,6 +2945,7 @@ static PyMethodDef module_methods[] = {
     F_O(device_count, "device_count(kind) -> the number of devices of 'cpu', 'cuda' or 'rocm'"),
     F_O(plugin_status, "plugin_status(kind) -> why a GPU plugin did not load ('' when it did)"),
     F_V(synchronize, "synchronize(device='cpu'): wait for the device's queued work"),
+    F_V(device_stream, "device_stream(device='cpu') -> int: the device's stream (a cudaStream_t / hipStream_t as an int; 0 on the cpu), for DLPack's stream argument or torch.cuda.ExternalStream"),
     F_V(device_info, "device_info(device='cpu') -> dict"),
     F_KW(supports, "supports(op, dtype, device='cpu') -> whether the device implements op for dtype"),
     { "op_names", (PyCFunction)m_op_names, METH_NOARGS, "op_names() -> every op name" },

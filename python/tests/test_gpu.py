@@ -241,6 +241,32 @@ def test_dlpack_wick_to_torch_shares_memory():
     assert y.sum().item() == 24.0   # torch keeps wick's memory alive
 
 
+def test_dlpack_stream_order_without_host_sync():
+    # DLPack's stream contract, with no host synchronisation anywhere: work
+    # queued on one side is done before the other side's next work reads it
+    assert wick.device_stream(DEV) not in (0, torch.cuda.current_stream().cuda_stream)
+    n = 1 << 24                   # f64: every partial sum exact
+    x = torch.zeros(n, dtype=torch.float64, device=DEV)
+    for _ in range(200):          # ~20 ms queued on torch's stream
+        x.add_(1)
+    w = W(x)                      # wick's stream waits for it on the device
+    s = (w * 1.0).sum()           # wick ops reading x at once
+    assert T(s).item() == 200.0 * n
+    t = wick.zeros((n,), dtype="f64", device=DEV)
+    for _ in range(200):          # queued on wick's stream
+        t = t + 1.0
+    y = T(t)                      # torch's current stream waits for it
+    assert y.sum().item() == 200.0 * n
+    # a side stream of torch's as the consumer
+    side = torch.cuda.Stream()
+    t2 = t * 2.0
+    with torch.cuda.stream(side):
+        z = torch.from_dlpack(t2)
+        total = z.sum()
+    side.synchronize()
+    assert total.item() == 400.0 * n
+
+
 def test_dlpack_exchange_cost():
     x = torch.ones(1024, device=DEV)
     t = wick.ones(1024, device=DEV)

@@ -32,6 +32,7 @@ from ._wick import (  # noqa: F401
     dequantize,
     device_count,
     device_info,
+    device_stream,
     dtype_info,
     dtypes,
     empty,
@@ -215,11 +216,10 @@ _DL_CPU, _DL_CUDA, _DL_CUDA_HOST, _DL_ROCM = 1, 2, 3, 10
 def from_dlpack(x, *, device=None, copy=None):
     """A tensor sharing the memory of any DLPack exporter (a torch tensor, a
     numpy array, a CuPy array, a capsule) on the cpu or a GPU, without a
-    copy. wick's GPU work runs on its own stream: the producer's pending
-    work is waited for before the tensor is used (for PyTorch through its
-    current stream; other producers are asked to order their work before
-    the legacy default stream, which wick does not wait on: synchronize
-    them first)."""
+    copy. wick's GPU work runs on its own stream (wick.device_stream): it
+    is handed to the producer as DLPack's stream argument, and the
+    producer makes it wait for its pending work on the device, without
+    blocking the host (PyTorch waits on its current stream's work)."""
     if isinstance(x, Tensor):
         t = x
     elif type(x).__name__ == "PyCapsule":
@@ -230,13 +230,8 @@ def from_dlpack(x, *, device=None, copy=None):
         dev_type, dev_id = x.__dlpack_device__()
         stream = None
         if dev_type in (_DL_CUDA, _DL_ROCM):
-            if type(x).__module__.startswith("torch"):
-                import torch
-
-                torch.cuda.current_stream(x.device).synchronize()
-                stream = -1  # done on the host already
-            else:
-                stream = 1 if dev_type == _DL_CUDA else 0
+            # the consumer's stream: the producer orders its work before it
+            stream = _wick.device_stream("%s:%d" % ("cuda" if dev_type == _DL_CUDA else "rocm", int(dev_id)))
         try:
             cap = x.__dlpack__(stream=stream, max_version=(1, 0))
         except TypeError:

@@ -15,6 +15,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "core.h"
+#include "wick_ext.h"
 
 const wk_backend_iface *wk_cpu_backend(const wk_host_api *host);
 
@@ -287,6 +288,35 @@ wk_status wk_device_synchronize(wk_device *dev)
     wk_status st = dev ? dev->be->synchronize(dev->ctx) : wk_error(WK_ERR_ARGUMENT, "NULL device");
     WK_LEAVE();
     return st;
+}
+
+void *wk_device_stream(wk_device *dev)
+{
+    if (!dev) {
+        wk_error(WK_ERR_ARGUMENT, "device_stream: NULL device");
+        return NULL;
+    }
+    void *s = NULL;
+    if (dev->be->stream && dev->be->stream(dev->ctx, &s) != WK_OK) return NULL;
+    return s;
+}
+
+static wk_status stream_order(wk_device *dev, void *stream, bool dev_waits, const char *what)
+{
+    if (!dev) return wk_error(WK_ERR_ARGUMENT, "%s: NULL device", what);
+    if (!dev->be->stream) return WK_OK;   /* the cpu: nothing is queued */
+    if (!dev->be->stream_order) return wk_error(WK_ERR_UNSUPPORTED, "%s: %s cannot order streams", what, dev->name);
+    return dev->be->stream_order(dev->ctx, stream, dev_waits);
+}
+
+wk_status wk_device_wait_stream(wk_device *dev, void *stream)
+{
+    return stream_order(dev, stream, true, "device_wait_stream");
+}
+
+wk_status wk_stream_wait_device(void *stream, wk_device *dev)
+{
+    return stream_order(dev, stream, false, "stream_wait_device");
 }
 
 wk_status wk_device_set_seed(wk_device *dev, uint64_t seed)

@@ -277,6 +277,22 @@ static wk_status rt_stream(void *ctx, void **stream)
     return WK_OK;
 }
 
+static wk_status rt_stream_order(void *ctx, void *other, bool ctx_waits)
+{
+    wk_gpu_ctx *c = (wk_gpu_ctx *)ctx;
+    WK_GPU_ENTER(c);
+    hipStream_t o = (hipStream_t)other;
+    hipEvent_t ev;
+    WK_GPU_CHECK_C(c, hipEventCreateWithFlags(&ev, hipEventDisableTiming));
+    hipError_t e = hipEventRecord(ev, ctx_waits ? o : c->stream);
+    if (e == hipSuccess) e = hipStreamWaitEvent(ctx_waits ? c->stream : o, ev, 0);
+    (void)hipEventDestroy(ev);   /* released once the wait is done */
+    if (e != hipSuccess) return wk_gpu_fail(c, e, ctx_waits ? "hipStreamWaitEvent(wick's stream, the other's event)"
+                                                           : "hipStreamWaitEvent(the other stream, wick's event)",
+                                            __FILE__, __LINE__);
+    return WK_OK;
+}
+
 /* ---- the vtable and the entry point -------------------------------------- */
 
 static wk_backend_iface rt_iface;
@@ -306,6 +322,7 @@ static void rt_fill_iface(wk_backend_iface *f)
     f->host_alloc = wk_gpu_host_alloc;
     f->host_free = wk_gpu_host_free;
     f->stream = rt_stream;
+    f->stream_order = rt_stream_order;
     f->rtc_target = wk_gpu_rtc_target;
     f->rtc_compiler = wk_gpu_rtc_compiler;
     f->comm_available = wk_gpu_comm_available;
