@@ -15,6 +15,8 @@
  *   cpu_random.c      Philox4x32-10 uniform/normal (docs/random.md)
  *   cpu_quant.c       GGUF block types: dequantize, quantize (llama.cpp's
  *                     reference quantizers), qmatmul, qgather
+ *   cpu_qdot.c        qmatmul's integer path (quantized activations,
+ *                     integer dot products, as llama.cpp's CPU kernels)
  *   cpu_conv.c        conv1d/2d and their transposed forms
  *   cpu_pool.c        avg/max pooling, nearest and bilinear upsampling
  *   cpu_sort.c        arg_sort (radix sort, insertion sort for short rows)
@@ -96,6 +98,15 @@ wk_status wk_cpu_attention(void *ctx, const wk_op_args *a);
 wk_status wk_cpu_qconvert(void *ctx, const wk_op_args *a);
 wk_status wk_cpu_qmatmul(void *ctx, const wk_op_args *a);
 wk_status wk_cpu_qgather(void *ctx, const wk_op_args *a);
+/* cpu_quant.c: llama.cpp's reference quantizer of one block of dt */
+typedef void (*wk_cpu_qblock_fn)(const float *x, uint8_t *block);
+wk_cpu_qblock_fn wk_cpu_quantizer(wk_dtype dt);
+/* cpu_qdot.c: qmatmul with quantized activations and integer dot
+ * products (WICK_CPU_QDOT; docs/quantization.md) */
+enum { WK_QDOT_OFF = 0, WK_QDOT_ON = 1, WK_QDOT_PORTABLE = 2 };
+int wk_cpu_qdot_mode(void);
+bool wk_cpu_qdot_supports(wk_dtype dt);
+wk_status wk_cpu_qmatmul_qdot(const wk_op_args *a, int mode);
 const char *wk_cpu_blas_name(void);
 /* cpu_conv.c: the CONV family (im2col / col2im around wk_cpu_matmul) */
 wk_status wk_cpu_conv(void *ctx, const wk_op_args *a);

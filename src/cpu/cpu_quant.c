@@ -23,7 +23,9 @@
  * the thread pool by block (rows x blocks per row), or by weight rows
  * for qmatmul: a task dequantizes 8 or 32 rows of the weight into f32
  * and takes their dot products with every row of x (8 partial sums in
- * f32 per dot product).
+ * f32 per dot product). That is the default; with WICK_CPU_QDOT=1 the
+ * product takes the integer path of cpu_qdot.c instead (x quantized to
+ * q8 blocks, integer dot products, as llama.cpp's CPU kernels).
  *
  * Multi-byte fields are little-endian, as GGUF stores them (this file
  * assumes a little-endian host, as the rest of wick does).
@@ -959,6 +961,8 @@ static q_fn q_of(wk_dtype dt)
     }
 }
 
+wk_cpu_qblock_fn wk_cpu_quantizer(wk_dtype dt) { return q_of(dt); }
+
 /* n f32 values to dst (f32, f16 or bf16) at element index i */
 static void store_row(void *dst, wk_dtype dt, int64_t i, const float *v, int64_t n)
 {
@@ -1094,6 +1098,8 @@ wk_status wk_cpu_qmatmul(void *ctx, const wk_op_args *a)
     (void)ctx;
     const wk_view *d = a->dst, *w = a->src[0], *x = a->src[1];
     const int64_t m = d->dims[0], n = d->dims[1], k = w->dims[1];
+    const int qdot = wk_cpu_qdot_mode();
+    if (qdot != WK_QDOT_OFF && wk_cpu_qdot_supports(w->dtype)) return wk_cpu_qmatmul_qdot(a, qdot);
     qmm_job j = { .dst = d, .w = w, .m = m, .n = n, .k = k, .deq = deq_of(w->dtype), .B = wk_dt_block(w->dtype),
                   .BB = wk_dt_block_bytes(w->dtype) };
     atomic_init(&j.failed, 0);
