@@ -18,6 +18,10 @@
  *            back and the argmax taken on the host as the next token (a
  *            greedy generation loop); 4 steps untimed, then the median
  *            step time -> tokens/s, and the mean for comparison.
+ *   generate at C: the cache emptied, then wk_llm_generate with the C
+ *            ids as the prompt, greedy, S tokens, end tokens ignored (the
+ *            argmax taken on the device); (S - 1) / gen_ms -> tokens/s
+ *            (the mean over the steps).
  * With WICK_GPU_COUNT_LAUNCHES=1 (a GPU plugin's launch counter), one
  * more decode step after the first context's, between two device
  * synchronizes, at each of which the plugin prints its count to stderr.
@@ -158,6 +162,20 @@ int main(int argc, char **argv)
                "\"min_ms\": %.4f, \"mean_ms\": %.4f, \"tokens_per_s\": %.1f, \"tokens_per_s_mean\": %.1f}\n",
                label, (long long)c, (long long)timed, med, ts[0], mean, 1e3 / med, 1e3 / mean);
         fflush(stdout);
+        /* the same through wk_llm_generate, greedy: the argmax on the
+           device, 4 bytes back per step (gen_ms: steps - 1 evals and
+           the first token's choice) */
+        if (c > 0) {
+            if (wk_llm_rewind(m, 0)) goto fail;
+            wk_generate_opts go = { .sampling = wk_sampling_greedy(), .max_tokens = steps, .ignore_eog = true };
+            wk_generate_stats gs;
+            if (wk_llm_generate(m, toks, c, &go, NULL, NULL, &gs)) goto fail;
+            printf("{\"label\": \"%s\", \"what\": \"generate\", \"context\": %lld, \"steps\": %lld, \"gen_ms\": %.3f, "
+                   "\"tokens_per_s\": %.1f}\n",
+                   label, (long long)c, (long long)gs.gen_tokens, gs.gen_ms,
+                   1e3 * (double)(gs.gen_tokens - 1) / gs.gen_ms);
+            fflush(stdout);
+        }
         if (i == 0 && getenv("WICK_GPU_COUNT_LAUNCHES")) {
             /* the plugin prints its launch count at each synchronize:
                the difference of the two lines is one decode step's */

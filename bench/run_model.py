@@ -239,6 +239,8 @@ def report(a):
             wk[(lab, "prefill")] = r
         elif r["what"] == "decode":
             wk[(lab, f"decode{r['context']}")] = r
+        elif r["what"] == "generate":
+            wk[(lab, f"generate{r['context']}")] = r
     print(f"Device: {env.get('gpu', '?')}; date {env.get('date', '?')}; commit {a.commit}; "
           f"torch {env.get('torch', '?')}, transformers {env.get('transformers', '?')}.")
     if bw:
@@ -257,13 +259,13 @@ def report(a):
         # (token_embd: bf16, or q4_k in the Q4_K_M mix; tied: it is the
         # output matrix too, read whole)
         emb = 0 if cfg.get("tie_word_embeddings") else V * E * (2 if ld["weight_dtype"] == "bf16" else 144 / 256)
-        for what in ["prefill"] + sorted((k[1] for k in wk if k[0] == lab and k[1] != "prefill"), key=lambda x: int(x[6:])):
+        for what in ["prefill"] + sorted((k[1] for k in wk if k[0] == lab and k[1] != "prefill"), key=lambda x: (x.rstrip("0123456789"), int(x[len(x.rstrip("0123456789")):]))):
             w = wk.get((lab, what))
-            h = hf.get((model, what)) if "q4" not in lab else None
+            h = hf.get((model, what.replace("generate", "decode"))) if "q4" not in lab else None
             if not w:
                 continue
             roof = pct = ""
-            if what.startswith("decode") and bw:
+            if what.startswith(("decode", "generate")) and bw:
                 ctx = w["context"]
                 wbytes = ld["weight_bytes"] - emb
                 kv = 2 * L * kvd * ctx * 2

@@ -485,8 +485,11 @@ static double in_dtype(double v, wk_dtype dt)
 }
 
 /* Tokens [T] at positions pos .. pos+T-1 through the model; rows of logits
- * (f32) for tokens first_out .. T-1 into out (NULL: none). */
-static wk_status forward(wk_llm *m, const int32_t *tokens, int64_t T, int64_t first_out, float *out)
+ * (f32) for tokens first_out .. T-1 into out (NULL: none); or, with
+ * best non-NULL (and out NULL), the index of the last token's largest
+ * logit, found on the device, so that 4 bytes come back instead of the
+ * row. */
+static wk_status forward(wk_llm *m, const int32_t *tokens, int64_t T, int64_t first_out, float *out, int32_t *best)
 {
     const wk_llm_info *in = &m->info;
     const llm_hparams *hp = &m->hp;
@@ -581,7 +584,20 @@ static wk_status forward(wk_llm *m, const int32_t *tokens, int64_t T, int64_t fi
         wk_keep(h);
         wk_scope_end();
     }
-    if (h && out) {
+    if (h && best && !out) {   /* greedy: the argmax on the device */
+        wk_tensor *xl = NULL;
+        wk_tensor *hn = f ? wk_add_rms_norm(wk_narrow(f, 0, T - 1, 1), wk_narrow(x, 0, T - 1, 1), m->out_norm,
+                                            in->norm_eps, hp->gemma_norm, &xl)
+                          : NULL;
+        wk_tensor *lg = hn ? linear(hn, m->output, NULL) : NULL;
+        if (lg && hp->final_softcap > 0)   /* monotonic, but keep the rounding of the logits that eval returns */
+            lg = wk_affine(wk_tanh(wk_affine(lg, 1.0 / hp->final_softcap, 0.0)), hp->final_softcap, 0.0);
+        wk_tensor *am = lg ? wk_argmax(lg, 1, false) : NULL;
+        uint32_t b = 0;
+        if (m->timing) t1 = llm_now_ms();
+        if (!am || wk_to_host(am, &b, sizeof b) != WK_OK) h = NULL;
+        *best = (int32_t)b;
+    } else if (h && out) {
         const int64_t rows = T - first_out;
         wk_tensor *xl = NULL;   /* x + f and the final norm in one op */
         wk_tensor *hn = f ? wk_add_rms_norm(wk_narrow(f, 0, first_out, rows), wk_narrow(x, 0, first_out, rows),
@@ -609,7 +625,20 @@ static wk_status forward(wk_llm *m, const int32_t *tokens, int64_t T, int64_t fi
     return st;
 }
 
+static wk_status eval(wk_llm *m, const int32_t *tokens, int64_t n, bool all_logits, float *logits, int32_t *best);
+
 wk_status wk_llm_eval(wk_llm *m, const int32_t *tokens, int64_t n, bool all_logits, float *logits)
+{
+    return eval(m, tokens, n, all_logits, logits, NULL);
+}
+
+wk_status llm_eval_greedy(wk_llm *m, const int32_t *tokens, int64_t n, int32_t *next)
+{
+    if (!next) return wk_merr(WK_ERR_ARGUMENT, "llm_eval_greedy: next is NULL");
+    return eval(m, tokens, n, false, NULL, next);
+}
+
+static wk_status eval(wk_llm *m, const int32_t *tokens, int64_t n, bool all_logits, float *logits, int32_t *best)
 {
     wk_model_clear_error();
     if (!m || (!tokens && n > 0) || n < 0)
@@ -637,7 +666,7 @@ wk_status wk_llm_eval(wk_llm *m, const int32_t *tokens, int64_t n, bool all_logi
             out = logits;
             first = T - 1;
         }
-        wk_status st = forward(m, tokens + i, T, first, out);
+        wk_status st = forward(m, tokens + i, T, first, out, last ? best : NULL);
         if (st) {
             m->pos = start;
             return st;

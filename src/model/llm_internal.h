@@ -73,6 +73,12 @@ wk_status llm_read_hparams(wk_llm *m, const char *path);
  * with the layer (-1 for a global tensor). NULL when absent. */
 const wk_file_tensor *llm_find(const wk_llm *m, const char *gguf_name, const char *hf_name, int layer);
 
+/* llm.c: wk_llm_eval without logits: *next is the last token's argmax,
+ * taken on the device (the first index of the largest logit; a NaN logit
+ * counts as the largest there, where the sampler skips it). For greedy
+ * generation (llm_text.c). */
+wk_status llm_eval_greedy(wk_llm *m, const int32_t *tokens, int64_t n, int32_t *next);
+
 /* llm_text.c: tokenizer and end-of-generation tokens, set up at load. */
 wk_status llm_text_init(wk_llm *m);
 void llm_text_free(wk_llm *m);

@@ -374,8 +374,13 @@ wk_status wk_llm_generate(wk_llm *m, const int32_t *prompt, int64_t n_prompt, co
         goto out;
     }
     for (int64_t i = 0; i < n_prompt; i++) wk_sampler_accept(sm, prompt[i]);
+    /* greedy without a penalty needs only the argmax: taken on the device,
+       4 bytes read back per step instead of the logits */
+    const bool dev_greedy = o.sampling.temperature <= 0 &&
+                            (o.sampling.repeat_penalty == 1.0 || o.sampling.repeat_penalty == 0.0);
+    int32_t next = -1;
     double t0 = now_ms();
-    if (n_prompt > 0) st = wk_llm_eval(m, prompt, n_prompt, false, logits);
+    if (n_prompt > 0) st = dev_greedy ? llm_eval_greedy(m, prompt, n_prompt, &next) : wk_llm_eval(m, prompt, n_prompt, false, logits);
     else {   /* continue from the cache: the last token again is not possible, so refuse */
         st = wk_merr(WK_ERR_ARGUMENT, "wk_llm_generate: give at least one prompt token");
     }
@@ -384,7 +389,7 @@ wk_status wk_llm_generate(wk_llm *m, const int32_t *prompt, int64_t n_prompt, co
     s.prompt_ms = now_ms() - t0;
     t0 = now_ms();
     for (;;) {
-        const int32_t tok = wk_sampler_sample(sm, logits);
+        const int32_t tok = dev_greedy ? next : wk_sampler_sample(sm, logits);
         if (tok < 0) {
             st = wk_model_last_status();
             break;
@@ -461,7 +466,7 @@ wk_status wk_llm_generate(wk_llm *m, const int32_t *prompt, int64_t n_prompt, co
             s.stop = WK_STOP_CONTEXT;
             break;
         }
-        if ((st = wk_llm_eval(m, &tok, 1, false, logits))) break;
+        if ((st = dev_greedy ? llm_eval_greedy(m, &tok, 1, &next) : wk_llm_eval(m, &tok, 1, false, logits))) break;
     }
     if (st == WK_OK && s.stop != WK_STOP_STRING && cb) {   /* held back text */
         const char *rest = NULL;
