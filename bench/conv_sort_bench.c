@@ -7,10 +7,11 @@
  * and writes the op's last result to DIR/<case>.out (the script compares
  * it with PyTorch's).
  *
- *   conv_sort_bench DIR [--device cuda:0] [--reps N] [--warmup N] [--case NAME]
+ *   conv_sort_bench DIR [--device cuda:0] [--reps N] [--warmup N] [--case NAME,NAME..]
  *
  * Build: cc -O2 -Iinclude bench/conv_sort_bench.c build/libwick.a -lm -ldl -pthread
  */
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -99,6 +100,20 @@ static wk_tensor *run_op(const bcase *c, wk_tensor *x, wk_tensor *w)
     return NULL;
 }
 
+/* name is one of the comma-separated names of list */
+static bool in_list(const char *list, const char *name)
+{
+    size_t n = strlen(name);
+    for (const char *p = list; *p;) {
+        const char *e = strchr(p, ',');
+        size_t len = e ? (size_t)(e - p) : strlen(p);
+        if (len == n && !strncmp(p, name, n)) return true;
+        if (!e) break;
+        p = e + 1;
+    }
+    return false;
+}
+
 static int cmp_d(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
@@ -128,7 +143,7 @@ int main(int argc, char **argv)
     int bad = 0;
     for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
         const bcase *c = &cases[ci];
-        if (only && strcmp(only, c->name)) continue;
+        if (only && !in_list(only, c->name)) continue;
         wk_tensor *x = load(dev, dir, c->name, "x", c->dt, c->x), *w = NULL;
         if (x && c->k == K_CONV2D) w = load(dev, dir, c->name, "w", c->dt, c->w);
         if (!x || (c->k == K_CONV2D && !w)) {

@@ -13,7 +13,10 @@ torch.argsort; topk: the same values), and prints a markdown table.
 speed = torch ms / wick ms (>= 1: wick is faster). The copy bandwidth
 (a device-to-device clone of 1 GiB) is the ceiling of the streaming ops.
 
-  python3 bench/conv_sort_vs_torch.py --bench build/conv-sort-bench [--scratch DIR] [--reps N] [--case NAME]
+  python3 bench/conv_sort_vs_torch.py --bench build/conv-sort-bench [--scratch DIR] [--reps N] [--case A,B]
+
+The environment reaches wick's side: WICK_CONV_COL_MB=256 (say) times the
+convolutions with another column budget.
 """
 import argparse
 import os
@@ -101,7 +104,7 @@ def main(argv):
     ap.add_argument("--scratch", default="/tmp/wick-conv-sort")
     ap.add_argument("--reps", type=int, default=20)
     ap.add_argument("--warmup", type=int, default=3)
-    ap.add_argument("--case", default=None)
+    ap.add_argument("--case", default=None, help="comma-separated case names")
     ap.add_argument("--md", default=None, help="write the table here too")
     a = ap.parse_args(argv)
     torch.backends.cudnn.benchmark = True
@@ -110,7 +113,7 @@ def main(argv):
     os.makedirs(a.scratch, exist_ok=True)
     dev = torch.device("cuda")
     print(f"device {torch.cuda.get_device_name(0)}, torch {torch.__version__}, seed {SEED}", flush=True)
-    cases = [c for c in CASES if a.case is None or c[0] == a.case]
+    cases = [c for c in CASES if a.case is None or c[0] in a.case.split(",")]
     g = torch.Generator(device="cuda").manual_seed(SEED)
     inputs = {}
     for name, kind, dt, xs, ws, stride, pad, groups, k, _ in cases:

@@ -19,7 +19,8 @@
  *    kernel tap (ki, kj) when oh + padding - ki * dilation is ih * stride,
  *    so the column entry is that input or 0 (with stride s, about
  *    1 - 1/s^2 of the entries are 0; no col2im, no atomics, one rounding).
- *    Samples are unfolded in blocks whose columns stay near CV_COL_BYTES.
+ *    Samples are unfolded in blocks whose columns stay near CV_COL_BYTES
+ *    (24 MiB), so that the GEMM finds them in L2.
  *
  *  - direct: one thread per output element, summing Cin/G * kh * kw
  *    products in f32 (f64); taken when Cout/G <= 4 (depthwise and
@@ -34,8 +35,10 @@
 #include <string.h>
 
 #define CV_THREADS 256
-/* bytes of columns unfolded at once (whole samples; at least one) */
-#define CV_COL_BYTES ((int64_t)256 << 20)
+/* bytes of columns unfolded at once (whole samples; at least one): about
+ * half an H100's L2, so that the GEMM reads the columns the unfold just
+ * wrote while they are still in L2; WICK_CONV_COL_MB overrides it */
+#define CV_COL_BYTES ((int64_t)24 << 20)
 
 /* the geometry of one call, as the kernels see it */
 struct cv_args {
@@ -48,27 +51,21 @@ struct cv_args {
     int64_t wo, ws0, ws1, wsh, wsw;    /* w: offset and strides                */
     int64_t bo, bs;                    /* bias: offset and stride              */
     wk_divmod32 dWo;                   /* position l -> (l / Wo, l % Wo)        */
+    int iH, iW, is0, is1, ip0, ip1, id0, id1;   /* 32-bit copies for cv_src    */
 };
 
-/* output position l (< 2^31, checked) as (oh, ow) */
-WK_DEV void cv_pos(const cv_args &A, int64_t l, int64_t *oh, int64_t *ow)
-{
-    const uint32_t q = wk_divmod32_div(A.dWo, (uint32_t)l);
-    *oh = q;
-    *ow = (uint32_t)l - q * A.dWo.d;
-}
-
 /* the input row (or column) that output position o reads through kernel
- * tap q, or -1 when it reads padding (or, transposed, no input) */
-WK_DEV int64_t cv_src(int64_t o, int64_t q, int64_t in, int64_t s, int64_t p, int64_t d, int tr)
+ * tap q, or -1 when it reads padding (or, transposed, no input); every
+ * size, option and position is below 2^28 and o * s too (checked on the host) */
+WK_DEV int cv_src(int o, int q, int in, int s, int p, int d, int tr)
 {
     if (!tr) {
-        const int64_t i = o * s - p + q * d;
+        const int i = o * s - p + q * d;
         return i >= 0 && i < in ? i : -1;
     }
-    const int64_t t = o + p - q * d;
+    const int t = o + p - q * d;
     if (t < 0) return -1;
-    const int64_t i = t / s;
+    const int i = t / s;
     return i * s == t && i < in ? i : -1;
 }
 
@@ -83,34 +80,40 @@ WK_DEV int64_t cv_woff(const cv_args &A, int64_t co, int64_t ci_l, int64_t ki, i
 
 /* ---- direct path ----------------------------------------------------------- */
 
-/* blockIdx.y strides over the (n, co) planes, x over the plane's outputs */
+/* one block per (n, co) plane at a time (the plane's sample, channel,
+ * group, weights and bias computed once), its threads over the plane's
+ * outputs */
 template <typename T>
 __global__ WK_LAUNCH_BOUNDS(CV_THREADS) void cv_direct(const T *__restrict__ x, const T *__restrict__ w,
                                                         const T *__restrict__ b, T *__restrict__ y, cv_args A)
 {
     typedef typename wk_type<T>::C C;
-    const int64_t planes = A.N * A.Cout, L = A.Ho * A.Wo;
-    for (int64_t pl = blockIdx.y; pl < planes; pl += gridDim.y) {
+    const int64_t planes = A.N * A.Cout;
+    const int L = (int)(A.Ho * A.Wo), kh = (int)A.kh, kw = (int)A.kw, cig = (int)A.Cig;
+    for (int64_t pl = blockIdx.x; pl < planes; pl += gridDim.x) {
         const int64_t n = pl / A.Cout, co = pl - n * A.Cout, g = co / A.Cog;
-        const T *xn = x + A.xo + n * A.xsn;
-        for (int64_t l = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; l < L; l += (int64_t)gridDim.x * blockDim.x) {
-            int64_t oh, ow;
-            cv_pos(A, l, &oh, &ow);
+        const T *xg = x + A.xo + n * A.xsn + g * A.Cig * A.xsc;
+        const T *wc = w + A.wo + (A.tr ? g * A.Cig * A.ws0 + (co - g * A.Cog) * A.ws1 : co * A.ws0);
+        const int64_t wci = A.tr ? A.ws0 : A.ws1;
+        const C bias = b ? (C)wk_load_c(b[A.bo + co * A.bs]) : (C)0;
+        T *yp = y + pl * L;
+        for (int l = threadIdx.x; l < L; l += blockDim.x) {
+            const int oh = (int)wk_divmod32_div(A.dWo, (uint32_t)l), ow = l - oh * (int)A.dWo.d;
             C acc = 0;
-            for (int64_t ci_l = 0; ci_l < A.Cig; ci_l++) {
-                const T *xc = xn + (g * A.Cig + ci_l) * A.xsc;
-                for (int64_t ki = 0; ki < A.kh; ki++) {
-                    const int64_t ih = cv_src(oh, ki, A.H, A.s0, A.p0, A.d0, A.tr);
+            for (int ci = 0; ci < cig; ci++) {
+                const T *xc = xg + ci * A.xsc, *wk = wc + ci * wci;
+                for (int ki = 0; ki < kh; ki++) {
+                    const int ih = cv_src(oh, ki, A.iH, A.is0, A.ip0, A.id0, A.tr);
                     if (ih < 0) continue;
-                    for (int64_t kj = 0; kj < A.kw; kj++) {
-                        const int64_t iw = cv_src(ow, kj, A.W, A.s1, A.p1, A.d1, A.tr);
+                    const T *xr = xc + ih * A.xsh, *wr = wk + ki * A.wsh;
+                    for (int kj = 0; kj < kw; kj++) {
+                        const int iw = cv_src(ow, kj, A.iW, A.is1, A.ip1, A.id1, A.tr);
                         if (iw < 0) continue;
-                        acc += (C)wk_load_c(xc[ih * A.xsh + iw * A.xsw]) * (C)wk_load_c(w[cv_woff(A, co, ci_l, ki, kj)]);
+                        acc += (C)wk_load_c(xr[iw * A.xsw]) * (C)wk_load_c(wr[kj * A.wsw]);
                     }
                 }
             }
-            if (b) acc += (C)wk_load_c(b[A.bo + co * A.bs]);
-            y[pl * L + l] = wk_to<T>(acc);
+            yp[l] = wk_to<T>(acc + bias);
         }
     }
 }
@@ -139,30 +142,31 @@ __global__ WK_LAUNCH_BOUNDS(CV_THREADS) void cv_pack_w(const T *__restrict__ w, 
     }
 }
 
-/* col [nb, G, Kp, L] for samples n0 .. n0 + nb - 1; blockIdx.y strides
- * over the rows (n, g, r), x over the output positions */
+/* col [nb, G, Kp, L] for samples n0 .. n0 + nb - 1: one block per row
+ * (n, g, r) at a time (its channel and tap computed once), its threads
+ * over the output positions */
 template <typename T>
 __global__ WK_LAUNCH_BOUNDS(CV_THREADS) void cv_im2col(const T *__restrict__ x, T *__restrict__ col, cv_args A,
                                                         int64_t n0, int64_t nb)
 {
-    const int64_t kk = A.kh * A.kw, L = A.Ho * A.Wo, rows = nb * A.G * A.Kp;
+    const int64_t kk = A.kh * A.kw, rows = nb * A.G * A.Kp;
+    const int L = (int)(A.Ho * A.Wo);
     const T zero = wk_to<T>(0.0f), one = wk_to<T>(1.0f);
-    for (int64_t R = blockIdx.y; R < rows; R += gridDim.y) {
+    for (int64_t R = blockIdx.x; R < rows; R += gridDim.x) {
         const int64_t nl = R / (A.G * A.Kp), rem = R - nl * (A.G * A.Kp), g = rem / A.Kp, r = rem - g * A.Kp;
         T *out = col + R * L;
-        const int64_t l0 = (int64_t)blockIdx.x * blockDim.x + threadIdx.x, ls = (int64_t)gridDim.x * blockDim.x;
         if (r >= A.K) {
             const T v = r == A.K && A.bias ? one : zero;
-            for (int64_t l = l0; l < L; l += ls) out[l] = v;
+            for (int l = threadIdx.x; l < L; l += blockDim.x) out[l] = v;
             continue;
         }
-        const int64_t ci = g * A.Cig + r / kk, q = r % kk, ki = q / A.kw, kj = q - ki * A.kw;
+        const int64_t ci = g * A.Cig + r / kk;
+        const int q = (int)(r % kk), ki = q / (int)A.kw, kj = q - ki * (int)A.kw;
         const T *xc = x + A.xo + (n0 + nl) * A.xsn + ci * A.xsc;
-        for (int64_t l = l0; l < L; l += ls) {
-            int64_t oh, ow;
-            cv_pos(A, l, &oh, &ow);
-            const int64_t ih = cv_src(oh, ki, A.H, A.s0, A.p0, A.d0, A.tr);
-            const int64_t iw = ih < 0 ? -1 : cv_src(ow, kj, A.W, A.s1, A.p1, A.d1, A.tr);
+        for (int l = threadIdx.x; l < L; l += blockDim.x) {
+            const int oh = (int)wk_divmod32_div(A.dWo, (uint32_t)l), ow = l - oh * (int)A.dWo.d;
+            const int ih = cv_src(oh, ki, A.iH, A.is0, A.ip0, A.id0, A.tr);
+            const int iw = ih < 0 ? -1 : cv_src(ow, kj, A.iW, A.is1, A.ip1, A.id1, A.tr);
             out[l] = iw < 0 ? zero : xc[ih * A.xsh + iw * A.xsw];
         }
     }
@@ -183,16 +187,16 @@ static wk_view cv_mat(void *base, wk_dtype dt, int64_t offset, const int64_t *di
     return v;
 }
 
-/* grid of a (positions x rows) launch: x covers the positions, y the rows
- * (striding beyond 65535) */
-static dim3 cv_grid(int64_t positions, int64_t rows)
+/* blocks of a launch over `rows` (one row per block at a time), and
+ * threads for rows of L positions (a multiple of 64 up to CV_THREADS) */
+static unsigned cv_blocks(int64_t rows)
 {
-    int64_t gx = (positions + CV_THREADS - 1) / CV_THREADS;
-    if (gx > 65535) gx = 65535;
-    if (gx < 1) gx = 1;
-    int64_t gy = rows < 65535 ? rows : 65535;
-    if (gy < 1) gy = 1;
-    return dim3((unsigned)gx, (unsigned)gy, 1);
+    const int64_t cap = (int64_t)1 << 24;
+    return (unsigned)(rows < 1 ? 1 : rows < cap ? rows : cap);
+}
+static int cv_threads(int64_t L)
+{
+    return L >= CV_THREADS ? CV_THREADS : (int)((L + 63) / 64 * 64);
 }
 
 template <typename T>
@@ -205,13 +209,15 @@ static wk_status cv_run(wk_gpu_ctx *c, const wk_op_args *a, const cv_args &A, bo
     const char *name = wk_gpu_op_name(a->op);
     const int64_t L = A.Ho * A.Wo;
     if (direct) {
-        cv_direct<T><<<cv_grid(L, A.N * A.Cout), CV_THREADS, 0, c->stream>>>(x, w, b, y, A);
+        cv_direct<T><<<cv_blocks(A.N * A.Cout), cv_threads(L), 0, c->stream>>>(x, w, b, y, A);
         WK_GPU_LAUNCH_CHECK(c, name);
         return WK_OK;
     }
     const int64_t es = (int64_t)sizeof(T);
     const int64_t per = A.G * A.Kp * L * es;
-    int64_t nb = per > 0 ? CV_COL_BYTES / per : A.N;
+    const char *mb = getenv("WICK_CONV_COL_MB");
+    const int64_t budget = mb && atoll(mb) > 0 ? atoll(mb) << 20 : CV_COL_BYTES;
+    int64_t nb = per > 0 ? budget / per : A.N;
     if (nb < 1) nb = 1;
     if (nb > A.N) nb = A.N;
     void *wp = NULL, *col = NULL;
@@ -223,7 +229,7 @@ static wk_status cv_run(wk_gpu_ctx *c, const wk_op_args *a, const cv_args &A, bo
     }
     for (int64_t n0 = 0; n0 < A.N && st == WK_OK; n0 += nb) {
         const int64_t m = A.N - n0 < nb ? A.N - n0 : nb;
-        cv_im2col<T><<<cv_grid(L, m * A.G * A.Kp), CV_THREADS, 0, c->stream>>>(x, (T *)col, A, n0, m);
+        cv_im2col<T><<<cv_blocks(m * A.G * A.Kp), cv_threads(L), 0, c->stream>>>(x, (T *)col, A, n0, m);
         st = wk_gpu_launched(c, name, __FILE__, __LINE__);
         if (st != WK_OK) break;
         /* batch dims [samples, groups], the larger one innermost (one
@@ -284,9 +290,14 @@ wk_status wk_gpu_conv(void *ctx, const wk_op_args *a)
     A.wsh = nsp == 2 ? w->strides[2] : 0, A.wsw = w->strides[nsp + 1];
     if (bv) A.bo = bv->offset, A.bs = bv->strides[0];
     if (A.N * A.Cout * A.Ho * A.Wo == 0) return WK_OK;
-    if (A.Ho * A.Wo > (int64_t)INT32_MAX)
-        return wk_gpu_host->set_error(WK_ERR_SHAPE, "%s: %lld output positions per plane (at most 2^31 - 1)",
-                                      wk_gpu_op_name(a->op), (long long)(A.Ho * A.Wo));
+    const int64_t lim = (int64_t)1 << 28;   /* every cv_src term stays far from 2^31 */
+    if (A.Ho * A.Wo >= 4 * lim || A.H >= lim || A.W >= lim || A.Ho >= lim || A.Wo >= lim || A.kh * A.kw >= lim ||
+        A.s0 >= lim || A.s1 >= lim || A.p0 >= lim || A.p1 >= lim || A.d0 * A.kh >= lim || A.d1 * A.kw >= lim ||
+        A.Ho * A.s0 >= lim || A.Wo * A.s1 >= lim || A.Cig >= lim)
+        return wk_gpu_host->set_error(WK_ERR_SHAPE, "%s: a size or option reaches 2^30 (the GPU kernels take less)",
+                                      wk_gpu_op_name(a->op));
+    A.iH = (int)A.H, A.iW = (int)A.W, A.is0 = (int)A.s0, A.is1 = (int)A.s1;
+    A.ip0 = (int)A.p0, A.ip1 = (int)A.p1, A.id0 = (int)A.d0, A.id1 = (int)A.d1;
     A.dWo = wk_divmod32_make((uint32_t)A.Wo);
     WK_GPU_ENTER(c);
     const char *mode = getenv("WICK_CONV");

@@ -2,8 +2,9 @@
  * max_pool2d (with its u32 indices), upsample_nearest1d/2d and
  * upsample_bilinear2d, for f16, bf16, f32 and f64 on inputs of any
  * strides, with the cpu backend's rules (src/cpu/cpu_pool.c,
- * docs/conv.md), which are PyTorch's. One thread per output element;
- * dst (and the indices) contiguous.
+ * docs/conv.md), which are PyTorch's. Each thread makes a strip of
+ * 16 bytes of consecutive outputs of one row (pl_strip); dst (and the
+ * indices) contiguous.
  *
  * Pools read in the compute type (f32 for f16/bf16/f32, f64 for f64) and
  * sum there; max_pool keeps the first maximum and lets a NaN win (the
@@ -22,17 +23,23 @@ struct pl_args {
     int64_t xo, sn, sc, sh, sw;        /* input offset and strides (sh 0 for 1-d) */
     int64_t kh, kw, s0, s1, p0, p1;    /* pools                                   */
     int cip;                           /* avg: padded cells count in the divisor  */
-    int small;                         /* dst under 2^32 elements: fast dividers  */
-    wk_divmod32 dWo, dHo, dC;
+    int64_t Ws;                        /* strips per output row (set at launch)   */
+    int small;                         /* under 2^32 strips: fast dividers        */
+    int vec;                           /* dst rows are whole aligned vectors      */
+    wk_divmod32 dWs, dHo, dC;
 };
 
-/* (n, c, oh, ow) of output element i: multiply-high division below 2^32
- * elements (A.small), 64-bit division beyond */
-WK_DEV void pl_pos(const pl_args &A, int64_t i, int64_t *n, int64_t *c, int64_t *oh, int64_t *ow)
+/* Each thread makes a strip of V consecutive outputs of one output row
+ * (V = 16 bytes of T), so that the row's sample, channel, input row and
+ * window rows are worked out once per V outputs and the strip is stored
+ * as one 16-byte vector when the rows allow (A.vec). Strip s is
+ * (n, c, oh, ow0): multiply-high division below 2^32 strips (A.small),
+ * 64-bit division beyond. */
+WK_DEV void pl_strip(const pl_args &A, int64_t s, int V, int64_t *n, int64_t *c, int64_t *oh, int64_t *ow0)
 {
     if (A.small) {
-        uint32_t r = (uint32_t)i, q = wk_divmod32_div(A.dWo, r);
-        *ow = r - q * A.dWo.d;
+        uint32_t r = (uint32_t)s, q = wk_divmod32_div(A.dWs, r);
+        *ow0 = (int64_t)(r - q * A.dWs.d) * V;
         r = q;
         q = wk_divmod32_div(A.dHo, r);
         *oh = r - q * A.dHo.d;
@@ -42,30 +49,59 @@ WK_DEV void pl_pos(const pl_args &A, int64_t i, int64_t *n, int64_t *c, int64_t 
         *n = q;
         return;
     }
-    const int64_t t = i / A.Wo, pl = t / A.Ho;
-    *ow = i - t * A.Wo;
+    const int64_t t = s / A.Ws, pl = t / A.Ho;
+    *ow0 = (s - t * A.Ws) * V;
     *oh = t - pl * A.Ho;
     *n = pl / A.C;
     *c = pl - *n * A.C;
 }
 
+/* store the strip o[0..V) at row[ow0..]: one vector, or the outputs
+ * inside the row one by one */
+template <typename T, int V> WK_DEV void pl_put(T *row, int64_t ow0, int64_t Wo, bool vec, const T (&o)[V])
+{
+    if (vec) {
+        wk_vec<T, V> u;
+#pragma unroll
+        for (int j = 0; j < V; j++) u.v[j] = o[j];
+        *(wk_vec<T, V> *)(row + ow0) = u;
+        return;
+    }
+#pragma unroll
+    for (int j = 0; j < V; j++)
+        if (ow0 + j < Wo) row[ow0 + j] = o[j];
+}
+
+#define PL_STRIPS(s, total) for (int64_t s = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; s < (total); s += (int64_t)gridDim.x * blockDim.x)
+
 template <typename T>
 __global__ WK_LAUNCH_BOUNDS(PL_THREADS) void pl_avg(const T *__restrict__ x, T *__restrict__ y, pl_args A, int64_t total)
 {
     typedef typename wk_type<T>::C C;
-    WK_GPU_FOR(i, total) {
-        int64_t n, c, oh, ow;
-        pl_pos(A, i, &n, &c, &oh, &ow);
+    constexpr int V = 16 / sizeof(T);
+    PL_STRIPS(s, total) {
+        int64_t n, c, oh, ow0;
+        pl_strip(A, s, V, &n, &c, &oh, &ow0);
         const T *xp = x + A.xo + n * A.sn + c * A.sc;
-        const int64_t hs = oh * A.s0 - A.p0, ws = ow * A.s1 - A.p1, he = hs + A.kh, we = ws + A.kw;
-        const int64_t phe = he < A.H + A.p0 ? he : A.H + A.p0, pwe = we < A.W + A.p1 ? we : A.W + A.p1;
-        const int64_t h0 = hs < 0 ? 0 : hs, w0 = ws < 0 ? 0 : ws;
-        const int64_t h1 = he < A.H ? he : A.H, w1 = we < A.W ? we : A.W;
-        C s = 0;
-        for (int64_t h = h0; h < h1; h++)
-            for (int64_t w = w0; w < w1; w++) s += (C)wk_load_c(xp[h * A.sh + w * A.sw]);
-        const int64_t div = A.cip ? (phe - hs) * (pwe - ws) : (h1 - h0) * (w1 - w0);
-        y[i] = wk_to<T>(div > 0 ? s / (C)div : (C)NAN);
+        const int64_t hs = oh * A.s0 - A.p0, he = hs + A.kh;
+        const int64_t phe = he < A.H + A.p0 ? he : A.H + A.p0;
+        const int64_t h0 = hs < 0 ? 0 : hs, h1 = he < A.H ? he : A.H;
+        T o[V];
+#pragma unroll
+        for (int j = 0; j < V; j++) {
+            const int64_t ow = ow0 + j < A.Wo ? ow0 + j : A.Wo - 1;
+            const int64_t ws = ow * A.s1 - A.p1, we = ws + A.kw;
+            const int64_t pwe = we < A.W + A.p1 ? we : A.W + A.p1;
+            const int64_t w0 = ws < 0 ? 0 : ws, w1 = we < A.W ? we : A.W;
+            C sum = 0;
+            for (int64_t h = h0; h < h1; h++) {
+                const T *xr = xp + h * A.sh;
+                for (int64_t w = w0; w < w1; w++) sum += (C)wk_load_c(xr[w * A.sw]);
+            }
+            const int64_t div = A.cip ? (phe - hs) * (pwe - ws) : (h1 - h0) * (w1 - w0);
+            o[j] = wk_to<T>(div > 0 ? sum / (C)div : (C)NAN);
+        }
+        pl_put<T, V>(y + ((n * A.C + c) * A.Ho + oh) * A.Wo, ow0, A.Wo, A.vec != 0, o);
     }
 }
 
@@ -74,25 +110,36 @@ __global__ WK_LAUNCH_BOUNDS(PL_THREADS) void pl_max(const T *__restrict__ x, T *
                                                      uint32_t *__restrict__ idx, pl_args A, int64_t total)
 {
     typedef typename wk_type<T>::C C;
-    WK_GPU_FOR(i, total) {
-        int64_t n, c, oh, ow;
-        pl_pos(A, i, &n, &c, &oh, &ow);
+    constexpr int V = 16 / sizeof(T);
+    PL_STRIPS(s, total) {
+        int64_t n, c, oh, ow0;
+        pl_strip(A, s, V, &n, &c, &oh, &ow0);
         const T *xp = x + A.xo + n * A.sn + c * A.sc;
-        const int64_t hs = oh * A.s0 - A.p0, ws = ow * A.s1 - A.p1, he = hs + A.kh, we = ws + A.kw;
-        const int64_t h0 = hs < 0 ? 0 : hs, w0 = ws < 0 ? 0 : ws;
-        const int64_t h1 = he < A.H ? he : A.H, w1 = we < A.W ? we : A.W;
-        C m = (C)-INFINITY;
-        int64_t mi = h0 * A.W + w0;
-        for (int64_t h = h0; h < h1; h++)
-            for (int64_t w = w0; w < w1; w++) {
-                const C v = (C)wk_load_c(xp[h * A.sh + w * A.sw]);
-                if (v > m || isnan(v)) {
-                    m = v;
-                    mi = h * A.W + w;
+        const int64_t hs = oh * A.s0 - A.p0, he = hs + A.kh;
+        const int64_t h0 = hs < 0 ? 0 : hs, h1 = he < A.H ? he : A.H;
+        const int64_t orow = ((n * A.C + c) * A.Ho + oh) * A.Wo;
+        T o[V];
+#pragma unroll
+        for (int j = 0; j < V; j++) {
+            const int64_t ow = ow0 + j < A.Wo ? ow0 + j : A.Wo - 1;
+            const int64_t ws = ow * A.s1 - A.p1, we = ws + A.kw;
+            const int64_t w0 = ws < 0 ? 0 : ws, w1 = we < A.W ? we : A.W;
+            C m = (C)-INFINITY;
+            int64_t mi = h0 * A.W + w0;
+            for (int64_t h = h0; h < h1; h++) {
+                const T *xr = xp + h * A.sh;
+                for (int64_t w = w0; w < w1; w++) {
+                    const C v = (C)wk_load_c(xr[w * A.sw]);
+                    if (v > m || isnan(v)) {
+                        m = v;
+                        mi = h * A.W + w;
+                    }
                 }
             }
-        y[i] = wk_to<T>(m);
-        if (idx) idx[i] = (uint32_t)mi;
+            o[j] = wk_to<T>(m);
+            if (idx && ow0 + j < A.Wo) idx[orow + ow0 + j] = (uint32_t)mi;
+        }
+        pl_put<T, V>(y + orow, ow0, A.Wo, A.vec != 0, o);
     }
 }
 
@@ -109,11 +156,19 @@ template <typename T>
 __global__ WK_LAUNCH_BOUNDS(PL_THREADS) void pl_nearest(const T *__restrict__ x, T *__restrict__ y, pl_args A,
                                                          float sh, float sw, int one, int64_t total)
 {
-    WK_GPU_FOR(i, total) {
-        int64_t n, c, oh, ow;
-        pl_pos(A, i, &n, &c, &oh, &ow);
-        const int64_t ih = one ? 0 : pl_nearest_src(sh, oh, A.H, A.Ho), iw = pl_nearest_src(sw, ow, A.W, A.Wo);
-        y[i] = x[A.xo + n * A.sn + c * A.sc + ih * A.sh + iw * A.sw];
+    constexpr int V = 16 / sizeof(T);
+    PL_STRIPS(s, total) {
+        int64_t n, c, oh, ow0;
+        pl_strip(A, s, V, &n, &c, &oh, &ow0);
+        const int64_t ih = one ? 0 : pl_nearest_src(sh, oh, A.H, A.Ho);
+        const T *xr = x + A.xo + n * A.sn + c * A.sc + ih * A.sh;
+        T o[V];
+#pragma unroll
+        for (int j = 0; j < V; j++) {
+            const int64_t ow = ow0 + j < A.Wo ? ow0 + j : A.Wo - 1;
+            o[j] = xr[pl_nearest_src(sw, ow, A.W, A.Wo) * A.sw];
+        }
+        pl_put<T, V>(y + ((n * A.C + c) * A.Ho + oh) * A.Wo, ow0, A.Wo, A.vec != 0, o);
     }
 }
 
@@ -141,18 +196,29 @@ __global__ WK_LAUNCH_BOUNDS(PL_THREADS) void pl_bilinear(const T *__restrict__ x
                                                           int align, int64_t total)
 {
     typedef typename wk_type<T>::C C;
-    WK_GPU_FOR(i, total) {
-        int64_t n, c, oh, ow;
-        pl_pos(A, i, &n, &c, &oh, &ow);
-        const T *xp = x + A.xo + n * A.sn + c * A.sc;
-        int64_t h0, h1, w0, w1;
-        C l1, m1;
+    constexpr int V = 16 / sizeof(T);
+    PL_STRIPS(s, total) {
+        int64_t n, c, oh, ow0;
+        pl_strip(A, s, V, &n, &c, &oh, &ow0);
+        int64_t h0, h1;
+        C l1;
         pl_bilin_src<C>(sh, align != 0, oh, A.H, &h0, &h1, &l1);
-        pl_bilin_src<C>(sw, align != 0, ow, A.W, &w0, &w1, &m1);
-        const C l0 = 1 - l1, m0 = 1 - m1;
-        const C v00 = (C)wk_load_c(xp[h0 * A.sh + w0 * A.sw]), v01 = (C)wk_load_c(xp[h0 * A.sh + w1 * A.sw]);
-        const C v10 = (C)wk_load_c(xp[h1 * A.sh + w0 * A.sw]), v11 = (C)wk_load_c(xp[h1 * A.sh + w1 * A.sw]);
-        y[i] = wk_to<T>(l0 * (m0 * v00 + m1 * v01) + l1 * (m0 * v10 + m1 * v11));
+        const C l0 = 1 - l1;
+        const T *xp = x + A.xo + n * A.sn + c * A.sc;
+        const T *r0 = xp + h0 * A.sh, *r1 = xp + h1 * A.sh;
+        T o[V];
+#pragma unroll
+        for (int j = 0; j < V; j++) {
+            const int64_t ow = ow0 + j < A.Wo ? ow0 + j : A.Wo - 1;
+            int64_t w0, w1;
+            C m1;
+            pl_bilin_src<C>(sw, align != 0, ow, A.W, &w0, &w1, &m1);
+            const C m0 = 1 - m1;
+            const C v00 = (C)wk_load_c(r0[w0 * A.sw]), v01 = (C)wk_load_c(r0[w1 * A.sw]);
+            const C v10 = (C)wk_load_c(r1[w0 * A.sw]), v11 = (C)wk_load_c(r1[w1 * A.sw]);
+            o[j] = wk_to<T>(l0 * (m0 * v00 + m1 * v01) + l1 * (m0 * v10 + m1 * v11));
+        }
+        pl_put<T, V>(y + ((n * A.C + c) * A.Ho + oh) * A.Wo, ow0, A.Wo, A.vec != 0, o);
     }
 }
 
@@ -171,13 +237,17 @@ static pl_args pl_args_of(const wk_op_args *a, int nsp)
     A.sc = x->strides[1];
     A.sh = nsp == 2 ? x->strides[2] : 0;
     A.sw = x->strides[nsp + 1];
-    const int64_t total = wk_view_numel(d);
-    A.small = total <= (int64_t)UINT32_MAX;
+    /* strips of V = 16 / element size outputs */
+    const int V = 16 / (int)wk_gpu_dtype_size(d->dtype);
+    A.Ws = (A.Wo + V - 1) / V;
+    const int64_t strips = A.Ws * A.Ho * x->dims[0] * A.C;
+    A.small = strips <= (int64_t)UINT32_MAX;
     if (A.small) {
-        A.dWo = wk_divmod32_make((uint32_t)A.Wo);
+        A.dWs = wk_divmod32_make((uint32_t)A.Ws);
         A.dHo = wk_divmod32_make((uint32_t)A.Ho);
         A.dC = wk_divmod32_make((uint32_t)A.C);
     }
+    A.vec = A.Wo % V == 0 && wk_gpu_aligned(wk_gpu_view_ptr(d), 16);
     return A;
 }
 
@@ -207,9 +277,9 @@ wk_status wk_gpu_pool2d(void *ctx, const wk_op_args *a)
     A.s0 = P->stride[0], A.s1 = P->stride[1];
     A.p0 = P->padding[0], A.p1 = P->padding[1];
     A.cip = P->count_include_pad;
-    const int64_t total = wk_gpu_numel(d);
-    if (total == 0) return WK_OK;
+    if (wk_gpu_numel(d) == 0) return WK_OK;
     WK_GPU_ENTER(c);
+    const int64_t total = A.Ws * A.Ho * x->dims[0] * A.C;   /* strips */
     const unsigned grid = wk_gpu_grid(c, total, PL_THREADS, 4);
     const bool mx = a->op == WK_OP_MAX_POOL2D;
     uint32_t *ip = mx && iv ? (uint32_t *)iv->base + iv->offset : NULL;
@@ -247,9 +317,9 @@ wk_status wk_gpu_upsample(void *ctx, const wk_op_args *a)
         return wk_gpu_host->set_error(WK_ERR_DTYPE, "%s: dtype %s is not one of f16, bf16, f32, f64",
                                       wk_gpu_op_name(a->op), wk_gpu_dtype_name(d->dtype));
     const pl_args A = pl_args_of(a, nsp);
-    const int64_t total = wk_gpu_numel(d);
-    if (total == 0) return WK_OK;
+    if (wk_gpu_numel(d) == 0) return WK_OK;
     WK_GPU_ENTER(c);
+    const int64_t total = A.Ws * A.Ho * x->dims[0] * A.C;   /* strips */
     const unsigned grid = wk_gpu_grid(c, total, PL_THREADS, 4);
     const bool align = a->p[2] != 0, f64 = d->dtype == WK_F64;
     PL_DISPATCH(d->dtype, T, {

@@ -36,9 +36,7 @@
 #include "gpu_internal.h"
 
 #define ST_THREADS 512          /* short rows: threads per block            */
-#define RX_THREADS 256          /* radix: threads per block                 */
-#define RX_ITEMS 16             /* radix: elements per thread per tile      */
-#define RX_TILE (RX_THREADS * RX_ITEMS)
+#define RX_THREADS 256          /* radix: threads per block (one per digit)  */
 #define RX_SCAN_THREADS 1024
 #define RX_SCAN_ITEMS 16       /* counts per scan thread per step            */
 
@@ -155,103 +153,164 @@ __global__ WK_LAUNCH_BOUNDS(RX_THREADS) void rx_init(st_src S, int64_t n, int64_
     }
 }
 
+/* elements per thread per radix tile: 16 for u32 keys (tiles of 4096), 8
+ * for u64 (2048), so a tile's pairs fit the scatter's shared memory */
+template <typename K> struct rx_items { static constexpr int n = sizeof(K) == 4 ? 16 : 8; };
+
 /* counts[(row * 256 + digit) * T + tile]; one block per tile */
 template <typename K>
 __global__ WK_LAUNCH_BOUNDS(RX_THREADS) void rx_hist(const K *__restrict__ keys, int64_t n, int64_t T, int shift,
                                                       uint32_t *__restrict__ counts)
 {
+    constexpr int TILE = RX_THREADS * rx_items<K>::n;
     __shared__ uint32_t h[256];
     const int64_t row = blockIdx.x / T, t = blockIdx.x - row * T;
     for (int d = threadIdx.x; d < 256; d += blockDim.x) h[d] = 0;
     __syncthreads();
-    const int64_t b = t * RX_TILE, e = b + RX_TILE < n ? b + RX_TILE : n;
+    const int64_t b = t * TILE, e = b + TILE < n ? b + TILE : n;
     const K *kr = keys + row * n;
     for (int64_t i = b + threadIdx.x; i < e; i += blockDim.x) atomicAdd(&h[(uint32_t)(kr[i] >> shift) & 255u], 1u);
     __syncthreads();
     for (int d = threadIdx.x; d < 256; d += blockDim.x) counts[(row * 256 + d) * T + t] = h[d];
 }
 
-/* exclusive prefix of each row's 256 * T counts, in place; one block per row */
-__global__ WK_LAUNCH_BOUNDS(RX_SCAN_THREADS) void rx_scan(uint32_t *__restrict__ counts, int64_t m)
+/* The exclusive prefix of each row's m = 256 * T counts, in place, in
+ * chunks of RX_SCAN_CHUNK: rx_scan_sum totals each chunk (one block per
+ * chunk), rx_scan_chunk scans its chunk from the total of the row's
+ * earlier chunks. */
+#define RX_SCAN_CHUNK (RX_SCAN_THREADS * RX_SCAN_ITEMS)
+__global__ WK_LAUNCH_BOUNDS(RX_SCAN_THREADS) void rx_scan_sum(const uint32_t *__restrict__ counts, int64_t m,
+                                                               int64_t chunks, uint32_t *__restrict__ sums)
+{
+    __shared__ uint32_t part[RX_SCAN_THREADS];
+    const int64_t row = blockIdx.x / chunks, ch = blockIdx.x - row * chunks;
+    const uint32_t *c = counts + row * m + ch * RX_SCAN_CHUNK;
+    const int64_t len = m - ch * RX_SCAN_CHUNK < RX_SCAN_CHUNK ? m - ch * RX_SCAN_CHUNK : RX_SCAN_CHUNK;
+    uint32_t s = 0;
+    for (int64_t i = threadIdx.x; i < len; i += blockDim.x) s += c[i];
+    part[threadIdx.x] = s;
+    __syncthreads();
+    for (int o = RX_SCAN_THREADS / 2; o > 0; o >>= 1) {
+        if (threadIdx.x < (unsigned)o) part[threadIdx.x] += part[threadIdx.x + o];
+        __syncthreads();
+    }
+    if (threadIdx.x == 0) sums[blockIdx.x] = part[0];
+}
+
+__global__ WK_LAUNCH_BOUNDS(RX_SCAN_THREADS) void rx_scan_chunk(uint32_t *__restrict__ counts, int64_t m,
+                                                                 int64_t chunks, const uint32_t *__restrict__ sums)
 {
     __shared__ uint32_t part[RX_SCAN_THREADS];
     __shared__ uint32_t carry;
-    uint32_t *c = counts + (int64_t)blockIdx.x * m;
-    if (threadIdx.x == 0) carry = 0;
-    const int nt = blockDim.x;
-    for (int64_t base = 0; base < m; base += (int64_t)nt * RX_SCAN_ITEMS) {
-        uint32_t v[RX_SCAN_ITEMS], s = 0;
-        for (int q = 0; q < RX_SCAN_ITEMS; q++) {
-            const int64_t i = base + (int64_t)threadIdx.x * RX_SCAN_ITEMS + q;
-            v[q] = i < m ? c[i] : 0;
-            s += v[q];
-        }
-        part[threadIdx.x] = s;
+    const int64_t row = blockIdx.x / chunks, ch = blockIdx.x - row * chunks;
+    uint32_t *c = counts + row * m + ch * RX_SCAN_CHUNK;
+    const int64_t len = m - ch * RX_SCAN_CHUNK < RX_SCAN_CHUNK ? m - ch * RX_SCAN_CHUNK : RX_SCAN_CHUNK;
+    /* the row's earlier chunks */
+    uint32_t e = 0;
+    for (int64_t q = threadIdx.x; q < ch; q += blockDim.x) e += sums[row * chunks + q];
+    part[threadIdx.x] = e;
+    __syncthreads();
+    for (int o = RX_SCAN_THREADS / 2; o > 0; o >>= 1) {
+        if (threadIdx.x < (unsigned)o) part[threadIdx.x] += part[threadIdx.x + o];
         __syncthreads();
-        /* inclusive scan of the per-thread sums (Hillis-Steele) */
-        for (int o = 1; o < nt; o <<= 1) {
-            const uint32_t add = threadIdx.x >= (unsigned)o ? part[threadIdx.x - o] : 0;
-            __syncthreads();
-            part[threadIdx.x] += add;
-            __syncthreads();
-        }
-        uint32_t run = carry + part[threadIdx.x] - s;
-        for (int q = 0; q < RX_SCAN_ITEMS; q++) {
-            const int64_t i = base + (int64_t)threadIdx.x * RX_SCAN_ITEMS + q;
-            if (i < m) c[i] = run;
-            run += v[q];
-        }
+    }
+    if (threadIdx.x == 0) carry = part[0];
+    __syncthreads();
+    uint32_t v[RX_SCAN_ITEMS], s = 0;
+    for (int q = 0; q < RX_SCAN_ITEMS; q++) {
+        const int64_t i = (int64_t)threadIdx.x * RX_SCAN_ITEMS + q;
+        v[q] = i < len ? c[i] : 0;
+        s += v[q];
+    }
+    part[threadIdx.x] = s;
+    __syncthreads();
+    /* inclusive scan of the per-thread sums (Hillis-Steele) */
+    for (int o = 1; o < RX_SCAN_THREADS; o <<= 1) {
+        const uint32_t add = threadIdx.x >= (unsigned)o ? part[threadIdx.x - o] : 0;
         __syncthreads();
-        if (threadIdx.x == (unsigned)nt - 1) carry += part[nt - 1];
+        part[threadIdx.x] += add;
         __syncthreads();
+    }
+    uint32_t run = carry + part[threadIdx.x] - s;
+    for (int q = 0; q < RX_SCAN_ITEMS; q++) {
+        const int64_t i = (int64_t)threadIdx.x * RX_SCAN_ITEMS + q;
+        if (i < len) c[i] = run;
+        run += v[q];
     }
 }
 
-/* one block per tile; warp w owns elements [w * S, (w + 1) * S) of the
- * tile (S = RX_ITEMS * W), taken W at a time. last: write the indices of
- * positions < k to dst instead of the next keys. */
+/* One block per tile. Warp w owns elements [w * S, (w + 1) * S) of the
+ * tile (S = items * W), taken W at a time; each element gets its place in
+ * the tile ordered by digit (stable), goes there in shared memory, and the
+ * block then writes the tile out in that order, so that each digit's run
+ * is one contiguous stretch of the row (coalesced writes). last: write
+ * the indices of row positions < k to dst instead of the next keys. */
 template <int W, typename K>
 __global__ WK_LAUNCH_BOUNDS(RX_THREADS) void rx_scatter(const K *__restrict__ kin, const uint32_t *__restrict__ iin,
                                                          K *__restrict__ kout, uint32_t *__restrict__ iout,
                                                          const uint32_t *__restrict__ counts, int64_t n, int64_t T,
                                                          int shift, int last, int64_t k, uint32_t *__restrict__ dst)
 {
-    constexpr int NW = RX_THREADS / W, S = RX_ITEMS * W;
-    __shared__ uint32_t cnt[NW][256];
+    constexpr int ITEMS = rx_items<K>::n, TILE = RX_THREADS * ITEMS;
+    constexpr int NW = RX_THREADS / W, S = ITEMS * W;
+    __shared__ uint32_t cnt[NW][256];      /* per warp and digit: place in the digit's run */
+    __shared__ uint32_t lstart[256];       /* the digit's run in the tile                  */
+    __shared__ uint32_t goff[256];         /* the digit's run in the row                   */
+    __shared__ K ks[TILE];
+    __shared__ uint32_t is[TILE];
     const int64_t row = blockIdx.x / T, t = blockIdx.x - row * T;
     const int lane = wk_lane<W>(), w = wk_warp_id<W>();
-    for (int i = threadIdx.x; i < NW * 256; i += blockDim.x) (&cnt[0][0])[i] = 0;
+    const int tid = (int)threadIdx.x;
+    for (int i = tid; i < NW * 256; i += RX_THREADS) (&cnt[0][0])[i] = 0;
     __syncthreads();
-    const int64_t rb = row * n, b = t * RX_TILE + (int64_t)w * S;
-    K kv[RX_ITEMS];
-    uint32_t iv[RX_ITEMS];
+    const int64_t rb = row * n, t0 = t * TILE;
+    const int tn = n - t0 < TILE ? (int)(n - t0) : TILE;      /* elements in this tile */
+    const int b = w * S;
+    K kv[ITEMS];
+    uint32_t iv[ITEMS];
 #pragma unroll
-    for (int j = 0; j < RX_ITEMS; j++) {
-        const int64_t i = b + j * W + lane;
+    for (int j = 0; j < ITEMS; j++) {
+        const int i = b + j * W + lane;
         kv[j] = 0;
         iv[j] = 0;
-        if (i < n) {
-            kv[j] = kin[rb + i];
-            iv[j] = iin[rb + i];
+        if (i < tn) {
+            kv[j] = kin[rb + t0 + i];
+            iv[j] = iin[rb + t0 + i];
             atomicAdd(&cnt[w][(uint32_t)(kv[j] >> shift) & 255u], 1u);
         }
     }
     __syncthreads();
-    /* per digit: the tile's offset in its row, then each warp's share */
-    for (int d = threadIdx.x; d < 256; d += blockDim.x) {
-        uint32_t run = counts[(row * 256 + d) * T + t];
+    /* per digit (RX_THREADS == 256: one thread each): each warp's place in
+     * the digit's run, the run's length, its start in the row */
+    {
+        const int d = tid;
+        uint32_t run = 0;
         for (int q = 0; q < NW; q++) {
             const uint32_t c = cnt[q][d];
             cnt[q][d] = run;
             run += c;
         }
+        lstart[d] = run;
+        goff[d] = counts[(row * 256 + d) * T + t];
+    }
+    __syncthreads();
+    /* exclusive prefix of the run lengths (Hillis-Steele over 256) */
+    {
+        const uint32_t own = lstart[tid];
+        for (int o = 1; o < 256; o <<= 1) {
+            const uint32_t add = tid >= o ? lstart[tid - o] : 0;
+            __syncthreads();
+            lstart[tid] += add;
+            __syncthreads();
+        }
+        lstart[tid] -= own;
     }
     __syncthreads();
     const uint64_t below = ((uint64_t)1 << lane) - 1;
 #pragma unroll
-    for (int j = 0; j < RX_ITEMS; j++) {
-        const int64_t i = b + j * W + lane;
-        const bool valid = i < n;
+    for (int j = 0; j < ITEMS; j++) {
+        const int i = b + j * W + lane;
+        const bool valid = i < tn;
         const uint32_t dg = valid ? (uint32_t)(kv[j] >> shift) & 255u : 0u;
         uint64_t peers = wk_ballot<W>(valid);
 #pragma unroll
@@ -261,17 +320,25 @@ __global__ WK_LAUNCH_BOUNDS(RX_THREADS) void rx_scatter(const K *__restrict__ ki
             peers &= on ? m : ~m;
         }
         uint32_t pos = 0;
-        if (valid) pos = cnt[w][dg] + (uint32_t)__popcll(peers & below);
+        if (valid) pos = lstart[dg] + cnt[w][dg] + (uint32_t)__popcll(peers & below);
         wk_syncwarp<W>();
         if (valid && (peers & below) == 0) cnt[w][dg] += (uint32_t)__popcll(peers);   /* the group's first lane */
         wk_syncwarp<W>();
         if (valid) {
-            if (last) {
-                if (pos < k) dst[row * k + pos] = iv[j];
-            } else {
-                kout[rb + pos] = kv[j];
-                iout[rb + pos] = iv[j];
-            }
+            ks[pos] = kv[j];
+            is[pos] = iv[j];
+        }
+    }
+    __syncthreads();
+    for (int i = tid; i < tn; i += RX_THREADS) {
+        const K key = ks[i];
+        const uint32_t d = (uint32_t)(key >> shift) & 255u;
+        const int64_t gp = (int64_t)goff[d] + (i - (int)lstart[d]);
+        if (last) {
+            if (gp < k) dst[row * k + gp] = is[i];
+        } else {
+            kout[rb + gp] = key;
+            iout[rb + gp] = is[i];
         }
     }
 }
@@ -280,7 +347,7 @@ template <typename K>
 static wk_status st_run(wk_gpu_ctx *c, const st_src &S, int64_t rows, int64_t n, int64_t k, int bytes, K flip,
                         uint32_t *dst, const char *name)
 {
-    constexpr int TILE = st_tile<K>::n;
+    constexpr int TILE = st_tile<K>::n, RTILE = RX_THREADS * rx_items<K>::n;
     if (n <= TILE) {
         int logP = 0;
         while (((int64_t)1 << logP) < n) logP++;
@@ -290,17 +357,18 @@ static wk_status st_run(wk_gpu_ctx *c, const st_src &S, int64_t rows, int64_t n,
         WK_GPU_LAUNCH_CHECK(c, name);
         return WK_OK;
     }
-    const int64_t total = rows * n, T = (n + RX_TILE - 1) / RX_TILE, tiles = rows * T;
-    if (tiles > 0x7FFFFFFF || n > (int64_t)UINT32_MAX)
+    const int64_t total = rows * n, T = (n + RTILE - 1) / RTILE, tiles = rows * T;
+    const int64_t m = 256 * T, chunks = (m + RX_SCAN_CHUNK - 1) / RX_SCAN_CHUNK;
+    if (tiles > 0x7FFFFFFF || rows * chunks > 0x7FFFFFFF || n > (int64_t)UINT32_MAX)
         return wk_gpu_host->set_error(WK_ERR_SHAPE, "%s: too many elements (%lld rows of %lld)", name, (long long)rows,
                                       (long long)n);
     void *kb = NULL, *ib = NULL, *cb = NULL;
     const size_t ks = (size_t)total * sizeof(K), is = (size_t)total * 4;
     wk_status st = wk_gpu_scratch_alloc(c, 2 * ks, &kb);
     if (st == WK_OK) st = wk_gpu_scratch_alloc(c, 2 * is, &ib);
-    if (st == WK_OK) st = wk_gpu_scratch_alloc(c, (size_t)tiles * 256 * 4, &cb);
+    if (st == WK_OK) st = wk_gpu_scratch_alloc(c, ((size_t)tiles * 256 + (size_t)(rows * chunks)) * 4, &cb);
     K *k0 = (K *)kb, *k1 = k0 + total;
-    uint32_t *i0 = (uint32_t *)ib, *i1 = i0 + total, *cnt = (uint32_t *)cb;
+    uint32_t *i0 = (uint32_t *)ib, *i1 = i0 + total, *cnt = (uint32_t *)cb, *sums = cnt + tiles * 256;
     if (st == WK_OK) {
         rx_init<K><<<wk_gpu_grid(c, total, RX_THREADS, 4), RX_THREADS, 0, c->stream>>>(S, n, total, flip, k0, i0);
         st = wk_gpu_launched(c, name, __FILE__, __LINE__);
@@ -310,7 +378,12 @@ static wk_status st_run(wk_gpu_ctx *c, const st_src &S, int64_t rows, int64_t n,
         rx_hist<K><<<(unsigned)tiles, RX_THREADS, 0, c->stream>>>(k0, n, T, 8 * p, cnt);
         st = wk_gpu_launched(c, name, __FILE__, __LINE__);
         if (st != WK_OK) break;
-        rx_scan<<<(unsigned)rows, RX_SCAN_THREADS, 0, c->stream>>>(cnt, 256 * T);
+        if (chunks > 1) {
+            rx_scan_sum<<<(unsigned)(rows * chunks), RX_SCAN_THREADS, 0, c->stream>>>(cnt, m, chunks, sums);
+            st = wk_gpu_launched(c, name, __FILE__, __LINE__);
+            if (st != WK_OK) break;
+        }
+        rx_scan_chunk<<<(unsigned)(rows * chunks), RX_SCAN_THREADS, 0, c->stream>>>(cnt, m, chunks, sums);
         st = wk_gpu_launched(c, name, __FILE__, __LINE__);
         if (st != WK_OK) break;
         if (c->warp_size == 64)
