@@ -565,6 +565,7 @@ typedef struct {
     PyObject *tokenizer;       /* a Tokenizer, made on first use        */
     GenerationObject *active;  /* borrowed: the generation using it     */
     int in_call;               /* a call runs without the GIL           */
+    int readers;               /* tokenize calls running without it     */
     int32_t *hist;             /* the ids in the KV cache (wk_llm_pos)  */
     int64_t nhist, caphist;
 } ModelObject;
@@ -729,7 +730,7 @@ static PyObject *Model_close(ModelObject *self, PyObject *unused)
 {
     (void)unused;
     if (self->active) generation_finish(self->active);
-    if (self->in_call) {
+    if (self->in_call || self->readers) {
         PyErr_SetString(PyExc_RuntimeError, "the model is in use by another thread");
         return NULL;
     }
@@ -835,7 +836,9 @@ static PyObject *Model_tokenize(ModelObject *self, PyObject *args, PyObject *kw)
     if (text_arg(text, &p, &n, &keep) < 0) return NULL;
     int32_t *ids = NULL;
     int64_t nid = 0;
+    self->readers++;   /* close() waits for no one: it refuses meanwhile */
     wk_status st = CALLX(wk_status, wk_llm_tokenize(self->m, p, (size_t)n, add_bos != 0, &ids, &nid));
+    self->readers--;
     Py_DECREF(keep);
     if (st != WK_OK) return raise_model();
     PyObject *r = ids_list(ids, nid);
@@ -969,7 +972,9 @@ static int prompt_ids(ModelObject *self, PyObject *prompt, int chat, const char 
     } else if (text_arg(prompt, &p, &len, &keep) < 0) {
         return -1;
     }
+    self->readers++;
     wk_status st = CALLX(wk_status, wk_llm_tokenize(self->m, p, (size_t)len, add_bos, ids, n));
+    self->readers--;
     free(formatted);
     Py_XDECREF(keep);
     if (st != WK_OK) {
@@ -1029,6 +1034,10 @@ static PyObject *Model_logits(ModelObject *self, PyObject *args, PyObject *kw)
     int32_t *ids;
     int64_t n;
     if (prompt_ids(self, prompt, 0, NULL, &ids, &n) < 0) return NULL;
+    if (model_claim(self) < 0) {   /* again: the GIL was let go while tokenizing */
+        free(ids);
+        return NULL;
+    }
     PyObject *l = ids_list(ids, n);
     free(ids);
     if (!l) return NULL;
@@ -1408,6 +1417,10 @@ static PyObject *Model_generate(ModelObject *self, PyObject *args, PyObject *kw)
     int32_t *ids;
     int64_t n;
     if (prompt_ids(self, prompt, chat, system, &ids, &n) < 0) goto fail;
+    if (model_claim(self) < 0) {   /* again: the GIL was let go while tokenizing */
+        free(ids);
+        goto fail;
+    }
     if (n == 0) {
         free(ids);
         PyErr_SetString(PyExc_ValueError, "generate: an empty prompt");
