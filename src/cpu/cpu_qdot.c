@@ -10,7 +10,9 @@
  *   - each row of x is quantized once per call, by llama.cpp's reference
  *     quantizers of cpu_quant.c, to the activation type ggml pairs with
  *     the weight type: q8_0 for q4_0, q5_0 and q8_0; q8_1 for q4_1 and
- *     q5_1 (q8_0 plus s = d * sum of the quants, stored as f16); q8_K for
+ *     q5_1 (q8_0 plus s = d * sum of the quants: ggml stores it as f16,
+ *     which overflows for blocks of x beyond about 2000; here it is the
+ *     exact product in f32); q8_K for
  *     q2_K, q3_K, q4_K, q5_K and q6_K (d in f32, bsums: sums of 16 quants);
  *   - each weight block is unpacked to signed 8-bit values q (q4_0:
  *     -8..7, q4_1: 0..15, q5_0: -16..15, q5_1: 0..31, q8_0: the bytes,
@@ -569,7 +571,9 @@ static void qd_quant_x(void *arg, int64_t begin, int64_t end)
                 memcpy(j->a.bs + i * (k / 16) + b * 16, blk + 260, 32);
             } else if (j->t->act == WK_Q8_1) {
                 j->a.d[bi] = ld_h(blk);
-                j->a.dm[bi] = ld_h(blk + 2);
+                int sum = 0;
+                for (int c = 0; c < 32; c++) sum += (int8_t)blk[4 + c];
+                j->a.dm[bi] = j->a.d[bi] * (float)sum;   /* exact: 11 x 12 bits */
                 memcpy(q, blk + 4, 32);
             } else {
                 j->a.d[bi] = ld_h(blk);
