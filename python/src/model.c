@@ -23,6 +23,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include "wick_llm.h"
 #include "wick_tokenizer.h"
 
@@ -257,6 +258,8 @@ static PyTypeObject TokenStream_Type;
  * a folder (or a file in one: a .safetensors model) with tokenizer.json. */
 static wk_tokenizer *tokenizer_for_path(const char *path)
 {
+    struct stat sb;
+    if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode)) return wk_tokenizer_from_json_file(path);
     FILE *f = fopen(path, "rb");
     char magic[4] = { 0 };
     bool gguf = false;
@@ -266,17 +269,15 @@ static wk_tokenizer *tokenizer_for_path(const char *path)
     }
     if (gguf) return wk_tokenizer_from_gguf_file(path);
     size_t n = strlen(path);
-    if (n >= 5 && !strcmp(path + n - 5, ".json") && strstr(path, "tokenizer")) return wk_tokenizer_from_json_file(path);
-    /* a folder, or a model file inside one */
+    if (!f || (n >= 5 && !strcmp(path + n - 5, ".json") && strstr(path, "tokenizer")))
+        return wk_tokenizer_from_json_file(path);   /* (a missing path: its error) */
+    /* a model file: the tokenizer.json of its folder */
     char *dir = strdup(path);
     if (!dir) return NULL;
-    wk_tokenizer *t = NULL;
-    if (f) {   /* a file: its folder */
-        char *slash = strrchr(dir, '/');
-        if (slash) *slash = 0;
-        else strcpy(dir, ".");
-    }
-    t = wk_tokenizer_from_json_file(dir);
+    char *slash = strrchr(dir, '/');
+    if (slash) *slash = 0;
+    else strcpy(dir, ".");
+    wk_tokenizer *t = wk_tokenizer_from_json_file(dir);
     free(dir);
     return t;
 }

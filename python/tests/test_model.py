@@ -244,6 +244,71 @@ def test_tokenize_and_decode(tiny, model):
         tok.token(-1)
 
 
+def _unescape(s):
+    """tools/gen_tok_corpus.py's escaping undone (backslash, n, r, xNN)"""
+    out, i = bytearray(), 0
+    while i < len(s):
+        if s[i] == "\\" and i + 1 < len(s) and s[i + 1] in "\\nrx":
+            d = s[i + 1]
+            if d == "x":
+                out.append(int(s[i + 2:i + 4], 16))
+                i += 4
+                continue
+            out += {"\\": b"\\", "n": b"\n", "r": b"\r"}[d]
+            i += 2
+            continue
+        out += s[i].encode()
+        i += 1
+    return bytes(out)
+
+
+@pytest.mark.parametrize("file", ["bytes.gguf", "bytes.tokenizer.json"])
+def test_tokenizer_against_hugging_face(file):
+    """tests/data/tok/expect.txt: Hugging Face tokenizers' ids and decoding
+    of each text, for a byte-level BPE fixture as GGUF and as tokenizer.json."""
+    d = os.path.join(ROOT, "tests", "data", "tok")
+    try:
+        tok = wick.Tokenizer(os.path.join(d, file))
+    except NotImplementedError as e:   # byte-level BPE needs PCRE2 at run time
+        pytest.skip(str(e))
+    cases, name, text = 0, None, None
+    with open(os.path.join(d, "expect.txt"), encoding="utf-8") as f:
+        for line in f.read().split("\n"):
+            if len(line) < 2 or line[0] == "#":
+                continue
+            k, v = line[0], line[2:]
+            if k == "T":
+                name = v
+            elif k == "I":
+                text = _unescape(v)
+            elif k == "E" and name == "bytes":
+                ids = [int(x) for x in v.split()]
+                assert tok.encode(text) == ids, text
+                cases += 1
+            elif k == "D" and name == "bytes":
+                want = _unescape(v).decode("utf-8")
+                assert tok.decode(ids) == want, text
+                s = tok.stream()
+                assert "".join(s.push(i) for i in ids) + s.flush() == want
+    assert cases >= 20
+
+
+def test_tokenizer_paths(tmp_path):
+    """A folder holding tokenizer.json, and a model file in it, find it."""
+    import shutil
+    src = os.path.join(ROOT, "tests", "data", "tok", "bytes.tokenizer.json")
+    try:
+        want = wick.Tokenizer(src).encode("Hello world")
+    except NotImplementedError as e:
+        pytest.skip(str(e))
+    shutil.copy(src, tmp_path / "tokenizer.json")
+    (tmp_path / "model.safetensors").write_bytes(b"")
+    assert wick.Tokenizer(str(tmp_path)).encode("Hello world") == want
+    assert wick.Tokenizer(tmp_path / "model.safetensors").encode("Hello world") == want
+    with pytest.raises(OSError):
+        wick.Tokenizer(str(tmp_path / "nowhere"))
+
+
 def test_chat(model):
     msgs = [{"role": "user", "content": "hi"}]
     want = "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n"
