@@ -4,7 +4,7 @@
  *
  *   wick run [MODEL] [-p PROMPT | --chat] [--device D] [-n N] [--temp T]
  *            [--top-k K] [--top-p P] [--min-p P] [--repeat-penalty R]
- *            [--seed S] [--ctx N] [--bf16] [--dequantize] [--raw]
+ *            [--seed S] [--ctx N] [--bf16] [--dequantize] [--fast] [--raw]
  *            [--system TEXT] [--stop S]... [--ids 1,2,3] [-q]
  *
  * MODEL is a GGUF file, a safetensors file or folder; left out (or
@@ -53,6 +53,8 @@ void wick_run_usage(void)
            "  --ctx N                context length (default: the model's, at most 4096)\n"
            "  --bf16                 bf16 activations and KV cache (default f32)\n"
            "  --dequantize           decode quantized weights once at load\n"
+           "  --fast                 cpu: quantized activations and integer dot products, as\n"
+           "                         llama.cpp (WICK_CPU_QDOT=1; default: the exact f32 sums)\n"
            "  --ignore-eos           keep going past end-of-generation tokens\n"
            "  -q, --quiet            no progress bar, no speed line\n");
 }
@@ -358,6 +360,7 @@ int wick_cmd_run(int argc, char **argv)
         else if (!strcmp(a, "--raw")) o.raw = true;
         else if (!strcmp(a, "--bf16")) o.load.act_dtype = WK_BF16;
         else if (!strcmp(a, "--dequantize")) o.load.dequantize = true;
+        else if (!strcmp(a, "--fast")) setenv("WICK_CPU_QDOT", "1", 1);   /* read by the cpu's qmatmul */
         else if (!strcmp(a, "--ignore-eos")) o.gen.ignore_eog = true;
         else if (!strcmp(a, "-q") || !strcmp(a, "--quiet")) o.quiet = true;
         else if (!strcmp(a, "-n") || !strcmp(a, "--max-tokens") || !strcmp(a, "--temp") || !strcmp(a, "--top-k") ||
