@@ -369,6 +369,7 @@ typedef struct qd_type {
     unpack_row_fn unpack, unpack_avx2;   /* the second NULL: none         */
 } qd_type;
 
+
 static const qd_type QD_TYPES[] = {
     { WK_Q4_0, 32, 18, WK_Q8_0, false, upr_q4_0, AVX2_UP(q4_0) },
     { WK_Q4_1, 32, 20, WK_Q8_1, true, upr_q4_1, AVX2_UP(q4_1) },
@@ -521,11 +522,92 @@ WK_TARGET_AVX2 static float dotk_avx2(const qd_rows *w, int64_t wr, const qd_row
     }
     return hsum_ps(acc) + macc;
 }
+
+/* Few rows of x (decode): the weight's blocks straight from its bytes,
+ * without the unpacked copy (ggml's AVX2 vec_dot of these types). */
+typedef float (*direct_fn)(const uint8_t *w, int64_t nb, const qd_rows *a, int64_t ar, int64_t k);
+
+WK_TARGET_AVX2 static inline __m256i nib_expand(const uint8_t *qs)
+{
+    const __m128i t = _mm_loadu_si128((const __m128i *)qs);
+    return _mm256_and_si256(_mm256_inserti128_si256(_mm256_castsi128_si256(t), _mm_srli_epi16(t, 4), 1),
+                            _mm256_set1_epi8(0x0F));
+}
+
+WK_TARGET_AVX2 static inline uint16_t ld_u16(const uint8_t *p)
+{
+    uint16_t h;
+    memcpy(&h, p, 2);
+    return h;
+}
+
+WK_TARGET_AVX2 static float direct_q4_1_avx2(const uint8_t *w, int64_t nb, const qd_rows *a, int64_t ar, int64_t k)
+{
+    const int8_t *aq = a->q + ar * k;
+    const float *ad = a->d + ar * nb, *as = a->dm + ar * nb;
+    const __m256i ones = _mm256_set1_epi16(1);
+    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+    float macc = 0;
+    int64_t b = 0;
+    for (; b + 2 <= nb; b += 2, w += 40) {
+        const __m256i p0 = _mm256_madd_epi16(
+            _mm256_maddubs_epi16(nib_expand(w + 4), _mm256_loadu_si256((const __m256i *)(aq + 32 * b))), ones);
+        const __m256i p1 = _mm256_madd_epi16(
+            _mm256_maddubs_epi16(nib_expand(w + 24), _mm256_loadu_si256((const __m256i *)(aq + 32 * b + 32))), ones);
+        acc0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p0), _mm256_set1_ps(_cvtsh_ss(ld_u16(w)) * ad[b]), acc0);
+        acc1 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p1), _mm256_set1_ps(_cvtsh_ss(ld_u16(w + 20)) * ad[b + 1]), acc1);
+        macc += _cvtsh_ss(ld_u16(w + 2)) * as[b] + _cvtsh_ss(ld_u16(w + 22)) * as[b + 1];
+    }
+    for (; b < nb; b++, w += 20) {
+        const __m256i p0 = _mm256_madd_epi16(
+            _mm256_maddubs_epi16(nib_expand(w + 4), _mm256_loadu_si256((const __m256i *)(aq + 32 * b))), ones);
+        acc0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p0), _mm256_set1_ps(_cvtsh_ss(ld_u16(w)) * ad[b]), acc0);
+        macc += _cvtsh_ss(ld_u16(w + 2)) * as[b];
+    }
+    return hsum_ps(_mm256_add_ps(acc0, acc1)) + macc;
+}
+
+/* q4_0 (nibbles - 8) and q8_0 (the bytes): signed, through mul_pairs_i8 */
+#define DIRECT_SIGNED(NAME, BB, LOADW)                                                                              \
+    WK_TARGET_AVX2 static float NAME(const uint8_t *w, int64_t nb, const qd_rows *a, int64_t ar, int64_t k)     \
+    {                                                                                                          \
+        const int8_t *aq = a->q + ar * k;                                                                      \
+        const float *ad = a->d + ar * nb;                                                                      \
+        const __m256i ones = _mm256_set1_epi16(1);                                                             \
+        __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();                                         \
+        int64_t b = 0;                                                                                         \
+        for (; b + 2 <= nb; b += 2, w += 2 * (BB)) {                                                           \
+            const __m256i p0 = _mm256_madd_epi16(                                                              \
+                mul_pairs_i8(LOADW(w), _mm256_loadu_si256((const __m256i *)(aq + 32 * b))), ones);             \
+            const __m256i p1 = _mm256_madd_epi16(                                                              \
+                mul_pairs_i8(LOADW(w + (BB)), _mm256_loadu_si256((const __m256i *)(aq + 32 * b + 32))), ones); \
+            acc0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p0), _mm256_set1_ps(_cvtsh_ss(ld_u16(w)) * ad[b]), acc0); \
+            acc1 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p1), _mm256_set1_ps(_cvtsh_ss(ld_u16(w + (BB))) * ad[b + 1]), \
+                                   acc1);                                                                      \
+        }                                                                                                      \
+        for (; b < nb; b++, w += (BB)) {                                                                       \
+            const __m256i p0 = _mm256_madd_epi16(                                                              \
+                mul_pairs_i8(LOADW(w), _mm256_loadu_si256((const __m256i *)(aq + 32 * b))), ones);             \
+            acc0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p0), _mm256_set1_ps(_cvtsh_ss(ld_u16(w)) * ad[b]), acc0); \
+        }                                                                                                      \
+        return hsum_ps(_mm256_add_ps(acc0, acc1));                                                             \
+    }
+#define LOADW_Q4_0(p) _mm256_sub_epi8(nib_expand((p) + 2), _mm256_set1_epi8(8))
+#define LOADW_Q8_0(p) _mm256_loadu_si256((const __m256i *)((p) + 2))
+DIRECT_SIGNED(direct_q4_0_avx2, 18, LOADW_Q4_0)
+DIRECT_SIGNED(direct_q8_0_avx2, 34, LOADW_Q8_0)
 #endif
 
 /* ---- the product ------------------------------------------------------------------ */
+#if WK_EW_X86
+static direct_fn direct_avx2_of(wk_dtype dt)
+{
+    return dt == WK_Q4_0 ? direct_q4_0_avx2 : dt == WK_Q4_1 ? direct_q4_1_avx2 : dt == WK_Q8_0 ? direct_q8_0_avx2 : NULL;
+}
+#endif
 
 #define QD_ROWS_FEW 8
+#define QD_DIRECT_MAX_M 4   /* rows of x up to which blocks are read in place */
 #define QD_ROWS_MANY 32
 
 typedef struct qd_job {
@@ -536,6 +618,9 @@ typedef struct qd_job {
     qd_rows a;                /* x quantized                            */
     dot_fn dot;
     unpack_row_fn unpack;
+#if WK_EW_X86
+    direct_fn direct;         /* few rows of x: from the weight's bytes */
+#endif
     atomic_int failed;
 } qd_job;
 
@@ -613,6 +698,21 @@ static void qd_range(void *arg, int64_t begin, int64_t end)
     }
     const wk_view *wv = j->w, *d = j->dst;
     const int64_t WB = wk_dt_block(wv->dtype);
+#if WK_EW_X86
+    if (j->direct) {
+        for (int64_t task = begin; task < end; task++) {
+            const int64_t n0 = task * nb, nr = j->n - n0 < nb ? j->n - n0 : nb;
+            float y[QD_ROWS_MANY];
+            for (int64_t i = 0; i < j->m; i++) {
+                for (int64_t r = 0; r < nr; r++)
+                    y[r] = j->direct((const uint8_t *)wv->base + (wv->offset + (n0 + r) * wv->strides[0]) / WB * t->BB, bpr,
+                                     &j->a, i, k);
+                st_vals(d, d->offset + i * j->n + n0, y, nr);
+            }
+        }
+        goto out;
+    }
+#endif
     for (int64_t task = begin; task < end; task++) {
         const int64_t n0 = task * nb, nr = j->n - n0 < nb ? j->n - n0 : nb;
         for (int64_t r = 0; r < nr; r++) {
@@ -646,6 +746,7 @@ wk_status wk_cpu_qmatmul_qdot(const wk_op_args *a, int mode)
     if (mode != WK_QDOT_PORTABLE && wk_ew_have_avx2()) {
         j.dot = K ? dotk_avx2 : dot32_avx2;
         if (t->unpack_avx2) j.unpack = t->unpack_avx2;
+        if (m <= QD_DIRECT_MAX_M) j.direct = direct_avx2_of(t->dt);
     }
 #else
     (void)mode;
