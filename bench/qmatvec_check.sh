@@ -7,6 +7,8 @@
 # bench/gpu_vs_torch.py (m = 1 and 8; the prefill rows with --prefill)
 # with the launch-knob sweep of gpu_bench.c (WICK_QMV_SWEEP) in the
 # driver's log. Logs to $OUT (default build/qmatvec-check); a summary last.
+# A file COMMIT in the root names the commit where the tree travels without
+# .git.
 #
 #   bench/qmatvec_check.sh [--prefill] [--no-bench]
 set -uo pipefail
@@ -43,8 +45,10 @@ W64=build/libwick_cuda_w64.so
 check "qmatmul, q8 activations" parity_q8.log build/wick-parity --device cuda:0 --op qmatmul
 if [ $bench = 1 ]; then
     cases=$(python3 bench/gpu_vs_torch.py --list | awk '$2=="quant"{print $1}' | grep -v "$([ $prefill = 1 ] && echo NONE || echo _m2048)" | paste -sd,)
-    WICK_QMV_SWEEP=${WICK_QMV_SWEEP:-0:0,f32,1:0,2:0,4:0,1:8,1:16,1:32,1:64,2:8,2:16,2:32,2:64,4:8,4:16,4:32} \
-        python3 bench/gpu_vs_torch.py --case "$cases" --no-write --reps 30 --timeout 150 2>&1 | tee "$OUT/bench.log" | tail -45
+    commit=$(cat COMMIT 2>/dev/null || git rev-parse --short HEAD 2>/dev/null || echo unknown)
+    WICK_QMV_SWEEP=${WICK_QMV_SWEEP:-0:0,f32,1:32,2:16,2:32,2:64,4:8,4:16,4:32,4:64} \
+        python3 bench/gpu_vs_torch.py --case "$cases" --no-write --commit "$commit" --reps 30 --timeout 150 2>&1 |
+        tee "$OUT/bench.log" | tail -45
     grep -h '^sweep' "$OUT"/*.log "$OUT"/*/*.log 2>/dev/null | sort -u > "$OUT/sweep.txt"
 fi
 check "qmatmul, WICK_QMATVEC=f32" parity_f32.log env WICK_QMATVEC=f32 build/wick-parity --device cuda:0 --op qmatmul

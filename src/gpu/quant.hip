@@ -29,19 +29,24 @@
  * 2^23 plus the code's offset, mins and scales applied once per group
  * through per-group sums of x); the other seven types take a generic
  * decoder (qd_group on byte loads, 32 values per unit). Partial sums are
- * reduced through shared memory, so no kernel here depends on the warp
- * size (one instantiation serves wave32 and wave64; nothing to emulate in
- * the virtual-wave64 build). Accumulation in f32.
+ * reduced through shared memory (qmvq_kernel below: shuffles within
+ * groups of at most 32 lanes), so no kernel here depends on the warp size
+ * (one instantiation serves wave32 and wave64). Accumulation in f32.
  *
  * qmatmul, m > 8 (prefill): W dequantized to x's dtype (f16/bf16; f32 for
  * f32 x) into scratch, then the matmul of matmul.hip (cuBLAS, rocBLAS or
  * the tiled GEMM) on x . W^T (W^T a transposed view: no copy). The same
  * path serves every m when WICK_QMATMUL=dequant (for measurements).
  *
- * Not done here (docs/quantization.md, "what is left"): integer dot
- * products (dp4a / sdot4 with x quantized to q8_1/q8_K on the fly) and a
- * matrix-core qmatvec for m = 2..8, which the FMA path cannot bring to
- * m = 8 <= 1.5x m = 1 (eight FMAs per weight value).
+ * qmatmul, m <= 8, q4_0/q8_0/q4_k/q5_k/q6_k (the default for these
+ * types): qmvq_kernel, x rounded to 8 bits once per call and integer dot
+ * products (dp4a / sdot4); see the section "qmatvec with 8-bit
+ * activations" below. The kernel above stays for the other seven types
+ * and for every type under WICK_QMATVEC=f32.
+ *
+ * Not done here (docs/quantization.md, "what is left"): a matrix-core
+ * qmatvec for m = 2..8 (int8 mma / MFMA), which m = 8 <= 1.5x m = 1 needs
+ * for the 4-bit types.
  */
 #include "gpu_internal.h"
 #include <stdlib.h>
@@ -849,11 +854,13 @@ static wk_status qmv_run(wk_gpu_ctx *c, wk_dtype qt, const uint8_t *w, int64_t w
 /* q5_k, q6_k) and the dense f16/bf16 matvec                            */
 /*
  * x (m <= 8 rows, any dtype and strides) is first turned, by qx_kernel,
- * into a contiguous scratch copy: for the quantized types ggml's q8_1
- * activation format, with the scale and the sum kept in f32: per 32
- * values of a row, d = amax / 127, q = rint(x / d) (int8) and s = the sum
- * of the 32 values of x (f32); for the dense matvec, x in f32. Rows m..M-1
- * (M = m rounded up to 1, 2, 4, 8) are zeros.
+ * into a contiguous scratch copy in ggml's q8_1 activation format, with
+ * the scale and the sum kept in f32: per 32 values of a row, d = amax /
+ * 127, q = rint(x / d) (int8) and s = d * (the sum of the 32 q), so that
+ * the offsets and mins of W meet the same rounded x as its codes and the
+ * result is W . (x rounded), to f32 rounding. Rows m..M-1 (M = m rounded
+ * up to 1, 2, 4, 8) are zeros. The dense matvec reads x (16-bit, the
+ * format of W) in place: no first kernel.
  *
  * qmvq_kernel<type, M, R> then reads W once for all M rows of x: blocks
  * of 256 threads, TR threads per group of R consecutive weight rows,
@@ -899,13 +906,16 @@ WK_DEV int q_dot4i(int a, int b, int c)
 #endif
 }
 
-/* x as the kernel reads it: xq [M][k] int8, xd [M][k / 32] (d, sum) for
- * the quantized types; xf [M][k] f32 for the dense rows */
+/* x as the kernel reads it: xq [M][k] int8, xd [M][k / 32] (d, d * the
+ * sum of the 32 codes) for the quantized types; the dense rows read x in
+ * place (xh: row i at xh + i * xh_s0, 16-bit values of W's format, rows
+ * 16-byte aligned, m rows) */
 struct qx_ref {
     const int8_t *xq;
     const float2 *xd;
-    const float *xf;
-    int64_t k;
+    const uint16_t *xh;
+    int64_t k, xh_s0;
+    int m;
 };
 
 /* 4 words of x row i, values [v, v + 16) (v a multiple of 16) */
@@ -1095,7 +1105,8 @@ struct qq_q6_k {
     }
 };
 
-/* dense bf16 / f16 rows: 32 values (four 16-byte loads), x in f32 */
+/* dense bf16 / f16 rows: 32 values (four 16-byte loads), x (the same
+ * format) read in place, 8 bytes at a time */
 template <bool BF> struct qq_dense {
     static constexpr int U = 32, NB = 2;
     typedef typename qu_dense<BF>::D D;
@@ -1116,14 +1127,17 @@ template <bool BF> struct qq_dense {
             }
 #pragma unroll
             for (int i = 0; i < M; i++) {
-                const float4 v = *(const float4 *)(x.xf + i * x.k + u * 32 + 4 * c);
+                const int ii = i < x.m ? i : x.m - 1;        /* rows past m: any row (not stored) */
+                const uint2 h = *(const uint2 *)(x.xh + ii * x.xh_s0 + u * 32 + 4 * c);
+                const float v0 = qu_dense<BF>::lo(h.x), v1 = qu_dense<BF>::hi(h.x);
+                const float v2 = qu_dense<BF>::lo(h.y), v3 = qu_dense<BF>::hi(h.y);
 #pragma unroll
                 for (int r = 0; r < R; r++) {
                     float s = acc[r][i];
-                    s = fmaf(v.x, y[r][0], s);
-                    s = fmaf(v.y, y[r][1], s);
-                    s = fmaf(v.z, y[r][2], s);
-                    s = fmaf(v.w, y[r][3], s);
+                    s = fmaf(v0, y[r][0], s);
+                    s = fmaf(v1, y[r][1], s);
+                    s = fmaf(v2, y[r][2], s);
+                    s = fmaf(v3, y[r][3], s);
                     acc[r][i] = s;
                 }
             }
@@ -1147,14 +1161,15 @@ static bool qq_has(wk_dtype qt)
 }
 
 /* x [m, k] (any dtype, strides) -> the scratch of qx_ref, rows m..M-1
- * zero; one thread per 32 values */
+ * zero; one thread per 32 values, read with 16-byte loads when vec (x
+ * contiguous along k, rows 16-byte aligned) */
 struct qx_params {
     const void *x;
     int x_dt, m, M;
     int64_t x_s0, x_s1, k;
     int8_t *xq;
     float2 *xd;
-    float *xf;               /* dense: f32 copy instead of q8 */
+    bool vec;
 };
 
 __global__ void qx_kernel(qx_params p)
@@ -1163,23 +1178,46 @@ __global__ void qx_kernel(qx_params p)
     WK_GPU_FOR(t, (int64_t)p.M * nb) {
         const int64_t i = t / nb, b = t - i * nb;
         float v[32];
+        if (i >= p.m) {
 #pragma unroll
-        for (int j = 0; j < 32; j++)
-            v[j] = i < p.m ? qmv_ld(p.x, p.x_dt, i * p.x_s0 + (32 * b + j) * p.x_s1) : 0.0f;
-        if (p.xf) {
+            for (int j = 0; j < 32; j++) v[j] = 0.0f;
+        } else if (p.vec && p.x_dt == WK_F32) {
+            const float4 *src = (const float4 *)((const float *)p.x + i * p.x_s0 + 32 * b);
+            float4 f[8];
 #pragma unroll
-            for (int j = 0; j < 32; j += 4)
-                *(float4 *)(p.xf + i * p.k + 32 * b + j) = make_float4(v[j], v[j + 1], v[j + 2], v[j + 3]);
-            continue;
+            for (int c = 0; c < 8; c++) f[c] = src[c];
+#pragma unroll
+            for (int c = 0; c < 8; c++) {
+                v[4 * c] = f[c].x;
+                v[4 * c + 1] = f[c].y;
+                v[4 * c + 2] = f[c].z;
+                v[4 * c + 3] = f[c].w;
+            }
+        } else if (p.vec) {
+            const uint4 *src = (const uint4 *)((const uint16_t *)p.x + i * p.x_s0 + 32 * b);
+            uint4 h[4];
+#pragma unroll
+            for (int c = 0; c < 4; c++) h[c] = src[c];
+            const bool bf = p.x_dt == WK_BF16;
+#pragma unroll
+            for (int c = 0; c < 4; c++) {
+                const uint32_t w[4] = { h[c].x, h[c].y, h[c].z, h[c].w };
+#pragma unroll
+                for (int e = 0; e < 4; e++) {
+                    v[8 * c + 2 * e] = bf ? qu_dense<true>::lo(w[e]) : qu_dense<false>::lo(w[e]);
+                    v[8 * c + 2 * e + 1] = bf ? qu_dense<true>::hi(w[e]) : qu_dense<false>::hi(w[e]);
+                }
+            }
+        } else {
+#pragma unroll
+            for (int j = 0; j < 32; j++) v[j] = qmv_ld(p.x, p.x_dt, i * p.x_s0 + (32 * b + j) * p.x_s1);
         }
-        float amax = 0.0f, sum = 0.0f;
+        float amax = 0.0f;
 #pragma unroll
-        for (int j = 0; j < 32; j++) {
-            amax = fmaxf(amax, fabsf(v[j]));
-            sum += v[j];
-        }
+        for (int j = 0; j < 32; j++) amax = fmaxf(amax, fabsf(v[j]));
         const float d = amax / 127.0f, id = d != 0.0f ? 1.0f / d : 0.0f;
         uint32_t w[8];
+        int qsum = 0;
 #pragma unroll
         for (int c = 0; c < 8; c++) {
             uint32_t o = 0;
@@ -1187,6 +1225,7 @@ __global__ void qx_kernel(qx_params p)
             for (int j = 0; j < 4; j++) {
                 int q = (int)rintf(v[4 * c + j] * id);
                 q = q > 127 ? 127 : q < -127 ? -127 : q;
+                qsum += q;
                 o |= ((uint32_t)q & 0xFFu) << (8 * j);
             }
             w[c] = o;
@@ -1194,7 +1233,10 @@ __global__ void qx_kernel(qx_params p)
         uint4 *dst = (uint4 *)(p.xq + i * p.k + 32 * b);
         dst[0] = make_uint4(w[0], w[1], w[2], w[3]);
         dst[1] = make_uint4(w[4], w[5], w[6], w[7]);
-        p.xd[i * nb + b] = make_float2(d, sum);
+        /* the sum of the rounded values, so that the offsets and mins of W
+         * (q4_0's 8, the k types' mins) meet the same x as its codes: the
+         * result is then exactly W . (x rounded) up to f32 rounding */
+        p.xd[i * nb + b] = make_float2(d, d * (float)qsum);
     }
 }
 
@@ -1278,7 +1320,8 @@ template <int QT, int M, int R> __global__ __launch_bounds__(QMV_BLOCK) void qmv
 }
 
 /* y [m, n] = x [m, k] . W^T through qx_kernel + qmvq_kernel (qt one of
- * qq_has's types, or bf16/f16 for the dense matvec) */
+ * qq_has's types), or qmvq_kernel alone for the dense matvec (qt bf16 or
+ * f16; x of the same format, contiguous along k, rows 8-byte aligned) */
 static wk_status qmvq_run(wk_gpu_ctx *c, wk_dtype qt, const uint8_t *w, int64_t w_rs, int64_t n, int64_t k,
                           const wk_view *d, const wk_view *x)
 {
@@ -1288,60 +1331,66 @@ static wk_status qmvq_run(wk_gpu_ctx *c, wk_dtype qt, const uint8_t *w, int64_t 
     int U = 32;
     if (qt == WK_Q4_K || qt == WK_Q5_K) U = 64;
     else if (qt == WK_Q6_K) U = 128;
-    /* scratch: int8 x + (d, s) per 32 values, or f32 x */
-    const size_t xq_bytes = dense ? 0 : (size_t)M * (size_t)k;
-    const size_t bytes = dense ? (size_t)M * (size_t)k * 4 : xq_bytes + (size_t)M * (size_t)(k / 32) * 8;
-    void *buf = NULL;
-    wk_status st = wk_gpu_scratch_alloc(c, bytes, &buf);
-    if (st != WK_OK) return st;
-    qx_params xp;
-    memset(&xp, 0, sizeof xp);
-    xp.x = wk_gpu_view_ptr(x);
-    xp.x_dt = x->dtype;
-    xp.m = (int)m;
-    xp.M = M;
-    xp.x_s0 = x->strides[0];
-    xp.x_s1 = x->strides[1];
-    xp.k = k;
-    if (dense) xp.xf = (float *)buf;
-    else {
-        xp.xq = (int8_t *)buf;
-        xp.xd = (float2 *)((uint8_t *)buf + xq_bytes);
-    }
-    qx_kernel<<<wk_gpu_grid(c, (int64_t)M * (k / 32), 128, 8), 128, 0, c->stream>>>(xp);
-    st = wk_gpu_launched(c, dense ? "matmul (matvec x)" : "qmatmul (qmatvec x to q8)", __FILE__, __LINE__);
-    if (st != WK_OK) {
-        wk_gpu_scratch_free(c, buf);
-        return st;
-    }
     qmvq_params p;
     memset(&p, 0, sizeof p);
     p.w = w;
     p.w_rs = w_rs;
     p.n = n;
-    p.x.xq = xp.xq;
-    p.x.xd = xp.xd;
-    p.x.xf = xp.xf;
     p.x.k = k;
+    p.x.m = (int)m;
     p.y = wk_gpu_view_ptr(d);
     p.y_dt = d->dtype;
     p.m = (int)m;
-    /* rows per thread R: 1 for one row of x, 2 for 2, 4 beyond (the x
-     * slice of a unit is read once for R weight rows); WICK_QMVQ_R
-     * overrides (1, 2, 4) */
-    int R = M == 1 ? 1 : M == 2 ? 2 : 4;
+    void *buf = NULL;
+    wk_status st = WK_OK;
+    if (dense) {
+        p.x.xh = (const uint16_t *)wk_gpu_view_ptr(x);
+        p.x.xh_s0 = x->strides[0];
+    } else {
+        /* scratch: int8 x, then (d, d * sum) per 32 values */
+        const size_t xq_bytes = (size_t)M * (size_t)k;
+        st = wk_gpu_scratch_alloc(c, xq_bytes + (size_t)M * (size_t)(k / 32) * 8, &buf);
+        if (st != WK_OK) return st;
+        qx_params xp;
+        memset(&xp, 0, sizeof xp);
+        xp.x = wk_gpu_view_ptr(x);
+        xp.x_dt = x->dtype;
+        xp.m = (int)m;
+        xp.M = M;
+        xp.x_s0 = x->strides[0];
+        xp.x_s1 = x->strides[1];
+        xp.k = k;
+        xp.xq = (int8_t *)buf;
+        xp.xd = (float2 *)((uint8_t *)buf + xq_bytes);
+        const int64_t es = x->dtype == WK_F32 ? 4 : 2;
+        xp.vec = x->strides[1] == 1 && (m == 1 || (x->strides[0] * es) % 16 == 0) && wk_gpu_aligned(xp.x, 16);
+        qx_kernel<<<wk_gpu_grid(c, (int64_t)M * (k / 32), 64, 8), 64, 0, c->stream>>>(xp);
+        st = wk_gpu_launched(c, "qmatmul (qmatvec x to q8)", __FILE__, __LINE__);
+        if (st != WK_OK) {
+            wk_gpu_scratch_free(c, buf);
+            return st;
+        }
+        p.x.xq = xp.xq;
+        p.x.xd = xp.xd;
+    }
+    /* rows per thread R: 2 for m <= 2, 4 beyond (the x slice of a unit
+     * is read once for R weight rows); WICK_QMVQ_R overrides (1, 2, 4).
+     * Threads per row group TR: 32 for m <= 2, else about a row's units
+     * / 8 (a power of two, 4..256), each doubled while the grid has fewer
+     * blocks than multiprocessors; WICK_QMV_TR overrides. The best of the
+     * sweep of docs/quantization.md (H100) */
+    int R = M <= 2 ? 2 : 4;
     const int fr = q_env_int("WICK_QMVQ_R", 0);
     if (fr == 1 || fr == 2 || fr == 4) R = fr;
     if (M == 2 && R == 4) R = 2;                       /* instantiated: M 2 with R 1, 2; M 4 with R 2, 4 */
     if (M == 4 && R == 1) R = 2;
-    /* threads per row group: the largest power of two (<= 256, <= the
-     * units of a row) that still gives the grid WICK_QMV_BPS (4) blocks
-     * per multiprocessor; WICK_QMV_TR overrides */
     const int64_t units = k / U;
-    int tr = 8;
-    while (tr < QMV_BLOCK && tr < units) tr *= 2;
-    const int64_t want = (int64_t)c->sm_count * q_env_int("WICK_QMV_BPS", 4);
-    while (tr > 8 && (n + (int64_t)R * (QMV_BLOCK / tr) * 2 - 1) / ((int64_t)R * (QMV_BLOCK / tr) * 2) >= want) tr /= 2;
+    int tr = 4;
+    if (M <= 2) tr = 32;
+    else
+        while (tr < QMV_BLOCK && tr * 8 < units) tr *= 2;
+    while (tr < QMV_BLOCK && tr < units && (n + (int64_t)R * (QMV_BLOCK / tr) - 1) / ((int64_t)R * (QMV_BLOCK / tr)) < c->sm_count)
+        tr *= 2;
     const int force = q_env_int("WICK_QMV_TR", 0);
     if (force >= 1 && force <= QMV_BLOCK && (force & (force - 1)) == 0) tr = force;
     p.tr = tr;
@@ -1380,7 +1429,7 @@ static wk_status qmvq_run(wk_gpu_ctx *c, wk_dtype qt, const uint8_t *w, int64_t 
     }
 #undef QMVQ_GO_
     st = wk_gpu_launched(c, dense ? "matmul (matvec)" : "qmatmul (qmatvec)", __FILE__, __LINE__);
-    wk_gpu_scratch_free(c, buf);
+    if (buf) wk_gpu_scratch_free(c, buf);
     return st;
 }
 
@@ -1403,6 +1452,10 @@ extern "C" wk_status wk_gpu_dense_matvec(void *ctx, const wk_view *dst, const wk
     if (b->strides[0] != 1 || ((b->strides[1] * 2) % 16) != 0) return WK_OK;
     const uint8_t *w = (const uint8_t *)wk_gpu_view_ptr(b);
     if (!wk_gpu_aligned(w, 16)) return WK_OK;
+    /* x read in place: contiguous along k, rows 8-byte aligned */
+    if (a->dtype != dt || a->strides[1] != 1 || (m > 1 && (a->strides[0] * 2) % 8 != 0) ||
+        !wk_gpu_aligned(wk_gpu_view_ptr(a), 8))
+        return WK_OK;
     *done = true;
     return qmvq_run(c, dt, w, b->strides[1] * 2, n, k, dst, a);
 }
