@@ -523,6 +523,69 @@ WK_TARGET_AVX2 static float dotk_avx2(const qd_rows *w, int64_t wr, const qd_row
     return hsum_ps(acc) + macc;
 }
 
+/* One unpacked weight row against 4 rows of x (ar .. ar + 3): each weight
+ * vector is loaded once for the four (prefill) */
+typedef void (*dot4_fn)(const qd_rows *w, int64_t wr, const qd_rows *a, int64_t ar, int64_t k, bool mins, float *y);
+
+WK_TARGET_AVX2 static void dot32_x4_avx2(const qd_rows *w, int64_t wr, const qd_rows *a, int64_t ar, int64_t k, bool mins,
+                                         float *y)
+{
+    const int64_t nb = k / 32;
+    const int8_t *wq = w->q + wr * k, *aq = a->q + ar * k;
+    const float *wd = w->d + wr * nb, *wm = w->dm + wr * nb, *ad = a->d + ar * nb, *as = a->dm + ar * nb;
+    const __m256i ones = _mm256_set1_epi16(1);
+    __m256 acc[4] = { _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps() };
+    for (int64_t b = 0; b < nb; b++) {
+        const __m256i x = _mm256_loadu_si256((const __m256i *)(wq + 32 * b)), ax = _mm256_sign_epi8(x, x);
+        for (int i = 0; i < 4; i++) {
+            const __m256i v = _mm256_loadu_si256((const __m256i *)(aq + i * k + 32 * b));
+            const __m256i p = _mm256_madd_epi16(_mm256_maddubs_epi16(ax, _mm256_sign_epi8(v, x)), ones);
+            acc[i] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_set1_ps(wd[b] * ad[i * nb + b]), acc[i]);
+        }
+    }
+    for (int i = 0; i < 4; i++) {
+        float macc = 0;
+        if (mins)
+            for (int64_t b = 0; b < nb; b++) macc += wm[b] * as[i * nb + b];
+        y[i] = hsum_ps(acc[i]) + macc;
+    }
+}
+
+WK_TARGET_AVX2 static void dotk_x4_avx2(const qd_rows *w, int64_t wr, const qd_rows *a, int64_t ar, int64_t k, bool mins,
+                                        float *y)
+{
+    const int64_t nb = k / QK_K, ng = k / 16;
+    const int8_t *wq = w->q + wr * k, *aq = a->q + ar * k;
+    const int16_t *sc = w->sc + wr * ng, *mn = w->mn + wr * ng;
+    const float *wd = w->d + wr * nb, *wm = w->dm + wr * nb, *ad = a->d + ar * nb;
+    __m256 acc[4] = { _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps() };
+    float macc[4] = { 0, 0, 0, 0 };
+    for (int64_t b = 0; b < nb; b++) {
+        const int8_t *x = wq + QK_K * b;
+        const int16_t *s = sc + 16 * b;
+        __m256i isum[4] = { _mm256_setzero_si256(), _mm256_setzero_si256(), _mm256_setzero_si256(), _mm256_setzero_si256() };
+        for (int c = 0; c < 8; c++) {
+            const __m256i xv = _mm256_loadu_si256((const __m256i *)(x + 32 * c)), ax = _mm256_sign_epi8(xv, xv);
+            const __m256i sv = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_set1_epi16(s[2 * c])),
+                                                       _mm_set1_epi16(s[2 * c + 1]), 1);
+            for (int i = 0; i < 4; i++) {
+                const __m256i v = _mm256_loadu_si256((const __m256i *)(aq + i * k + QK_K * b + 32 * c));
+                isum[i] = _mm256_add_epi32(isum[i], _mm256_madd_epi16(_mm256_maddubs_epi16(ax, _mm256_sign_epi8(v, xv)), sv));
+            }
+        }
+        for (int i = 0; i < 4; i++) {
+            acc[i] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[i]), _mm256_set1_ps(wd[b] * ad[i * nb + b]), acc[i]);
+            if (mins) {
+                const int16_t *bs = a->bs + (ar + i) * ng + 16 * b;
+                int32_t ms = 0;
+                for (int g = 0; g < 16; g++) ms += mn[16 * b + g] * bs[g];
+                macc[i] -= (wm[b] * ad[i * nb + b]) * (float)ms;
+            }
+        }
+    }
+    for (int i = 0; i < 4; i++) y[i] = hsum_ps(acc[i]) + macc[i];
+}
+
 /* Few rows of x (decode): the weight's blocks straight from its bytes,
  * without the unpacked copy (ggml's AVX2 vec_dot of these types). */
 typedef float (*direct_fn)(const uint8_t *w, int64_t nb, const qd_rows *a, int64_t ar, int64_t k);
@@ -620,6 +683,7 @@ typedef struct qd_job {
     unpack_row_fn unpack;
 #if WK_EW_X86
     direct_fn direct;         /* few rows of x: from the weight's bytes */
+    dot4_fn dot4;             /* 4 rows of x at once, or NULL           */
 #endif
     atomic_int failed;
 } qd_job;
@@ -721,7 +785,19 @@ static void qd_range(void *arg, int64_t begin, int64_t end)
                       w.dm + r * bpr);
         }
         float y[QD_ROWS_MANY];
-        for (int64_t i = 0; i < j->m; i++) {
+        int64_t i = 0;
+#if WK_EW_X86
+        if (j->dot4)
+            for (; i + 4 <= j->m; i += 4) {
+                float y4[QD_ROWS_MANY][4];
+                for (int64_t r = 0; r < nr; r++) j->dot4(&w, r, &j->a, i, k, t->mins, y4[r]);
+                for (int ii = 0; ii < 4; ii++) {
+                    for (int64_t r = 0; r < nr; r++) y[r] = y4[r][ii];
+                    st_vals(d, d->offset + (i + ii) * j->n + n0, y, nr);
+                }
+            }
+#endif
+        for (; i < j->m; i++) {
             for (int64_t r = 0; r < nr; r++) y[r] = j->dot(&w, r, &j->a, i, k, t->mins);
             st_vals(d, d->offset + i * j->n + n0, y, nr);
         }
@@ -747,6 +823,7 @@ wk_status wk_cpu_qmatmul_qdot(const wk_op_args *a, int mode)
         j.dot = K ? dotk_avx2 : dot32_avx2;
         if (t->unpack_avx2) j.unpack = t->unpack_avx2;
         if (m <= QD_DIRECT_MAX_M) j.direct = direct_avx2_of(t->dt);
+        j.dot4 = K ? dotk_x4_avx2 : dot32_x4_avx2;
     }
 #else
     (void)mode;
