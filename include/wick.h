@@ -502,7 +502,9 @@ wk_tensor *wk_quantize(const wk_tensor *t, wk_dtype qtype);
 /* y [..., n] = x [..., k] . w^T: w a 2-d block-quantized [n, k] matrix
  * (k a multiple of its block; rows may be a view), x f32, f16 or bf16 of
  * any rank >= 1 and any strides; y in x's dtype. The cpu multiplies x by
- * w dequantized to f32, accumulating in f32. */
+ * w dequantized to f32, accumulating in f32; with WICK_CPU_QDOT=1 it
+ * quantizes x to 8-bit blocks and takes integer dot products, as
+ * llama.cpp does (docs/cpu-qdot.md). */
 wk_tensor *wk_qmatmul(const wk_tensor *x, const wk_tensor *w);
 /* Rows of a quantized table (an embedding lookup): table 2-d
  * block-quantized [rows, cols], ids u8, u32 or i64 of any shape of rank

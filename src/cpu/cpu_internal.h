@@ -102,7 +102,7 @@ wk_status wk_cpu_qgather(void *ctx, const wk_op_args *a);
 typedef void (*wk_cpu_qblock_fn)(const float *x, uint8_t *block);
 wk_cpu_qblock_fn wk_cpu_quantizer(wk_dtype dt);
 /* cpu_qdot.c: qmatmul with quantized activations and integer dot
- * products (WICK_CPU_QDOT; docs/quantization.md) */
+ * products (WICK_CPU_QDOT; docs/cpu-qdot.md) */
 enum { WK_QDOT_OFF = 0, WK_QDOT_ON = 1, WK_QDOT_PORTABLE = 2 };
 int wk_cpu_qdot_mode(void);
 bool wk_cpu_qdot_supports(wk_dtype dt);
