@@ -197,6 +197,7 @@ static void ukr_f64_v2(int64_t kc, const void *Apv, const void *Bpv, void *Cv, i
 /* (building with -DWK_NO_AVX2_KERNELS leaves only the portable kernels,
  * so they can be tested on a machine with AVX2) */
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) && !defined(WK_NO_AVX2_KERNELS)
+#include <cpuid.h>
 #include <immintrin.h>
 #define WK_HAVE_AVX2_KERNELS 1
 
@@ -617,7 +618,7 @@ static bool blas_matmul(const mat *d, const mat *a, const mat *b, int64_t m, int
  *    added into a block of GV_AXPY_COLS outputs per row of a.
  * Tasks are (batch, block of output columns), spread over the pool.
  * Sums are f32 (rounded once to the output dtype), as the GEMM's. A
- * variant compiled for AVX2 is picked at run time. */
+ * variant compiled for AVX2 (f16 widened by F16C) is picked at run time. */
 #define GV_MAXM 4
 #define GV_DOT_COLS 16
 #define GV_AXPY_COLS 256
@@ -654,9 +655,42 @@ GV_INLINE void gv_f16x8(v8f *out, v8h h)
     memcpy(out, &r, sizeof r);
 }
 
-/* 8 consecutive elements of b at element index idx, as f32 */
-GV_INLINE void gv_ld8(v8f *out, const char *b, int dt, int64_t idx)
+#ifdef WK_HAVE_AVX2_KERNELS
+/* f16 -> f32 by the F16C instruction (inlined into the AVX2 variant; the
+ * other variants never call it) */
+__attribute__((target("avx2,f16c")))
+static void gv_f16x8_f16c(v8f *out, const uint16_t *p)
 {
+    __m256 v = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p));
+    memcpy(out, &v, sizeof v);
+}
+
+/* bf16 -> f32: zero-extended to 32 bits and shifted into the top half */
+__attribute__((target("avx2")))
+static void gv_bf16x8_avx2(v8f *out, const uint16_t *p)
+{
+    __m256i v = _mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)p)), 16);
+    memcpy(out, &v, sizeof v);
+}
+#endif
+
+/* 8 consecutive elements of b at element index idx, as f32; f16c: with
+ * AVX2 and F16C instructions (a constant: only the AVX2 variant passes
+ * true) */
+GV_INLINE void gv_ld8(v8f *out, const char *b, int dt, int64_t idx, bool f16c)
+{
+#ifdef WK_HAVE_AVX2_KERNELS
+    if (f16c && dt == GV_F16) {
+        gv_f16x8_f16c(out, (const uint16_t *)b + idx);
+        return;
+    }
+    if (f16c && dt == GV_BF16) {
+        gv_bf16x8_avx2(out, (const uint16_t *)b + idx);
+        return;
+    }
+#else
+    (void)f16c;
+#endif
     if (dt == GV_F32) {
         gv_ld8f(out, (const float *)b + idx);
         return;
@@ -685,8 +719,8 @@ GV_INLINE float gv_hsum(const v8f *pv)
 }
 
 /* y[i * nc + j] = sum_p x[i * xs + p] * b[off + j * s1 + p], i < M, j < nc */
-GV_INLINE void gv_dot(int M, int dt, const float *x, int64_t xs, int64_t k, const char *b, int64_t off, int64_t s1,
-                      int64_t nc, float *y)
+GV_INLINE void gv_dot(int M, int dt, bool f16c, const float *x, int64_t xs, int64_t k, const char *b, int64_t off,
+                      int64_t s1, int64_t nc, float *y)
 {
     for (int64_t j = 0; j < nc; j++) {
         const int64_t bj = off + j * s1;
@@ -695,8 +729,8 @@ GV_INLINE void gv_dot(int M, int dt, const float *x, int64_t xs, int64_t k, cons
         int64_t p = 0;
         for (; p + 16 <= k; p += 16) {
             v8f w0, w1, x0, x1;
-            gv_ld8(&w0, b, dt, bj + p);
-            gv_ld8(&w1, b, dt, bj + p + 8);
+            gv_ld8(&w0, b, dt, bj + p, f16c);
+            gv_ld8(&w1, b, dt, bj + p + 8, f16c);
             for (int i = 0; i < M; i++) {
                 gv_ld8f(&x0, x + i * xs + p);
                 gv_ld8f(&x1, x + i * xs + p + 8);
@@ -706,7 +740,7 @@ GV_INLINE void gv_dot(int M, int dt, const float *x, int64_t xs, int64_t k, cons
         }
         if (p + 8 <= k) {
             v8f w0, x0;
-            gv_ld8(&w0, b, dt, bj + p);
+            gv_ld8(&w0, b, dt, bj + p, f16c);
             for (int i = 0; i < M; i++) {
                 gv_ld8f(&x0, x + i * xs + p);
                 acc0[i] += x0 * w0;
@@ -723,8 +757,8 @@ GV_INLINE void gv_dot(int M, int dt, const float *x, int64_t xs, int64_t k, cons
 }
 
 /* y[i * nc + j] = sum_p x[i * xs + p] * b[off + p * s0 + j], i < M, j < nc */
-GV_INLINE void gv_axpy(int M, int dt, const float *x, int64_t xs, int64_t k, const char *b, int64_t off, int64_t s0,
-                       int64_t nc, float *y)
+GV_INLINE void gv_axpy(int M, int dt, bool f16c, const float *x, int64_t xs, int64_t k, const char *b, int64_t off,
+                       int64_t s0, int64_t nc, float *y)
 {
     for (int i = 0; i < M; i++)
         for (int64_t j = 0; j < nc; j++) y[i * nc + j] = 0;
@@ -735,7 +769,7 @@ GV_INLINE void gv_axpy(int M, int dt, const float *x, int64_t xs, int64_t k, con
         for (int i = 0; i < M; i++) xi[i] = x[i * xs + p];
         for (int64_t j = 0; j < nv; j += 8) {
             v8f w, v;
-            gv_ld8(&w, b, dt, row + j);
+            gv_ld8(&w, b, dt, row + j, f16c);
             for (int i = 0; i < M; i++) {
                 float *yi = y + i * nc + j;
                 gv_ld8f(&v, yi);
@@ -751,13 +785,13 @@ GV_INLINE void gv_axpy(int M, int dt, const float *x, int64_t xs, int64_t k, con
 }
 
 /* one block of outputs, with M and the dtype as constants */
-GV_INLINE void gv_block(bool dot, int M, int dt, const float *x, int64_t xs, int64_t k, const char *b, int64_t off,
-                        int64_t s, int64_t nc, float *y)
+GV_INLINE void gv_block(bool f16c, bool dot, int M, int dt, const float *x, int64_t xs, int64_t k, const char *b,
+                        int64_t off, int64_t s, int64_t nc, float *y)
 {
 #define GV_CASE(D, MM)                                                                                          \
     case D * 8 + MM:                                                                                            \
-        if (dot) gv_dot(MM, D, x, xs, k, b, off, s, nc, y);                                                     \
-        else gv_axpy(MM, D, x, xs, k, b, off, s, nc, y);                                                        \
+        if (dot) gv_dot(MM, D, f16c, x, xs, k, b, off, s, nc, y);                                               \
+        else gv_axpy(MM, D, f16c, x, xs, k, b, off, s, nc, y);                                                  \
         break;
     switch (dt * 8 + M) {
         GV_CASE(GV_F32, 1) GV_CASE(GV_F32, 2) GV_CASE(GV_F32, 3) GV_CASE(GV_F32, 4)
@@ -774,15 +808,15 @@ typedef void (*gv_block_fn)(bool dot, int M, int dt, const float *x, int64_t xs,
 static void gv_block_plain(bool dot, int M, int dt, const float *x, int64_t xs, int64_t k, const char *b, int64_t off,
                            int64_t s, int64_t nc, float *y)
 {
-    gv_block(dot, M, dt, x, xs, k, b, off, s, nc, y);
+    gv_block(false, dot, M, dt, x, xs, k, b, off, s, nc, y);
 }
 
 #ifdef WK_HAVE_AVX2_KERNELS
-__attribute__((target("avx2,fma")))
+__attribute__((target("avx2,fma,f16c")))
 static void gv_block_avx2(bool dot, int M, int dt, const float *x, int64_t xs, int64_t k, const char *b, int64_t off,
                           int64_t s, int64_t nc, float *y)
 {
-    gv_block(dot, M, dt, x, xs, k, b, off, s, nc, y);
+    gv_block(true, dot, M, dt, x, xs, k, b, off, s, nc, y);
 }
 #endif
 
@@ -798,7 +832,9 @@ static void gv_pick(void)
     gv.off = e && !strcmp(e, "0");
 #ifdef WK_HAVE_AVX2_KERNELS
     __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) gv.fn = gv_block_avx2;
+    unsigned eax, ebx, ecx = 0, edx;
+    bool f16c = __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & (1u << 29));   /* CPUID.1:ECX.F16C */
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && f16c) gv.fn = gv_block_avx2;
 #endif
 }
 
