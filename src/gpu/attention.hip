@@ -18,7 +18,8 @@
  *
  * The paths, chosen per call by at_pick (the environment variable
  * WICK_GPU_ATTN=portable|mma|decode|decode_fma forces one, for tests and
- * tuning; decode takes 1b where it is built, else 3):
+ * tuning; mma takes 1 or 4, decode 1b or 4's decode where they are
+ * built, else 3):
  *
  * 1. mma (NVIDIA sm_80+, f16/bf16, rows 16-byte aligned): FlashAttention-2
  *    style. A block is 4 warps and BM = 64 MT query rows (MT = 2 for
@@ -66,7 +67,8 @@
  *    Tk = 65536; short calls are bound by the fixed cost (launch, the
  *    first tiles' latency, the combine in the last blocks: about 10 us).
  *
- * 2. portable (plain FMAs; f32 everywhere, every dtype on AMD, and any GPU
+ * 2. portable (plain FMAs; f32 everywhere, every dtype on AMD GPUs without
+ *    MFMA (gfx1030) or where 4 cannot take the call, and any GPU
  *    when built with -DWK_ATTN_PORTABLE, `make cuda ATTN_PORTABLE=1`):
  *    256 threads as a 16 x 16 grid, Q tile (BM rows) and one K-or-V tile
  *    (BN keys) in shared memory as f32 (rows padded to D + 4 floats, so the
@@ -77,8 +79,8 @@
  *    61 KB of shared memory, inside the 64 KB of AMD's LDS. No warp
  *    operation at all, so wave32 and wave64 run the same code.
  *
- * 3. decode (flash-decoding with FMAs; f32, and every dtype where 1b is
- *    not built: AMD, the virtual-wave64 and portable builds; forced by
+ * 3. decode (flash-decoding with FMAs; f32, and every dtype where neither
+ *    1b nor 4's decode runs: gfx1030 and the portable builds; forced by
  *    WICK_GPU_ATTN=decode_fma) when the rows that share a kv head,
  *    R = (Hq / Hkv) Tq, are few (<= 8): one block takes
  *    all R rows of a (batch, kv head) — so K and V are read once for the G
@@ -97,8 +99,35 @@
  *    exponentials cost about as much issue time as the bytes take to
  *    arrive, and a round's loads are not overlapped with its arithmetic.
  *
- * (The CDNA MFMA path of gfx90a/gfx940 is not written: AMD runs the
- * portable and decode paths.)
+ * 4. mfma (CDNA: gfx90a, gfx940/941/942; f16/bf16, any strides): the
+ *    matrix-core path of AMD's wave64 GPUs, through compat.h's wrappers of
+ *    __builtin_amdgcn_mfma_f32_16x16x16f16 and _16x16x16bf16_1k (f32
+ *    accumulate; P rounded to f16/bf16 before P V as the mma path does;
+ *    f32 inputs keep the portable and FMA decode paths, as on NVIDIA).
+ *    Prefill: 4 waves of 64, each owning MT row tiles of 16 (MT = 2 up to
+ *    D = 128: 128 query rows a block; MT = 1 at D = 256), key tiles of
+ *    BN = 64 (32 at D = 256) in shared memory, K as rows and V transposed
+ *    (fits the 64 KB of LDS: at most 37 KB); the next tile's global loads
+ *    are issued into registers before the current tile's products. Both
+ *    products are computed transposed (S^T = K Q^T, O^T += V^T P^T), so
+ *    that with AMD's layout (compat.h) lane l holds row l % 16 of every
+ *    fragment: the scores of S^T's accumulator are P^T's B operand as
+ *    they lie (no exchange through shared memory), the rescale by
+ *    exp2(m_old - m_new) is per lane, and a row's max is reduced over its
+ *    4 lanes (xor 16, 32). Decode (R = (Hq / Hkv) Tq <= 8 rows, or
+ *    forced): flash-decoding as in 3, one block per (16-row group, chunk
+ *    of keys), its 4 waves (2 at D = 256) each taking 16 keys of every
+ *    tile, merged in shared memory, chunks combined by the same combine
+ *    kernel. The kernels are compiled for every ROCm target (bodies only
+ *    where the instructions exist; the host picks them from the device's
+ *    gcnArchName, wk_mfma_arch) and in the virtual-wave64 build, where
+ *    compat.h's software MFMA (AMD's register layout, lanes exchanged
+ *    through shared memory) runs the same fragment indexing on NVIDIA, so
+ *    the parity suite checks it; gfx1030 (RDNA2, no matrix cores) runs
+ *    the portable and FMA decode paths. Not measured: there is no CDNA
+ *    GPU here. On gfx90a the D <= 128 prefill kernels take about 410
+ *    VGPRs+AGPRs (one wave per SIMD) and none spill; whether MT = 1 (more
+ *    waves) is faster is for a run on an MI200/MI300 to say.
  */
 #include "gpu_internal.h"
 #include <stdlib.h>
@@ -1234,6 +1263,398 @@ __global__ __launch_bounds__(128, DMAX <= 128 ? 2 : 1) void at_mma_decode_kernel
 #endif /* AT_HAVE_MMA */
 
 /* ------------------------------------------------------------------ */
+/* 4. MFMA path (CDNA: gfx90a, gfx94x; the virtual-wave64 build)       */
+
+/* Built under hipcc (every target: the kernels exist in each code object,
+ * their bodies only where WK_MFMA_DEVICE says the instructions do; the
+ * host launches them where wk_mfma_arch says so) and in the
+ * virtual-wave64 build, where compat.h's software MFMA runs the same
+ * fragment indexing on NVIDIA; not in the plain CUDA build (the kernel
+ * lists of the plugins differ by these, tools/compare-kernel-lists), nor
+ * under WK_ATTN_PORTABLE. */
+#if (defined(WK_GPU_HIP) || defined(WK_VIRTUAL_WAVE64)) && !defined(WK_ATTN_PORTABLE)
+#define AT_HAVE_MFMA 1
+
+/* Prefill: 4 waves, each MT row tiles of 16 (BM = 64 MT rows a block),
+ * key tiles of BN. Decode: NW waves, each its own 16 keys of each tile
+ * of BN = 16 NW (one row tile: the 16 rows of a kv head's group). Shared
+ * memory: K [BN][DMAX + 8] and V transposed [DMAX][BN + 8] (16-bit). */
+template <int DMAX> struct at_fcfg {
+    enum {
+        MT = DMAX <= 128 ? 2 : 1, BN = DMAX <= 128 ? 64 : 32, NW_DEC = DMAX <= 128 ? 4 : 2,
+        KLD = DMAX + 8, VLD = BN + 8
+    };
+    static constexpr size_t tile = (size_t)BN * KLD * 2 + (size_t)DMAX * VLD * 2;
+    static constexpr size_t merge = (size_t)NW_DEC * 16 * (DMAX + 2) * 4;    /* decode's merge of its waves */
+    static constexpr size_t smem_dec = tile > merge ? tile : merge;
+};
+
+/* four f32 -> four T in one uint64_t (element e in bits 16e..), rounded
+ * to nearest even as the mma path's cvt.rn does */
+template <typename T> WK_DEV uint64_t at_pack4(float x0, float x1, float x2, float x3)
+{
+    return (uint64_t)wk_to<T>(x0).bits | ((uint64_t)wk_to<T>(x1).bits << 16) | ((uint64_t)wk_to<T>(x2).bits << 32) |
+           ((uint64_t)wk_to<T>(x3).bits << 48);
+}
+
+/* 4 consecutive elements of a row (raw 16-bit), 8-byte load when vec */
+WK_DEV uint64_t at_ld8(const uint16_t *p, bool vec)
+{
+    if (vec) return *(const uint64_t *)p;
+    return (uint64_t)p[0] | ((uint64_t)p[1] << 16) | ((uint64_t)p[2] << 32) | ((uint64_t)p[3] << 48);
+}
+
+#if defined(WK_MFMA_DEVICE)
+template <typename T> WK_DEV wk_f32x4 at_mf16(uint64_t a, uint64_t b, wk_f32x4 c);
+template <> WK_DEV wk_f32x4 at_mf16<wk_f16_t>(uint64_t a, uint64_t b, wk_f32x4 c)
+{
+    return wk_mfma_f32_16x16x16f16(a, b, c);
+}
+template <> WK_DEV wk_f32x4 at_mf16<wk_bf16_t>(uint64_t a, uint64_t b, wk_f32x4 c)
+{
+    return wk_mfma_f32_16x16x16bf16_1k(a, b, c);
+}
+
+/* one row of a lane: query i, mask offset, the keys [lo, hi) it sees */
+struct at_frow {
+    int64_t i, mofs;
+    int lo, hi;
+};
+
+/* The tile's keys j0 + BN rows of K and V (zeros past kend and past D)
+ * into registers, NCH 16-byte chunks per thread; then into shared memory
+ * (K as rows, V transposed). */
+template <typename T, int DMAX, int BN, int NT>
+WK_DEV void at_fload(uint4 (&kr)[(BN * DMAX / 8 + NT - 1) / NT], uint4 (&vr)[(BN * DMAX / 8 + NT - 1) / NT],
+                     const T *kp, const T *vp, const at_args &a, int j0, int kend, int tid)
+{
+    enum { CPR = DMAX / 8, NCH = (BN * CPR + NT - 1) / NT };
+#pragma unroll
+    for (int u = 0; u < NCH; u++) {
+        const int idx = tid + u * NT, r = idx / CPR, c = idx % CPR;
+        kr[u] = vr[u] = make_uint4(0u, 0u, 0u, 0u);
+        if (idx < BN * CPR && j0 + r < kend && c * 8 < a.D) {
+            kr[u] = at_ld16<T>(kp + (int64_t)(j0 + r) * a.ks[2] + c * 8, a.vec != 0);
+            vr[u] = at_ld16<T>(vp + (int64_t)(j0 + r) * a.vs[2] + c * 8, a.vec != 0);
+        }
+    }
+}
+template <int DMAX, int BN, int NT>
+WK_DEV void at_fstore(uint16_t *Ks, uint16_t *Vt, const uint4 (&kr)[(BN * DMAX / 8 + NT - 1) / NT],
+                      const uint4 (&vr)[(BN * DMAX / 8 + NT - 1) / NT], int tid)
+{
+    enum { CPR = DMAX / 8, NCH = (BN * CPR + NT - 1) / NT, KLD = DMAX + 8, VLD = BN + 8 };
+#pragma unroll
+    for (int u = 0; u < NCH; u++) {
+        const int idx = tid + u * NT, r = idx / CPR, c = idx % CPR;
+        if (idx >= BN * CPR) break;
+        *(uint4 *)(Ks + r * KLD + c * 8) = kr[u];
+        const uint32_t w[4] = { vr[u].x, vr[u].y, vr[u].z, vr[u].w };
+#pragma unroll
+        for (int e = 0; e < 8; e++) Vt[(c * 8 + e) * VLD + r] = (uint16_t)(w[e / 2] >> (16 * (e % 2)));
+    }
+}
+
+/* One wave: its MT row tiles against NKB 16-key blocks of the tile in
+ * shared memory (blocks kb0 .., keys j0 + 16 kb0 ..). Lane l (c16 = l %
+ * 16, g = l / 16) owns row c16 of each row tile. Both products are
+ * computed transposed so that every per-row quantity stays in the lane:
+ *   S^T = K Q^T: A = K (lane: key c16, dims 4g..4g+3 of each 16), B = Q^T
+ *     (lane: row c16, the same dims; qf, in registers), D = S^T (lane:
+ *     row c16, keys 4g..4g+3 of the block);
+ *   O^T += V^T P^T: A = V^T (lane: dim c16 of the 16-dim block, keys
+ *     4g..4g+3; from V transposed in shared memory), B = P^T (lane: row
+ *     c16, keys 4g..4g+3: S^T's own registers, P rounded to T as the mma
+ *     path does), D = O^T (lane: row c16, dims 4g..4g+3 of the block).
+ * A row's max is reduced over its 4 lanes (xor 16, 32); its sum stays
+ * per lane until the end. */
+template <typename T, int DMAX, int MT, int NKB>
+WK_DEV void at_fstep(const at_args &a, const uint16_t *Ks, const uint16_t *Vt, int kb0, int j0,
+                     const uint64_t (&qf)[MT][DMAX / 16], const at_frow (&rw)[MT], float (&m)[MT], float (&l)[MT],
+                     wk_f32x4 (&o)[MT][DMAX / 16], bool general)
+{
+    enum { KLD = at_fcfg<DMAX>::KLD, VLD = at_fcfg<DMAX>::VLD, NKS = DMAX / 16 };
+    const int lane = wk_lane<64>(), c16 = lane % 16, g = lane / 16, D = a.D;
+    wk_f32x4 s[MT][NKB];
+#pragma unroll
+    for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+        for (int kb = 0; kb < NKB; kb++) s[mt][kb] = wk_f32x4{ 0.0f, 0.0f, 0.0f, 0.0f };
+#pragma unroll
+    for (int ks = 0; ks < NKS; ks++) {
+        if (ks * 16 >= D) break;                 /* uniform; past D: zeros of K and Q */
+#pragma unroll
+        for (int kb = 0; kb < NKB; kb++) {
+            const uint64_t kf = *(const uint64_t *)(Ks + ((kb0 + kb) * 16 + c16) * KLD + ks * 16 + 4 * g);
+#pragma unroll
+            for (int mt = 0; mt < MT; mt++) s[mt][kb] = at_mf16<T>(kf, qf[mt][ks], s[mt][kb]);
+        }
+    }
+    uint64_t pf[MT][NKB];
+#pragma unroll
+    for (int mt = 0; mt < MT; mt++) {
+        float mx = -INFINITY;
+#pragma unroll
+        for (int kb = 0; kb < NKB; kb++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) {
+                const int j = j0 + (kb0 + kb) * 16 + 4 * g + e;
+                float x = s[mt][kb][e];
+                x = j >= rw[mt].lo && j < rw[mt].hi
+                        ? (general ? at_score(a, x * a.qmul, rw[mt].mofs, rw[mt].i, j) : x * a.qmul)
+                        : -INFINITY;
+                s[mt][kb][e] = x;
+                mx = fmaxf(mx, x);
+            }
+        mx = fmaxf(mx, wk_shfl_xor<64>(mx, 16));
+        mx = fmaxf(mx, wk_shfl_xor<64>(mx, 32));
+        const float mn = fmaxf(m[mt], mx);
+        const float mu = mn == -INFINITY ? 0.0f : mn;
+        const float al = exp2f(m[mt] - mu);
+        m[mt] = mn;
+        float sum = 0.0f;
+#pragma unroll
+        for (int kb = 0; kb < NKB; kb++) {
+            float p[4];
+#pragma unroll
+            for (int e = 0; e < 4; e++) {
+                p[e] = exp2f(s[mt][kb][e] - mu);
+                sum += p[e];
+            }
+            pf[mt][kb] = at_pack4<T>(p[0], p[1], p[2], p[3]);
+        }
+        l[mt] = l[mt] * al + sum;
+        if (al != 1.0f) {                        /* the row's max moved */
+#pragma unroll
+            for (int dn = 0; dn < NKS; dn++)
+#pragma unroll
+                for (int e = 0; e < 4; e++) o[mt][dn][e] *= al;
+        }
+    }
+#pragma unroll
+    for (int dn = 0; dn < NKS; dn++) {
+        if (dn * 16 >= D) break;                 /* uniform */
+#pragma unroll
+        for (int kb = 0; kb < NKB; kb++) {
+            const uint64_t vf = *(const uint64_t *)(Vt + (dn * 16 + c16) * VLD + (kb0 + kb) * 16 + 4 * g);
+#pragma unroll
+            for (int mt = 0; mt < MT; mt++) o[mt][dn] = at_mf16<T>(vf, pf[mt][kb], o[mt][dn]);
+        }
+    }
+}
+
+/* Q's B fragments of one row (zeros for a row that does not exist) */
+template <int DMAX>
+WK_DEV void at_fq(uint64_t (&qf)[DMAX / 16], const uint16_t *row, bool ok, const at_args &a, int g)
+{
+#pragma unroll
+    for (int ks = 0; ks < DMAX / 16; ks++) {
+        const int d = ks * 16 + 4 * g;
+        qf[ks] = ok && d < a.D ? at_ld8(row + d, a.vec != 0) : 0;
+    }
+}
+#endif /* WK_MFMA_DEVICE */
+
+template <typename T, int DMAX>
+__global__ __launch_bounds__(256) void at_mfma_kernel(at_args a)
+{
+#if defined(WK_MFMA_DEVICE)
+    typedef at_fcfg<DMAX> CF;
+    enum { MT = CF::MT, BN = CF::BN, BM = 64 * MT, NT = 256, NKS = DMAX / 16, NCH = (BN * DMAX / 8 + NT - 1) / NT };
+    uint16_t *Ks = (uint16_t *)at_dsmem, *Vt = Ks + BN * CF::KLD;
+    const int tid = threadIdx.x, wave = tid / 64, lane = tid % 64, c16 = lane % 16, g = lane / 16;
+    const int nqb = (a.Tq + BM - 1) / BM, nbh = a.B * a.Hq;
+    const int qb = nqb - 1 - (int)(blockIdx.x / (unsigned)nbh), bh = (int)(blockIdx.x % (unsigned)nbh);
+    const int b = bh / a.Hq, h = bh % a.Hq, hk = h / a.G;
+    const int i0 = qb * BM, i1 = (i0 + BM < a.Tq ? i0 + BM : a.Tq) - 1;
+    const T *kp = (const T *)a.k + b * a.ks[0] + hk * a.ks[1];
+    const T *vp = (const T *)a.v + b * a.vs[0] + hk * a.vs[1];
+    const uint16_t *qp = (const uint16_t *)a.q + b * a.qs[0] + h * a.qs[1];
+    int kbeg, kend;
+    {
+        int64_t lo, hi;
+        at_key_range(a, i0, i1, &lo, &hi);
+        kbeg = (int)lo;
+        kend = (int)hi;
+    }
+    const bool general = a.cap_inv != 0.0f || a.mask != NULL;
+
+    uint64_t qf[MT][NKS];
+    at_frow rw[MT];
+    float m[MT], l[MT];
+    wk_f32x4 o[MT][NKS];
+#pragma unroll
+    for (int mt = 0; mt < MT; mt++) {
+        const int i = i0 + wave * 16 * MT + mt * 16 + c16;
+        const bool ok = i < a.Tq;
+        at_fq<DMAX>(qf[mt], qp + (int64_t)(ok ? i : 0) * a.qs[2], ok, a, g);
+        int64_t lo, hi;
+        at_key_range(a, i, i, &lo, &hi);
+        rw[mt].i = i;
+        rw[mt].mofs = b * a.ms[0] + h * a.ms[1];
+        rw[mt].lo = ok ? (int)(lo > kbeg ? lo : kbeg) : kbeg;
+        rw[mt].hi = ok ? (int)(hi < kend ? hi : kend) : kbeg;
+        m[mt] = -INFINITY;
+        l[mt] = 0.0f;
+#pragma unroll
+        for (int dn = 0; dn < NKS; dn++) o[mt][dn] = wk_f32x4{ 0.0f, 0.0f, 0.0f, 0.0f };
+    }
+
+    uint4 kr[NCH], vr[NCH];
+    if (kbeg < kend) at_fload<T, DMAX, BN, NT>(kr, vr, kp, vp, a, kbeg, kend, tid);
+    for (int j0 = kbeg; j0 < kend; j0 += BN) {
+        __syncthreads();                         /* the last tile's readers are done */
+        at_fstore<DMAX, BN, NT>(Ks, Vt, kr, vr, tid);
+        __syncthreads();
+        if (j0 + BN < kend) at_fload<T, DMAX, BN, NT>(kr, vr, kp, vp, a, j0 + BN, kend, tid);   /* in flight meanwhile */
+        at_fstep<T, DMAX, MT, BN / 16>(a, Ks, Vt, 0, j0, qf, rw, m, l, o, general);
+    }
+
+    /* out = o / l (0 where no key was seen): lane writes row c16, dims 4g..4g+3 of each 16 */
+    uint16_t *op = (uint16_t *)a.o + (int64_t)bh * a.Tq * a.D;
+#pragma unroll
+    for (int mt = 0; mt < MT; mt++) {
+        float L = l[mt];
+        L += wk_shfl_xor<64>(L, 16);
+        L += wk_shfl_xor<64>(L, 32);
+        const float inv = L > 0.0f ? 1.0f / L : 0.0f;
+        const int i = i0 + wave * 16 * MT + mt * 16 + c16;
+        if (i >= a.Tq) continue;
+#pragma unroll
+        for (int dn = 0; dn < NKS; dn++) {
+            const int d = dn * 16 + 4 * g;
+            if (d < a.D)
+                *(uint64_t *)(op + (int64_t)i * a.D + d) =
+                    at_pack4<T>(o[mt][dn][0] * inv, o[mt][dn][1] * inv, o[mt][dn][2] * inv, o[mt][dn][3] * inv);
+        }
+    }
+#else
+    (void)a;
+#if defined(__HIP_DEVICE_COMPILE__)
+    __builtin_trap();                            /* the host launches it where wk_mfma_arch says only */
+#endif
+#endif
+}
+
+/* Decode (flash-decoding on the matrix cores): one block takes the 16
+ * rows of a group of a kv head's rows (R = G Tq; rows past R are zeros)
+ * and one chunk of the keys; each of its NW waves takes its own 16 keys
+ * of every tile of BN = 16 NW, with its own (m, l, o); the waves merge
+ * through shared memory and the block writes one partial per row, which
+ * at_combine_kernel (rmax 16) combines as for the FMA decode kernel. */
+template <typename T, int DMAX>
+__global__ __launch_bounds__(at_fcfg<DMAX>::NW_DEC * 64) void at_mfma_decode_kernel(at_args a, float *part, int nsplit,
+                                                                                     int64_t chunk, int nrg)
+{
+#if defined(WK_MFMA_DEVICE)
+    typedef at_fcfg<DMAX> CF;
+    enum { NW = CF::NW_DEC, BN = 16 * NW, NT = 64 * NW, NKS = DMAX / 16, NCH = (BN * DMAX / 8 + NT - 1) / NT };
+    static_assert(BN == CF::BN, "a decode tile is one 16-key block per wave");
+    uint16_t *Ks = (uint16_t *)at_dsmem, *Vt = Ks + BN * CF::KLD;
+    const int tid = threadIdx.x, wave = tid / 64, lane = tid % 64, c16 = lane % 16, g = lane / 16;
+    const int D = a.D, R = a.G * a.Tq;
+    int64_t blk = blockIdx.x;
+    const int split = (int)(blk % nsplit);
+    blk /= nsplit;
+    const int rg = (int)(blk % nrg);
+    blk /= nrg;
+    const int hk = (int)(blk % a.Hkv), b = (int)(blk / a.Hkv);
+    int kbeg, kend;
+    {   /* the group's rows' keys, within this split's chunk */
+        const int r0 = rg * 16, r1 = (r0 + 16 < R ? r0 + 16 : R) - 1;
+        const int64_t ilo = r1 / a.Tq > r0 / a.Tq ? 0 : r0 % a.Tq, ihi = r1 / a.Tq > r0 / a.Tq ? a.Tq - 1 : r1 % a.Tq;
+        int64_t lo, hi, alo, ahi;
+        at_key_range(a, ilo, ihi, &lo, &hi);
+        at_key_range(a, 0, a.Tq - 1, &alo, &ahi);
+        const int64_t s0 = alo + split * chunk, s1 = s0 + chunk < ahi ? s0 + chunk : ahi;
+        kbeg = (int)(lo > s0 ? lo : s0);
+        kend = (int)(hi < s1 ? hi : s1);
+    }
+    const T *kp = (const T *)a.k + b * a.ks[0] + hk * a.ks[1];
+    const T *vp = (const T *)a.v + b * a.vs[0] + hk * a.vs[1];
+    const bool general = a.cap_inv != 0.0f || a.mask != NULL;
+
+    uint64_t qf[1][NKS];
+    at_frow rw[1];
+    float m[1] = { -INFINITY }, l[1] = { 0.0f };
+    wk_f32x4 o[1][NKS];
+    {
+        const int r = rg * 16 + c16;
+        const bool ok = r < R;
+        const int h = hk * a.G + (ok ? r / a.Tq : 0), i = ok ? r % a.Tq : 0;
+        at_fq<DMAX>(qf[0], (const uint16_t *)a.q + b * a.qs[0] + h * a.qs[1] + (int64_t)i * a.qs[2], ok, a, g);
+        int64_t lo, hi;
+        at_key_range(a, i, i, &lo, &hi);
+        rw[0].i = i;
+        rw[0].mofs = b * a.ms[0] + h * a.ms[1];
+        rw[0].lo = ok ? (int)(lo > kbeg ? lo : kbeg) : kbeg;
+        rw[0].hi = ok ? (int)(hi < kend ? hi : kend) : kbeg;
+#pragma unroll
+        for (int dn = 0; dn < NKS; dn++) o[0][dn] = wk_f32x4{ 0.0f, 0.0f, 0.0f, 0.0f };
+    }
+
+    uint4 kr[NCH], vr[NCH];
+    if (kbeg < kend) at_fload<T, DMAX, BN, NT>(kr, vr, kp, vp, a, kbeg, kend, tid);
+    for (int j0 = kbeg; j0 < kend; j0 += BN) {
+        __syncthreads();
+        at_fstore<DMAX, BN, NT>(Ks, Vt, kr, vr, tid);
+        __syncthreads();
+        if (j0 + BN < kend) at_fload<T, DMAX, BN, NT>(kr, vr, kp, vp, a, j0 + BN, kend, tid);
+        at_fstep<T, DMAX, 1, 1>(a, Ks, Vt, wave, j0, qf, rw, m, l, o, general);
+    }
+
+    /* merge the waves: per wave o[16][DMAX], then (m, l) per row (f32) */
+    __syncthreads();                             /* the tiles are no longer read */
+    float *mo = (float *)at_dsmem, *ml = mo + NW * 16 * DMAX;
+    {
+        float L = l[0];
+        L += wk_shfl_xor<64>(L, 16);
+        L += wk_shfl_xor<64>(L, 32);
+        if (g == 0) {
+            ml[(wave * 16 + c16) * 2] = m[0];
+            ml[(wave * 16 + c16) * 2 + 1] = L;
+        }
+#pragma unroll
+        for (int dn = 0; dn < NKS; dn++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) mo[(wave * 16 + c16) * DMAX + dn * 16 + 4 * g + e] = o[0][dn][e];
+    }
+    __syncthreads();
+    const int64_t nb = (int64_t)gridDim.x, pb = blockIdx.x;
+    for (int idx = tid; idx < 16 * D; idx += NT) {
+        const int rr = idx / D, d = idx % D;
+        if (rg * 16 + rr >= R) break;
+        float M = -INFINITY;
+#pragma unroll
+        for (int w = 0; w < NW; w++) M = fmaxf(M, ml[(w * 16 + rr) * 2]);
+        const float mu = M == -INFINITY ? 0.0f : M;
+        float A = 0.0f, L = 0.0f;
+#pragma unroll
+        for (int w = 0; w < NW; w++) {
+            const float wt = exp2f(ml[(w * 16 + rr) * 2] - mu);
+            A = fmaf(mo[(w * 16 + rr) * DMAX + d], wt, A);
+            L = fmaf(ml[(w * 16 + rr) * 2 + 1], wt, L);
+        }
+        part[(pb * 16 + rr) * D + d] = A;
+        if (d == 0) {
+            part[nb * 16 * D + (pb * 16 + rr) * 2] = M;
+            part[nb * 16 * D + (pb * 16 + rr) * 2 + 1] = L;
+        }
+    }
+#else
+    (void)a;
+    (void)part;
+    (void)nsplit;
+    (void)chunk;
+    (void)nrg;
+#if defined(__HIP_DEVICE_COMPILE__)
+    __builtin_trap();
+#endif
+#endif
+}
+#endif /* AT_HAVE_MFMA */
+
+/* ------------------------------------------------------------------ */
 /* Host                                                                */
 
 /* Raise a kernel's dynamic shared-memory limit once per device. */
@@ -1398,6 +1819,74 @@ template <typename T, int DMAX> static wk_status at_run_mma_decode(wk_gpu_ctx *c
 }
 #endif
 
+#if defined(AT_HAVE_MFMA)
+template <typename T, int DMAX> static wk_status at_run_mfma(wk_gpu_ctx *c, const at_args &a)
+{
+    const size_t smem = at_fcfg<DMAX>::tile;
+    const int64_t BM = 64 * at_fcfg<DMAX>::MT;
+    const int64_t nblk = (a.Tq + BM - 1) / BM * a.B * a.Hq;
+    at_mfma_kernel<T, DMAX><<<(unsigned)nblk, 256, smem, c->stream>>>(a);
+    WK_GPU_LAUNCH_CHECK(c, "attention");
+    return WK_OK;
+}
+
+template <typename T, int DMAX> static wk_status at_run_mfma_decode(wk_gpu_ctx *c, const at_args &a, int64_t range)
+{
+    enum { NT = 64 * at_fcfg<DMAX>::NW_DEC };
+    const size_t smem = at_fcfg<DMAX>::smem_dec;
+    static int per_sm;                                 /* per instantiation */
+    if (per_sm <= 0) {
+        int n = 0;
+        if (hipOccupancyMaxActiveBlocksPerMultiprocessor(&n, at_mfma_decode_kernel<T, DMAX>, NT, smem) != hipSuccess ||
+            n < 1)
+            n = 1;
+        (void)hipGetLastError();
+        per_sm = n;
+    }
+    const int R = a.G * a.Tq, nrg = (R + 15) / 16;
+    const int64_t groups = (int64_t)a.B * a.Hkv * nrg;
+    int64_t chunk;
+    const int64_t nsplit = at_nsplit(c, per_sm, groups, range, 4 * at_fcfg<DMAX>::BN, AT_MAXSPLIT, &chunk);
+    const int64_t nb = groups * nsplit;
+    if (nb > INT32_MAX) return wk_gpu_host->set_error(WK_ERR_UNSUPPORTED, "attention: too many heads and batches");
+    float *part = NULL;
+    wk_status st = wk_gpu_scratch_alloc(c, sizeof(float) * (size_t)nb * 16 * (size_t)(a.D + 2), (void **)&part);
+    if (st != WK_OK) return st;
+    at_mfma_decode_kernel<T, DMAX><<<(unsigned)nb, NT, smem, c->stream>>>(a, part, (int)nsplit, chunk, nrg);
+    st = wk_gpu_launched(c, "attention", __FILE__, __LINE__);
+    if (st == WK_OK) st = at_combine<T>(c, a, part, nsplit, nrg, 16);
+    wk_gpu_scratch_free(c, part);
+    return st;
+}
+#endif
+
+template <typename T> static wk_status at_mfma(wk_gpu_ctx *c, const at_args &a)
+{
+#if defined(AT_HAVE_MFMA)
+    if (a.D <= 64) return at_run_mfma<T, 64>(c, a);
+    if (a.D <= 128) return at_run_mfma<T, 128>(c, a);
+    return at_run_mfma<T, 256>(c, a);
+#else
+    (void)c;
+    (void)a;
+    return wk_gpu_host->set_error(WK_ERR_UNSUPPORTED, "attention: no MFMA path in this build");
+#endif
+}
+
+template <typename T> static wk_status at_mfma_decode(wk_gpu_ctx *c, const at_args &a, int64_t range)
+{
+#if defined(AT_HAVE_MFMA)
+    if (a.D <= 64) return at_run_mfma_decode<T, 64>(c, a, range);
+    if (a.D <= 128) return at_run_mfma_decode<T, 128>(c, a, range);
+    return at_run_mfma_decode<T, 256>(c, a, range);
+#else
+    (void)c;
+    (void)a;
+    (void)range;
+    return wk_gpu_host->set_error(WK_ERR_UNSUPPORTED, "attention: no MFMA path in this build");
+#endif
+}
+
 template <typename T, int DV, int RMAX>
 static wk_status at_run_decode(wk_gpu_ctx *c, const at_args &a, int64_t range)
 {
@@ -1458,28 +1947,36 @@ template <typename T> static wk_status at_mma_decode(wk_gpu_ctx *c, const at_arg
 #endif
 }
 
-enum { AT_PORTABLE = 0, AT_MMA = 1, AT_DECODE = 2, AT_MMA_DECODE = 3 };
-static const char *const at_path_names[] = { "portable", "mma", "decode_fma", "decode" };
+enum { AT_PORTABLE = 0, AT_MMA = 1, AT_DECODE = 2, AT_MMA_DECODE = 3, AT_MFMA = 4, AT_MFMA_DECODE = 5 };
+static const char *const at_path_names[] = { "portable", "mma", "decode_fma", "decode", "mfma", "mfma_decode" };
 
-/* the path for this call (WICK_GPU_ATTN forces one where it can run) */
+/* the path for this call (WICK_GPU_ATTN forces one where it can run:
+ * mma and decode name the build's matrix-core paths, mma.sync or MFMA) */
 static int at_pick(const wk_gpu_ctx *c, const at_args &a, wk_dtype dt)
 {
-    bool mma_ok = false;
+    bool mma_ok = false, mfma_ok = false;
 #if defined(AT_HAVE_MMA)
     mma_ok = (dt == WK_BF16 || dt == WK_F16) && c->cc_major >= 8 && a.vec && wk_gpu_aligned(a.o, 4);
-#else
+#endif
+#if defined(AT_HAVE_MFMA)
+    /* f16/bf16 on a wave64 device with MFMA (the virtual-wave64 build:
+     * always); any strides (element loads where rows are not 16-byte
+     * aligned); the output is stored 4 elements (8 bytes) at a time */
+    mfma_ok = (dt == WK_BF16 || dt == WK_F16) && c->warp_size == 64 && wk_mfma_arch(c->arch) &&
+              wk_gpu_aligned(a.o, 8);
+#endif
     (void)c;
     (void)dt;
-#endif
     const char *e = getenv("WICK_GPU_ATTN");
     if (e && strcmp(e, "portable") == 0) return AT_PORTABLE;
     if (e && strcmp(e, "decode_fma") == 0) return AT_DECODE;
     /* the mma decode kernel stores 4 outputs (8 bytes) at a time */
     const bool mdec_ok = mma_ok && wk_gpu_aligned(a.o, 8);
-    if (e && strcmp(e, "decode") == 0) return mdec_ok ? AT_MMA_DECODE : AT_DECODE;
-    if (e && strcmp(e, "mma") == 0 && mma_ok) return AT_MMA;
-    if ((int64_t)a.G * a.Tq <= 8) return mdec_ok ? AT_MMA_DECODE : AT_DECODE;
-    return mma_ok ? AT_MMA : AT_PORTABLE;
+    const int mat_dec = mdec_ok ? AT_MMA_DECODE : mfma_ok ? AT_MFMA_DECODE : AT_DECODE;
+    if (e && strcmp(e, "decode") == 0) return mat_dec;
+    if (e && strcmp(e, "mma") == 0 && (mma_ok || mfma_ok)) return mma_ok ? AT_MMA : AT_MFMA;
+    if ((int64_t)a.G * a.Tq <= 8) return mat_dec;
+    return mma_ok ? AT_MMA : mfma_ok ? AT_MFMA : AT_PORTABLE;
 }
 
 /* true when every row start of v is a multiple of n elements */
@@ -1564,16 +2061,20 @@ wk_status wk_gpu_attention(void *ctx, const wk_op_args *args)
         st = path == AT_DECODE ? at_decode<float>(c, a, hi - lo) : at_portable<float>(c, a);
         break;
     case WK_BF16:
-        st = path == AT_DECODE       ? at_decode<wk_bf16_t>(c, a, hi - lo)
-           : path == AT_MMA_DECODE ? at_mma_decode<wk_bf16_t>(c, a, hi - lo)
-           : path == AT_MMA    ? at_mma<wk_bf16_t>(c, a)
-                               : at_portable<wk_bf16_t>(c, a);
+        st = path == AT_DECODE        ? at_decode<wk_bf16_t>(c, a, hi - lo)
+           : path == AT_MMA_DECODE  ? at_mma_decode<wk_bf16_t>(c, a, hi - lo)
+           : path == AT_MFMA_DECODE ? at_mfma_decode<wk_bf16_t>(c, a, hi - lo)
+           : path == AT_MMA         ? at_mma<wk_bf16_t>(c, a)
+           : path == AT_MFMA        ? at_mfma<wk_bf16_t>(c, a)
+                                    : at_portable<wk_bf16_t>(c, a);
         break;
     case WK_F16:
-        st = path == AT_DECODE       ? at_decode<wk_f16_t>(c, a, hi - lo)
-           : path == AT_MMA_DECODE ? at_mma_decode<wk_f16_t>(c, a, hi - lo)
-           : path == AT_MMA    ? at_mma<wk_f16_t>(c, a)
-                               : at_portable<wk_f16_t>(c, a);
+        st = path == AT_DECODE        ? at_decode<wk_f16_t>(c, a, hi - lo)
+           : path == AT_MMA_DECODE  ? at_mma_decode<wk_f16_t>(c, a, hi - lo)
+           : path == AT_MFMA_DECODE ? at_mfma_decode<wk_f16_t>(c, a, hi - lo)
+           : path == AT_MMA         ? at_mma<wk_f16_t>(c, a)
+           : path == AT_MFMA        ? at_mfma<wk_f16_t>(c, a)
+                                    : at_portable<wk_f16_t>(c, a);
         break;
     default: break;
     }

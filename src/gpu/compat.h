@@ -365,6 +365,115 @@ template <int W, typename T> WK_DEV T wk_warp_min(T v)
 }
 
 /* ------------------------------------------------------------------ */
+/* CDNA matrix cores (MFMA), and their software twin                   */
+/*
+ * wk_mfma_f32_16x16x16f16(a, b, c) and wk_mfma_f32_16x16x16bf16_1k(a, b,
+ * c): D = A B + C for 16x16 A and B (f16 or bf16) and a 16x16 f32 C, one
+ * 64-lane wave together; on gfx90a/gfx94x exactly the clang builtins
+ * __builtin_amdgcn_mfma_f32_16x16x16f16 and
+ * __builtin_amdgcn_mfma_f32_16x16x16bf16_1k (cbsz = abid = blgp = 0). A
+ * and B: four 16-bit values per lane in one uint64_t (element e in bits
+ * 16e..16e+15, i.e. the order of 8 bytes in memory); C and D: wk_f32x4.
+ * Register layout, from AMD's Matrix Instruction Calculator
+ * (github.com/ROCm/amd_matrix_instruction_calculator, `--architecture
+ * cdna2|cdna3 --instruction v_mfma_f32_16x16x16f16 | _bf16_1k |
+ * v_mfma_f32_16x16x16_f16 | _bf16 --detail-instruction`, the same for all
+ * four), also the layout of AMD's lab-notes example
+ * mfma_fp32_16x16x16fp16.cpp:
+ *     A[i][k]: lane 16 (k / 4) + i, element k % 4
+ *     B[k][j]: lane 16 (k / 4) + j, element k % 4
+ *     D[i][j]: lane 16 (i / 4) + j, element i % 4
+ * so lane l holds row l % 16 of A and column l % 16 of B, each at k =
+ * 4 (l / 16) .. + 3, and D's column l % 16 at rows 4 (l / 16) .. + 3.
+ *
+ * WK_MFMA_DEVICE is defined where the wrappers exist: the device passes
+ * of hipcc for gfx90a, gfx940, gfx941 and gfx942 (a device-only macro:
+ * only inside kernel bodies, never around a kernel's name, template
+ * arguments, parameters or launch bounds), and every pass of the
+ * virtual-wave64 build, where they are the software twin: the 64 lanes
+ * of a virtual wave swap their A and B through shared memory (as the
+ * 64-lane shuffles do), and each lane sums its four outputs in f32,
+ * C + sum over k = 0..15 in that order (the hardware's order inside the
+ * instruction is not documented; products of f16 or bf16 pairs are exact
+ * in f32, so only the f32 rounding of the sums may differ). All 64 lanes
+ * must call it together. wk_mfma_arch(arch) says on the host whether a
+ * device of that gcnArchName runs them (the same list). */
+#if !defined(WK_GPU_RTC)
+#if defined(WK_GPU_HIP)
+static inline bool wk_mfma_arch(const char *arch)
+{
+    return strncmp(arch, "gfx90a", 6) == 0 || strncmp(arch, "gfx940", 6) == 0 || strncmp(arch, "gfx941", 6) == 0 ||
+           strncmp(arch, "gfx942", 6) == 0;
+}
+#elif defined(WK_VIRTUAL_WAVE64)
+static inline bool wk_mfma_arch(const char *arch) { return (void)arch, true; }
+#else
+static inline bool wk_mfma_arch(const char *arch) { return (void)arch, false; }
+#endif
+
+#if defined(WK_GPU_HIP) && (defined(__gfx90a__) || defined(__gfx940__) || defined(__gfx941__) || defined(__gfx942__))
+#define WK_MFMA_DEVICE 1
+typedef float wk_f32x4 __attribute__((ext_vector_type(4)));
+WK_DEV wk_f32x4 wk_mfma_f32_16x16x16f16(uint64_t a, uint64_t b, wk_f32x4 c)
+{
+    typedef _Float16 h4 __attribute__((ext_vector_type(4)));
+    return __builtin_amdgcn_mfma_f32_16x16x16f16(__builtin_bit_cast(h4, a), __builtin_bit_cast(h4, b), c, 0, 0, 0);
+}
+WK_DEV wk_f32x4 wk_mfma_f32_16x16x16bf16_1k(uint64_t a, uint64_t b, wk_f32x4 c)
+{
+    typedef short s4 __attribute__((ext_vector_type(4)));
+    return __builtin_amdgcn_mfma_f32_16x16x16bf16_1k(__builtin_bit_cast(s4, a), __builtin_bit_cast(s4, b), c, 0, 0, 0);
+}
+#elif defined(WK_VIRTUAL_WAVE64)
+#define WK_MFMA_DEVICE 1
+struct wk_f32x4 {
+    float v[4];
+    WK_DEV float &operator[](int i) { return v[i]; }
+    WK_DEV const float &operator[](int i) const { return v[i]; }
+};
+WK_DEV float wk_mfma_f16_(uint32_t h)          /* f16 bits -> f32, exactly */
+{
+    const uint32_t s = (h & 0x8000u) << 16, e = (h >> 10) & 0x1Fu, m = h & 0x3FFu;
+    if (e == 0) {                                 /* zero or subnormal: m 2^-24 */
+        const float f = (float)m * 5.9604644775390625e-8f;
+        return s ? -f : f;
+    }
+    if (e == 31) return __uint_as_float(s | 0x7F800000u | (m << 13));
+    return __uint_as_float(s | ((e + 112u) << 23) | (m << 13));
+}
+WK_DEV float wk_mfma_bf16_(uint32_t h) { return __uint_as_float(h << 16); }
+template <bool BF16> WK_DEV wk_f32x4 wk_mfma_soft_(uint64_t a, uint64_t b, wk_f32x4 c)
+{
+    unsigned long long *x = wk_vw64_buf_();
+    const int lane = (int)(wk_flat_tid() % 64u), col = lane % 16, g = lane / 16;
+    uint64_t ar[4][4], br[4];    /* ar[r][kk]: row 4g + r of A, k = 4kk..4kk+3; br[kk]: column col of B */
+    x[lane] = a;
+    wk_vw64_sync_();
+    for (int r = 0; r < 4; r++)
+        for (int kk = 0; kk < 4; kk++) ar[r][kk] = x[16 * kk + 4 * g + r];
+    wk_vw64_sync_();
+    x[lane] = b;
+    wk_vw64_sync_();
+    for (int kk = 0; kk < 4; kk++) br[kk] = x[16 * kk + col];
+    wk_vw64_sync_();
+    wk_f32x4 d;
+    for (int r = 0; r < 4; r++) {
+        float s = c[r];
+        for (int k = 0; k < 16; k++) {
+            const uint32_t ab = (uint32_t)(ar[r][k / 4] >> (16 * (k % 4))) & 0xFFFFu;
+            const uint32_t bb = (uint32_t)(br[k / 4] >> (16 * (k % 4))) & 0xFFFFu;
+            s = fmaf(BF16 ? wk_mfma_bf16_(ab) : wk_mfma_f16_(ab), BF16 ? wk_mfma_bf16_(bb) : wk_mfma_f16_(bb), s);
+        }
+        d[r] = s;
+    }
+    return d;
+}
+WK_DEV wk_f32x4 wk_mfma_f32_16x16x16f16(uint64_t a, uint64_t b, wk_f32x4 c) { return wk_mfma_soft_<false>(a, b, c); }
+WK_DEV wk_f32x4 wk_mfma_f32_16x16x16bf16_1k(uint64_t a, uint64_t b, wk_f32x4 c) { return wk_mfma_soft_<true>(a, b, c); }
+#endif
+#endif /* !WK_GPU_RTC */
+
+/* ------------------------------------------------------------------ */
 /* Launches where the host's time per launch counts                    */
 
 /* WK_LAUNCH_LIGHT(kernel, grid, block, stream, args...): kernel<<<grid,

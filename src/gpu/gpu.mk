@@ -84,6 +84,19 @@ NVCC_FLAGS_attention  += -DWK_ATTN_PORTABLE
 HIPCC_FLAGS_attention += -DWK_ATTN_PORTABLE
 endif
 
+# The MFMA builtins of compat.h against a plain matrix product, lane by
+# lane (tests/device/mfma_check.hip): wick-mfma-check is the software twin
+# (nvcc, virtual wave64; tests/run_gpu.sh runs it), wick-mfma-check-rocm
+# the hardware instructions (hipcc, the MFMA targets of ROCM_TARGETS; for
+# an MI200/MI300).
+MFMA_TARGETS := $(filter gfx90a gfx940 gfx941 gfx942,$(ROCM_TARGETS))
+$(BUILD)/wick-mfma-check: tests/device/mfma_check.hip src/gpu/compat.h
+	@mkdir -p $(dir $@)
+	$(NVCC) $(NVCC_BASE) $(NVCC_GENCODE_W64) -DWK_VIRTUAL_WAVE64 $< -o $@
+$(BUILD)/wick-mfma-check-rocm: tests/device/mfma_check.hip src/gpu/compat.h
+	@mkdir -p $(dir $@)
+	$(HIPCC) -x hip -std=c++17 -O2 -Iinclude -Isrc $(addprefix --offload-arch=,$(MFMA_TARGETS)) -Wall -Wextra $< -o $@
+
 # Objects in the order make starts them: largest sources first, so that
 # under -j the longest compiles do not start last (the links sort them).
 # gpu-plugins interleaves the three plugins' objects in that order.
