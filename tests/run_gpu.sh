@@ -3,6 +3,7 @@
 # NVIDIA GPU: builds the CUDA plugin and its virtual-wave64 twin, then runs
 # the parity runner on cuda:0 in both, with wick's own tiled GEMM, the
 # device checks (errors, events, pinned memory, >2^31 elements), the
+# software MFMA of the virtual-wave64 build against a plain product, the
 # event and pinned-memory tests, the collectives (wick-comm-checks,
 # NCCL from the loader or from PyTorch's wheels), the custom-op and run-time kernel
 # checks (wick-rtc-checks), compute-sanitizer memcheck over the quick
@@ -32,7 +33,7 @@ gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)
   echo "|---|---|"
 } > "$sum"
 
-make -j"$(nproc)" all build/wick-device-checks build/wick-rtc-checks build/wick-comm-checks build/wick-llm-oracle cuda cuda-wave64 CUDA_ARCHS="$arch" > "$OUT/build.log" 2>&1 &
+make -j"$(nproc)" all build/wick-device-checks build/wick-rtc-checks build/wick-comm-checks build/wick-llm-oracle build/wick-mfma-check cuda cuda-wave64 CUDA_ARCHS="$arch" > "$OUT/build.log" 2>&1 &
 make -j"$(nproc)" BUILD=build-ap ATTN_PORTABLE=1 build-ap/libwick_cuda.so CUDA_ARCHS="$arch" > "$OUT/build_ap.log" 2>&1 &
 wait %1 || { tail -30 "$OUT/build.log"; exit 1; }
 wait %2 || { tail -30 "$OUT/build_ap.log"; exit 1; }
@@ -51,6 +52,7 @@ run() {  # name, log, command...
 }
 run "\`wick-parity --device cuda:0\`" parity_cuda.log build/wick-parity --device cuda:0
 run "\`wick-parity --device cuda:0\`, virtual wave64 plugin" parity_w64.log env WICK_CUDA_PLUGIN=build/libwick_cuda_w64.so build/wick-parity --device cuda:0
+run "\`wick-mfma-check\` (compat.h's software MFMA, virtual wave64, lane by lane against a plain matrix product)" mfma_check.log build/wick-mfma-check
 run "\`WICK_GEMM=tiled wick-parity --op matmul\`" parity_tiled.log env WICK_GEMM=tiled build/wick-parity --device cuda:0 --op matmul
 run "\`WICK_GEMM=tiled wick-parity --op matmul\`, virtual wave64" parity_tiled_w64.log env WICK_GEMM=tiled WICK_CUDA_PLUGIN=build/libwick_cuda_w64.so build/wick-parity --device cuda:0 --op matmul
 run "\`wick-device-checks --device cuda:0\` (errors, events, pinned memory, 2^31+ elements)" device_checks.log build/wick-device-checks --device cuda:0
