@@ -1375,10 +1375,12 @@ static wk_status qmvq_run(wk_gpu_ctx *c, wk_dtype qt, const uint8_t *w, int64_t 
     }
     /* rows per thread R: 2 for m <= 2, 4 beyond (the x slice of a unit
      * is read once for R weight rows); WICK_QMVQ_R overrides (1, 2, 4).
-     * Threads per row group TR: 32 for m <= 2, else about a row's units
-     * / 8 (a power of two, 4..256), each doubled while the grid has fewer
-     * blocks than multiprocessors; WICK_QMV_TR overrides. The best of the
-     * sweep of docs/quantization.md (H100) */
+     * Threads per row group TR: 32 for m <= 2; beyond, the power of two
+     * nearest (geometrically) to the row's bytes / 320, 4..256 (8 for the
+     * 4096-wide rows of 2.3-4.4 KB, 32-64 for the 14336-wide ones); then
+     * doubled while the grid has fewer blocks than half the
+     * multiprocessors. WICK_QMV_TR overrides. Each the best or near it in
+     * the sweep of docs/quantization.md (H100) */
     int R = M <= 2 ? 2 : 4;
     const int fr = q_env_int("WICK_QMVQ_R", 0);
     if (fr == 1 || fr == 2 || fr == 4) R = fr;
@@ -1388,8 +1390,9 @@ static wk_status qmvq_run(wk_gpu_ctx *c, wk_dtype qt, const uint8_t *w, int64_t 
     int tr = 4;
     if (M <= 2) tr = 32;
     else
-        while (tr < QMV_BLOCK && tr * 8 < units) tr *= 2;
-    while (tr < QMV_BLOCK && tr < units && (n + (int64_t)R * (QMV_BLOCK / tr) - 1) / ((int64_t)R * (QMV_BLOCK / tr)) < c->sm_count)
+        while (tr < QMV_BLOCK && (double)tr * 1.41421356 * 320.0 < (double)w_rs) tr *= 2;
+    while (tr < QMV_BLOCK && tr < units &&
+           2 * ((n + (int64_t)R * (QMV_BLOCK / tr) - 1) / ((int64_t)R * (QMV_BLOCK / tr))) < c->sm_count)
         tr *= 2;
     const int force = q_env_int("WICK_QMV_TR", 0);
     if (force >= 1 && force <= QMV_BLOCK && (force & (force - 1)) == 0) tr = force;
@@ -1435,11 +1438,11 @@ static wk_status qmvq_run(wk_gpu_ctx *c, wk_dtype qt, const uint8_t *w, int64_t 
 
 /* the dense matvec: dst [m, n] = a [m, k] . b [k, n] for f16/bf16 with
  * m <= 8 and b the transposed view of a row-major W [n, k] (b's strides
- * (1, row stride), rows 16-byte aligned, k a multiple of 32): the
- * qmatvec kernel with plain 16-bit rows. Only with WICK_MATVEC=wick: on
- * an H100 it reads W at 68-73% of the copy rate, cuBLAS at 85-89%
- * (docs/quantization.md), so matmul keeps the BLAS by default. *done
- * false: not taken. */
+ * (1, row stride), rows 16-byte aligned, k a multiple of 32), a
+ * contiguous along k: qmvq_kernel with plain 16-bit rows, x read in
+ * place. Only with WICK_MATVEC=wick: on an H100 it reads W at 84-86% of
+ * the copy rate at best, cuBLAS at 86-92% (docs/quantization.md), so
+ * matmul keeps the BLAS by default. *done false: not taken. */
 extern "C" wk_status wk_gpu_dense_matvec(void *ctx, const wk_view *dst, const wk_view *a, const wk_view *b, bool *done)
 {
     wk_gpu_ctx *c = (wk_gpu_ctx *)ctx;
