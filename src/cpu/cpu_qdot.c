@@ -28,7 +28,8 @@
  *   float sum over blocks round.
  *
  * Two kernels compute the same integer sums: portable C, and AVX2
- * (_mm256_maddubs_epi16 on |w| and sign(a, w), as ggml does), chosen at
+ * (_mm256_maddubs_epi16 on |w| and sign(a, w), as ggml does; on w itself
+ * for the types with a min, whose quants are unsigned), chosen at
  * run time by CPUID (cpu_ew.c) so one binary runs everywhere. Float
  * accumulation order differs between them (AVX2 keeps 8 lanes).
  *
@@ -452,6 +453,13 @@ WK_TARGET_AVX2 static inline __m256i mul_pairs_i8(__m256i x, __m256i y)
     return _mm256_maddubs_epi16(_mm256_sign_epi8(x, x), _mm256_sign_epi8(y, x));
 }
 
+/* the same for weights in 0..127 (the types with a min: q4_1, q5_1,
+ * q2_K, q4_K, q5_K), which maddubs takes as they are */
+WK_TARGET_AVX2 static inline __m256i mul_pairs_w(__m256i x, __m256i y, bool uns)
+{
+    return uns ? _mm256_maddubs_epi16(x, y) : mul_pairs_i8(x, y);
+}
+
 WK_TARGET_AVX2 static inline float hsum_ps(__m256 v)
 {
     __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
@@ -471,17 +479,19 @@ WK_TARGET_AVX2 static float dot32_avx2(const qd_rows *w, int64_t wr, const qd_ro
     int64_t b = 0;
     for (; b + 2 <= nb; b += 2) {
         const __m256i p0 = _mm256_madd_epi16(
-            mul_pairs_i8(_mm256_loadu_si256((const __m256i *)(wq + 32 * b)), _mm256_loadu_si256((const __m256i *)(aq + 32 * b))),
+            mul_pairs_w(_mm256_loadu_si256((const __m256i *)(wq + 32 * b)), _mm256_loadu_si256((const __m256i *)(aq + 32 * b)),
+                        mins),
             ones);
-        const __m256i p1 = _mm256_madd_epi16(mul_pairs_i8(_mm256_loadu_si256((const __m256i *)(wq + 32 * b + 32)),
-                                                          _mm256_loadu_si256((const __m256i *)(aq + 32 * b + 32))),
+        const __m256i p1 = _mm256_madd_epi16(mul_pairs_w(_mm256_loadu_si256((const __m256i *)(wq + 32 * b + 32)),
+                                                         _mm256_loadu_si256((const __m256i *)(aq + 32 * b + 32)), mins),
                                              ones);
         acc0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p0), _mm256_set1_ps(wd[b] * ad[b]), acc0);
         acc1 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p1), _mm256_set1_ps(wd[b + 1] * ad[b + 1]), acc1);
     }
     for (; b < nb; b++) {
         const __m256i p0 = _mm256_madd_epi16(
-            mul_pairs_i8(_mm256_loadu_si256((const __m256i *)(wq + 32 * b)), _mm256_loadu_si256((const __m256i *)(aq + 32 * b))),
+            mul_pairs_w(_mm256_loadu_si256((const __m256i *)(wq + 32 * b)), _mm256_loadu_si256((const __m256i *)(aq + 32 * b)),
+                        mins),
             ones);
         acc0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p0), _mm256_set1_ps(wd[b] * ad[b]), acc0);
     }
@@ -503,8 +513,8 @@ WK_TARGET_AVX2 static float dotk_avx2(const qd_rows *w, int64_t wr, const qd_row
         const int16_t *s = sc + 16 * b;
         __m256i isum = _mm256_setzero_si256();
         for (int c = 0; c < 8; c++) {
-            const __m256i p = mul_pairs_i8(_mm256_loadu_si256((const __m256i *)(x + 32 * c)),
-                                           _mm256_loadu_si256((const __m256i *)(y + 32 * c)));
+            const __m256i p = mul_pairs_w(_mm256_loadu_si256((const __m256i *)(x + 32 * c)),
+                                          _mm256_loadu_si256((const __m256i *)(y + 32 * c)), mins);
             const __m256i sv = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_set1_epi16(s[2 * c])),
                                                        _mm_set1_epi16(s[2 * c + 1]), 1);
             isum = _mm256_add_epi32(isum, _mm256_madd_epi16(p, sv));
@@ -536,10 +546,10 @@ WK_TARGET_AVX2 static void dot32_x4_avx2(const qd_rows *w, int64_t wr, const qd_
     const __m256i ones = _mm256_set1_epi16(1);
     __m256 acc[4] = { _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps() };
     for (int64_t b = 0; b < nb; b++) {
-        const __m256i x = _mm256_loadu_si256((const __m256i *)(wq + 32 * b)), ax = _mm256_sign_epi8(x, x);
+        const __m256i x = _mm256_loadu_si256((const __m256i *)(wq + 32 * b)), ax = mins ? x : _mm256_sign_epi8(x, x);
         for (int i = 0; i < 4; i++) {
             const __m256i v = _mm256_loadu_si256((const __m256i *)(aq + i * k + 32 * b));
-            const __m256i p = _mm256_madd_epi16(_mm256_maddubs_epi16(ax, _mm256_sign_epi8(v, x)), ones);
+            const __m256i p = _mm256_madd_epi16(_mm256_maddubs_epi16(ax, mins ? v : _mm256_sign_epi8(v, x)), ones);
             acc[i] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_set1_ps(wd[b] * ad[i * nb + b]), acc[i]);
         }
     }
@@ -565,12 +575,13 @@ WK_TARGET_AVX2 static void dotk_x4_avx2(const qd_rows *w, int64_t wr, const qd_r
         const int16_t *s = sc + 16 * b;
         __m256i isum[4] = { _mm256_setzero_si256(), _mm256_setzero_si256(), _mm256_setzero_si256(), _mm256_setzero_si256() };
         for (int c = 0; c < 8; c++) {
-            const __m256i xv = _mm256_loadu_si256((const __m256i *)(x + 32 * c)), ax = _mm256_sign_epi8(xv, xv);
+            const __m256i xv = _mm256_loadu_si256((const __m256i *)(x + 32 * c)), ax = mins ? xv : _mm256_sign_epi8(xv, xv);
             const __m256i sv = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_set1_epi16(s[2 * c])),
                                                        _mm_set1_epi16(s[2 * c + 1]), 1);
             for (int i = 0; i < 4; i++) {
                 const __m256i v = _mm256_loadu_si256((const __m256i *)(aq + i * k + QK_K * b + 32 * c));
-                isum[i] = _mm256_add_epi32(isum[i], _mm256_madd_epi16(_mm256_maddubs_epi16(ax, _mm256_sign_epi8(v, xv)), sv));
+                isum[i] = _mm256_add_epi32(isum[i],
+                                           _mm256_madd_epi16(_mm256_maddubs_epi16(ax, mins ? v : _mm256_sign_epi8(v, xv)), sv));
             }
         }
         for (int i = 0; i < 4; i++) {
