@@ -306,6 +306,55 @@ WK_TARGET_AVX2 static void upr_q8_0_avx2(const uint8_t *b, int64_t nb, int8_t *q
     }
 }
 
+/* 32 bits -> 32 bytes: 0xFF where the bit is set (ggml's bytes_from_bits_32) */
+WK_TARGET_AVX2 static inline __m256i bits_to_bytes(const uint8_t *p)
+{
+    uint32_t x32;
+    memcpy(&x32, p, 4);
+    const __m256i shuf = _mm256_set_epi64x(0x0303030303030303, 0x0202020202020202, 0x0101010101010101, 0);
+    const __m256i bytes = _mm256_shuffle_epi8(_mm256_set1_epi32((int)x32), shuf);
+    return _mm256_cmpeq_epi8(_mm256_or_si256(bytes, _mm256_set1_epi64x(0x7fbfdfeff7fbfdfe)), _mm256_set1_epi64x(-1));
+}
+
+/* the 32 values of a q5_0 block (-16..15: the nibble, or nibble - 16 where
+ * the high bit is clear) and of a q5_1 block (0..31), from qh and qs */
+WK_TARGET_AVX2 static inline __m256i q5_0_values(const uint8_t *qh, const uint8_t *qs)
+{
+    const __m128i t = _mm_loadu_si128((const __m128i *)qs);
+    const __m256i nib = _mm256_and_si256(_mm256_inserti128_si256(_mm256_castsi128_si256(t), _mm_srli_epi16(t, 4), 1),
+                                         _mm256_set1_epi8(0x0F));
+    return _mm256_or_si256(nib, _mm256_andnot_si256(bits_to_bytes(qh), _mm256_set1_epi8((char)0xF0)));
+}
+WK_TARGET_AVX2 static inline __m256i q5_1_values(const uint8_t *qh, const uint8_t *qs)
+{
+    const __m128i t = _mm_loadu_si128((const __m128i *)qs);
+    const __m256i nib = _mm256_and_si256(_mm256_inserti128_si256(_mm256_castsi128_si256(t), _mm_srli_epi16(t, 4), 1),
+                                         _mm256_set1_epi8(0x0F));
+    return _mm256_or_si256(nib, _mm256_and_si256(bits_to_bytes(qh), _mm256_set1_epi8(0x10)));
+}
+
+WK_TARGET_AVX2 static void upr_q5_0_avx2(const uint8_t *b, int64_t nb, int8_t *q, int16_t *sc, int16_t *mn, float *d,
+                                         float *dm)
+{
+    (void)sc, (void)mn;
+    for (int64_t c = 0; c < nb; c++, b += 22, q += 32) {
+        d[c] = ld_h_f16c(b);
+        dm[c] = 0;
+        _mm256_storeu_si256((__m256i *)q, q5_0_values(b + 2, b + 6));
+    }
+}
+
+WK_TARGET_AVX2 static void upr_q5_1_avx2(const uint8_t *b, int64_t nb, int8_t *q, int16_t *sc, int16_t *mn, float *d,
+                                         float *dm)
+{
+    (void)sc, (void)mn;
+    for (int64_t c = 0; c < nb; c++, b += 24, q += 32) {
+        d[c] = ld_h_f16c(b);
+        dm[c] = ld_h_f16c(b + 2);
+        _mm256_storeu_si256((__m256i *)q, q5_1_values(b + 4, b + 8));
+    }
+}
+
 WK_TARGET_AVX2 static void upr_q4_k_avx2(const uint8_t *b, int64_t nb, int8_t *q, int16_t *sc, int16_t *mn, float *d,
                                          float *dm)
 {
@@ -374,8 +423,8 @@ typedef struct qd_type {
 static const qd_type QD_TYPES[] = {
     { WK_Q4_0, 32, 18, WK_Q8_0, false, upr_q4_0, AVX2_UP(q4_0) },
     { WK_Q4_1, 32, 20, WK_Q8_1, true, upr_q4_1, AVX2_UP(q4_1) },
-    { WK_Q5_0, 32, 22, WK_Q8_0, false, upr_q5_0, NULL },
-    { WK_Q5_1, 32, 24, WK_Q8_1, true, upr_q5_1, NULL },
+    { WK_Q5_0, 32, 22, WK_Q8_0, false, upr_q5_0, AVX2_UP(q5_0) },
+    { WK_Q5_1, 32, 24, WK_Q8_1, true, upr_q5_1, AVX2_UP(q5_1) },
     { WK_Q8_0, 32, 34, WK_Q8_0, false, upr_q8_0, AVX2_UP(q8_0) },
     { WK_Q2_K, 256, 84, WK_Q8_K, true, upr_q2_k, NULL },
     { WK_Q3_K, 256, 110, WK_Q8_K, false, upr_q3_k, NULL },
@@ -615,31 +664,39 @@ WK_TARGET_AVX2 static inline uint16_t ld_u16(const uint8_t *p)
     return h;
 }
 
-WK_TARGET_AVX2 static float direct_q4_1_avx2(const uint8_t *w, int64_t nb, const qd_rows *a, int64_t ar, int64_t k)
-{
-    const int8_t *aq = a->q + ar * k;
-    const float *ad = a->d + ar * nb, *as = a->dm + ar * nb;
-    const __m256i ones = _mm256_set1_epi16(1);
-    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
-    float macc = 0;
-    int64_t b = 0;
-    for (; b + 2 <= nb; b += 2, w += 40) {
-        const __m256i p0 = _mm256_madd_epi16(
-            _mm256_maddubs_epi16(nib_expand(w + 4), _mm256_loadu_si256((const __m256i *)(aq + 32 * b))), ones);
-        const __m256i p1 = _mm256_madd_epi16(
-            _mm256_maddubs_epi16(nib_expand(w + 24), _mm256_loadu_si256((const __m256i *)(aq + 32 * b + 32))), ones);
-        acc0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p0), _mm256_set1_ps(_cvtsh_ss(ld_u16(w)) * ad[b]), acc0);
-        acc1 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p1), _mm256_set1_ps(_cvtsh_ss(ld_u16(w + 20)) * ad[b + 1]), acc1);
-        macc += _cvtsh_ss(ld_u16(w + 2)) * as[b] + _cvtsh_ss(ld_u16(w + 22)) * as[b + 1];
+/* q4_1 and q5_1 (unsigned values, a min): maddubs on the values as they are */
+#define DIRECT_MIN(NAME, BB, LOADW)                                                                                 \
+    WK_TARGET_AVX2 static float NAME(const uint8_t *w, int64_t nb, const qd_rows *a, int64_t ar, int64_t k)     \
+    {                                                                                                          \
+        const int8_t *aq = a->q + ar * k;                                                                      \
+        const float *ad = a->d + ar * nb, *as = a->dm + ar * nb;                                               \
+        const __m256i ones = _mm256_set1_epi16(1);                                                             \
+        __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();                                         \
+        float macc = 0;                                                                                        \
+        int64_t b = 0;                                                                                         \
+        for (; b + 2 <= nb; b += 2, w += 2 * (BB)) {                                                           \
+            const __m256i p0 = _mm256_madd_epi16(                                                              \
+                _mm256_maddubs_epi16(LOADW(w), _mm256_loadu_si256((const __m256i *)(aq + 32 * b))), ones);     \
+            const __m256i p1 = _mm256_madd_epi16(                                                              \
+                _mm256_maddubs_epi16(LOADW(w + (BB)), _mm256_loadu_si256((const __m256i *)(aq + 32 * b + 32))), \
+                ones);                                                                                         \
+            acc0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p0), _mm256_set1_ps(_cvtsh_ss(ld_u16(w)) * ad[b]), acc0); \
+            acc1 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p1), _mm256_set1_ps(_cvtsh_ss(ld_u16(w + (BB))) * ad[b + 1]), \
+                                   acc1);                                                                      \
+            macc += _cvtsh_ss(ld_u16(w + 2)) * as[b] + _cvtsh_ss(ld_u16(w + (BB) + 2)) * as[b + 1];            \
+        }                                                                                                      \
+        for (; b < nb; b++, w += (BB)) {                                                                       \
+            const __m256i p0 = _mm256_madd_epi16(                                                              \
+                _mm256_maddubs_epi16(LOADW(w), _mm256_loadu_si256((const __m256i *)(aq + 32 * b))), ones);     \
+            acc0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p0), _mm256_set1_ps(_cvtsh_ss(ld_u16(w)) * ad[b]), acc0); \
+            macc += _cvtsh_ss(ld_u16(w + 2)) * as[b];                                                          \
+        }                                                                                                      \
+        return hsum_ps(_mm256_add_ps(acc0, acc1)) + macc;                                                      \
     }
-    for (; b < nb; b++, w += 20) {
-        const __m256i p0 = _mm256_madd_epi16(
-            _mm256_maddubs_epi16(nib_expand(w + 4), _mm256_loadu_si256((const __m256i *)(aq + 32 * b))), ones);
-        acc0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p0), _mm256_set1_ps(_cvtsh_ss(ld_u16(w)) * ad[b]), acc0);
-        macc += _cvtsh_ss(ld_u16(w + 2)) * as[b];
-    }
-    return hsum_ps(_mm256_add_ps(acc0, acc1)) + macc;
-}
+#define LOADW_Q4_1(p) nib_expand((p) + 4)
+#define LOADW_Q5_1(p) q5_1_values((p) + 4, (p) + 8)
+DIRECT_MIN(direct_q4_1_avx2, 20, LOADW_Q4_1)
+DIRECT_MIN(direct_q5_1_avx2, 24, LOADW_Q5_1)
 
 /* q4_0 (nibbles - 8) and q8_0 (the bytes): signed, through mul_pairs_i8 */
 #define DIRECT_SIGNED(NAME, BB, LOADW)                                                                              \
@@ -670,13 +727,22 @@ WK_TARGET_AVX2 static float direct_q4_1_avx2(const uint8_t *w, int64_t nb, const
 #define LOADW_Q8_0(p) _mm256_loadu_si256((const __m256i *)((p) + 2))
 DIRECT_SIGNED(direct_q4_0_avx2, 18, LOADW_Q4_0)
 DIRECT_SIGNED(direct_q8_0_avx2, 34, LOADW_Q8_0)
+#define LOADW_Q5_0(p) q5_0_values((p) + 2, (p) + 6)
+DIRECT_SIGNED(direct_q5_0_avx2, 22, LOADW_Q5_0)
 #endif
 
 /* ---- the product ------------------------------------------------------------------ */
 #if WK_EW_X86
 static direct_fn direct_avx2_of(wk_dtype dt)
 {
-    return dt == WK_Q4_0 ? direct_q4_0_avx2 : dt == WK_Q4_1 ? direct_q4_1_avx2 : dt == WK_Q8_0 ? direct_q8_0_avx2 : NULL;
+    switch (dt) {
+    case WK_Q4_0: return direct_q4_0_avx2;
+    case WK_Q4_1: return direct_q4_1_avx2;
+    case WK_Q5_0: return direct_q5_0_avx2;
+    case WK_Q5_1: return direct_q5_1_avx2;
+    case WK_Q8_0: return direct_q8_0_avx2;
+    default: return NULL;
+    }
 }
 #endif
 
