@@ -112,6 +112,11 @@ $(BUILD)/wick-llm-bench: bench/llm_bench.c cli/timing.h $(BUILD)/libwick.a
 	@$(if $(V),,echo "  LD $@")
 	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $(filter-out %.h,$^) $(LDLIBS)
 
+# The cpu's two qmatmul paths timed side by side (docs/cpu-qdot.md).
+$(BUILD)/wick-qdot-bench: bench/qdot_bench.c cli/timing.h $(BUILD)/libwick.a
+	@$(if $(V),,echo "  LD $@")
+	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $(filter-out %.h,$^) $(LDLIBS)
+
 # The README's test command.
 test: all
 	$(BUILD)/wick-tests
