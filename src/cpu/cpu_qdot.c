@@ -729,6 +729,79 @@ DIRECT_SIGNED(direct_q4_0_avx2, 18, LOADW_Q4_0)
 DIRECT_SIGNED(direct_q8_0_avx2, 34, LOADW_Q8_0)
 #define LOADW_Q5_0(p) q5_0_values((p) + 2, (p) + 6)
 DIRECT_SIGNED(direct_q5_0_avx2, 22, LOADW_Q5_0)
+
+/* q4_K: per 64 values, 32 bytes of nibbles (low: sub-block 2j, high:
+ * 2j + 1); the 6-bit scales go to madd, the mins meet the bsums */
+WK_TARGET_AVX2 static float direct_q4_k_avx2(const uint8_t *w, int64_t nb, const qd_rows *a, int64_t ar, int64_t k)
+{
+    const int8_t *aq = a->q + ar * k;
+    const float *ad = a->d + ar * nb;
+    const int16_t *bs = a->bs + ar * (k / 16);
+    const __m256i m4 = _mm256_set1_epi8(0x0F);
+    __m256 acc = _mm256_setzero_ps();
+    float macc = 0;
+    for (int64_t b = 0; b < nb; b++, w += 144) {
+        const int8_t *y = aq + QK_K * b;
+        const int16_t *s16 = bs + 16 * b;
+        __m256i isum = _mm256_setzero_si256();
+        int32_t msum = 0;
+        for (int j = 0; j < 4; j++) {
+            int sc0, m0, sc1, m1;
+            scale_min_k4(2 * j, w + 4, &sc0, &m0);
+            scale_min_k4(2 * j + 1, w + 4, &sc1, &m1);
+            msum += m0 * (s16[4 * j] + s16[4 * j + 1]) + m1 * (s16[4 * j + 2] + s16[4 * j + 3]);
+            const __m256i q = _mm256_loadu_si256((const __m256i *)(w + 16 + 32 * j));
+            const __m256i lo = _mm256_maddubs_epi16(_mm256_and_si256(q, m4), _mm256_loadu_si256((const __m256i *)(y + 64 * j)));
+            const __m256i hi = _mm256_maddubs_epi16(_mm256_and_si256(_mm256_srli_epi16(q, 4), m4),
+                                                    _mm256_loadu_si256((const __m256i *)(y + 64 * j + 32)));
+            isum = _mm256_add_epi32(isum, _mm256_add_epi32(_mm256_madd_epi16(lo, _mm256_set1_epi16((short)sc0)),
+                                                           _mm256_madd_epi16(hi, _mm256_set1_epi16((short)sc1))));
+        }
+        acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_set1_ps(_cvtsh_ss(ld_u16(w)) * ad[b]), acc);
+        macc -= (_cvtsh_ss(ld_u16(w + 2)) * ad[b]) * (float)msum;
+    }
+    return hsum_ps(acc) + macc;
+}
+
+/* q6_K: the 6-bit values 0..63 to maddubs, the - 32 as 32 sum_g sc_g bsum_g */
+WK_TARGET_AVX2 static float direct_q6_k_avx2(const uint8_t *w, int64_t nb, const qd_rows *a, int64_t ar, int64_t k)
+{
+    const int8_t *aq = a->q + ar * k;
+    const float *ad = a->d + ar * nb;
+    const int16_t *bs = a->bs + ar * (k / 16);
+    const __m256i m4 = _mm256_set1_epi8(0x0F), m3 = _mm256_set1_epi8(3), m30 = _mm256_set1_epi8(0x30);
+    __m256 acc = _mm256_setzero_ps();
+    for (int64_t b = 0; b < nb; b++, w += 210) {
+        const int8_t *y = aq + QK_K * b, *sc = (const int8_t *)(w + 192);
+        const int16_t *s16 = bs + 16 * b;
+        __m256i isum = _mm256_setzero_si256();
+        int32_t corr = 0;
+        for (int g = 0; g < 16; g++) corr += sc[g] * s16[g];
+        for (int h = 0; h < 2; h++) {
+            const __m256i A = _mm256_loadu_si256((const __m256i *)(w + 64 * h)),
+                          B = _mm256_loadu_si256((const __m256i *)(w + 64 * h + 32)),
+                          H = _mm256_loadu_si256((const __m256i *)(w + 128 + 32 * h));
+            __m256i q[4];
+            q[0] = _mm256_or_si256(_mm256_and_si256(A, m4), _mm256_slli_epi16(_mm256_and_si256(H, m3), 4));
+            q[1] = _mm256_or_si256(_mm256_and_si256(B, m4),
+                                   _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(H, 2), m3), 4));
+            q[2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(A, 4), m4), _mm256_and_si256(H, m30));
+            q[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(B, 4), m4),
+                                   _mm256_and_si256(_mm256_srli_epi16(H, 2), m30));
+            for (int t = 0; t < 4; t++) {
+                const int g = 8 * h + 2 * t;
+                const __m256i sv = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_set1_epi16(sc[g])),
+                                                           _mm_set1_epi16(sc[g + 1]), 1);
+                const __m256i p =
+                    _mm256_maddubs_epi16(q[t], _mm256_loadu_si256((const __m256i *)(y + 128 * h + 32 * t)));
+                isum = _mm256_add_epi32(isum, _mm256_madd_epi16(p, sv));
+            }
+        }
+        isum = _mm256_sub_epi32(isum, _mm256_setr_epi32(32 * corr, 0, 0, 0, 0, 0, 0, 0));   /* exact */
+        acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_set1_ps(_cvtsh_ss(ld_u16(w + 208)) * ad[b]), acc);
+    }
+    return hsum_ps(acc);
+}
 #endif
 
 /* ---- the product ------------------------------------------------------------------ */
@@ -741,6 +814,8 @@ static direct_fn direct_avx2_of(wk_dtype dt)
     case WK_Q5_0: return direct_q5_0_avx2;
     case WK_Q5_1: return direct_q5_1_avx2;
     case WK_Q8_0: return direct_q8_0_avx2;
+    case WK_Q4_K: return direct_q4_k_avx2;
+    case WK_Q6_K: return direct_q6_k_avx2;
     default: return NULL;
     }
 }
