@@ -4,7 +4,7 @@
  * (WICK_CPU_QDOT=portable), in one run, at the shapes of SmolLM2-135M and
  * of an 8B Llama's FFN (weights of 15 to 60 MB, larger than the caches).
  *
- *   build/wick-qdot-bench [--reps N]     (default 15)
+ *   build/wick-qdot-bench [--reps N] [--case SUBSTR]   (reps default 15)
  *
  * Each case: weights wk_quantize'd from uniform values, x uniform; 2
  * untimed calls, then the median of N timed calls (the result's creation
@@ -56,8 +56,11 @@ static double time_case(const wk_tensor *x, const wk_tensor *w, const char *mode
 int main(int argc, char **argv)
 {
     int reps = 15;
-    for (int i = 1; i < argc; i++)
+    const char *only = NULL;
+    for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--reps") && i + 1 < argc) reps = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--case") && i + 1 < argc) only = argv[++i];
+    }
     if (reps < 3) reps = 3;
     wk_device *dev = wk_device_open("cpu");
     if (!dev) return 1;
@@ -65,6 +68,9 @@ int main(int argc, char **argv)
     printf("|---|---|---|---|---|---|---|---|\n");
     for (size_t c = 0; c < sizeof CASES / sizeof CASES[0]; c++) {
         const bcase *b = &CASES[c];
+        char full[96];
+        snprintf(full, sizeof full, "%s m=%lld", b->name, (long long)b->m);
+        if (only && !strstr(full, only)) continue;
         wk_tensor *wf = wk_rand_uniform(dev, WK_F32, WK_SHAPE(b->n, b->k), -1, 1);
         wk_tensor *w = wf ? wk_quantize(wf, b->dt) : NULL;
         wk_tensor *x = wk_rand_uniform(dev, WK_F32, WK_SHAPE(b->m, b->k), -1, 1);

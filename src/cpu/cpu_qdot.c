@@ -34,8 +34,10 @@
  * accumulation order differs between them (AVX2 keeps 8 lanes).
  *
  * Threads: as the f32 path, tasks of 8 (decode) or 32 (prefill) weight
- * rows; a task unpacks its rows once and takes their dot products with
- * every quantized row of x. The rows of x are quantized in parallel first.
+ * rows; a task unpacks its rows once (into a buffer per thread, kept for
+ * the call) and takes their dot products with every quantized row of x,
+ * or reads them in place for few rows of x. The rows of x are quantized
+ * in parallel first.
  */
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -618,7 +620,7 @@ WK_TARGET_AVX2 static void dotk_x4_avx2(const qd_rows *w, int64_t wr, const qd_r
     const int16_t *sc = w->sc + wr * ng, *mn = w->mn + wr * ng;
     const float *wd = w->d + wr * nb, *wm = w->dm + wr * nb, *ad = a->d + ar * nb;
     __m256 acc[4] = { _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps() };
-    float macc[4] = { 0, 0, 0, 0 };
+    __m256 macc[4] = { _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps() };
     for (int64_t b = 0; b < nb; b++) {
         const int8_t *x = wq + QK_K * b;
         const int16_t *s = sc + 16 * b;
@@ -635,15 +637,14 @@ WK_TARGET_AVX2 static void dotk_x4_avx2(const qd_rows *w, int64_t wr, const qd_r
         }
         for (int i = 0; i < 4; i++) {
             acc[i] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[i]), _mm256_set1_ps(wd[b] * ad[i * nb + b]), acc[i]);
-            if (mins) {
-                const int16_t *bs = a->bs + (ar + i) * ng + 16 * b;
-                int32_t ms = 0;
-                for (int g = 0; g < 16; g++) ms += mn[16 * b + g] * bs[g];
-                macc[i] -= (wm[b] * ad[i * nb + b]) * (float)ms;
+            if (mins) {   /* 16 products of int16 in pairs: exact in int32 */
+                const __m256i mp = _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)(mn + 16 * b)),
+                                                     _mm256_loadu_si256((const __m256i *)(a->bs + (ar + i) * ng + 16 * b)));
+                macc[i] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(mp), _mm256_set1_ps(wm[b] * ad[i * nb + b]), macc[i]);
             }
         }
     }
-    for (int i = 0; i < 4; i++) y[i] = hsum_ps(acc[i]) + macc[i];
+    for (int i = 0; i < 4; i++) y[i] = hsum_ps(acc[i]) - hsum_ps(macc[i]);
 }
 
 /* Few rows of x (decode): the weight's blocks straight from its bytes,
@@ -739,28 +740,38 @@ WK_TARGET_AVX2 static float direct_q4_k_avx2(const uint8_t *w, int64_t nb, const
     const int16_t *bs = a->bs + ar * (k / 16);
     const __m256i m4 = _mm256_set1_epi8(0x0F);
     __m256 acc = _mm256_setzero_ps();
-    float macc = 0;
+    __m128 macc = _mm_setzero_ps();
     for (int64_t b = 0; b < nb; b++, w += 144) {
         const int8_t *y = aq + QK_K * b;
-        const int16_t *s16 = bs + 16 * b;
+        /* the 8 scales to bytes 0-7 of u, the 8 mins to bytes 8-15 (ggml's kmask shuffle) */
+        uint32_t u[4];
+        memcpy(u, w + 4, 12);
+        u[3] = ((u[2] >> 4) & 0x0f0f0f0f) | (((u[1] >> 6) & 0x03030303) << 4);
+        const uint32_t t1 = u[1] & 0x3f3f3f3f;
+        u[1] = (u[2] & 0x0f0f0f0f) | (((u[0] >> 6) & 0x03030303) << 4);
+        u[2] = t1;
+        u[0] &= 0x3f3f3f3f;
+        uint8_t sc[16];
+        memcpy(sc, u, 16);
+        /* mins . (bsums in pairs): 8 products, exact in int32 */
+        const __m256i bv = _mm256_loadu_si256((const __m256i *)(bs + 16 * b));
+        const __m128i pairs = _mm_hadd_epi16(_mm256_castsi256_si128(bv), _mm256_extracti128_si256(bv, 1));
+        const __m128i mp = _mm_madd_epi16(_mm_cvtepu8_epi16(_mm_loadl_epi64((const __m128i *)(sc + 8))), pairs);
+        macc = _mm_fmadd_ps(_mm_cvtepi32_ps(mp), _mm_set1_ps(_cvtsh_ss(ld_u16(w + 2)) * ad[b]), macc);
         __m256i isum = _mm256_setzero_si256();
-        int32_t msum = 0;
         for (int j = 0; j < 4; j++) {
-            int sc0, m0, sc1, m1;
-            scale_min_k4(2 * j, w + 4, &sc0, &m0);
-            scale_min_k4(2 * j + 1, w + 4, &sc1, &m1);
-            msum += m0 * (s16[4 * j] + s16[4 * j + 1]) + m1 * (s16[4 * j + 2] + s16[4 * j + 3]);
             const __m256i q = _mm256_loadu_si256((const __m256i *)(w + 16 + 32 * j));
             const __m256i lo = _mm256_maddubs_epi16(_mm256_and_si256(q, m4), _mm256_loadu_si256((const __m256i *)(y + 64 * j)));
             const __m256i hi = _mm256_maddubs_epi16(_mm256_and_si256(_mm256_srli_epi16(q, 4), m4),
                                                     _mm256_loadu_si256((const __m256i *)(y + 64 * j + 32)));
-            isum = _mm256_add_epi32(isum, _mm256_add_epi32(_mm256_madd_epi16(lo, _mm256_set1_epi16((short)sc0)),
-                                                           _mm256_madd_epi16(hi, _mm256_set1_epi16((short)sc1))));
+            isum = _mm256_add_epi32(isum, _mm256_add_epi32(_mm256_madd_epi16(lo, _mm256_set1_epi16(sc[2 * j])),
+                                                           _mm256_madd_epi16(hi, _mm256_set1_epi16(sc[2 * j + 1]))));
         }
         acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_set1_ps(_cvtsh_ss(ld_u16(w)) * ad[b]), acc);
-        macc -= (_cvtsh_ss(ld_u16(w + 2)) * ad[b]) * (float)msum;
     }
-    return hsum_ps(acc) + macc;
+    macc = _mm_add_ps(macc, _mm_movehl_ps(macc, macc));
+    macc = _mm_add_ss(macc, _mm_movehdup_ps(macc));
+    return hsum_ps(acc) - _mm_cvtss_f32(macc);
 }
 
 /* q6_K: the 6-bit values 0..63 to maddubs, the - 32 as 32 sum_g sc_g bsum_g */
@@ -838,6 +849,14 @@ typedef struct qd_job {
     dot4_fn dot4;             /* 4 rows of x at once, or NULL           */
 #endif
     atomic_int failed;
+    /* unpacked-row buffers, one per thread that runs tasks at once: a
+       task range claims a free one (malloc and free per range made page
+       faults that cost more than the products) */
+    int nslots;
+    struct qd_slot {
+        atomic_int busy;
+        qd_rows w;
+    } *slots;
 } qd_job;
 
 /* rows [begin, end) of x: to f32, then to the activation blocks, unpacked
@@ -900,18 +919,6 @@ static void qd_range(void *arg, int64_t begin, int64_t end)
     qd_job *j = arg;
     const qd_type *t = j->t;
     const int64_t k = j->k, nb = j->nb, bpr = k / t->B, gpr = k / 16;
-    qd_rows w = { 0 };
-    w.q = malloc((size_t)(nb * k));
-    w.d = malloc((size_t)(nb * bpr) * sizeof(float));
-    w.dm = malloc((size_t)(nb * bpr) * sizeof(float));
-    if (t->B == QK_K) {
-        w.sc = malloc((size_t)(nb * gpr) * sizeof(int16_t));
-        w.mn = malloc((size_t)(nb * gpr) * sizeof(int16_t));
-    }
-    if (!w.q || !w.d || !w.dm || (t->B == QK_K && (!w.sc || !w.mn))) {
-        atomic_store(&j->failed, 1);
-        goto out;
-    }
     const wk_view *wv = j->w, *d = j->dst;
     const int64_t WB = wk_dt_block(wv->dtype);
 #if WK_EW_X86
@@ -926,9 +933,27 @@ static void qd_range(void *arg, int64_t begin, int64_t end)
                 st_vals(d, d->offset + i * j->n + n0, y, nr);
             }
         }
-        goto out;
+        return;
     }
 #endif
+    struct qd_slot *slot = NULL;
+    for (int i = 0; !slot; i = (i + 1) % j->nslots)
+        if (!atomic_exchange(&j->slots[i].busy, 1)) slot = &j->slots[i];
+    qd_rows w = slot->w;
+    if (!w.q) {
+        w.q = malloc((size_t)(nb * k));
+        w.d = malloc((size_t)(nb * bpr) * sizeof(float));
+        w.dm = malloc((size_t)(nb * bpr) * sizeof(float));
+        if (t->B == QK_K) {
+            w.sc = malloc((size_t)(nb * gpr) * sizeof(int16_t));
+            w.mn = malloc((size_t)(nb * gpr) * sizeof(int16_t));
+        }
+        slot->w = w;
+    }
+    if (!w.q || !w.d || !w.dm || (t->B == QK_K && (!w.sc || !w.mn))) {
+        atomic_store(&j->failed, 1);
+        goto out;
+    }
     for (int64_t task = begin; task < end; task++) {
         const int64_t n0 = task * nb, nr = j->n - n0 < nb ? j->n - n0 : nb;
         for (int64_t r = 0; r < nr; r++) {
@@ -955,7 +980,7 @@ static void qd_range(void *arg, int64_t begin, int64_t end)
         }
     }
 out:
-    free(w.q), free(w.d), free(w.dm), free(w.sc), free(w.mn);
+    atomic_store(&slot->busy, 0);
 }
 
 wk_status wk_cpu_qmatmul_qdot(const wk_op_args *a, int mode)
@@ -996,10 +1021,21 @@ wk_status wk_cpu_qmatmul_qdot(const wk_op_args *a, int mode)
         goto out;
     }
     j.nb = m > 8 ? QD_ROWS_MANY : QD_ROWS_FEW;
+    j.nslots = wk_cpu_num_threads();
+    if (!(j.slots = calloc((size_t)j.nslots, sizeof *j.slots))) {
+        st = WK_CPU_ERROR(WK_ERR_MEMORY, "out of memory for %d buffers", j.nslots);
+        goto out;
+    }
+    for (int i = 0; i < j.nslots; i++) atomic_init(&j.slots[i].busy, 0);
     wk_parallel_tasks((n + j.nb - 1) / j.nb, (double)j.nb * (double)k * (2.0 + 0.5 * (double)m), qd_range, &j);
     if (atomic_load(&j.failed))
         st = WK_CPU_ERROR(WK_ERR_MEMORY, "out of memory for %lld unpacked rows of %lld", (long long)j.nb, (long long)k);
 out:
+    for (int i = 0; j.slots && i < j.nslots; i++) {
+        qd_rows *b = &j.slots[i].w;
+        free(b->q), free(b->d), free(b->dm), free(b->sc), free(b->mn);
+    }
+    free(j.slots);
     free(j.a.q), free(j.a.d), free(j.a.dm), free(j.a.bs);
     return st;
 }
