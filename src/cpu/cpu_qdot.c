@@ -27,11 +27,18 @@
  *   127 x 128 per group, 16 groups); only the float factors and the
  *   float sum over blocks round.
  *
- * Two kernels compute the same integer sums: portable C, and AVX2
- * (_mm256_maddubs_epi16 on |w| and sign(a, w), as ggml does; on w itself
- * for the types with a min, whose quants are unsigned), chosen at
- * run time by CPUID (cpu_ew.c) so one binary runs everywhere. Float
- * accumulation order differs between them (AVX2 keeps 8 lanes).
+ * Two sets of kernels compute the same integer sums: portable C, and
+ * AVX2 (_mm256_maddubs_epi16 on |w| and sign(a, w), as ggml does; on w
+ * itself for the types with a min, whose quants are unsigned), chosen at
+ * run time by CPUID (cpu_ew.c) so one binary runs everywhere;
+ * WICK_CPU_QDOT=portable forces the C ones. Float accumulation order
+ * differs between them (AVX2 keeps 8 lanes). The AVX2 side also has
+ * vector unpackers, a 4-rows-of-x kernel (prefill) and, for up to 4 rows
+ * of x, kernels that read the 32-blocks and q4_K/q6_K in place (decode).
+ *
+ * File map: selection; weight blocks unpacked (C per block, AVX2 per row)
+ * and the type table; dot products (C, AVX2, AVX2 x 4 rows, AVX2 in
+ * place); the product (x quantized, tasks, the entry point).
  *
  * Threads: as the f32 path, tasks of 8 (decode) or 32 (prefill) weight
  * rows; a task unpacks its rows once (into a buffer per thread, kept for
