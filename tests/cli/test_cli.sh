@@ -204,6 +204,10 @@ out | grep -q "q4_k_m" && ok || bad help_quantize_text "'$(out | head -1)'"
 expect run_help 0 "$wick" run --help
 out | grep -q "usage: wick run" && ok || bad run_help_text "'$(out | head -1)'"
 expect help_run 0 "$wick" help run
+expect run_help_fast 0 "$wick" run --help
+out | grep -q -- "--fast" && ok || bad run_help_fast_text "no --fast in wick run --help"
+# --fast is an option (the file is what fails), not an unknown one
+expect run_fast_option 1 "$wick" run "$tmp/absent.gguf" --fast -p hi --device cpu
 expect run_unknown_option 2 "$wick" run x.gguf --frobnicate
 expect run_two_models 2 "$wick" run a.gguf b.gguf
 expect run_prompt_and_chat 2 "$wick" run x.gguf -p hi --chat
