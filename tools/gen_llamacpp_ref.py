@@ -19,6 +19,10 @@ The KV cache is f32 (llama.cpp's default is f16) and flash attention off,
 so that the differences left are those of the matrix products.
 
 Usage: tools/gen_llamacpp_ref.py MODEL.gguf PROMPTS.json OUT.json [--k 8] [--steps 32]
+  e.g. tools/gen_llamacpp_ref.py ~/.cache/wick/SmolLM2-135M-Instruct.Q4_1.gguf \
+           tests/data/smollm2_ref.json tests/data/smollm2_llamacpp_ref.json
+       tools/gen_llamacpp_ref.py ~/.cache/wick/gemma-3-270m-q4_k_m.gguf \
+           tests/data/gemma3_ref.json tests/data/gemma3_llamacpp_ref.json
 Needs: pip install llama-cpp-python numpy (it compiles llama.cpp: 15-30
 minutes on two cores).
 """
