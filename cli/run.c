@@ -5,7 +5,7 @@
  *   wick run [MODEL] [-p PROMPT | --chat] [--device D] [-n N] [--temp T]
  *            [--top-k K] [--top-p P] [--min-p P] [--repeat-penalty R]
  *            [--seed S] [--ctx N] [--bf16] [--dequantize] [--fast] [--raw]
- *            [--system TEXT] [--stop S]... [--ids 1,2,3] [-q]
+ *            [--system TEXT] [--stop S]... [--ids 1,2,3] [--tp N] [-q]
  *
  * MODEL is a GGUF file, a safetensors file or folder; left out (or
  * "smollm2"), the default model in the cache (SmolLM2-135M-Instruct,
@@ -17,11 +17,13 @@
  * the best one present: a GPU, else the cpu.
  */
 #include <limits.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include "wick.h"
+#include "wick_comm.h"
 #include "wick_llm.h"
 #include "cli.h"
 
@@ -55,6 +57,9 @@ void wick_run_usage(void)
            "  --dequantize           decode quantized weights once at load\n"
            "  --fast                 cpu: quantized activations and integer dot products, as\n"
            "                         llama.cpp (WICK_CPU_QDOT=1; default: the exact f32 sums)\n"
+           "  --tp N                 tensor parallel: the model split over N devices (cuda:0 ..\n"
+           "                         cuda:N-1 of --device's kind; cpu: N threads); with -p,\n"
+           "                         --ids or a prompt on stdin\n"
            "  --ignore-eos           keep going past end-of-generation tokens\n"
            "  -q, --quiet            no progress bar, no speed line\n");
 }
@@ -182,7 +187,7 @@ static char *read_all(FILE *f)
 typedef struct run_opts {
     const char *model, *prompt, *device, *system, *ids;
     const char *stop[16];
-    int n_stop;
+    int n_stop, tp;
     bool chat, raw, quiet;
     wk_generate_opts gen;
     wk_llm_options load;
@@ -205,7 +210,13 @@ static bool arg_num(int argc, char **argv, int *i, double *out)
 
 /* One prompt through the model: text tokenized (with the chat format
  * unless raw), then generated. */
-static int run_text(wk_llm *m, const run_opts *o, const char *text, bool chat_fmt)
+static bool silent_token(void *user, int32_t token, const char *text, size_t len)
+{
+    (void)user, (void)token, (void)text, (void)len;
+    return true;
+}
+
+static int run_text(wk_llm *m, const run_opts *o, const char *text, bool chat_fmt, bool lead)
 {
     const wk_llm_info *in = wk_llm_get_info(m);
     char *formatted = NULL;
@@ -224,14 +235,118 @@ static int run_text(wk_llm *m, const run_opts *o, const char *text, bool chat_fm
     if (wk_llm_tokenize(m, formatted ? formatted : text, strlen(formatted ? formatted : text), !formatted, &ids, &n))
         goto out;
     wk_generate_stats st;
-    if (wk_llm_generate(m, ids, n, &o->gen, print_token, NULL, &st)) goto out;
-    if (!o->quiet) print_speed(&st);
-    else printf("\n");
+    if (wk_llm_generate(m, ids, n, &o->gen, lead ? print_token : silent_token, NULL, &st)) goto out;
+    if (lead && !o->quiet) print_speed(&st);
+    else if (lead) printf("\n");
     rc = WICK_EXIT_OK;
 out:
     if (rc) fprintf(stderr, "wick run: %s\n", wk_model_last_error());
     free(formatted);
     free(ids);
+    return rc;
+}
+
+/* A prompt given as token ids (--ids). */
+static int run_ids(wk_llm *m, const run_opts *o, bool lead)
+{
+    int32_t *ids = NULL;
+    int64_t n = 0;
+    int rc = WICK_EXIT_OK;
+    if (parse_ids(o->ids, &ids, &n)) {
+        if (lead) fprintf(stderr, "wick run: --ids takes comma-separated token ids, not '%s'\n", o->ids);
+        rc = WICK_EXIT_USAGE;
+    } else {
+        wk_generate_stats st;
+        if (wk_llm_generate(m, ids, n, &o->gen, lead ? print_token : silent_token, NULL, &st)) {
+            fprintf(stderr, "wick run: %s\n", wk_model_last_error());
+            rc = WICK_EXIT_FAIL;
+        } else if (lead && !o->quiet) print_speed(&st);
+        else if (lead) printf("\n");
+    }
+    free(ids);
+    return rc;
+}
+
+/* ---- tensor parallel (--tp N): one thread per rank, each with its share -- */
+
+typedef struct tp_job {
+    const run_opts *o;
+    wk_comm *comm;
+    const char *text;    /* the prompt (NULL: o->ids) */
+    int rc;
+} tp_job;
+
+static void *tp_rank(void *arg)
+{
+    tp_job *j = arg;
+    run_opts o = *j->o;
+    o.load.comm = j->comm;
+    const int rank = wk_comm_rank(j->comm);
+    const bool lead = rank == 0;   /* rank 0 speaks; the others compute alike */
+    if (!lead) o.load.progress = WK_PROGRESS_OFF;
+    wk_llm *m = wk_llm_load(o.model, wk_comm_device(j->comm), &o.load);
+    if (!m) {
+        fprintf(stderr, "wick run: rank %d: %s\n", rank, wk_model_last_error());
+        j->rc = WICK_EXIT_FAIL;
+        return NULL;
+    }
+    const wk_llm_info *in = wk_llm_get_info(m);
+    if (lead && !o.quiet)
+        fprintf(stderr, "%s: %s, %lld layers, %s weights, %s activations, context %lld, tensor parallel over %d ranks\n",
+                in->name, wk_llm_arch_name(in->arch), (long long)in->n_layer, wk_dtype_name(in->weight_dtype),
+                wk_dtype_name(in->act_dtype), (long long)in->context, in->tp_size);
+    j->rc = j->text ? run_text(m, &o, j->text, !o.raw, lead) : run_ids(m, &o, lead);
+    wk_llm_free(m);
+    return NULL;
+}
+
+/* The model split over n devices: "cpu" n times (threads), or kind:0 ..
+ * kind:n-1 of the GPU kind devname names. */
+static int run_tp(const run_opts *o, const char *devname)
+{
+    const int n = o->tp;
+    char *text = NULL;
+    if (!o->ids && !o->prompt) {
+        if (o->chat || isatty(0)) {
+            fprintf(stderr, "wick run: --tp takes -p, --ids or a prompt on stdin (no interactive chat yet)\n");
+            return WICK_EXIT_USAGE;
+        }
+        if (!(text = read_all(stdin))) return WICK_EXIT_FAIL;
+    }
+    wk_device *devs[64] = { 0 };
+    wk_comm *comms[64] = { 0 };
+    tp_job jobs[64];
+    pthread_t th[64];
+    int rc = WICK_EXIT_OK, opened = 0;
+    const bool cpu = !strcmp(devname, "cpu");
+    for (int i = 0; i < n && rc == WICK_EXIT_OK; i++, opened++) {
+        char name[40];
+        snprintf(name, sizeof name, "%.*s:%d", (int)strcspn(devname, ":"), devname, i);
+        devs[i] = cpu && i ? devs[0] : wk_device_open(cpu ? "cpu" : name);
+        if (!devs[i]) {
+            fprintf(stderr, "wick run: --tp %d: %s\n", n, wk_last_error());
+            rc = WICK_EXIT_FAIL;
+        }
+    }
+    if (rc == WICK_EXIT_OK && wk_comm_init_all(devs, n, comms) != WK_OK) {
+        fprintf(stderr, "wick run: --tp %d: %s\n", n, wk_last_error());
+        rc = WICK_EXIT_FAIL;
+    }
+    if (rc == WICK_EXIT_OK) {
+        for (int i = 0; i < n; i++) {
+            jobs[i] = (tp_job){ .o = o, .comm = comms[i], .text = o->ids ? NULL : o->prompt ? o->prompt : text };
+            if (i) pthread_create(&th[i], NULL, tp_rank, &jobs[i]);
+        }
+        tp_rank(&jobs[0]);
+        for (int i = 1; i < n; i++) pthread_join(th[i], NULL);
+        for (int i = 0; i < n; i++) {
+            if (jobs[i].rc && !rc) rc = jobs[i].rc;
+            wk_comm_free(comms[i]);
+        }
+    }
+    for (int i = 0; i < opened; i++)
+        if (devs[i] && !(cpu && i)) wk_device_close(devs[i]);
+    free(text);
     return rc;
 }
 
@@ -365,7 +480,7 @@ int wick_cmd_run(int argc, char **argv)
         else if (!strcmp(a, "-q") || !strcmp(a, "--quiet")) o.quiet = true;
         else if (!strcmp(a, "-n") || !strcmp(a, "--max-tokens") || !strcmp(a, "--temp") || !strcmp(a, "--top-k") ||
                  !strcmp(a, "--top-p") || !strcmp(a, "--min-p") || !strcmp(a, "--repeat-penalty") ||
-                 !strcmp(a, "--seed") || !strcmp(a, "--ctx")) {
+                 !strcmp(a, "--seed") || !strcmp(a, "--ctx") || !strcmp(a, "--tp")) {
             if (!arg_num(argc, argv, &i, &v)) return WICK_EXIT_USAGE;
             bool bad = false;
             if (!strcmp(a, "-n") || !strcmp(a, "--max-tokens")) bad = v < 0, o.gen.max_tokens = (int64_t)v;
@@ -376,6 +491,7 @@ int wick_cmd_run(int argc, char **argv)
             else if (!strcmp(a, "--repeat-penalty")) bad = v <= 0, o.gen.sampling.repeat_penalty = v;
             else if (!strcmp(a, "--seed")) bad = v < 0, o.gen.sampling.seed = (uint64_t)v;
             else if (!strcmp(a, "--ctx")) bad = v < 1, o.load.context = (int64_t)v;
+            else if (!strcmp(a, "--tp")) bad = v < 1 || v > 64 || v != (int)v, o.tp = (int)v;
             if (bad) {
                 fprintf(stderr, "wick run: %s %s is out of range\n", a, argv[i]);
                 return WICK_EXIT_USAGE;
@@ -404,6 +520,7 @@ int wick_cmd_run(int argc, char **argv)
         o.model = path;
     }
     const char *devname = o.device ? o.device : best_device();
+    if (o.tp > 1) return run_tp(&o, devname);
     wk_device *dev = wk_device_open(devname);
     if (!dev) {
         fprintf(stderr, "wick run: %s\n", wk_last_error());
@@ -422,27 +539,14 @@ int wick_cmd_run(int argc, char **argv)
                 wk_dtype_name(in->act_dtype), (long long)in->context, wk_device_name(dev));
     int rc = WICK_EXIT_OK;
     if (o.ids) {
-        int32_t *ids = NULL;
-        int64_t n = 0;
-        if (parse_ids(o.ids, &ids, &n)) {
-            fprintf(stderr, "wick run: --ids takes comma-separated token ids, not '%s'\n", o.ids);
-            rc = WICK_EXIT_USAGE;
-        } else {
-            wk_generate_stats st;
-            if (wk_llm_generate(m, ids, n, &o.gen, print_token, NULL, &st)) {
-                fprintf(stderr, "wick run: %s\n", wk_model_last_error());
-                rc = WICK_EXIT_FAIL;
-            } else if (!o.quiet) print_speed(&st);
-            else printf("\n");
-        }
-        free(ids);
+        rc = run_ids(m, &o, true);
     } else if (o.prompt) {
-        rc = run_text(m, &o, o.prompt, !o.raw);
+        rc = run_text(m, &o, o.prompt, !o.raw, true);
     } else if (o.chat || isatty(0)) {
         rc = run_chat(m, &o);
     } else {
         char *text = read_all(stdin);
-        rc = text ? run_text(m, &o, text, !o.raw) : WICK_EXIT_FAIL;
+        rc = text ? run_text(m, &o, text, !o.raw, true) : WICK_EXIT_FAIL;
         free(text);
     }
     wk_llm_free(m);

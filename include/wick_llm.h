@@ -61,6 +61,12 @@ typedef struct wk_llm_options {
      * multiplied by wk_matmul) instead of multiplied by wk_qmatmul. */
     bool dequantize;
     wk_progress_mode progress;   /* the loading bar */
+    /* Tensor parallel (docs/tensor-parallel.md): the model is this rank's
+     * share of a model split over the communicator's ranks (load it once
+     * per rank, each on the comm's device, and run every call on every
+     * rank, each from its own thread; they exchange partial results
+     * through the comm). NULL or a comm of one rank: the whole model. */
+    struct wk_comm *comm;
 } wk_llm_options;
 
 /* What a loaded model is. Lives as long as the model. */
@@ -84,6 +90,7 @@ typedef struct wk_llm_info {
     int32_t eog_ids[8];
     wk_chat_format chat;
     const char *default_system;  /* ChatML templates that add one; or NULL  */
+    int tp_rank, tp_size;      /* tensor parallel: this share of how many (0 of 1) */
 } wk_llm_info;
 
 typedef struct wk_llm wk_llm;

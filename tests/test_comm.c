@@ -5,7 +5,9 @@
  * view's elements change); all_gather along every dim of a 3-d tensor
  * and of narrowed (non-contiguous) inputs against index arithmetic made
  * here; broadcast from every root into narrowed views; ranks that make
- * different calls all get WK_ERR_ARGUMENT instead of hanging; wk_supports;
+ * different calls all get WK_ERR_ARGUMENT instead of hanging, and a rank
+ * that never comes makes the others give up after WICK_COMM_TIMEOUT
+ * (WK_ERR_BACKEND, the communicator refused from then on); wk_supports;
  * the errors (NULL arguments, block dtypes, dtypes that do not sum, a root
  * or dim out of range, one-rank-per-process calls on the cpu, torchrun
  * variables missing or malformed) and the id's hex form.
@@ -21,7 +23,7 @@
 
 #define MAXR 4
 
-typedef enum { J_REDUCE, J_REDUCE_T, J_GATHER, J_BCAST, J_MISMATCH } job_kind;
+typedef enum { J_REDUCE, J_REDUCE_T, J_GATHER, J_BCAST, J_MISMATCH, J_ABSENT } job_kind;
 
 typedef struct job {
     wk_comm *comm;
@@ -107,6 +109,13 @@ static void *run_rank(void *arg)
         v = x ? wk_narrow(x, 1, 1, j->d1) : NULL;
         j->st = v ? wk_broadcast(j->comm, v, j->root) : wk_last_status();
         if (j->st == WK_OK) read_doubles(x, &j->out, &j->n_out);
+        break;
+    case J_ABSENT:     /* the last rank never comes; the others give up, then stay refused */
+        if (j->rank == j->n - 1) break;
+        x = make(j, WK_SHAPE(10), &j->in);
+        j->st = x ? wk_all_reduce(j->comm, x) : wk_last_status();
+        if (j->st != WK_OK) snprintf(j->err, sizeof j->err, "%s", wk_last_error());
+        if (x && wk_all_reduce(j->comm, x) == WK_OK) j->st = WK_OK;   /* must fail again, at once */
         break;
     case J_MISMATCH:   /* the last rank sums one element fewer */
         x = make(j, WK_SHAPE(j->rank == j->n - 1 ? 9 : 10), &j->in);
@@ -277,6 +286,24 @@ static void mismatch_cases(void)
     }
 }
 
+static void absent_cases(void)
+{
+    if (!t_case("comm/absent_rank")) return;
+    char *old = getenv("WICK_COMM_TIMEOUT") ? strdup(getenv("WICK_COMM_TIMEOUT")) : NULL;
+    setenv("WICK_COMM_TIMEOUT", "0.3", 1);
+    job jobs[3];
+    memset(jobs, 0, sizeof jobs);
+    for (int i = 0; i < 3; i++) jobs[i] = (job){ .kind = J_ABSENT, .dt = WK_F32, .seed = t_seed() };
+    if (run_all(3, jobs))
+        for (int i = 0; i < 2; i++)
+            T_CHECK(jobs[i].st == WK_ERR_BACKEND && strstr(jobs[i].err, "waited more than"),
+                    "rank %d: status %s, '%s'", i, wk_status_name(jobs[i].st), jobs[i].err);
+    free_jobs(3, jobs);
+    if (old) setenv("WICK_COMM_TIMEOUT", old, 1);
+    else unsetenv("WICK_COMM_TIMEOUT");
+    free(old);
+}
+
 static void error_cases(void)
 {
     if (t_case("comm/supports")) {
@@ -364,5 +391,6 @@ T_SUITE(comm)
     gather_cases();
     broadcast_cases();
     mismatch_cases();
+    absent_cases();
     error_cases();
 }

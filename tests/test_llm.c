@@ -44,7 +44,9 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <pthread.h>
 #include "test.h"
+#include "wick_comm.h"
 #include "wick_llm.h"
 
 enum { A_LLAMA, A_QWEN2, A_QWEN3, A_GEMMA3 };
@@ -1140,4 +1142,138 @@ T_SUITE(llm_generate)
     T_CHECK(wk_llm_pos(m) == 3 + 2, "the cache holds the prompt and the tokens run: %lld", (long long)wk_llm_pos(m));
     wk_llm_free(m);
     rm_model(path);
+}
+
+/* ---- tensor parallel: a model split over ranks of the cpu communicator ---- */
+
+typedef struct tp_rank {
+    const char *path;
+    wk_comm *comm;
+    const int32_t *tok;
+    int T, S;           /* prefill T tokens, then S one-token steps */
+    int64_t V;
+    float *logits;      /* (T + S) x V */
+    gen_log gen;
+    char err[512];
+} tp_rank;
+
+static void *tp_rank_main(void *arg)
+{
+    tp_rank *r = arg;
+    wk_llm_options o = { .comm = r->comm };
+    wk_llm *m = wk_llm_load(r->path, wk_comm_device(r->comm), &o);
+    if (!m) {
+        snprintf(r->err, sizeof r->err, "load: %s", wk_model_last_error());
+        return NULL;
+    }
+    wk_status st = wk_llm_eval(m, r->tok, r->T, true, r->logits);
+    for (int s = 0; st == WK_OK && s < r->S; s++)
+        st = wk_llm_eval(m, r->tok + r->T + s, 1, false, r->logits + (int64_t)(r->T + s) * r->V);
+    if (st == WK_OK) st = wk_llm_rewind(m, 0);
+    wk_generate_opts go = { .sampling = wk_sampling_greedy(), .max_tokens = 10, .ignore_eog = true };
+    wk_generate_stats gs;
+    if (st == WK_OK) st = wk_llm_generate(m, r->tok, 5, &go, log_token, &r->gen, &gs);
+    if (st != WK_OK) snprintf(r->err, sizeof r->err, "%s", wk_model_last_error());
+    wk_llm_free(m);
+    return NULL;
+}
+
+/* The model on n ranks (threads) against the model whole: the same logits
+ * within a bound at every prefill and decode position (the partial sums
+ * add in another order), every rank's logits identical to the bit, and the
+ * same greedy tokens. */
+static void check_tp(int arch, bool hf, wk_dtype wdt, int n, int H, int Hkv, int F, int D)
+{
+    tcfg c = cfg_of(arch, hf);
+    c.H = H, c.Hkv = Hkv, c.F = F, c.D = D;
+    tmodel tm = make_model(c);
+    const char *path = tmp_path(hf ? "tp-hf" : "tp.gguf");
+    if (!(hf ? write_hf(&tm, path) : write_gguf(&tm, path, wdt))) return;
+    enum { T = 7, S = 3 };
+    int32_t tok[T + S];
+    for (int i = 0; i < T + S; i++) tok[i] = (int32_t)t_rng_int(t_r(), 0, c.V - 1);
+    const size_t nl = (size_t)(T + S) * (size_t)c.V;
+    tp_rank whole = { .path = path, .tok = tok, .T = T, .S = S, .V = c.V, .logits = t_mem(nl * sizeof(float)) };
+    wk_device *devs[4] = { t_dev(), t_dev(), t_dev(), t_dev() };
+    wk_comm *one = NULL, *comms[4] = { 0 };
+    T_OK(wk_comm_init_all(devs, 1, &one));
+    whole.comm = one;          /* a comm of one rank: the whole model */
+    tp_rank_main(&whole);
+    wk_comm_free(one);
+    T_CHECK(!whole.err[0], "the whole model: %s", whole.err);
+    if (whole.err[0] || wk_comm_init_all(devs, n, comms) != WK_OK) {
+        rm_model(path);
+        return;
+    }
+    tp_rank r[4];
+    pthread_t th[4];
+    for (int i = 0; i < n; i++) {
+        r[i] = whole;
+        r[i].comm = comms[i];
+        r[i].logits = t_mem(nl * sizeof(float));
+        memset(&r[i].gen, 0, sizeof r[i].gen);
+        pthread_create(&th[i], NULL, tp_rank_main, &r[i]);
+    }
+    for (int i = 0; i < n; i++) pthread_join(th[i], NULL);
+    for (int i = 0; i < n; i++) wk_comm_free(comms[i]);
+    double *ref = t_mem(nl * sizeof(double));
+    for (size_t i = 0; i < nl; i++) ref[i] = whole.logits[i];
+    const double bound = wdt == WK_F32 ? 1e-5 : 1e-4;
+    for (int i = 0; i < n; i++) {
+        if (r[i].err[0]) {
+            t_fail("rank %d of %d: %s", i, n, r[i].err);
+            continue;
+        }
+        double e = rel_err(r[i].logits, ref, (int64_t)nl);
+        T_CHECK(e < bound, "rank %d of %d: logits differ from the whole model's by %.3g (bound %g)", i, n, e, bound);
+        T_CHECK(!memcmp(r[i].logits, r[0].logits, nl * sizeof(float)), "rank %d's logits differ from rank 0's", i);
+        T_CHECK(r[i].gen.calls == whole.gen.calls && !memcmp(r[i].gen.toks, whole.gen.toks, sizeof whole.gen.toks),
+                "rank %d: greedy tokens differ from the whole model's", i);
+    }
+    rm_model(path);
+}
+
+/* A split that cannot be made is refused at load, naming the counts. */
+static void check_tp_refused(int n, int H, int Hkv, int F, wk_dtype wdt, int D, const char *words)
+{
+    tcfg c = cfg_of(A_LLAMA, false);
+    c.H = H, c.Hkv = Hkv, c.F = F, c.D = D;
+    tmodel tm = make_model(c);
+    const char *path = tmp_path("tp-refused.gguf");
+    if (!write_gguf(&tm, path, wdt)) return;
+    wk_device *devs[4] = { t_dev(), t_dev(), t_dev(), t_dev() };
+    wk_comm *comms[4];
+    if (wk_comm_init_all(devs, n, comms) == WK_OK) {
+        /* refused before any collective: each rank fails alone, no thread needed */
+        for (int i = 0; i < n; i++) {
+            wk_llm_options o = { .comm = comms[i] };
+            wk_llm *m = wk_llm_load(path, t_dev(), &o);
+            T_CHECK(!m && wk_model_last_status() == WK_ERR_ARGUMENT && strstr(wk_model_last_error(), words),
+                    "rank %d of %d: %s", i, n, m ? "loaded" : wk_model_last_error());
+            wk_llm_free(m);
+        }
+        for (int i = 0; i < n; i++) wk_comm_free(comms[i]);
+    }
+    rm_model(path);
+}
+
+T_SUITE(llm_tp)
+{
+    /* 12 query heads, FFN 48: 2, 3 and 4 ranks divide them */
+    for (int n = 2; n <= 4; n++) {
+        if (t_case("llm/tp/llama/gguf/%d_ranks", n)) check_tp(A_LLAMA, false, WK_F32, n, 12, 12, 48, 8);
+        if (t_case("llm/tp/qwen2/hf/%d_ranks", n)) check_tp(A_QWEN2, true, WK_F32, n, 12, 12, 48, 8);
+        /* one KV head: replicated on every rank */
+        if (t_case("llm/tp/qwen3/gguf/%d_ranks", n)) check_tp(A_QWEN3, false, WK_F32, n, 12, 1, 48, 16);
+        if (t_case("llm/tp/gemma3/hf/%d_ranks", n)) check_tp(A_GEMMA3, true, WK_F32, n, 12, 1, 48, 16);
+    }
+    /* 4 KV heads over 2 ranks (split) and 4 ranks (one each); bf16 weights */
+    if (t_case("llm/tp/llama/gguf/kv_split")) check_tp(A_LLAMA, false, WK_BF16, 2, 12, 4, 48, 8);
+    if (t_case("llm/tp/llama/gguf/kv_one_each")) check_tp(A_LLAMA, false, WK_F32, 4, 12, 4, 48, 8);
+    /* quantized (q8_0 blocks of 32): the row-parallel columns go in whole blocks */
+    if (t_case("llm/tp/llama/gguf/q8_0")) check_tp(A_LLAMA, false, WK_Q8_0, 2, 8, 2, 64, 8);
+    if (t_case("llm/tp/refused/heads")) check_tp_refused(3, 4, 2, 48, WK_F32, 8, "query heads");
+    if (t_case("llm/tp/refused/kv_heads")) check_tp_refused(3, 6, 2, 48, WK_F32, 8, "KV heads");
+    if (t_case("llm/tp/refused/ffn")) check_tp_refused(2, 4, 2, 41, WK_F32, 8, "feed-forward");
+    if (t_case("llm/tp/refused/blocks")) check_tp_refused(4, 8, 2, 64, WK_Q8_0, 8, "cuts blocks");
 }

@@ -16,18 +16,76 @@
  * gets the same bits. The slices are disjoint, so in place (send == recv)
  * is safe. all_gather and broadcast are copies after the first barrier.
  */
+#include <errno.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include "cpu_internal.h"
 
 typedef struct cpu_comm_group {
     int n;
     atomic_int refs;
-    pthread_barrier_t bar;
+    /* a barrier that gives up: a rank that never comes (it failed before
+       the call, or made another) must not hang the others for ever */
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int arrived;
+    unsigned long generation;
+    bool broken;                 /* a wait timed out: every later call fails */
     wk_coll_args post[];         /* one per rank                          */
 } cpu_comm_group;
+
+/* Seconds a rank waits for the others (WICK_COMM_TIMEOUT, default 600). */
+static double comm_timeout(void)
+{
+    const char *e = getenv("WICK_COMM_TIMEOUT");
+    double t = e && *e ? atof(e) : 600.0;
+    return t > 0 ? t : 600.0;
+}
+
+/* Wait until every rank has arrived; false when the group broke (a rank
+ * waited longer than the timeout, here or before). */
+static bool group_wait(cpu_comm_group *g)
+{
+    pthread_mutex_lock(&g->mu);
+    if (g->broken) {
+        pthread_mutex_unlock(&g->mu);
+        return false;
+    }
+    const unsigned long gen = g->generation;
+    if (++g->arrived == g->n) {
+        g->arrived = 0;
+        g->generation++;
+        pthread_cond_broadcast(&g->cv);
+        pthread_mutex_unlock(&g->mu);
+        return true;
+    }
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    const double t = comm_timeout();
+    until.tv_sec += (time_t)t;
+    until.tv_nsec += (long)((t - (double)(time_t)t) * 1e9);
+    if (until.tv_nsec >= 1000000000L) until.tv_sec++, until.tv_nsec -= 1000000000L;
+    while (gen == g->generation && !g->broken)
+        if (pthread_cond_timedwait(&g->cv, &g->mu, &until) == ETIMEDOUT && gen == g->generation) {
+            g->broken = true;
+            pthread_cond_broadcast(&g->cv);
+        }
+    const bool ok = gen != g->generation;
+    pthread_mutex_unlock(&g->mu);
+    return ok;
+}
+
+static wk_status broken(const cpu_comm_group *g, int rank)
+{
+    return wk_cpu_host->set_error(WK_ERR_BACKEND,
+                                  "rank %d of %d waited more than %g s for the other ranks (WICK_COMM_TIMEOUT): a rank "
+                                  "failed before this collective or made another call; the communicator is unusable",
+                                  rank, g->n, comm_timeout());
+}
 
 typedef struct cpu_comm {
     cpu_comm_group *g;
@@ -45,10 +103,11 @@ wk_status wk_cpu_comm_init_all(void *const *ctxs, int n, void **comms)
 {
     (void)ctxs;
     cpu_comm_group *g = calloc(1, sizeof *g + (size_t)n * sizeof g->post[0]);
-    if (!g || pthread_barrier_init(&g->bar, NULL, (unsigned)n) != 0) {
+    if (!g || pthread_mutex_init(&g->mu, NULL) != 0) {
         free(g);
         return wk_cpu_host->set_error(WK_ERR_MEMORY, "out of host memory for a communicator of %d ranks", n);
     }
+    pthread_cond_init(&g->cv, NULL);
     g->n = n;
     atomic_init(&g->refs, n);
     /* one allocation per rank, so that each rank frees its own */
@@ -56,7 +115,8 @@ wk_status wk_cpu_comm_init_all(void *const *ctxs, int n, void **comms)
         cpu_comm *one = malloc(sizeof *one);
         if (!one) {
             for (int j = 0; j < i; j++) free(comms[j]);
-            pthread_barrier_destroy(&g->bar);
+            pthread_cond_destroy(&g->cv);
+            pthread_mutex_destroy(&g->mu);
             free(g);
             return wk_cpu_host->set_error(WK_ERR_MEMORY, "out of host memory for a communicator of %d ranks", n);
         }
@@ -71,7 +131,8 @@ void wk_cpu_comm_free(void *comm)
     cpu_comm *c = comm;
     if (!c) return;
     if (atomic_fetch_sub(&c->g->refs, 1) == 1) {
-        pthread_barrier_destroy(&c->g->bar);
+        pthread_cond_destroy(&c->g->cv);
+        pthread_mutex_destroy(&c->g->mu);
         free(c->g);
     }
     free(c);
@@ -130,7 +191,7 @@ wk_status wk_cpu_comm_run(void *comm, const wk_coll_args *a)
     cpu_comm_group *g = c->g;
     const int n = g->n, r = c->rank;
     g->post[r] = *a;
-    pthread_barrier_wait(&g->bar);
+    if (!group_wait(g)) return broken(g, r);
     /* every rank reads the same posts, so every rank reaches the same verdict */
     int bad = -1;
     for (int s = 1; s < n && bad < 0; s++)
@@ -140,7 +201,7 @@ wk_status wk_cpu_comm_run(void *comm, const wk_coll_args *a)
             bad = s;
     if (bad >= 0) {
         const wk_coll_args p0 = g->post[0], pb = g->post[bad];
-        pthread_barrier_wait(&g->bar);
+        if (!group_wait(g)) return broken(g, r);
         return wk_cpu_host->set_error(WK_ERR_ARGUMENT,
                                       "the ranks of a communicator made different calls: rank 0 %s of %zu %s (root %d), "
                                       "rank %d %s of %zu %s (root %d)",
@@ -160,7 +221,7 @@ wk_status wk_cpu_comm_run(void *comm, const wk_coll_args *a)
         const size_t lo = per * (size_t)r < count ? per * (size_t)r : count;
         const size_t hi = lo + per < count ? lo + per : count;
         reduce_slice(g, a->dtype, a->recv, lo, hi);
-        pthread_barrier_wait(&g->bar);
+        if (!group_wait(g)) return broken(g, r);
         for (int s = 0; s < n; s++) {
             if (s == r) continue;
             const size_t slo = per * (size_t)s < count ? per * (size_t)s : count;
@@ -181,6 +242,6 @@ wk_status wk_cpu_comm_run(void *comm, const wk_coll_args *a)
         else if (r == a->root && count && a->recv != a->send) memcpy(a->recv, a->send, count * es);
         break;
     }
-    pthread_barrier_wait(&g->bar);
+    if (!group_wait(g)) return broken(g, r);
     return WK_OK;
 }

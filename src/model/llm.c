@@ -58,7 +58,19 @@ typedef struct wslot {
     int64_t d0, d1;
     bool matrix;      /* a weight multiplied by activations (may stay quantized) */
     bool embedding;   /* the token embedding (may stay quantized: qgather)       */
+    int share;        /* tensor parallel: the rank's part (llm_tp.h)             */
 } wslot;
+
+/* What a rank of a tensor-parallel model holds of a weight. */
+enum {
+    SH_ALL,           /* all of it (norms, q/k norms)                           */
+    SH_ROWS_Q,        /* rows of its query heads (wq, bq)                       */
+    SH_ROWS_KV,       /* rows of its KV heads (wk, wv, bk, bv)                  */
+    SH_COLS_Q,        /* columns of its query heads (wo)                        */
+    SH_ROWS_FF,       /* rows of its FFN slice (gate, up)                       */
+    SH_COLS_FF,       /* columns of its FFN slice (down)                        */
+    SH_ROWS_VOC,      /* rows of its vocabulary slice (embedding, output)       */
+};
 
 typedef struct wlist {
     wslot *s;
@@ -66,7 +78,7 @@ typedef struct wlist {
 } wlist;
 
 static wk_status want(wk_llm *m, wlist *wl, wk_tensor **dst, const char *gname, const char *hname, int layer,
-                      bool required, int rank, int64_t d0, int64_t d1, bool matrix)
+                      bool required, int rank, int64_t d0, int64_t d1, bool matrix, int share)
 {
     const wk_file_tensor *info = llm_find(m, gname, hname, layer);
     if (!info) {
@@ -103,7 +115,7 @@ static wk_status want(wk_llm *m, wlist *wl, wk_tensor **dst, const char *gname, 
         wl->s = s;
         wl->cap = cap;
     }
-    wl->s[wl->n++] = (wslot){ dst, info, rank, d0, d1, matrix, false };
+    wl->s[wl->n++] = (wslot){ dst, info, rank, d0, d1, matrix, false, share };
     return WK_OK;
 }
 
@@ -120,6 +132,36 @@ static wk_tensor *prepare(const wk_llm *m, wk_tensor *t, const wk_llm_options *o
     return wk_to_dtype(t, act);
 }
 
+/* Tensor parallel: each weight's share for this rank, read from the
+ * file's mapping (only the share travels to the device). */
+static wk_status load_shares(wk_llm *m, const wlist *wl, wk_tensor **raw)
+{
+    const llm_tp *tp = &m->tp;
+    const int64_t D = m->info.head_dim;
+    for (int64_t i = 0; i < wl->n; i++) {
+        const wslot *w = &wl->s[i];
+        int64_t r0 = 0, nr = w->d0, c0 = 0, nc = w->rank == 2 ? w->d1 : 1;
+        switch (w->share) {
+        case SH_ROWS_Q: r0 = tp->head0 * D, nr = tp->n_head * D; break;
+        case SH_ROWS_KV: r0 = tp->kv0 * D, nr = tp->n_kv * D; break;
+        case SH_COLS_Q: c0 = tp->head0 * D, nc = tp->n_head * D; break;
+        case SH_ROWS_FF: r0 = tp->ff0, nr = tp->n_ff; break;
+        case SH_COLS_FF: c0 = tp->ff0, nc = tp->n_ff; break;
+        case SH_ROWS_VOC: r0 = tp->voc0, nr = tp->n_voc; break;
+        default: break;
+        }
+        raw[i] = llm_tp_slice(w->info, m->dev, r0, nr, c0, nc);
+        if (!raw[i]) {
+            for (int64_t j = 0; j < i; j++) {
+                wk_release(raw[j]);
+                raw[j] = NULL;
+            }
+            return wk_model_last_status();
+        }
+    }
+    return WK_OK;
+}
+
 static wk_status load_weights(wk_llm *m, const wk_llm_options *o)
 {
     const wk_llm_info *in = &m->info;
@@ -128,43 +170,44 @@ static wk_status load_weights(wk_llm *m, const wk_llm_options *o)
     const int64_t QD = in->n_head * D, KD = in->n_head_kv * D;
     wlist wl = { 0 };
     wk_status st;
-#define WANT(dst, g, h, l, req, rank, d0, d1, mat) \
-    if ((st = want(m, &wl, dst, g, h, l, req, rank, d0, d1, mat))) goto done
+#define WANT(dst, g, h, l, req, rank, d0, d1, mat, share) \
+    if ((st = want(m, &wl, dst, g, h, l, req, rank, d0, d1, mat, share))) goto done
 
-    WANT(&m->tok_embd, "token_embd.weight", "model.embed_tokens.weight", -1, true, 2, V, E, true);
+    WANT(&m->tok_embd, "token_embd.weight", "model.embed_tokens.weight", -1, true, 2, V, E, true, SH_ROWS_VOC);
     wl.s[wl.n - 1].embedding = true;
-    WANT(&m->out_norm, "output_norm.weight", "model.norm.weight", -1, true, 1, E, 0, false);
-    if (!hp->tied) WANT(&m->output, "output.weight", "lm_head.weight", -1, !!m->src.st && !hp->tied, 2, V, E, true);
+    WANT(&m->out_norm, "output_norm.weight", "model.norm.weight", -1, true, 1, E, 0, false, SH_ALL);
+    if (!hp->tied)
+        WANT(&m->output, "output.weight", "lm_head.weight", -1, !!m->src.st && !hp->tied, 2, V, E, true, SH_ROWS_VOC);
     for (int l = 0; l < in->n_layer; l++) {
         llm_layer *y = &m->layers[l];
-        WANT(&y->attn_norm, "blk.%d.attn_norm.weight", "model.layers.%d.input_layernorm.weight", l, true, 1, E, 0, false);
-        WANT(&y->wq, "blk.%d.attn_q.weight", "model.layers.%d.self_attn.q_proj.weight", l, true, 2, QD, E, true);
-        WANT(&y->wk, "blk.%d.attn_k.weight", "model.layers.%d.self_attn.k_proj.weight", l, true, 2, KD, E, true);
-        WANT(&y->wv, "blk.%d.attn_v.weight", "model.layers.%d.self_attn.v_proj.weight", l, true, 2, KD, E, true);
-        WANT(&y->wo, "blk.%d.attn_output.weight", "model.layers.%d.self_attn.o_proj.weight", l, true, 2, E, QD, true);
+        WANT(&y->attn_norm, "blk.%d.attn_norm.weight", "model.layers.%d.input_layernorm.weight", l, true, 1, E, 0, false, SH_ALL);
+        WANT(&y->wq, "blk.%d.attn_q.weight", "model.layers.%d.self_attn.q_proj.weight", l, true, 2, QD, E, true, SH_ROWS_Q);
+        WANT(&y->wk, "blk.%d.attn_k.weight", "model.layers.%d.self_attn.k_proj.weight", l, true, 2, KD, E, true, SH_ROWS_KV);
+        WANT(&y->wv, "blk.%d.attn_v.weight", "model.layers.%d.self_attn.v_proj.weight", l, true, 2, KD, E, true, SH_ROWS_KV);
+        WANT(&y->wo, "blk.%d.attn_output.weight", "model.layers.%d.self_attn.o_proj.weight", l, true, 2, E, QD, true, SH_COLS_Q);
         if (hp->qkv_bias) {
-            WANT(&y->bq, "blk.%d.attn_q.bias", "model.layers.%d.self_attn.q_proj.bias", l, true, 1, QD, 0, false);
-            WANT(&y->bk, "blk.%d.attn_k.bias", "model.layers.%d.self_attn.k_proj.bias", l, true, 1, KD, 0, false);
-            WANT(&y->bv, "blk.%d.attn_v.bias", "model.layers.%d.self_attn.v_proj.bias", l, true, 1, KD, 0, false);
+            WANT(&y->bq, "blk.%d.attn_q.bias", "model.layers.%d.self_attn.q_proj.bias", l, true, 1, QD, 0, false, SH_ROWS_Q);
+            WANT(&y->bk, "blk.%d.attn_k.bias", "model.layers.%d.self_attn.k_proj.bias", l, true, 1, KD, 0, false, SH_ROWS_KV);
+            WANT(&y->bv, "blk.%d.attn_v.bias", "model.layers.%d.self_attn.v_proj.bias", l, true, 1, KD, 0, false, SH_ROWS_KV);
         }
         if (hp->qk_norm) {
-            WANT(&y->q_norm, "blk.%d.attn_q_norm.weight", "model.layers.%d.self_attn.q_norm.weight", l, true, 1, D, 0, false);
-            WANT(&y->k_norm, "blk.%d.attn_k_norm.weight", "model.layers.%d.self_attn.k_norm.weight", l, true, 1, D, 0, false);
+            WANT(&y->q_norm, "blk.%d.attn_q_norm.weight", "model.layers.%d.self_attn.q_norm.weight", l, true, 1, D, 0, false, SH_ALL);
+            WANT(&y->k_norm, "blk.%d.attn_k_norm.weight", "model.layers.%d.self_attn.k_norm.weight", l, true, 1, D, 0, false, SH_ALL);
         }
         if (hp->post_norms) {
             WANT(&y->post_attn_norm, "blk.%d.post_attention_norm.weight", "model.layers.%d.post_attention_layernorm.weight",
-                 l, true, 1, E, 0, false);
+                 l, true, 1, E, 0, false, SH_ALL);
             WANT(&y->ffn_norm, "blk.%d.ffn_norm.weight", "model.layers.%d.pre_feedforward_layernorm.weight", l, true, 1, E,
-                 0, false);
+                 0, false, SH_ALL);
             WANT(&y->post_ffn_norm, "blk.%d.post_ffw_norm.weight", "model.layers.%d.post_feedforward_layernorm.weight", l,
-                 true, 1, E, 0, false);
+                 true, 1, E, 0, false, SH_ALL);
         } else {
             WANT(&y->ffn_norm, "blk.%d.ffn_norm.weight", "model.layers.%d.post_attention_layernorm.weight", l, true, 1, E,
-                 0, false);
+                 0, false, SH_ALL);
         }
-        WANT(&y->w_gate, "blk.%d.ffn_gate.weight", "model.layers.%d.mlp.gate_proj.weight", l, true, 2, F, E, true);
-        WANT(&y->w_up, "blk.%d.ffn_up.weight", "model.layers.%d.mlp.up_proj.weight", l, true, 2, F, E, true);
-        WANT(&y->w_down, "blk.%d.ffn_down.weight", "model.layers.%d.mlp.down_proj.weight", l, true, 2, E, F, true);
+        WANT(&y->w_gate, "blk.%d.ffn_gate.weight", "model.layers.%d.mlp.gate_proj.weight", l, true, 2, F, E, true, SH_ROWS_FF);
+        WANT(&y->w_up, "blk.%d.ffn_up.weight", "model.layers.%d.mlp.up_proj.weight", l, true, 2, F, E, true, SH_ROWS_FF);
+        WANT(&y->w_down, "blk.%d.ffn_down.weight", "model.layers.%d.mlp.down_proj.weight", l, true, 2, E, F, true, SH_COLS_FF);
     }
 #undef WANT
 
@@ -180,7 +223,7 @@ static wk_status load_weights(wk_llm *m, const wk_llm_options *o)
         }
         for (int64_t i = 0; i < wl.n; i++) infos[i] = wl.s[i].info;
         const char *label = m->src.gguf ? wk_path_base(wk_gguf_path(m->src.gguf)) : wk_path_base(m->src.dir);
-        st = wk_file_tensors_load(infos, wl.n, m->dev, o->progress, label, raw);
+        st = m->tp.comm ? load_shares(m, &wl, raw) : wk_file_tensors_load(infos, wl.n, m->dev, o->progress, label, raw);
         for (int64_t i = 0; st == WK_OK && i < wl.n; i++) {
             wk_tensor *t = prepare(m, raw[i], o);
             if (!t) {
@@ -380,6 +423,13 @@ wk_llm *wk_llm_load(const char *path, wk_device *dev, const wk_llm_options *opts
                      (long long)in->context, (long long)in->train_context);
         goto fail;
     }
+    if ((st = llm_tp_plan(&m->tp, o.comm, in))) goto fail;
+    if (m->tp.comm && wk_comm_device(m->tp.comm) != dev) {
+        st = wk_merr(WK_ERR_ARGUMENT, "wk_llm_load: rank %d's communicator is on %s, the model on %s", m->tp.rank,
+                     wk_device_name(wk_comm_device(m->tp.comm)), wk_device_name(dev));
+        goto fail;
+    }
+    in->tp_rank = m->tp.rank, in->tp_size = m->tp.size;
     if ((st = load_weights(m, &o))) goto fail;
     for (int64_t l = 0; l < in->n_layer; l++)
         if ((st = fuse_layer(&m->layers[l]))) goto fail;
@@ -388,7 +438,7 @@ wk_llm *wk_llm_load(const char *path, wk_device *dev, const wk_llm_options *opts
         (st = rope_tables(m, in->rope_base_local, &m->hp.scaling_local, false, &m->cos_local, &m->sin_local)))
         goto fail;
     for (int64_t l = 0; l < in->n_layer; l++) {
-        wk_shape s = WK_SHAPE(1, in->n_head_kv, in->context, in->head_dim);
+        wk_shape s = WK_SHAPE(1, m->tp.n_kv, in->context, in->head_dim);
         m->layers[l].k_cache = wk_zeros(dev, in->act_dtype, s);
         m->layers[l].v_cache = wk_zeros(dev, in->act_dtype, s);
         if (!m->layers[l].k_cache || !m->layers[l].v_cache) {
@@ -472,6 +522,16 @@ static wk_tensor *rope(const wk_llm *m, const wk_tensor *x, bool local, int64_t 
     return wk_transpose(wk_rope_thd(x, c, s, pos), 1, 2);
 }
 
+/* Logits of normed rows: the output head; with tensor parallel the ranks'
+ * vocabulary slices joined (and the padding of the last one cut). */
+static wk_tensor *logits_of(const wk_llm *m, const wk_tensor *hn)
+{
+    wk_tensor *lg = linear(hn, m->output, NULL);
+    if (!lg || !m->tp.comm) return lg;
+    wk_tensor *all = wk_all_gather(m->tp.comm, lg, 1);
+    return all ? wk_narrow(all, 1, 0, m->info.n_vocab) : NULL;
+}
+
 /* The round-to-bf16 of a scale, as HF multiplies by a tensor of the dtype. */
 static double in_dtype(double v, wk_dtype dt)
 {
@@ -493,13 +553,26 @@ static wk_status forward(wk_llm *m, const int32_t *tokens, int64_t T, int64_t fi
 {
     const wk_llm_info *in = &m->info;
     const llm_hparams *hp = &m->hp;
-    const int64_t E = in->n_embd, H = in->n_head, Hkv = in->n_head_kv, D = in->head_dim, pos = m->pos;
-    const int64_t QD = H * D, KD = Hkv * D, F = in->n_ff;
+    /* this rank's heads and FFN width (the whole model's without tensor parallel) */
+    const int64_t E = in->n_embd, H = m->tp.n_head, Hkv = m->tp.n_kv, D = in->head_dim, pos = m->pos;
+    const int64_t QD = H * D, KD = Hkv * D, F = m->tp.n_ff;
+    wk_comm *comm = m->tp.comm;
     const wk_dtype act = in->act_dtype;
     wk_status st = WK_OK;
     uint32_t *ids = malloc((size_t)T * sizeof *ids);
-    if (!ids) return wk_merr(WK_ERR_MEMORY, "out of memory");
+    float *keep = comm ? malloc((size_t)T * sizeof *keep) : NULL;
+    if (!ids || (comm && !keep)) {
+        free(ids), free(keep);
+        return wk_merr(WK_ERR_MEMORY, "out of memory");
+    }
     for (int64_t i = 0; i < T; i++) ids[i] = (uint32_t)tokens[i];
+    if (comm)   /* the rank's vocabulary rows: ids outside them look up row 0, then zeroed */
+        for (int64_t i = 0; i < T; i++) {
+            const int64_t li = tokens[i] - m->tp.voc0;
+            const bool mine = li >= 0 && li < m->tp.n_voc;
+            ids[i] = mine ? (uint32_t)li : 0;
+            keep[i] = mine ? 1.0f : 0.0f;
+        }
 
     const double t0 = m->timing ? llm_now_ms() : 0;
     double t1 = 0;
@@ -507,6 +580,11 @@ static wk_status forward(wk_llm *m, const int32_t *tokens, int64_t T, int64_t fi
     wk_tensor *tid = wk_from_host(m->dev, WK_U32, WK_SHAPE(T), ids);
     wk_tensor *x = wk_dtype_is_quantized(wk_tensor_dtype(m->tok_embd)) ? wk_qgather(m->tok_embd, tid, act)
                                                                       : wk_index_select(m->tok_embd, tid, 0);
+    if (x && comm) {   /* every token's row comes from the rank that holds it */
+        wk_tensor *kp = wk_from_host(m->dev, WK_F32, WK_SHAPE(T, 1), keep);
+        x = kp ? wk_mul(x, wk_to_dtype(kp, act)) : NULL;
+        if (x && wk_all_reduce(comm, x) != WK_OK) x = NULL;
+    }
     if (x && hp->embd_scale > 0) x = wk_affine(x, in_dtype(hp->embd_scale, act), 0.0);
     wk_tensor *f = NULL;   /* the last block's output, added to x by the next norm */
     wk_tensor *h = x ? norm(m, x, m->layers[0].attn_norm) : NULL;
@@ -551,6 +629,7 @@ static wk_status forward(wk_llm *m, const int32_t *tokens, int64_t T, int64_t fi
             a = wk_attention(q, wk_narrow(y->k_cache, 2, 0, pos + T), wk_narrow(y->v_cache, 2, 0, pos + T), &ao);
         }
         a = a ? linear(wk_reshape(wk_transpose(a, 1, 2), WK_SHAPE(T, H * D)), y->wo, NULL) : NULL;
+        if (a && comm && wk_all_reduce(comm, a) != WK_OK) a = NULL;   /* the ranks' partial sums */
         if (a && y->post_attn_norm) a = norm(m, a, y->post_attn_norm);
         /* x += a, then the MLP's norm, in one op */
         wk_tensor *x2 = NULL;
@@ -567,6 +646,7 @@ static wk_status forward(wk_llm *m, const int32_t *tokens, int64_t T, int64_t fi
         }
         wk_tensor *act_ = hp->gelu_mlp ? wk_mul(wk_gelu(g), u) : wk_silu_mul(g, u);
         f = act_ ? linear(act_, y->w_down, NULL) : NULL;
+        if (f && comm && wk_all_reduce(comm, f) != WK_OK) f = NULL;
         if (f && y->post_ffn_norm) f = norm(m, f, y->post_ffn_norm);
         /* x += f and the next block's input norm in one op; after the last
            block f stays apart for the final norm of the rows wanted */
@@ -589,7 +669,7 @@ static wk_status forward(wk_llm *m, const int32_t *tokens, int64_t T, int64_t fi
         wk_tensor *hn = f ? wk_add_rms_norm(wk_narrow(f, 0, T - 1, 1), wk_narrow(x, 0, T - 1, 1), m->out_norm,
                                             in->norm_eps, hp->gemma_norm, &xl)
                           : NULL;
-        wk_tensor *lg = hn ? linear(hn, m->output, NULL) : NULL;
+        wk_tensor *lg = hn ? logits_of(m, hn) : NULL;
         if (lg && hp->final_softcap > 0)   /* monotonic, but keep the rounding of the logits that eval returns */
             lg = wk_affine(wk_tanh(wk_affine(lg, 1.0 / hp->final_softcap, 0.0)), hp->final_softcap, 0.0);
         wk_tensor *am = lg ? wk_argmax(lg, 1, false) : NULL;
@@ -603,7 +683,7 @@ static wk_status forward(wk_llm *m, const int32_t *tokens, int64_t T, int64_t fi
         wk_tensor *hn = f ? wk_add_rms_norm(wk_narrow(f, 0, first_out, rows), wk_narrow(x, 0, first_out, rows),
                                             m->out_norm, in->norm_eps, hp->gemma_norm, &xl)
                           : NULL;
-        wk_tensor *lg = hn ? linear(hn, m->output, NULL) : NULL;
+        wk_tensor *lg = hn ? logits_of(m, hn) : NULL;
         if (lg && hp->final_softcap > 0)
             lg = wk_affine(wk_tanh(wk_affine(lg, 1.0 / hp->final_softcap, 0.0)), hp->final_softcap, 0.0);
         if (lg && act != WK_F32) lg = wk_to_dtype(lg, WK_F32);
@@ -621,6 +701,7 @@ static wk_status forward(wk_llm *m, const int32_t *tokens, int64_t T, int64_t fi
     }
     wk_scope_end();
     free(ids);
+    free(keep);
     (void)E;
     return st;
 }

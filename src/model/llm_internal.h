@@ -7,6 +7,7 @@
 
 #include "wick_llm.h"
 #include "model_internal.h"
+#include "llm_tp.h"
 
 /* One transformer block's weights and cache. NULL where the architecture
  * has none. Matrices are [out, in] (a GGUF file's ne reversed, a HF
@@ -20,7 +21,7 @@ typedef struct llm_layer {
        NULL. One matmul instead of three (two) per step. */
     wk_tensor *wqkv, *bqkv, *w_gu;
     bool sliding;                 /* gemma3's local layers, Mistral's window */
-    wk_tensor *k_cache, *v_cache; /* [1, Hkv, context, D]                      */
+    wk_tensor *k_cache, *v_cache; /* [1, Hkv, context, D] (Hkv: the rank's)    */
 } llm_layer;
 
 /* The file a model came from: one of the two. */
@@ -48,6 +49,7 @@ typedef struct llm_hparams {
 struct wk_llm {
     wk_llm_info info;
     llm_hparams hp;
+    llm_tp tp;                    /* this rank's share (the whole model: 0 of 1) */
     llm_source src;
     wk_device *dev;
     wk_tensor *tok_embd, *out_norm, *output;

@@ -208,6 +208,14 @@ expect run_help_fast 0 "$wick" run --help
 out | grep -q -- "--fast" && ok || bad run_help_fast_text "no --fast in wick run --help"
 # --fast is an option (the file is what fails), not an unknown one
 expect run_fast_option 1 "$wick" run "$tmp/absent.gguf" --fast -p hi --device cpu
+# --tp N: a count from 1 to 64; no interactive chat across ranks
+expect run_tp_zero 2 "$wick" run x.gguf --tp 0 -p hi
+expect run_tp_fraction 2 "$wick" run x.gguf --tp 1.5 -p hi
+expect run_tp_chat 2 "$wick" run x.gguf --tp 2 --chat --device cpu
+err | grep -q "no interactive chat" && ok || bad run_tp_chat_words "stderr: '$(err)'"
+expect run_tp_missing_model 1 "$wick" run "$tmp/absent.gguf" --tp 2 -p hi --device cpu
+expect run_help_tp 0 "$wick" run --help
+out | grep -q -- "--tp N" && ok || bad run_help_tp_text "no --tp in wick run --help"
 expect run_unknown_option 2 "$wick" run x.gguf --frobnicate
 expect run_two_models 2 "$wick" run a.gguf b.gguf
 expect run_prompt_and_chat 2 "$wick" run x.gguf -p hi --chat

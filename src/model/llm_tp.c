@@ -1,0 +1,101 @@
+/* llm_tp.c — tensor parallelism for the language models: the plan of one
+ * rank's shares (llm_tp_plan) and the reads of those shares from a file's
+ * mapping (llm_tp_slice). See llm_tp.h for the scheme; llm.c loads and
+ * runs a rank with them. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "llm_tp.h"
+#include "model_internal.h"
+
+wk_status llm_tp_plan(llm_tp *tp, wk_comm *comm, const wk_llm_info *in)
+{
+    memset(tp, 0, sizeof *tp);
+    const int n = comm ? wk_comm_size(comm) : 1, r = comm ? wk_comm_rank(comm) : 0;
+    tp->comm = n > 1 ? comm : NULL;
+    tp->rank = r, tp->size = n;
+    const int64_t H = in->n_head, Hkv = in->n_head_kv, F = in->n_ff, V = in->n_vocab;
+    if (H % n)
+        return wk_merr(WK_ERR_ARGUMENT,
+                       "tensor parallel over %d ranks: the model's %lld query heads do not split evenly (use a rank "
+                       "count that divides %lld)",
+                       n, (long long)H, (long long)H);
+    if (Hkv % n && n % Hkv)
+        return wk_merr(WK_ERR_ARGUMENT,
+                       "tensor parallel over %d ranks: the model's %lld KV heads neither split evenly nor replicate "
+                       "evenly (the ranks must divide %lld or be a multiple of it)",
+                       n, (long long)Hkv, (long long)Hkv);
+    if (F % n)
+        return wk_merr(WK_ERR_ARGUMENT,
+                       "tensor parallel over %d ranks: the feed-forward width %lld does not split evenly", n,
+                       (long long)F);
+    tp->n_head = H / n;
+    tp->head0 = tp->n_head * r;
+    if (Hkv % n == 0) {
+        tp->n_kv = Hkv / n;
+        tp->kv0 = tp->n_kv * r;
+    } else {   /* fewer KV heads than ranks: the one this rank's queries read */
+        tp->n_kv = 1;
+        tp->kv0 = tp->head0 / (H / Hkv);
+    }
+    tp->n_ff = F / n;
+    tp->ff0 = tp->n_ff * r;
+    tp->n_voc = (V + n - 1) / n;
+    tp->voc0 = tp->n_voc * r;
+    return WK_OK;
+}
+
+wk_tensor *llm_tp_slice(const wk_file_tensor *info, wk_device *dev, int64_t r0, int64_t nr, int64_t c0, int64_t nc)
+{
+    const wk_dtype dt = info->dtype;
+    const int rank = info->shape.rank;
+    const int64_t rows = info->shape.dims[0], cols = rank == 2 ? info->shape.dims[1] : 1;
+    if (rank != 1 && rank != 2) {
+        wk_merr(WK_ERR_ARGUMENT, "%s: tensor %s has rank %d; shares are taken of vectors and matrices", info->file,
+                info->name, rank);
+        return NULL;
+    }
+    if (rank == 1) c0 = 0, nc = 1;
+    const int64_t bs = (int64_t)wk_dtype_block_size(dt), bb = (int64_t)wk_dtype_block_bytes(dt);
+    if (bs <= 0 || bb <= 0) {
+        wk_merr(WK_ERR_UNSUPPORTED, "%s: tensor %s is of type %s, which wick does not have", info->file, info->name,
+                info->type_name);
+        return NULL;
+    }
+    if (r0 < 0 || nr < 0 || c0 < 0 || nc <= 0 || c0 + nc > cols) {
+        wk_merr(WK_ERR_ARGUMENT, "%s: tensor %s: the share rows [%lld, +%lld) columns [%lld, +%lld) is outside its [%lld, %lld]",
+                info->file, info->name, (long long)r0, (long long)nr, (long long)c0, (long long)nc, (long long)rows,
+                (long long)cols);
+        return NULL;
+    }
+    if (c0 % bs || nc % bs) {
+        wk_merr(WK_ERR_ARGUMENT,
+                "%s: tensor %s is %s (blocks of %lld values along a row): a share of columns [%lld, +%lld) cuts "
+                "blocks; use fewer ranks or a type with smaller blocks",
+                info->file, info->name, wk_dtype_name(dt), (long long)bs, (long long)c0, (long long)nc);
+        return NULL;
+    }
+    const int64_t row_bytes = cols / bs * bb, share_bytes = nc / bs * bb, skip = c0 / bs * bb;
+    if ((uint64_t)(rows * row_bytes) > info->nbytes) {
+        wk_merr(WK_ERR_IO, "%s: tensor %s holds %llu bytes, less than its shape needs", info->file, info->name,
+                (unsigned long long)info->nbytes);
+        return NULL;
+    }
+    const size_t total = (size_t)(nr * share_bytes);
+    unsigned char *host = malloc(total ? total : 1);
+    if (!host) {
+        wk_merr(WK_ERR_MEMORY, "out of host memory for a %zu-byte share of %s", total, info->name);
+        return NULL;
+    }
+    const unsigned char *src = info->data;
+    for (int64_t i = 0; i < nr; i++) {
+        unsigned char *dst = host + i * share_bytes;
+        if (r0 + i < rows) memcpy(dst, src + (r0 + i) * row_bytes + skip, (size_t)share_bytes);
+        else memset(dst, 0, (size_t)share_bytes);   /* padding rows: zeros in every type */
+    }
+    wk_shape s = rank == 2 ? WK_SHAPE(nr, nc) : WK_SHAPE(nr);
+    wk_tensor *t = wk_from_host(dev, dt, s, host);
+    free(host);
+    if (!t) wk_merr_core("%s: the share of tensor %s", info->file, info->name);
+    return t;
+}

@@ -1,0 +1,47 @@
+/* llm_tp.h — tensor parallelism for the language models (llm_tp.c): which
+ * share of every weight one rank holds, and the reads of those shares from
+ * the file's mapping. docs/tensor-parallel.md has the scheme:
+ *
+ *   q, k, v, gate, up   column-parallel: the rank's rows of W (its query
+ *                       heads, its KV heads, its slice of the FFN)
+ *   o, down             row-parallel: the rank's columns of W, then one
+ *                       all_reduce of the partial sums
+ *   embedding, output   split by vocabulary rows (the last share padded
+ *                       with zero rows so every rank holds as many); the
+ *                       lookup sums the ranks' rows (one all_reduce), the
+ *                       logits are joined (one all_gather)
+ *
+ * KV heads are split when the ranks divide them, else each is replicated on
+ * the ranks whose query heads read it (ranks a multiple of KV heads).
+ * Written against the public headers only (tools/check-layers). */
+#ifndef WICK_LLM_TP_H
+#define WICK_LLM_TP_H
+
+#include "wick_comm.h"
+#include "wick_llm.h"
+#include "wick_model.h"
+
+typedef struct llm_tp {
+    wk_comm *comm;           /* NULL: the whole model on this device        */
+    int rank, size;
+    int64_t head0, n_head;   /* the rank's query heads                      */
+    int64_t kv0, n_kv;       /* its KV heads                                */
+    int64_t ff0, n_ff;       /* its rows of gate/up, columns of down        */
+    int64_t voc0, n_voc;     /* its vocabulary rows (n_voc the same on every
+                                rank; rows past the vocabulary are zeros)   */
+} llm_tp;
+
+/* The shares of rank `rank` of `size` for a model of in's shape; a clear
+ * error for counts that do not split (query heads, KV heads, FFN rows).
+ * size 1 (or comm NULL): the whole model. */
+wk_status llm_tp_plan(llm_tp *tp, wk_comm *comm, const wk_llm_info *in);
+
+/* Rows [r0, r0 + nr) and columns [c0, c0 + nc) of a matrix in a file (a
+ * vector: rank 1, rows only, nc ignored) as a tensor on dev, gathered on
+ * the host from the file's mapping: only the share travels. Rows at or
+ * past the file's are zeros (vocabulary padding). Columns of a block
+ * type go in whole blocks: c0 and nc must be multiples of its block
+ * (a clear error naming the tensor otherwise). */
+wk_tensor *llm_tp_slice(const wk_file_tensor *info, wk_device *dev, int64_t r0, int64_t nr, int64_t c0, int64_t nc);
+
+#endif /* WICK_LLM_TP_H */
