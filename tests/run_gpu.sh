@@ -13,13 +13,19 @@
 # from $WHEELS, a folder of wheels, when it is not installed) and the model
 # oracle (tools/llm_oracle.py: transformers' random-weight models of every
 # architecture against wick on cuda:0, when transformers is installed).
-# Writes logs and summary.md to $OUT (default build/gpu-run).
-# Usage: tests/run_gpu.sh [--skip-sanitizer]
+# Writes summary.md to $OUT (default build/gpu-run) and the logs to
+# $OUT/logs, or, with PACK=1, into one archive $OUT/logs.tgz refreshed
+# after every step (for a machine that returns few files, and a run that
+# may be stopped: what finished is in summary.md and the archive).
+# Usage: tests/run_gpu.sh [--skip-sanitizer]   (on the device machine:
+# PACK=1 OUT=$OUT tests/run_gpu.sh, so that two files come back)
 # (COMMIT=<hash> names the commit where the tree travels without .git)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-build/gpu-run}
 mkdir -p "$OUT"
+if [ "${PACK:-0}" = 1 ]; then LOGS=$(mktemp -d); else LOGS="$OUT/logs"; mkdir -p "$LOGS"; fi
+pack() { [ "${PACK:-0}" = 1 ] && tar czf "$OUT/logs.tgz.tmp" -C "$LOGS" . && mv "$OUT/logs.tgz.tmp" "$OUT/logs.tgz"; true; }
 arch=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -1 | tr -d . )
 arch=${CUDA_ARCHS:-${arch:-90}}
 sum="$OUT/summary.md"
@@ -33,21 +39,22 @@ gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)
   echo "|---|---|"
 } > "$sum"
 
-make -j"$(nproc)" all build/wick-device-checks build/wick-rtc-checks build/wick-comm-checks build/wick-llm-oracle build/wick-mfma-check cuda cuda-wave64 CUDA_ARCHS="$arch" > "$OUT/build.log" 2>&1 &
-make -j"$(nproc)" BUILD=build-ap ATTN_PORTABLE=1 build-ap/libwick_cuda.so CUDA_ARCHS="$arch" > "$OUT/build_ap.log" 2>&1 &
-wait %1 || { tail -30 "$OUT/build.log"; exit 1; }
-wait %2 || { tail -30 "$OUT/build_ap.log"; exit 1; }
+make -j"$(nproc)" all build/wick-device-checks build/wick-rtc-checks build/wick-comm-checks build/wick-llm-oracle build/wick-mfma-check cuda cuda-wave64 CUDA_ARCHS="$arch" > "$LOGS/build.log" 2>&1 &
+make -j"$(nproc)" BUILD=build-ap ATTN_PORTABLE=1 build-ap/libwick_cuda.so CUDA_ARCHS="$arch" > "$LOGS/build_ap.log" 2>&1 &
+wait %1 || { tail -30 "$LOGS/build.log"; pack; exit 1; }
+wait %2 || { tail -30 "$LOGS/build_ap.log"; pack; exit 1; }
 status=0
 run() {  # name, log, command...
   local name=$1 log=$2; shift 2
   local t0=$(date +%s%N)
-  "$@" > "$OUT/$log" 2>&1; local rc=$?
+  "$@" > "$LOGS/$log" 2>&1; local rc=$?
   local t1=$(date +%s%N)
-  local line=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$OUT/$log" | tail -1)
-  [ -n "$line" ] || line=$(grep -v '^ *$' "$OUT/$log" | tail -1 | cut -c1-200)
+  local line=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$LOGS/$log" | tail -1)
+  [ -n "$line" ] || line=$(grep -v '^ *$' "$LOGS/$log" | tail -1 | cut -c1-200)
   [ $rc -eq 0 ] || status=1
   local ms=$(( (t1 - t0) / 1000000 ))
   printf '| %s | %s (exit %d, %d.%03d s) |\n' "$name" "${line:-no summary line}" $rc $((ms / 1000)) $((ms % 1000)) >> "$sum"
+  pack
   echo "$name: ${line:-no summary line} (exit $rc)"
 }
 run "\`wick-parity --device cuda:0\`" parity_cuda.log build/wick-parity --device cuda:0
@@ -77,13 +84,14 @@ if python3 -c 'import torch' 2>/dev/null; then
   )
   run "Python bindings: \`pytest python/tests/test_gpu.py test_gpu_oracle.py\` (against PyTorch on cuda:0, DLPack sharing; PyTorch as the NN ops' second oracle)" python_gpu.log pyrun
   if python3 -c 'import transformers' 2>/dev/null; then
-    run "model oracle: \`tools/llm_oracle.py --device cuda:0\` (transformers' random-weight models, f32 and bf16)" llm_oracle.log python3 tools/llm_oracle.py --device cuda:0 --exe build/wick-llm-oracle --out "$OUT/llm-oracle"
+    run "model oracle: \`tools/llm_oracle.py --device cuda:0\` (transformers' random-weight models, f32 and bf16)" llm_oracle.log python3 tools/llm_oracle.py --device cuda:0 --exe build/wick-llm-oracle --out "$LOGS/llm-oracle"
   fi
 fi
 if [ "${1:-}" != "--skip-sanitizer" ]; then
   run "\`compute-sanitizer --tool memcheck wick-parity --quick\`" memcheck.log compute-sanitizer --tool memcheck --error-exitcode 3 build/wick-parity --device cuda:0 --quick
-  grep -E 'ERROR SUMMARY' "$OUT/memcheck.log" | tail -1 | sed 's/^/memcheck: /' | tee -a "$OUT/memcheck_summary.txt"
+  grep -E 'ERROR SUMMARY' "$LOGS/memcheck.log" | tail -1 | sed 's/^/memcheck: /' | tee -a "$sum"
 fi
-{ echo; echo "Coverage on cuda:0 (from the parity run):"; echo; echo '```'; sed -n '/overage/,$p' "$OUT/parity_cuda.log" | head -80; echo '```'; } >> "$sum"
+{ echo; echo "Coverage on cuda:0 (from the parity run):"; echo; echo '```'; sed -n '/overage/,$p' "$LOGS/parity_cuda.log" | head -80; echo '```'; } >> "$sum"
+pack
 cat "$sum"
 exit $status
