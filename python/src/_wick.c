@@ -145,6 +145,13 @@ static void Tensor_dealloc(TensorObject *self)
     PyObject_Del(self);
 }
 
+wk_tensor *wkpy_tensor_of(PyObject *o)
+{
+    if (IS_TENSOR(o)) return TT(o);
+    PyErr_Format(PyExc_TypeError, "a wick.Tensor is needed, not %s", Py_TYPE(o)->tp_name);
+    return NULL;
+}
+
 wk_device *device_of(PyObject *o)
 {
     if (!o || o == Py_None) {
@@ -2990,7 +2997,7 @@ PyMODINIT_FUNC PyInit__wick(void)
     PyModule_AddIntConstant(m, "VERSION_MINOR", WK_VERSION_MINOR);
     PyModule_AddIntConstant(m, "VERSION_PATCH", WK_VERSION_PATCH);
     PyModule_AddIntConstant(m, "MAX_RANK", WK_MAX_RANK);
-    if (wkpy_model_init(m) < 0) {
+    if (wkpy_model_init(m) < 0 || wkpy_comm_init(m) < 0) {
         Py_DECREF(m);
         return NULL;
     }

@@ -1,7 +1,7 @@
-/* _wick.h — what the extension's two C files share: _wick.c (tensors,
+/* _wick.h — what the extension's C files share: _wick.c (tensors,
  * ops, errors, devices) lends its helpers to model.c (models, tokenizers
- * and text generation), which registers its types and functions into the
- * same module. Hidden symbols: nothing here is exported from the module.
+ * and text generation) and comm.c (collectives), which register their
+ * types and functions into the same module. Hidden symbols: nothing here is exported from the module.
  */
 #ifndef WICK_PY_INTERNAL_H
 #define WICK_PY_INTERNAL_H
@@ -25,5 +25,13 @@ WKPY_HIDDEN PyObject *wrap(wk_tensor *t);
 /* model.c: adds Model, Tokenizer, TokenStream, Generation and the chat
  * functions to the module; -1 with an exception set. */
 WKPY_HIDDEN int wkpy_model_init(PyObject *module);
+/* The wk_tensor of a wick.Tensor (borrowed); NULL with TypeError. */
+WKPY_HIDDEN wk_tensor *wkpy_tensor_of(PyObject *o);
+/* comm.c: adds Comm and the communicator functions; -1 with an exception
+ * set. wkpy_comm_of: the wk_comm of a wick.Comm (borrowed), NULL with an
+ * exception (not a Comm, or closed). */
+struct wk_comm;
+WKPY_HIDDEN int wkpy_comm_init(PyObject *module);
+WKPY_HIDDEN struct wk_comm *wkpy_comm_of(PyObject *o);
 
 #endif

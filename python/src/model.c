@@ -20,6 +20,7 @@
  * thread that failed) as the exception of its status.
  */
 #include "_wick.h"
+#include "wick_comm.h"
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -569,6 +570,7 @@ typedef struct {
     int readers;               /* tokenize calls running without it     */
     int32_t *hist;             /* the ids in the KV cache (wk_llm_pos)  */
     int64_t nhist, caphist;
+    PyObject *comm;            /* the Comm of a tensor-parallel share   */
 } ModelObject;
 
 static PyTypeObject Model_Type;
@@ -659,16 +661,22 @@ static int model_claim(ModelObject *self)
 
 static PyObject *Model_new(PyTypeObject *type, PyObject *args, PyObject *kw)
 {
-    static char *kwlist[] = { "path", "device", "dtype", "context", "prefill_chunk", "dequantize", "progress", NULL };
-    PyObject *po, *device = Py_None, *dtype_o = Py_None;
+    static char *kwlist[] = { "path", "device", "dtype", "context", "prefill_chunk", "dequantize", "progress", "comm",
+                              NULL };
+    PyObject *po, *device = Py_None, *dtype_o = Py_None, *comm_o = Py_None;
     long long context = 0, chunk = 0;
     int deq = 0, progress = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "O&|OOLLpp:Model", kwlist, PyUnicode_FSConverter, &po, &device, &dtype_o,
-                                     &context, &chunk, &deq, &progress))
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O&|OOLLppO:Model", kwlist, PyUnicode_FSConverter, &po, &device, &dtype_o,
+                                     &context, &chunk, &deq, &progress, &comm_o))
         return NULL;
     wk_llm_options o = { .act_dtype = WK_F32, .context = context, .prefill_chunk = chunk, .dequantize = deq != 0,
                          .progress = progress ? WK_PROGRESS_ON : WK_PROGRESS_OFF };
-    wk_device *dev = device_of(device);
+    if (comm_o != Py_None && !(o.comm = wkpy_comm_of(comm_o))) {
+        Py_DECREF(po);
+        return NULL;
+    }
+    /* a share of a tensor-parallel model: on its communicator's device */
+    wk_device *dev = o.comm && device == Py_None ? wk_comm_device(o.comm) : device_of(device);
     if (!dev || (dtype_o != Py_None && parse_dtype(dtype_o, &o.act_dtype) < 0)) {
         Py_DECREF(po);
         return NULL;
@@ -697,6 +705,10 @@ static PyObject *Model_new(PyTypeObject *type, PyObject *args, PyObject *kw)
         return raise_model();
     }
     self->path = PyUnicode_DecodeFSDefault(path);
+    if (o.comm) {   /* kept alive as long as the model */
+        Py_INCREF(comm_o);
+        self->comm = comm_o;
+    }
     Py_DECREF(po);
     if (!self->path) {
         Py_DECREF(self);
@@ -722,6 +734,7 @@ static void model_free(ModelObject *self)
 static void Model_dealloc(ModelObject *self)
 {
     model_free(self);   /* no generation can be active: it holds a reference */
+    Py_CLEAR(self->comm);
     Py_CLEAR(self->path);
     Py_CLEAR(self->tokenizer);
     Py_TYPE(self)->tp_free((PyObject *)self);
@@ -768,7 +781,7 @@ static PyObject *Model_get_info(ModelObject *self, void *c)
     if (!eog) return NULL;
     for (int i = 0; i < in->n_eog; i++) PyTuple_SET_ITEM(eog, i, PyLong_FromLong(in->eog_ids[i]));
     PyObject *d = Py_BuildValue(
-        "{s:s,s:s,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:d,s:d,s:d,s:L,s:O,s:s,s:s,s:K,s:i,s:O,s:O,s:s,s:z,s:s}", "arch",
+        "{s:s,s:s,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:d,s:d,s:d,s:L,s:O,s:s,s:s,s:K,s:i,s:O,s:O,s:s,s:z,s:s,s:i,s:i}", "arch",
         wk_llm_arch_name(in->arch), "name", in->name, "n_vocab", (long long)in->n_vocab, "n_embd", (long long)in->n_embd,
         "n_layer", (long long)in->n_layer, "n_head", (long long)in->n_head, "n_head_kv", (long long)in->n_head_kv,
         "head_dim", (long long)in->head_dim, "n_ff", (long long)in->n_ff, "train_context", (long long)in->train_context,
@@ -777,7 +790,8 @@ static PyObject *Model_get_info(ModelObject *self, void *c)
         in->rope_interleaved ? Py_True : Py_False, "weight_dtype", wk_dtype_name(in->weight_dtype), "act_dtype",
         wk_dtype_name(in->act_dtype), "weight_bytes", (unsigned long long)in->weight_bytes, "bos_id", (int)in->bos_id,
         "add_bos", in->add_bos ? Py_True : Py_False, "eog_ids", eog, "chat_format", wk_chat_format_name(in->chat),
-        "default_system", in->default_system, "device", wk_device_name(wk_llm_device(self->m)));
+        "default_system", in->default_system, "device", wk_device_name(wk_llm_device(self->m)), "tp_rank", in->tp_rank,
+        "tp_size", in->tp_size);
     Py_DECREF(eog);
     return d;
 }

@@ -21,6 +21,7 @@ wick.load_model, wick.Model, wick.Tokenizer).
 """
 from . import _wick
 from ._wick import (  # noqa: F401
+    Comm,
     Event,
     Tensor,
     add_rms_norm,
@@ -28,6 +29,10 @@ from ._wick import (  # noqa: F401
     attention,
     build_info,
     cat,
+    comm_available,
+    comm_from_env,
+    comm_init_all,
+    comm_unique_id,
     copy2d,
     dequantize,
     device_count,

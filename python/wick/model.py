@@ -48,22 +48,27 @@ def default_model_path():
     return os.path.join(cache_dir(), DEFAULT_MODEL_FILE)
 
 
-def load_model(path=None, device="cpu", dtype="f32", *, context=0, prefill_chunk=0, dequantize=False,
-               progress=False):
+def load_model(path=None, device=None, dtype="f32", *, context=0, prefill_chunk=0, dequantize=False,
+               progress=False, comm=None):
     """A Model from a GGUF file or a safetensors model (a .safetensors file or
     index with config.json beside it, or their folder). path None or
     'smollm2': the default model in the cache (as `wick run`). device: 'cpu',
     'cuda:0', 'rocm:0', ...; dtype: the activations and KV cache, 'f32' or
     'bf16'; context: the KV cache's positions (0: the model's, at most 4096);
     dequantize: decode block-quantized weights once at load instead of
-    multiplying them as they are; progress: a loading bar on stderr."""
+    multiplying them as they are; progress: a loading bar on stderr; comm: a
+    wick.Comm, to load this rank's share of a model split over its ranks
+    (tensor parallel: every rank loads and runs the same calls, each from
+    its own thread; device then defaults to the comm's)."""
     if path is None or path == "smollm2":
         path = default_model_path()
         if not os.path.exists(path):
             raise FileNotFoundError(
                 "the default model is not at %s: run tools/fetch-default-model.sh from wick's source" % path)
+    if device is None and comm is None:
+        device = "cpu"
     return Model(os.fspath(path), device=device, dtype=dtype, context=context, prefill_chunk=prefill_chunk,
-                 dequantize=dequantize, progress=progress)
+                 dequantize=dequantize, progress=progress, comm=comm)
 
 
 __all__ = ["Model", "Generation", "Tokenizer", "TokenStream", "load_model", "chat_apply", "chat_format_detect",

@@ -3,7 +3,7 @@
 import os
 from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
-from . import Tensor
+from . import Comm, Tensor
 
 Device = Union[str, Any]
 Text = Union[str, bytes]
@@ -59,7 +59,8 @@ class Generation(Iterator[str]):
 class Model:
     """A language model (GGUF, or safetensors with config.json) on a device."""
     def __init__(self, path: Union[str, "os.PathLike[str]"], device: Optional[Device] = ..., dtype: Any = ...,
-                 context: int = ..., prefill_chunk: int = ..., dequantize: bool = ..., progress: bool = ...) -> None: ...
+                 context: int = ..., prefill_chunk: int = ..., dequantize: bool = ..., progress: bool = ...,
+                 comm: Optional[Comm] = ...) -> None: ...
     def generate(self, prompt: Prompt, max_tokens: Optional[int] = ..., *, temperature: float = ..., top_k: int = ...,
                  top_p: float = ..., min_p: float = ..., repetition_penalty: float = ..., repeat_last_n: int = ...,
                  seed: int = ..., stop: Union[None, str, Sequence[str]] = ..., ignore_eos: bool = ...,
@@ -87,7 +88,8 @@ class Model:
     def tokenizer(self) -> Tokenizer: ...
 
 def load_model(path: Union[None, str, "os.PathLike[str]"] = ..., device: Optional[Device] = ..., dtype: Any = ..., *,
-               context: int = ..., prefill_chunk: int = ..., dequantize: bool = ..., progress: bool = ...) -> Model: ...
+               context: int = ..., prefill_chunk: int = ..., dequantize: bool = ..., progress: bool = ...,
+               comm: Optional[Comm] = ...) -> Model: ...
 def chat_apply(format: str, messages: Sequence[Message], default_system: Optional[str] = ...,
                add_generation_prompt: bool = ...) -> str: ...
 def chat_format_detect(template: str) -> str: ...
