@@ -169,6 +169,24 @@ bool t_cmp_values_floor(const char *what, wk_dtype dt, const double *got, const 
                         double floor_);
 /* wk_last_error() must mention each of the NULL-terminated words. */
 bool t_check_error(const char *what, wk_status want, wk_status got, ...);
+/* A call that must fail: r (its result) is NULL, the status is want
+ * (T_ANY_STATUS: any failure) and the message mentions w1, w2 and w3
+ * (NULL ends the words early). A tensor returned by mistake is released. */
+#define T_ANY_STATUS WK_STATUS_COUNT
+void t_check_null(const char *expr, wk_tensor *r, wk_status want, const char *w1, const char *w2, const char *w3);
+
+/* ---- language-model references (test_llm_ref.c, test_llm_llamacpp.c) -- */
+
+/* A model file: $env when set, else file in wick's model cache
+ * ($WICK_CACHE, $XDG_CACHE_HOME/wick, ~/.cache/wick). Whether it is
+ * readable. */
+bool t_model_path(const char *env, const char *file, char *path, size_t n);
+/* The integers of a JSON array into out (at most cap); -1 when one is not
+ * an integer. */
+struct wk_json;
+int64_t t_json_ints(const struct wk_json *a, int32_t *out, int64_t cap);
+/* The index of the largest of n values (the first of equals). */
+int32_t t_argmax(const float *row, int64_t n);
 
 /* ---- runner state used by test_coverage.c ------------------------------ */
 

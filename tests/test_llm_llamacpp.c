@@ -70,40 +70,6 @@ static const lref_model models[] = {
     { "gemma3", "gemma-3-270m-q4_k_m.gguf", "WICK_GEMMA3", "gemma3_llamacpp_ref.json", "--gemma3 " },
 };
 
-static bool find_model(const lref_model *lm, char *path, size_t n)
-{
-    const char *file = lm->file;
-    const char *e = getenv(lm->env);
-    if (e && *e) {
-        snprintf(path, n, "%s", e);
-        return access(path, R_OK) == 0;
-    }
-    if ((e = getenv("WICK_CACHE")) && *e) snprintf(path, n, "%s/%s", e, file);
-    else if ((e = getenv("XDG_CACHE_HOME")) && *e) snprintf(path, n, "%s/wick/%s", e, file);
-    else if ((e = getenv("HOME")) && *e) snprintf(path, n, "%s/.cache/wick/%s", e, file);
-    else return false;
-    return access(path, R_OK) == 0;
-}
-
-static int64_t ints(const wk_json *a, int32_t *out, int64_t cap)
-{
-    int64_t n = 0;
-    for (size_t i = 0; i < wk_json_count(a) && n < cap; i++) {
-        int64_t v;
-        if (!wk_json_int(wk_json_item(a, i), &v)) return -1;
-        out[n++] = (int32_t)v;
-    }
-    return n;
-}
-
-static int32_t argmax(const float *row, int64_t V)
-{
-    int64_t b = 0;
-    for (int64_t i = 1; i < V; i++)
-        if (row[i] > row[b]) b = i;
-    return (int32_t)b;
-}
-
 /* what one path did on the prompts */
 typedef struct stats {
     double max, sq;          /* largest top-8 difference, sum of squares     */
@@ -138,7 +104,8 @@ static void run_prompt(wk_llm *m, const wk_json *p, stats *s)
     const int64_t V = wk_llm_get_info(m)->n_vocab;
     const char *name = wk_json_string(wk_json_get(p, "name"), NULL);
     int32_t prompt[512], greedy[64];
-    int64_t np = ints(wk_json_get(p, "prompt_ids"), prompt, 512), ng = ints(wk_json_get(p, "greedy_ids"), greedy, 64);
+    int64_t np = t_json_ints(wk_json_get(p, "prompt_ids"), prompt, 512);
+    int64_t ng = t_json_ints(wk_json_get(p, "greedy_ids"), greedy, 64);
     const wk_json *pos = wk_json_get(p, "positions");
     if (np <= 0 || ng <= 0 || (int64_t)wk_json_count(pos) != np + ng) {
         t_fail("%s: the reference file is not as expected", name);
@@ -153,7 +120,7 @@ static void run_prompt(wk_llm *m, const wk_json *p, stats *s)
     float *row = lg + (np - 1) * V;
     for (int64_t i = 0; i < ng; i++) {
         s->steps++;
-        if (argmax(row, V) != greedy[i]) {
+        if (t_argmax(row, V) != greedy[i]) {
             double margin = 0;
             wk_json_number(wk_json_get(wk_json_item(pos, (size_t)(np - 1 + i)), "margin"), &margin);
             s->differ++;
@@ -179,7 +146,7 @@ static void set_qdot(const char *v)
 static void check_llamacpp(const lref_model *lm)
 {
     char path[4096];
-    if (!find_model(lm, path, sizeof path)) {
+    if (!t_model_path(lm->env, lm->file, path, sizeof path)) {
         if (getenv("WICK_REQUIRE_MODEL") && strcmp(getenv("WICK_REQUIRE_MODEL"), "0"))
             t_fail("%s not found (%s); tools/fetch-default-model.sh %sfetches it", lm->file, path, lm->fetch_flag);
         else printf("  llm_llamacpp/%s: no model at %s (tools/fetch-default-model.sh): not run\n", lm->name, path);

@@ -48,31 +48,6 @@ static const ref_model models[] = {
       "What is the boiling point of water in Celsius?", false },
 };
 
-static bool find_model(const ref_model *rm, char *path, size_t n)
-{
-    const char *e = getenv(rm->env);
-    if (e && *e) {
-        snprintf(path, n, "%s", e);
-        return access(path, R_OK) == 0;
-    }
-    if ((e = getenv("WICK_CACHE")) && *e) snprintf(path, n, "%s/%s", e, rm->file);
-    else if ((e = getenv("XDG_CACHE_HOME")) && *e) snprintf(path, n, "%s/wick/%s", e, rm->file);
-    else if ((e = getenv("HOME")) && *e) snprintf(path, n, "%s/.cache/wick/%s", e, rm->file);
-    else return false;
-    return access(path, R_OK) == 0;
-}
-
-static int64_t ints(const wk_json *a, int32_t *out, int64_t cap)
-{
-    int64_t n = 0;
-    for (size_t i = 0; i < wk_json_count(a) && n < cap; i++) {
-        int64_t v;
-        if (!wk_json_int(wk_json_item(a, i), &v)) return -1;
-        out[n++] = (int32_t)v;
-    }
-    return n;
-}
-
 /* the reference's top-k at position t against wick's row; returns the
  * largest difference */
 static double cmp_row(const wk_json *pos, const float *row, int64_t V, const char *what, int t)
@@ -92,21 +67,14 @@ static double cmp_row(const wk_json *pos, const float *row, int64_t V, const cha
     return e;
 }
 
-static int32_t argmax(const float *row, int64_t V)
-{
-    int64_t b = 0;
-    for (int64_t i = 1; i < V; i++)
-        if (row[i] > row[b]) b = i;
-    return (int32_t)b;
-}
-
 static void run_prompt(wk_llm *m, const wk_json *p, const char *mode)
 {
     const wk_llm_info *in = wk_llm_get_info(m);
     const int64_t V = in->n_vocab;
     const char *name = wk_json_string(wk_json_get(p, "name"), NULL);
     int32_t prompt[512], greedy[64];
-    int64_t np = ints(wk_json_get(p, "prompt_ids"), prompt, 512), ng = ints(wk_json_get(p, "greedy_ids"), greedy, 64);
+    int64_t np = t_json_ints(wk_json_get(p, "prompt_ids"), prompt, 512);
+    int64_t ng = t_json_ints(wk_json_get(p, "greedy_ids"), greedy, 64);
     const wk_json *pos = wk_json_get(p, "positions");
     if (np <= 0 || ng <= 0 || (int64_t)wk_json_count(pos) != np + ng) {
         t_fail("%s: the reference file is not as expected", name);
@@ -126,7 +94,7 @@ static void run_prompt(wk_llm *m, const wk_json *p, const char *mode)
     int bad_greedy = 0;
     float *row = lg + (np - 1) * V;
     for (int64_t i = 0; i < ng; i++) {
-        const int32_t mine = argmax(row, V);
+        const int32_t mine = t_argmax(row, V);
         if (mine != greedy[i]) {
             double margin = 0;
             wk_json_number(wk_json_get(wk_json_item(pos, (size_t)(np - 1 + i)), "margin"), &margin);
@@ -153,7 +121,7 @@ static void run_prompt(wk_llm *m, const wk_json *p, const char *mode)
 static void check_model(const ref_model *rm)
 {
     char path[4096];
-    if (!find_model(rm, path, sizeof path)) {
+    if (!t_model_path(rm->env, rm->file, path, sizeof path)) {
         if (getenv("WICK_REQUIRE_MODEL") && strcmp(getenv("WICK_REQUIRE_MODEL"), "0"))
             t_fail("%s not found (%s); tools/fetch-default-model.sh %sfetches it", rm->file, path,
                    strcmp(rm->name, "smollm2") ? "--gemma3 " : "");
@@ -196,7 +164,7 @@ static void check_model(const ref_model *rm)
                 free(mine);
             }
             int32_t *ids = NULL, want[512];
-            int64_t n = 0, nw = ints(wk_json_get(p, "prompt_ids"), want, 512);
+            int64_t n = 0, nw = t_json_ints(wk_json_get(p, "prompt_ids"), want, 512);
             /* as tools/gen_model_ref.py tokenizes: BOS as the file says,
                except in a chat, whose template writes its own */
             const bool bos = !(name && !strcmp(name, "chat"));

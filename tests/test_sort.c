@@ -194,18 +194,7 @@ static void torch_cases(void)
 }
 
 #define ANY WK_STATUS_COUNT
-static void check_null_(const char *expr, wk_tensor *r, wk_status want, const char *w1, const char *w2)
-{
-    if (r) {
-        t_own(r);
-        t_fail("%s returned a tensor", expr);
-        return;
-    }
-    wk_status got = wk_last_status();
-    if (want == ANY) want = got == WK_OK ? WK_ERR_ARGUMENT : got;
-    t_check_error(expr, want, got, w1, w2, (const char *)NULL);
-}
-#define NUL(expr, want, ...) check_null_(#expr, (expr), (want), __VA_ARGS__)
+#define NUL(expr, want, w1, w2) t_check_null(#expr, (expr), (want), (w1), (w2), NULL)
 
 static void errors(void)
 {

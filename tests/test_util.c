@@ -8,7 +8,9 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "test.h"
+#include "wick_model.h"
 
 /* ---- shapes and arrays ------------------------------------------------- */
 
@@ -476,4 +478,49 @@ void t_each_gpu(void (*fn)(wk_device *dev, const char *name, void *arg), void *a
             wk_device_close(d);
         }
     }
+}
+
+void t_check_null(const char *expr, wk_tensor *r, wk_status want, const char *w1, const char *w2, const char *w3)
+{
+    if (r) {
+        t_own(r);
+        t_fail("%s returned a tensor", expr);
+        return;
+    }
+    wk_status got = wk_last_status();
+    if (want == T_ANY_STATUS) want = got == WK_OK ? WK_ERR_ARGUMENT : got;
+    t_check_error(expr, want, got, w1, w2, w3, (const char *)NULL);
+}
+
+bool t_model_path(const char *env, const char *file, char *path, size_t n)
+{
+    const char *e = getenv(env);
+    if (e && *e) {
+        snprintf(path, n, "%s", e);
+        return access(path, R_OK) == 0;
+    }
+    if ((e = getenv("WICK_CACHE")) && *e) snprintf(path, n, "%s/%s", e, file);
+    else if ((e = getenv("XDG_CACHE_HOME")) && *e) snprintf(path, n, "%s/wick/%s", e, file);
+    else if ((e = getenv("HOME")) && *e) snprintf(path, n, "%s/.cache/wick/%s", e, file);
+    else return false;
+    return access(path, R_OK) == 0;
+}
+
+int64_t t_json_ints(const wk_json *a, int32_t *out, int64_t cap)
+{
+    int64_t n = 0;
+    for (size_t i = 0; i < wk_json_count(a) && n < cap; i++) {
+        int64_t v;
+        if (!wk_json_int(wk_json_item(a, i), &v)) return -1;
+        out[n++] = (int32_t)v;
+    }
+    return n;
+}
+
+int32_t t_argmax(const float *row, int64_t n)
+{
+    int64_t b = 0;
+    for (int64_t i = 1; i < n; i++)
+        if (row[i] > row[b]) b = i;
+    return (int32_t)b;
 }
