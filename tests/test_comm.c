@@ -46,14 +46,22 @@ static double value(uint64_t seed, int rank, int64_t i)
     return (double)t_rng_int(&r, -40, 40) * 0.5;
 }
 
+/* t's values as doubles (exact for every dtype here), malloc'd: the rank
+ * threads read with this, not t_read, whose case-owned memory belongs to
+ * the case's own thread. */
 static bool read_doubles(const wk_tensor *t, double **out, int64_t *n)
 {
-    bool ok = true;
-    t_arr a = t_read(t, &ok);
-    if (!ok) return false;
-    *out = malloc((size_t)(a.n ? a.n : 1) * sizeof(double));
-    for (int64_t i = 0; i < a.n; i++) (*out)[i] = t_get(a.dt, a.p, i);
-    *n = a.n;
+    wk_tensor *d = wk_to_dtype(t, WK_F64);
+    const int64_t k = wk_tensor_numel(t);
+    *out = malloc((size_t)(k ? k : 1) * sizeof(double));
+    const bool ok = d && *out && wk_to_host(d, *out, (size_t)k * sizeof(double)) == WK_OK;
+    wk_release(d);
+    if (!ok) {
+        free(*out);
+        *out = NULL;
+        return false;
+    }
+    *n = k;
     return true;
 }
 
@@ -130,7 +138,7 @@ static void *run_rank(void *arg)
 /* Run one job per rank of an n-rank cpu communicator, in threads. */
 static bool run_all(int n, job *jobs)
 {
-    wk_device *devs[MAXR];
+    wk_device *devs[MAXR] = { 0 };
     wk_comm *comms[MAXR];
     for (int i = 0; i < n; i++) devs[i] = t_dev();
     wk_status st = wk_comm_init_all(devs, n, comms);

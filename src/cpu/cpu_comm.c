@@ -35,10 +35,12 @@ typedef struct cpu_comm_group {
     int arrived;
     unsigned long generation;
     bool broken;                 /* a wait timed out: every later call fails */
+    double timeout;              /* seconds a rank waits (read at creation)  */
     wk_coll_args post[];         /* one per rank                          */
 } cpu_comm_group;
 
-/* Seconds a rank waits for the others (WICK_COMM_TIMEOUT, default 600). */
+/* Seconds a rank waits for the others (WICK_COMM_TIMEOUT, default 600),
+ * read when a communicator is made. */
 static double comm_timeout(void)
 {
     const char *e = getenv("WICK_COMM_TIMEOUT");
@@ -65,7 +67,7 @@ static bool group_wait(cpu_comm_group *g)
     }
     struct timespec until;
     clock_gettime(CLOCK_REALTIME, &until);
-    const double t = comm_timeout();
+    const double t = g->timeout;
     until.tv_sec += (time_t)t;
     until.tv_nsec += (long)((t - (double)(time_t)t) * 1e9);
     if (until.tv_nsec >= 1000000000L) until.tv_sec++, until.tv_nsec -= 1000000000L;
@@ -84,7 +86,7 @@ static wk_status broken(const cpu_comm_group *g, int rank)
     return wk_cpu_host->set_error(WK_ERR_BACKEND,
                                   "rank %d of %d waited more than %g s for the other ranks (WICK_COMM_TIMEOUT): a rank "
                                   "failed before this collective or made another call; the communicator is unusable",
-                                  rank, g->n, comm_timeout());
+                                  rank, g->n, g->timeout);
 }
 
 typedef struct cpu_comm {
@@ -109,6 +111,7 @@ wk_status wk_cpu_comm_init_all(void *const *ctxs, int n, void **comms)
     }
     pthread_cond_init(&g->cv, NULL);
     g->n = n;
+    g->timeout = comm_timeout();
     atomic_init(&g->refs, n);
     /* one allocation per rank, so that each rank frees its own */
     for (int i = 0; i < n; i++) {
