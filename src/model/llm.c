@@ -296,7 +296,7 @@ static wk_status fuse(wk_tensor **dst, wk_tensor **const *parts, int n)
 {
     for (int i = 0; i < n; i++)
         if (!*parts[i] || wk_tensor_dtype(*parts[i]) != wk_tensor_dtype(*parts[0])) return WK_OK;
-    wk_tensor *ts[3];
+    wk_tensor *ts[3] = { 0 };
     for (int i = 0; i < n; i++) ts[i] = *parts[i];
     wk_tensor *c = wk_cat(ts, n, 0);
     if (!c) return wk_merr_core("stacking weights");
