@@ -103,12 +103,17 @@ $(BUILD)/wick-tok-check: tests/tokenizer/tok_check.c $(BUILD)/libwick.a
 	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDLIBS)
 
 # The model oracle's wick side (tools/llm_oracle.py runs it against transformers).
-$(BUILD)/wick-llm-oracle: tests/device/llm_oracle.c $(BUILD)/libwick.a
+$(BUILD)/wick-llm-oracle: tests/device/llm_oracle.c cli/ranks.h $(BUILD)/libwick.a
 	@$(if $(V),,echo "  LD $@")
-	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDLIBS)
+	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $(filter-out %.h,$^) $(LDLIBS)
 
 # A language model's prefill and decode speed through the C API (bench/run_model.sh).
-$(BUILD)/wick-llm-bench: bench/llm_bench.c cli/timing.h $(BUILD)/libwick.a
+$(BUILD)/wick-llm-bench: bench/llm_bench.c cli/ranks.h cli/timing.h $(BUILD)/libwick.a
+	@$(if $(V),,echo "  LD $@")
+	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $(filter-out %.h,$^) $(LDLIBS)
+
+# all_reduce across the GPUs of a host (bench/comm_vs_torch.py).
+$(BUILD)/wick-comm-bench: bench/comm_bench.c cli/ranks.h cli/timing.h $(BUILD)/libwick.a
 	@$(if $(V),,echo "  LD $@")
 	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $(filter-out %.h,$^) $(LDLIBS)
 

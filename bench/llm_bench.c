@@ -5,7 +5,7 @@
  *
  *   wick-llm-bench MODEL [--device D] [--dtype bf16|f32] [--prefill N]
  *                  [--decode-at C1,C2,..] [--steps S] [--reps R]
- *                  [--chunk T] [--label TEXT]
+ *                  [--chunk T] [--tp N] [--label TEXT]
  *
  * Loads MODEL with a KV cache of max(C) + S + 1 positions (and at least
  * N), then:
@@ -27,19 +27,23 @@
  * synchronizes, at each of which the plugin prints its count to stderr.
  * Prints one JSON object per measurement. Token ids are random
  * (seed 1), so the work does not depend on a tokenizer.
+ * --tp N: the model split over N devices of --device's kind (cuda:0 ..
+ * cuda:N-1; cli/ranks.h), one thread per rank, every rank running the
+ * same loop (the logits are whole on every rank); rank 0 prints.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "wick.h"
 #include "wick_llm.h"
+#include "wick_comm.h"
+#include "../cli/ranks.h"
 #include "../cli/timing.h"
 
-static uint64_t rng_state = 1;
-static uint32_t rnd(void)
+static uint32_t rnd(uint64_t *state)
 {
-    rng_state = rng_state * 6364136223846793005ull + 1442695040888963407ull;
-    return (uint32_t)(rng_state >> 33);
+    *state = *state * 6364136223846793005ull + 1442695040888963407ull;
+    return (uint32_t)(*state >> 33);
 }
 
 static int parse_list(const char *s, int64_t *out, int cap)
@@ -63,67 +67,57 @@ static int32_t argmax(const float *v, int64_t n)
     return (int32_t)b;
 }
 
-int main(int argc, char **argv)
+typedef struct bench_cfg {
+    const char *model, *device, *dtype, *label;
+    int64_t prefill, steps, reps, chunk, at[8];
+    int n_at, tp;
+} bench_cfg;
+
+/* Loads the model (one rank's share when comm is set) and runs every
+ * measurement; only the lead (rank 0, or the only rank) prints. */
+static int bench_run(wk_comm *comm, void *arg)
 {
-    const char *model = NULL, *device = "cuda:0", *dtype = "bf16", *label = "";
-    int64_t prefill = 2048, steps = 64, reps = 3, chunk = 0, at[8] = { 512, 4096 };
-    int n_at = 2;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(a, "--device") && v) device = argv[++i];
-        else if (!strcmp(a, "--dtype") && v) dtype = argv[++i];
-        else if (!strcmp(a, "--prefill") && v) prefill = atoll(argv[++i]);
-        else if (!strcmp(a, "--steps") && v) steps = atoll(argv[++i]);
-        else if (!strcmp(a, "--reps") && v) reps = atoll(argv[++i]);
-        else if (!strcmp(a, "--chunk") && v) chunk = atoll(argv[++i]);
-        else if (!strcmp(a, "--label") && v) label = argv[++i];
-        else if (!strcmp(a, "--decode-at") && v) {
-            n_at = parse_list(argv[++i], at, 8);
-            if (n_at < 0) n_at = 0;
-        } else if (!model && a[0] != '-') model = a;
-        else {
-            fprintf(stderr, "wick-llm-bench: bad argument '%s'\n", a);
-            return 2;
-        }
-    }
-    if (!model || steps < 5 || reps < 1 || prefill < 0) {
-        fprintf(stderr, "usage: wick-llm-bench MODEL [--device D] [--dtype bf16|f32] [--prefill N] "
-                        "[--decode-at C1,C2] [--steps S>=5] [--reps R] [--chunk T] [--label TEXT]\n");
-        return 2;
-    }
+    const bench_cfg *c = arg;
+    const bool lead = !comm || wk_comm_rank(comm) == 0;
+    const char *label = c->label;
+    const int64_t prefill = c->prefill, steps = c->steps, reps = c->reps;
     int64_t ctx = prefill;
-    for (int i = 0; i < n_at; i++)
-        if (at[i] + steps + 1 > ctx) ctx = at[i] + steps + 1;
-    wk_device *dev = wk_device_open(device);
+    for (int i = 0; i < c->n_at; i++)
+        if (c->at[i] + steps + 1 > ctx) ctx = c->at[i] + steps + 1;
+    wk_device *dev = comm ? wk_comm_device(comm) : wk_device_open(c->device);
     if (!dev) {
         fprintf(stderr, "wick-llm-bench: %s\n", wk_last_error());
         return 1;
     }
-    wk_llm_options o = { .act_dtype = !strcmp(dtype, "f32") ? WK_F32 : WK_BF16, .context = ctx,
-                         .prefill_chunk = chunk ? chunk : (prefill > 0 ? prefill : 512),
-                         .progress = WK_PROGRESS_OFF };
+    wk_llm_options o = { .act_dtype = !strcmp(c->dtype, "f32") ? WK_F32 : WK_BF16, .context = ctx,
+                         .prefill_chunk = c->chunk ? c->chunk : (prefill > 0 ? prefill : 512),
+                         .progress = WK_PROGRESS_OFF, .comm = comm };
     double t0 = wk_now_ms();
-    wk_llm *m = wk_llm_load(model, dev, &o);
+    wk_llm *m = wk_llm_load(c->model, dev, &o);
     if (!m) {
         fprintf(stderr, "wick-llm-bench: %s\n", wk_model_last_error());
+        if (!comm) wk_device_close(dev);
         return 1;
     }
     const double load_ms = wk_now_ms() - t0;
     const wk_llm_info *in = wk_llm_get_info(m);
     const int64_t V = in->n_vocab;
-    printf("{\"label\": \"%s\", \"what\": \"load\", \"device\": \"%s\", \"weight_dtype\": \"%s\", \"act\": \"%s\", "
-           "\"weight_bytes\": %llu, \"n_vocab\": %lld, \"n_embd\": %lld, \"n_layer\": %lld, \"context\": %lld, "
-           "\"load_ms\": %.0f}\n",
-           label, device, wk_dtype_name(in->weight_dtype), wk_dtype_name(in->act_dtype),
-           (unsigned long long)in->weight_bytes, (long long)V, (long long)in->n_embd, (long long)in->n_layer,
-           (long long)ctx, load_ms);
-    fflush(stdout);
-    int64_t maxtok = ctx;
-    int32_t *toks = malloc((size_t)maxtok * sizeof *toks);
+    if (lead) {
+        printf("{\"label\": \"%s\", \"what\": \"load\", \"device\": \"%s\", \"tp\": %d, \"weight_dtype\": \"%s\", "
+               "\"act\": \"%s\", \"weight_bytes\": %llu, \"n_vocab\": %lld, \"n_embd\": %lld, \"n_layer\": %lld, "
+               "\"context\": %lld, \"load_ms\": %.0f}\n",
+               label, c->device, in->tp_size, wk_dtype_name(in->weight_dtype), wk_dtype_name(in->act_dtype),
+               (unsigned long long)in->weight_bytes, (long long)V, (long long)in->n_embd, (long long)in->n_layer,
+               (long long)ctx, load_ms);
+        fflush(stdout);
+    }
+    /* the same random ids on every rank (seed 1) */
+    int32_t *toks = malloc((size_t)ctx * sizeof *toks);
     float *lg = malloc((size_t)V * sizeof *lg);
     double *ts = malloc((size_t)(reps + steps + 1) * sizeof *ts);
-    if (!toks || !lg || !ts) return 1;
-    for (int64_t i = 0; i < maxtok; i++) toks[i] = (int32_t)(rnd() % (uint32_t)V);
+    if (!toks || !lg || !ts) goto fail;
+    uint64_t seed = 1;
+    for (int64_t i = 0; i < ctx; i++) toks[i] = (int32_t)(rnd(&seed) % (uint32_t)V);
 
     if (prefill > 0) {
         for (int64_t r = 0; r <= reps; r++) {
@@ -134,17 +128,18 @@ int main(int argc, char **argv)
             if (r > 0) ts[r - 1] = ms;
         }
         const double med = wk_median(ts, (int)reps);
-        printf("{\"label\": \"%s\", \"what\": \"prefill\", \"tokens\": %lld, \"chunk\": %lld, \"reps\": %lld, "
-               "\"median_ms\": %.3f, \"min_ms\": %.3f, \"tokens_per_s\": %.1f}\n",
-               label, (long long)prefill, (long long)o.prefill_chunk, (long long)reps, med, ts[0],
-               1e3 * (double)prefill / med);
+        if (lead)
+            printf("{\"label\": \"%s\", \"what\": \"prefill\", \"tokens\": %lld, \"chunk\": %lld, \"reps\": %lld, "
+                   "\"median_ms\": %.3f, \"min_ms\": %.3f, \"tokens_per_s\": %.1f}\n",
+                   label, (long long)prefill, (long long)o.prefill_chunk, (long long)reps, med, ts[0],
+                   1e3 * (double)prefill / med);
         fflush(stdout);
     }
-    for (int i = 0; i < n_at; i++) {
-        const int64_t c = at[i];
+    for (int i = 0; i < c->n_at; i++) {
+        const int64_t at = c->at[i];
         if (wk_llm_rewind(m, 0)) goto fail;
-        if (c > 0 && wk_llm_eval(m, toks, c, false, lg)) goto fail;
-        int32_t tok = c > 0 ? argmax(lg, V) : 1;
+        if (at > 0 && wk_llm_eval(m, toks, at, false, lg)) goto fail;
+        int32_t tok = at > 0 ? argmax(lg, V) : 1;
         double sum = 0;
         int64_t timed = 0;
         for (int64_t s = 0; s < steps; s++) {
@@ -158,41 +153,85 @@ int main(int argc, char **argv)
             }
         }
         const double mean = sum / (double)timed, med = wk_median(ts, (int)timed);
-        printf("{\"label\": \"%s\", \"what\": \"decode\", \"context\": %lld, \"steps\": %lld, \"median_ms\": %.4f, "
-               "\"min_ms\": %.4f, \"mean_ms\": %.4f, \"tokens_per_s\": %.1f, \"tokens_per_s_mean\": %.1f}\n",
-               label, (long long)c, (long long)timed, med, ts[0], mean, 1e3 / med, 1e3 / mean);
+        if (lead)
+            printf("{\"label\": \"%s\", \"what\": \"decode\", \"context\": %lld, \"steps\": %lld, \"median_ms\": %.4f, "
+                   "\"min_ms\": %.4f, \"mean_ms\": %.4f, \"tokens_per_s\": %.1f, \"tokens_per_s_mean\": %.1f}\n",
+                   label, (long long)at, (long long)timed, med, ts[0], mean, 1e3 / med, 1e3 / mean);
         fflush(stdout);
         /* the same through wk_llm_generate, greedy: the argmax on the
            device, 4 bytes back per step (gen_ms: steps - 1 evals and
            the first token's choice) */
-        if (c > 0) {
+        if (at > 0) {
             if (wk_llm_rewind(m, 0)) goto fail;
             wk_generate_opts go = { .sampling = wk_sampling_greedy(), .max_tokens = steps, .ignore_eog = true };
             wk_generate_stats gs;
-            if (wk_llm_generate(m, toks, c, &go, NULL, NULL, &gs)) goto fail;
-            printf("{\"label\": \"%s\", \"what\": \"generate\", \"context\": %lld, \"steps\": %lld, \"gen_ms\": %.3f, "
-                   "\"tokens_per_s\": %.1f}\n",
-                   label, (long long)c, (long long)gs.gen_tokens, gs.gen_ms,
-                   1e3 * (double)(gs.gen_tokens - 1) / gs.gen_ms);
+            if (wk_llm_generate(m, toks, at, &go, NULL, NULL, &gs)) goto fail;
+            if (lead)
+                printf("{\"label\": \"%s\", \"what\": \"generate\", \"context\": %lld, \"steps\": %lld, "
+                       "\"gen_ms\": %.3f, \"tokens_per_s\": %.1f}\n",
+                       label, (long long)at, (long long)gs.gen_tokens, gs.gen_ms,
+                       1e3 * (double)(gs.gen_tokens - 1) / gs.gen_ms);
             fflush(stdout);
         }
-        if (i == 0 && getenv("WICK_GPU_COUNT_LAUNCHES")) {
+        if (i == 0 && lead && !comm && getenv("WICK_GPU_COUNT_LAUNCHES")) {
             /* the plugin prints its launch count at each synchronize:
                the difference of the two lines is one decode step's */
             fprintf(stderr, "wick-llm-bench: one decode step at context %lld between the next two counts\n",
-                    (long long)(c + steps));
+                    (long long)(at + steps));
             if (wk_device_synchronize(dev)) goto fail;
             if (wk_llm_eval(m, &tok, 1, false, lg)) goto fail;
             if (wk_device_synchronize(dev)) goto fail;
         }
     }
+    int rc = 0;
+    if (0) {
+fail:
+        fprintf(stderr, "wick-llm-bench: %s\n", wk_model_last_error());
+        rc = 1;
+    }
     wk_llm_free(m);
-    wk_device_close(dev);
+    if (!comm) wk_device_close(dev);
     free(toks);
     free(lg);
     free(ts);
-    return 0;
-fail:
-    fprintf(stderr, "wick-llm-bench: %s\n", wk_model_last_error());
-    return 1;
+    return rc;
+}
+
+int main(int argc, char **argv)
+{
+    bench_cfg c = { .device = "cuda:0", .dtype = "bf16", .label = "", .prefill = 2048, .steps = 64, .reps = 3,
+                    .at = { 512, 4096 }, .n_at = 2, .tp = 1 };
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(a, "--device") && v) c.device = argv[++i];
+        else if (!strcmp(a, "--dtype") && v) c.dtype = argv[++i];
+        else if (!strcmp(a, "--prefill") && v) c.prefill = atoll(argv[++i]);
+        else if (!strcmp(a, "--steps") && v) c.steps = atoll(argv[++i]);
+        else if (!strcmp(a, "--reps") && v) c.reps = atoll(argv[++i]);
+        else if (!strcmp(a, "--chunk") && v) c.chunk = atoll(argv[++i]);
+        else if (!strcmp(a, "--tp") && v) c.tp = atoi(argv[++i]);
+        else if (!strcmp(a, "--label") && v) c.label = argv[++i];
+        else if (!strcmp(a, "--decode-at") && v) {
+            c.n_at = parse_list(argv[++i], c.at, 8);
+            if (c.n_at < 0) c.n_at = 0;
+        } else if (!c.model && a[0] != '-') c.model = a;
+        else {
+            fprintf(stderr, "wick-llm-bench: bad argument '%s'\n", a);
+            return 2;
+        }
+    }
+    if (!c.model || c.steps < 5 || c.reps < 1 || c.prefill < 0 || c.tp < 1 || c.tp > WK_MAX_RANKS) {
+        fprintf(stderr, "usage: wick-llm-bench MODEL [--device D] [--dtype bf16|f32] [--prefill N] "
+                        "[--decode-at C1,C2] [--steps S>=5] [--reps R] [--chunk T] [--tp N] [--label TEXT]\n");
+        return 2;
+    }
+    int rc;
+    if (c.tp == 1) rc = bench_run(NULL, &c);
+    else {
+        void *args[WK_MAX_RANKS];
+        for (int i = 0; i < c.tp; i++) args[i] = &c;
+        rc = wk_run_ranks(c.device, c.tp, bench_run, args, "wick-llm-bench");
+        rc = rc != 0;
+    }
+    return rc;
 }

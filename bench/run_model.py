@@ -265,7 +265,7 @@ def report(a):
             if not w:
                 continue
             roof = pct = ""
-            if what.startswith(("decode", "generate")) and bw:
+            if what.startswith(("decode", "generate")) and bw and ld.get("tp", 1) == 1:
                 ctx = w["context"]
                 wbytes = ld["weight_bytes"] - emb
                 kv = 2 * L * kvd * ctx * 2
@@ -275,6 +275,24 @@ def report(a):
             hv = f"{h['tokens_per_s']:.1f}" if h else ""
             ratio = f"{w['tokens_per_s'] / h['tokens_per_s']:.2f}x" if h else ""
             print(f"| {lab} | {what} | {w['tokens_per_s']:.1f} | {hv} | {ratio} | {roof} | {pct} |")
+    tps = [lab for lab, ld in loads.items() if ld.get("tp", 1) > 1]
+    if tps:   # tensor parallel against the same model on one GPU (target: 1.6x for N = 2)
+        print()
+        print("| tensor parallel | run | tok/s | one GPU tok/s | speed-up | target |")
+        print("|---|---|---|---|---|---|")
+        for lab in tps:
+            n = loads[lab]["tp"]
+            base = lab[: lab.rindex("-tp")] if "-tp" in lab else None
+            for (l, what), w in sorted(wk.items()):
+                one = wk.get((base, what))
+                if l != lab or not one:
+                    continue
+                r = w["tokens_per_s"] / one["tokens_per_s"]
+                tgt = ""
+                if n == 2 and what.startswith("decode"):
+                    tgt = ">= 1.6 " + ("met" if r >= 1.6 else "MISSED")
+                print(f"| {lab} ({n} GPUs) | {what} | {w['tokens_per_s']:.1f} | {one['tokens_per_s']:.1f} | "
+                      f"{r:.2f}x | {tgt} |")
     q = next((r for r in rows if r.get("what") == "quantize"), None)
     if q:
         print()

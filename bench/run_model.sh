@@ -14,10 +14,13 @@
 #      (WICK_GPU_COUNT_LAUNCHES=1) to count launches per decode token;
 #   4. quantizes the 8B file with `wick quantize ... q4_k_m` (timed, on
 #      the cpu) and times wick on that;
-#   5. with ORACLE=1, runs tools/llm_oracle.py on cuda:0 (correctness).
+#   5. with TP=N (a machine with N GPUs), times the 8B bf16 file split over
+#      cuda:0 .. cuda:N-1 too (label 8b-bf16-tpN, against 8b-bf16);
+#   6. with ORACLE=1, runs tools/llm_oracle.py on cuda:0 (correctness;
+#      with TP=N, each model split over N GPUs as well).
 # Results: $OUT/RESULTS.md (the table), $OUT/results.tar (the JSON lines and
 # logs). Models go to $WORK (default /tmp/wick-run-model; about 21 GB).
-#   MODELS=smol,8b Q4=1 ORACLE=0 [SMOL_VARIANTS="name:VAR=value .."] [B8_VARIANTS=..] [Q4_VARIANTS=..]
+#   MODELS=smol,8b Q4=1 ORACLE=0 [TP=2] [SMOL_VARIANTS="name:VAR=value .."] [B8_VARIANTS=..] [Q4_VARIANTS=..]
 #     [ORACLE_GGUF_ENV="VAR=value"] bench/run_model.sh
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -26,6 +29,7 @@ WORK=${WORK:-/tmp/wick-run-model}
 MODELS=${MODELS:-smol,8b}
 Q4=${Q4:-1}
 ORACLE=${ORACLE:-0}
+TP=${TP:-1}
 mkdir -p "$OUT" "$WORK"
 rm -f "$WORK"/*.jsonl "$WORK"/*.err
 export PYTHONUNBUFFERED=1
@@ -76,6 +80,7 @@ case ",$MODELS," in *,8b,*)
     for v in ${B8_VARIANTS:-}; do
         WB_ENV="${v#*:}" wbench "8b-bf16-${v%%:*}" "$WORK/8b.gguf" --steps 48 --reps 3
     done
+    [ "$TP" -gt 1 ] && wbench "8b-bf16-tp$TP" "$WORK/8b.gguf" --steps 48 --reps 3 --tp "$TP"
     if [ "$Q4" = 1 ]; then
         t=$(date +%s)
         if timeout 400 build/wick quantize -q "$WORK/8b.gguf" "$WORK/8b-q4km.gguf" q4_k_m > "$WORK/quantize.log" 2>&1; then
@@ -92,7 +97,7 @@ case ",$MODELS," in *,8b,*)
 esac
 status=0
 if [ "$ORACLE" = 1 ]; then
-    python3 tools/llm_oracle.py --device cuda:0 --exe build/wick-llm-oracle --out "$WORK/llm-oracle" > "$WORK/oracle.log" 2>&1 || status=1
+    python3 tools/llm_oracle.py --device cuda:0 --exe build/wick-llm-oracle --out "$WORK/llm-oracle" --tp "$TP" > "$WORK/oracle.log" 2>&1 || status=1
     stamp "oracle (exit $status)"; tail -25 "$WORK/oracle.log"
     if [ -n "${ORACLE_GGUF_ENV:-}" ]; then   # the GGUF checks again under other settings
         env $ORACLE_GGUF_ENV python3 tools/llm_oracle.py --device cuda:0 --exe build/wick-llm-oracle --only gguf \

@@ -17,13 +17,13 @@
  * the best one present: a GPU, else the cpu.
  */
 #include <limits.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include "wick.h"
 #include "wick_comm.h"
+#include "ranks.h"
 #include "wick_llm.h"
 #include "cli.h"
 
@@ -271,37 +271,34 @@ static int run_ids(wk_llm *m, const run_opts *o, bool lead)
 
 typedef struct tp_job {
     const run_opts *o;
-    wk_comm *comm;
     const char *text;    /* the prompt (NULL: o->ids) */
-    int rc;
 } tp_job;
 
-static void *tp_rank(void *arg)
+static int tp_rank(wk_comm *comm, void *arg)
 {
-    tp_job *j = arg;
+    const tp_job *j = arg;
     run_opts o = *j->o;
-    o.load.comm = j->comm;
-    const int rank = wk_comm_rank(j->comm);
+    o.load.comm = comm;
+    const int rank = wk_comm_rank(comm);
     const bool lead = rank == 0;   /* rank 0 speaks; the others compute alike */
     if (!lead) o.load.progress = WK_PROGRESS_OFF;
-    wk_llm *m = wk_llm_load(o.model, wk_comm_device(j->comm), &o.load);
+    wk_llm *m = wk_llm_load(o.model, wk_comm_device(comm), &o.load);
     if (!m) {
         fprintf(stderr, "wick run: rank %d: %s\n", rank, wk_model_last_error());
-        j->rc = WICK_EXIT_FAIL;
-        return NULL;
+        return WICK_EXIT_FAIL;
     }
     const wk_llm_info *in = wk_llm_get_info(m);
     if (lead && !o.quiet)
         fprintf(stderr, "%s: %s, %lld layers, %s weights, %s activations, context %lld, tensor parallel over %d ranks\n",
                 in->name, wk_llm_arch_name(in->arch), (long long)in->n_layer, wk_dtype_name(in->weight_dtype),
                 wk_dtype_name(in->act_dtype), (long long)in->context, in->tp_size);
-    j->rc = j->text ? run_text(m, &o, j->text, !o.raw, lead) : run_ids(m, &o, lead);
+    const int rc = j->text ? run_text(m, &o, j->text, !o.raw, lead) : run_ids(m, &o, lead);
     wk_llm_free(m);
-    return NULL;
+    return rc;
 }
 
 /* The model split over n devices: "cpu" n times (threads), or kind:0 ..
- * kind:n-1 of the GPU kind devname names. */
+ * kind:n-1 of the GPU kind devname names (cli/ranks.h). */
 static int run_tp(const run_opts *o, const char *devname)
 {
     const int n = o->tp;
@@ -313,41 +310,14 @@ static int run_tp(const run_opts *o, const char *devname)
         }
         if (!(text = read_all(stdin))) return WICK_EXIT_FAIL;
     }
-    wk_device *devs[64] = { 0 };
-    wk_comm *comms[64] = { 0 };
-    tp_job jobs[64];
-    pthread_t th[64];
-    int rc = WICK_EXIT_OK, opened = 0;
-    const bool cpu = !strcmp(devname, "cpu");
-    for (int i = 0; i < n && rc == WICK_EXIT_OK; i++, opened++) {
-        char name[40];
-        snprintf(name, sizeof name, "%.*s:%d", (int)strcspn(devname, ":"), devname, i);
-        devs[i] = cpu && i ? devs[0] : wk_device_open(cpu ? "cpu" : name);
-        if (!devs[i]) {
-            fprintf(stderr, "wick run: --tp %d: %s\n", n, wk_last_error());
-            rc = WICK_EXIT_FAIL;
-        }
-    }
-    if (rc == WICK_EXIT_OK && wk_comm_init_all(devs, n, comms) != WK_OK) {
-        fprintf(stderr, "wick run: --tp %d: %s\n", n, wk_last_error());
-        rc = WICK_EXIT_FAIL;
-    }
-    if (rc == WICK_EXIT_OK) {
-        for (int i = 0; i < n; i++) {
-            jobs[i] = (tp_job){ .o = o, .comm = comms[i], .text = o->ids ? NULL : o->prompt ? o->prompt : text };
-            if (i) pthread_create(&th[i], NULL, tp_rank, &jobs[i]);
-        }
-        tp_rank(&jobs[0]);
-        for (int i = 1; i < n; i++) pthread_join(th[i], NULL);
-        for (int i = 0; i < n; i++) {
-            if (jobs[i].rc && !rc) rc = jobs[i].rc;
-            wk_comm_free(comms[i]);
-        }
-    }
-    for (int i = 0; i < opened; i++)
-        if (devs[i] && !(cpu && i)) wk_device_close(devs[i]);
+    tp_job job = { .o = o, .text = o->ids ? NULL : o->prompt ? o->prompt : text };
+    void *args[WK_MAX_RANKS];
+    for (int i = 0; i < n; i++) args[i] = &job;
+    char who[40];
+    snprintf(who, sizeof who, "wick run: --tp %d", n);
+    const int rc = wk_run_ranks(devname, n, tp_rank, args, who);
     free(text);
-    return rc;
+    return rc < 0 ? WICK_EXIT_FAIL : rc;
 }
 
 /* The reply of a chat turn, printed and kept. */

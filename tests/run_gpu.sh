@@ -65,11 +65,7 @@ run "\`WICK_GEMM=tiled wick-parity --op matmul\`, virtual wave64" parity_tiled_w
 run "\`wick-device-checks --device cuda:0\` (errors, events, pinned memory, 2^31+ elements)" device_checks.log build/wick-device-checks --device cuda:0
 run "\`wick-rtc-checks --device cuda:0\` (custom ops launching NVRTC kernels on the device's stream, the disk cache across processes)" rtc_checks.log build/wick-rtc-checks --device cuda:0
 # NCCL: the loader's, else the one PyTorch's wheels carry
-if [ -z "${WICK_NCCL_LIB:-}" ] && ! ldconfig -p 2>/dev/null | grep -q 'libnccl.so.2 '; then
-  nccl=$(python3 -c 'import nvidia.nccl, os; print(os.path.join(list(nvidia.nccl.__path__)[0], "lib", "libnccl.so.2"))' 2>/dev/null)
-  [ -f "$nccl" ] || nccl=$(find / -name 'libnccl.so.2' -not -path '/proc/*' 2>/dev/null | head -1)
-  [ -f "$nccl" ] && export WICK_NCCL_LIB="$nccl"
-fi
+nccl=$(tools/find-nccl.sh); [ -n "$nccl" ] && export WICK_NCCL_LIB="$nccl"
 run "\`wick-comm-checks\` (collectives through NCCL on every GPU, one thread each; one-rank-per-process and torchrun-style set-up)" comm_checks.log build/wick-comm-checks
 run "\`wick-tests --filter events/\` and \`--filter host_memory/\` (cpu and every cuda device)" events_pinned.log sh -c 'build/wick-tests --filter events/ && build/wick-tests --filter host_memory/'
 run "\`wick-parity --op attention\`, portable attention path forced (ATTN_PORTABLE=1)" parity_ap.log env WICK_CUDA_PLUGIN=build-ap/libwick_cuda.so build/wick-parity --device cuda:0 --op attention

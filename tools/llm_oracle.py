@@ -25,6 +25,13 @@ norms, gemma3 with sliding and global layers) this
 Writes results.json and RESULTS.md into --out and prints the table. Exit 1
 when a bound is not met.
 
+With --tp N (a machine with N GPUs), each model also runs split over
+cuda:0 .. cuda:N-1 (tensor parallel, wick-llm-oracle --tp N) with the same
+tokens forced: f32 logits against wick's own single-device f32 logits
+(bound 1e-5 per row: the split changes only the order of the partial
+sums), the same argmax at every step, and bf16 against transformers' f32
+logits (the bf16 bound); the GGUF files' quantized checks too.
+
 Then GGUF files: a random llama written as llama.cpp's converter writes it
 (f32, Q/K rows permuted) against transformers, and that file quantized by
 `wick quantize` (q8_0, q4_k_m) on the device against the cpu (bound 1e-4).
@@ -32,13 +39,14 @@ With --speed, also times SmolLM2-135M's shape (random bf16 weights) in wick
 and in transformers, decode one token per step.
 
 Usage (repository root, after `make` and `make cuda`):
-  python3 tools/llm_oracle.py --device cuda:0 --out "$OUT" [--speed]
+  python3 tools/llm_oracle.py --device cuda:0 --out "$OUT" [--speed] [--tp 2]
 Needs torch and transformers.
 """
 import argparse, json, os, subprocess, sys, tempfile, time
 
 F32_BOUND = 1e-4      # max |wick - hf| / max |hf| per row, f32
 BF16_BOUND = 5e-2     # the same for bf16 activations against hf's f32 logits
+TP_BOUND = 1e-5       # tensor parallel f32 against the same model on one device
 PROMPT_LEN = 40
 STEPS = 32
 
@@ -97,11 +105,11 @@ def hf_run(model, prompt, steps, dev, dtype, forced=None):
     return seq[len(prompt):], full[: len(seq) - 1]
 
 
-def wick_run(exe, path, device, dtype, prompt, forced, tmp, env=None):
+def wick_run(exe, path, device, dtype, prompt, forced, tmp, env=None, tp=1):
     import numpy as np
     out = os.path.join(tmp, "wick.bin")
     cmd = [exe, path, "--device", device, "--dtype", dtype, "--prompt", ",".join(map(str, prompt)),
-           "--force", ",".join(map(str, forced)), "--out", out]
+           "--force", ",".join(map(str, forced)), "--out", out] + (["--tp", str(tp)] if tp > 1 else [])
     r = subprocess.run(cmd, capture_output=True, text=True, env=dict(os.environ, **(env or {})))
     if r.returncode != 0:
         raise RuntimeError(f"{' '.join(cmd[:6])}...: {r.stderr.strip()}")
@@ -109,6 +117,12 @@ def wick_run(exe, path, device, dtype, prompt, forced, tmp, env=None):
     rows, vocab, nst = int(raw[0]), int(raw[1]), int(raw[2])
     logits = raw[3 + nst:].view(np.float32).reshape(rows, vocab)
     return logits, json.loads(r.stdout.strip().splitlines()[-1])
+
+
+def same_argmax(a, b, first):
+    """rows first.. of two logit arrays: how many have the same argmax"""
+    import numpy as np
+    return int((np.argmax(a[first:], axis=1) == np.argmax(b[first:], axis=1)).sum())
 
 
 def row_errors(w, h):
@@ -223,6 +237,14 @@ def gguf_checks(a, tdev, tmp, ok):
                  "bound": bound}
             r["pass"] = bool(r["err"] <= bound)
             rows.append(r)
+            if a.tp > 1:   # split by rows of blocks over the GPUs, against one GPU
+                wt, _ = wick_run(a.exe, q, a.device, "f32", prompt, greedy, tmp, env, tp=a.tp)
+                e = row_errors(wt, torch.from_numpy(wd))
+                same = same_argmax(wt, wd, PROMPT_LEN - 1)
+                r = {"what": f"llama GGUF {qt}: --tp {a.tp} vs {a.device}, {label}", "err": float(e.max()),
+                     "greedy": same, "bound": bound}
+                r["pass"] = bool(r["err"] <= bound and same == STEPS)
+                rows.append(r)
     for r in rows:
         print(f"{r['what']}: {r['err']:.2e} {'ok' if r['pass'] else 'FAIL'}", flush=True)
         ok &= r["pass"]
@@ -281,6 +303,7 @@ def main():
     ap.add_argument("--out", default=".")
     ap.add_argument("--only", default=None, help="comma-separated architectures")
     ap.add_argument("--speed", action="store_true", help="also time SmolLM2-135M's shape in bf16 (wick and transformers)")
+    ap.add_argument("--tp", type=int, default=1, help="also run each model split over N GPUs of the device's kind")
     a = ap.parse_args()
 
     import numpy as np, torch, transformers
@@ -289,7 +312,8 @@ def main():
     os.makedirs(a.out, exist_ok=True)
     results = {"device": a.device, "torch_device": tdev, "torch": torch.__version__,
                "transformers": transformers.__version__, "f32_bound": F32_BOUND, "bf16_bound": BF16_BOUND,
-               "prompt_len": PROMPT_LEN, "steps": STEPS, "date": time.strftime("%Y-%m-%d"), "models": []}
+               "prompt_len": PROMPT_LEN, "steps": STEPS, "date": time.strftime("%Y-%m-%d"), "models": [],
+               "tp": a.tp, "tp_bound": TP_BOUND}
     if torch.cuda.is_available():
         results["gpu"] = torch.cuda.get_device_name(0)
     ok = True
@@ -331,11 +355,27 @@ def main():
                        prefill_bf16=float(ebf[:np_].max()), decode_bf16=float(ebf[np_:].max()),
                        hf_bf16=float(ehf.max()), wick_f32_times=t32, wick_bf16_times=tbf)
             rec["pass"] = bool(e32.max() <= F32_BOUND and same == STEPS and ebf.max() <= BF16_BOUND)
+            if a.tp > 1:
+                try:
+                    wt32, _ = wick_run(a.exe, path, a.device, "f32", prompt, greedy, tmp, tp=a.tp)
+                    wtbf, _ = wick_run(a.exe, path, a.device, "bf16", prompt, greedy, tmp, tp=a.tp)
+                    et = row_errors(wt32, torch.from_numpy(w32))
+                    rec.update(tp=a.tp, tp_f32=float(et.max()), tp_greedy=same_argmax(wt32, w32, np_ - 1),
+                               tp_bf16=float(row_errors(wtbf, ref).max()))
+                    rec["pass"] &= bool(rec["tp_f32"] <= TP_BOUND and rec["tp_greedy"] == STEPS
+                                        and rec["tp_bf16"] <= BF16_BOUND)
+                except RuntimeError as e:
+                    rec.update(tp=a.tp, tp_error=str(e))
+                    rec["pass"] = False
+                    print(f"{name} --tp {a.tp}: {e}", file=sys.stderr)
             ok &= rec["pass"]
             results["models"].append(rec)
             print(f"{name}: f32 prefill {rec['prefill_f32']:.2e} decode {rec['decode_f32']:.2e}, greedy {same}/{STEPS} "
                   f"(min margin {margin:.3f}); bf16 prefill {rec['prefill_bf16']:.2e} decode {rec['decode_bf16']:.2e} "
-                  f"(transformers bf16: {rec['hf_bf16']:.2e}) {'ok' if rec['pass'] else 'FAIL'}", flush=True)
+                  f"(transformers bf16: {rec['hf_bf16']:.2e})"
+                  + (f"; --tp {a.tp}: f32 vs one device {rec['tp_f32']:.2e}, argmax {rec['tp_greedy']}/{STEPS}, "
+                     f"bf16 {rec['tp_bf16']:.2e}" if "tp_f32" in rec else "")
+                  + f" {'ok' if rec['pass'] else 'FAIL'}", flush=True)
         if not a.only or "gguf" in a.only.split(","):
             results["gguf"], ok = gguf_checks(a, tdev, tmp, ok)
         if a.speed:
@@ -359,6 +399,16 @@ def main():
         lines.append(f"| {r['arch']} | {r['prefill_f32']:.1e} | {r['decode_f32']:.1e} | {r['greedy_same']}/{r['greedy_steps']} "
                      f"| {r['min_margin']:.3f} | {r['prefill_bf16']:.1e} | {r['decode_bf16']:.1e} | {r['hf_bf16']:.1e} "
                      f"| {'ok' if r['pass'] else 'FAIL'} |")
+    if a.tp > 1:
+        lines += ["", f"Tensor parallel: each model split over {a.tp} GPUs (`wick-llm-oracle --tp {a.tp}`), the same "
+                  f"tokens forced; f32 against wick's own logits on `{a.device}` alone (bound {TP_BOUND:g}), the steps "
+                  f"whose argmax is the same, and bf16 against transformers' f32 logits (bound {BF16_BOUND:g}):", "",
+                  "| arch | f32 vs one device | same argmax | bf16 vs transformers f32 |", "|---|---|---|---|"]
+        for r in results["models"]:
+            if "tp_f32" in r:
+                lines.append(f"| {r['arch']} | {r['tp_f32']:.1e} | {r['tp_greedy']}/{STEPS} | {r['tp_bf16']:.1e} |")
+            elif "tp_error" in r:
+                lines.append(f"| {r['arch']} | error: {r['tp_error'][:80]} | | |")
     if "gguf" in results:
         lines += ["", "GGUF files: a random llama written as llama.cpp's converter writes it (f32, Q and K rows "
                   "permuted), against transformers; then quantized by `wick quantize`, wick on the device against "

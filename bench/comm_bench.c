@@ -1,0 +1,131 @@
+/* comm_bench.c — build/wick-comm-bench: the time of wick_comm.h's
+ * all_reduce across the GPUs of one host (bench/comm_vs_torch.py runs it
+ * beside torch.distributed's all_reduce over NCCL, in the same run).
+ *
+ *   wick-comm-bench [--kind cuda|rocm] [--ranks N] [--dtype bf16|f16|f32]
+ *                   [--sizes 8K,1M,16M,256M] [--reps R]
+ *
+ * One thread per GPU (cli/ranks.h), every rank holding a tensor of each
+ * size (bytes; K/M suffixes) filled with ones. Per size: 5 untimed
+ * all_reduces, then R, each between two of the rank's device events; the
+ * median of rank 0's R times. The first result is checked (every element
+ * = N). Prints one JSON object per size: ms, algorithm bandwidth
+ * (bytes / time) and bus bandwidth (algorithm bandwidth x 2 (N - 1) / N,
+ * NCCL's convention: the fraction of the links' speed an all_reduce
+ * reaches, the same for any N).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "wick.h"
+#include "wick_comm.h"
+#include "../cli/ranks.h"
+#include "../cli/timing.h"
+
+#define MAX_SIZES 16
+
+typedef struct comm_cfg {
+    wk_dtype dt;
+    int n_sizes, reps;
+    int64_t sizes[MAX_SIZES];
+} comm_cfg;
+
+static int rank_run(wk_comm *comm, void *arg)
+{
+    const comm_cfg *c = arg;
+    wk_device *dev = wk_comm_device(comm);
+    const int rank = wk_comm_rank(comm), n = wk_comm_size(comm);
+    const size_t es = wk_dtype_size(c->dt);
+    wk_event **ev = calloc((size_t)c->reps + 1, sizeof *ev);
+    double *ms = calloc((size_t)c->reps, sizeof *ms);
+    int rc = 0;
+    for (int i = 0; ev && i <= c->reps; i++)
+        if (!(ev[i] = wk_event_new(dev))) rc = 1;
+    if (!ev || !ms) rc = 1;
+    for (int s = 0; s < c->n_sizes && !rc; s++) {
+        const int64_t count = c->sizes[s] / (int64_t)es;
+        wk_tensor *x = wk_full(dev, c->dt, WK_SHAPE(count), 1.0);
+        rc = !x || wk_all_reduce(comm, x) != WK_OK;
+        if (!rc) {   /* the first result: n everywhere (its last element read) */
+            wk_tensor *last = wk_narrow(x, 0, count - 1, 1);
+            wk_tensor *f = last ? wk_to_dtype(last, WK_F64) : NULL;
+            double v = 0;
+            rc = !f || wk_to_host(f, &v, sizeof v) != WK_OK || v != (double)n;
+            if (rc) fprintf(stderr, "wick-comm-bench: rank %d: all_reduce gave %g, not %d\n", rank, v, n);
+            wk_release(f);
+            wk_release(last);
+        }
+        for (int i = 0; i < 4 && !rc; i++) rc = wk_all_reduce(comm, x) != WK_OK;
+        for (int i = 0; i < c->reps && !rc; i++)
+            rc = wk_event_record(ev[i]) != WK_OK || wk_all_reduce(comm, x) != WK_OK;
+        if (!rc) rc = wk_event_record(ev[c->reps]) != WK_OK;
+        for (int i = 0; i < c->reps && !rc; i++) rc = wk_event_elapsed_ms(ev[i], ev[i + 1], &ms[i]) != WK_OK;
+        if (rc) fprintf(stderr, "wick-comm-bench: rank %d: %s\n", rank, wk_last_error());
+        else if (rank == 0) {
+            const double med = wk_median(ms, c->reps), bytes = (double)(count * (int64_t)es);
+            const double algbw = bytes / (med * 1e-3) / 1e9;
+            printf("{\"what\": \"all_reduce\", \"impl\": \"wick\", \"ranks\": %d, \"dtype\": \"%s\", \"bytes\": %.0f, "
+                   "\"reps\": %d, \"median_ms\": %.4f, \"min_ms\": %.4f, \"algbw_gbs\": %.2f, \"busbw_gbs\": %.2f}\n",
+                   n, wk_dtype_name(c->dt), bytes, c->reps, med, ms[0], algbw, algbw * 2.0 * (n - 1) / n);
+            fflush(stdout);
+        }
+        wk_release(x);
+    }
+    for (int i = 0; ev && i <= c->reps; i++) wk_event_free(ev[i]);
+    free(ev);
+    free(ms);
+    return rc;
+}
+
+static int parse_sizes(const char *s, int64_t *out)
+{
+    int n = 0;
+    while (*s && n < MAX_SIZES) {
+        char *end;
+        long long v = strtoll(s, &end, 10);
+        if (end == s || v <= 0) return -1;
+        if (*end == 'K' || *end == 'k') v <<= 10, end++;
+        else if (*end == 'M' || *end == 'm') v <<= 20, end++;
+        else if (*end == 'G' || *end == 'g') v <<= 30, end++;
+        out[n++] = v;
+        if (*end && *end != ',') return -1;
+        s = *end ? end + 1 : end;
+    }
+    return n;
+}
+
+int main(int argc, char **argv)
+{
+    const char *kind = "cuda", *dtype = "bf16", *sizes = "8K,64K,1M,16M,256M";
+    int ranks = 0;
+    comm_cfg c = { .reps = 20 };
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(a, "--kind") && v) kind = argv[++i];
+        else if (!strcmp(a, "--ranks") && v) ranks = atoi(argv[++i]);
+        else if (!strcmp(a, "--dtype") && v) dtype = argv[++i];
+        else if (!strcmp(a, "--sizes") && v) sizes = argv[++i];
+        else if (!strcmp(a, "--reps") && v) c.reps = atoi(argv[++i]);
+        else {
+            fprintf(stderr, "usage: wick-comm-bench [--kind cuda|rocm] [--ranks N] [--dtype bf16|f16|f32] "
+                            "[--sizes 8K,1M,256M] [--reps R]\n");
+            return 2;
+        }
+    }
+    c.dt = !strcmp(dtype, "f32") ? WK_F32 : !strcmp(dtype, "f16") ? WK_F16 : WK_BF16;
+    c.n_sizes = parse_sizes(sizes, c.sizes);
+    if (!ranks) ranks = wk_device_count(kind);
+    if (c.n_sizes <= 0 || c.reps < 1 || ranks < 1) {
+        fprintf(stderr, "wick-comm-bench: bad sizes or reps, or no %s device\n", kind);
+        return 2;
+    }
+    for (int s = 0; s < c.n_sizes; s++)
+        if (c.sizes[s] % (int64_t)wk_dtype_size(c.dt)) {
+            fprintf(stderr, "wick-comm-bench: %lld bytes is not a whole number of %s elements\n",
+                    (long long)c.sizes[s], dtype);
+            return 2;
+        }
+    void *args[WK_MAX_RANKS];
+    for (int i = 0; i < ranks && i < WK_MAX_RANKS; i++) args[i] = &c;
+    return wk_run_ranks(kind, ranks, rank_run, args, "wick-comm-bench") != 0;
+}
