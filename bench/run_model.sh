@@ -20,7 +20,7 @@
 #      with TP=N, each model split over N GPUs as well).
 # Results: $OUT/RESULTS.md (the table), $OUT/results.tar (the JSON lines and
 # logs). Models go to $WORK (default /tmp/wick-run-model; about 21 GB).
-#   MODELS=smol,8b Q4=1 ORACLE=0 [TP=2] [SMOL_VARIANTS="name:VAR=value .."] [B8_VARIANTS=..] [Q4_VARIANTS=..]
+#   MODELS=smol,8b Q4=1 ORACLE=0 [TP=2] [TP_VARIANTS=..] [SMOL_VARIANTS="name:VAR=value .."] [B8_VARIANTS=..] [Q4_VARIANTS=..]
 #     [ORACLE_GGUF_ENV="VAR=value"] bench/run_model.sh
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -63,7 +63,7 @@ wbench() {
     local rc=$?
     local n=$(awk '/one decode step/{f=1; next} f && /launches so far/{v[++k]=$NF} END{if (k>=2) print v[2]-v[1]}' "$WORK/wick-$label.err")
     [ -n "$n" ] && echo "{\"label\": \"$label\", \"what\": \"launches\", \"launches\": $n}" >> "$WORK/wick-$label.jsonl"
-    local tl=$(grep -h "one-token forward passes" "$WORK/wick-$label.err" | sed 's/^wick: //')
+    local tl=$(grep -h "one-token forward passes" "$WORK/wick-$label.err" | head -1 | sed 's/^wick: //')   # one rank's line
     [ -n "$tl" ] && echo "{\"label\": \"$label\", \"what\": \"host_split\", \"text\": \"$tl\"}" >> "$WORK/wick-$label.jsonl"
     stamp "wick $label (exit $rc)"; cat "$WORK/wick-$label.jsonl"; [ $rc = 0 ] || tail -5 "$WORK/wick-$label.err"
 }
@@ -80,7 +80,12 @@ case ",$MODELS," in *,8b,*)
     for v in ${B8_VARIANTS:-}; do
         WB_ENV="${v#*:}" wbench "8b-bf16-${v%%:*}" "$WORK/8b.gguf" --steps 48 --reps 3
     done
-    [ "$TP" -gt 1 ] && wbench "8b-bf16-tp$TP" "$WORK/8b.gguf" --steps 48 --reps 3 --tp "$TP"
+    if [ "$TP" -gt 1 ]; then
+        wbench "8b-bf16-tp$TP" "$WORK/8b.gguf" --steps 48 --reps 3 --tp "$TP"
+        for v in ${TP_VARIANTS:-}; do   # TP_VARIANTS="nccl:WICK_COMM_P2P=0"
+            WB_ENV="${v#*:}" wbench "8b-bf16-tp$TP-${v%%:*}" "$WORK/8b.gguf" --steps 48 --reps 3 --tp "$TP"
+        done
+    fi
     if [ "$Q4" = 1 ]; then
         t=$(date +%s)
         if timeout 400 build/wick quantize -q "$WORK/8b.gguf" "$WORK/8b-q4km.gguf" q4_k_m > "$WORK/quantize.log" 2>&1; then

@@ -13,7 +13,8 @@
 #             weights split by rows of blocks;
 #   8b      bench/run_model.sh with MODELS=8b TP=N: a Llama-3 8B shape in
 #           bf16 (random weights), decode and prefill on one GPU and split
-#           over N, transformers timed beside them.
+#           over N (and split with WICK_COMM_P2P=0: NCCL for every
+#           all_reduce), transformers timed beside them.
 # Usage: bench/run_tp.sh [checks] [8b]   (default: both; TP=N, default all
 # GPUs; OUT=dir for the logs and tables, default build/tp-run)
 set -uo pipefail
@@ -46,7 +47,7 @@ case " $steps " in *" checks "*)
     stamp "oracle --tp $TP"; tail -30 "$OUT/oracle.log" ;;
 esac
 case " $steps " in *" 8b "*)
-    OUT="$OUT/model" MODELS=8b Q4=0 TP="$TP" bench/run_model.sh > "$OUT/run_model.log" 2>&1 || status=1
+    OUT="$OUT/model" MODELS=8b Q4=0 TP="$TP" TP_VARIANTS="nccl:WICK_COMM_P2P=0" bench/run_model.sh > "$OUT/run_model.log" 2>&1 || status=1
     stamp "8b"; tail -25 "$OUT/run_model.log" ;;
 esac
 exit $status

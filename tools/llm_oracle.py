@@ -200,7 +200,9 @@ def gguf_checks(a, tdev, tmp, ok):
     to q8_0 and q4_k_m, and wick on a.device against wick on the cpu for
     each (the quantized matmul and lookup kernels of the device)."""
     import numpy as np, torch, transformers as T
-    cfg = T.LlamaConfig(vocab_size=512, hidden_size=256, intermediate_size=768, num_hidden_layers=4,
+    # widths that split in whole blocks of 256 over 2 ranks (--tp 2): o's
+    # 512 / 2 columns, down's 1024 / 2
+    cfg = T.LlamaConfig(vocab_size=512, hidden_size=512, intermediate_size=1024, num_hidden_layers=4,
                         num_attention_heads=8, num_key_value_heads=2, max_position_embeddings=512,
                         rms_norm_eps=1e-5, rope_theta=10000.0, tie_word_embeddings=False)
     cfg._attn_implementation = "eager"

@@ -13,6 +13,13 @@
  * Every collective runs on the stream of the rank's context, where wick's
  * ops on that device run, so it is ordered with them both ways and
  * returns before it finishes.
+ *
+ * Small all_reduces of a communicator made by wk_comm_init_all (the ranks
+ * of one process) whose GPUs reach each other's memory run as one wick
+ * kernel per rank over peer memory instead (see "one-shot all_reduce"
+ * below): a tensor-parallel decode step makes two all_reduces of a few
+ * KiB per layer, and there NCCL's fixed cost per call, on the device and
+ * on the host, is most of the time. WICK_COMM_P2P=0 turns it off.
  */
 #include "gpu_internal.h"
 #include <dlfcn.h>
@@ -122,11 +129,190 @@ static wk_status comm_fail(const comm_lib_t *L, const char *call, comm_res r)
                                   L->error_string ? L->error_string(r) : "?", COMM_LIB, r);
 }
 
-/* A rank: its library communicator and its context. */
+/* ---- one-shot all_reduce over peer memory ----------------------------
+ * For f32/f16/bf16 tensors of at most P2P_MAX_ELEMS elements, when every
+ * GPU of a wk_comm_init_all communicator can address every other's memory
+ * (NVLink or PCIe peer access on NVIDIA, xGMI on AMD). Each rank owns a
+ * staging buffer of two slots and a flag array on its GPU; one kernel per
+ * rank, each block on its chunk of P2P_CHUNK elements:
+ *   1. copies the chunk of x into the rank's slot (call parity),
+ *   2. after a system-scope fence, writes the call's epoch into every
+ *      peer's flag for (block, this rank), and waits until its own flags
+ *      from every peer reach the epoch (fence again),
+ *   3. sums the chunk over the ranks in rank order, in f32, into x.
+ * Every rank adds in the same order, so all hold the same bits (as the
+ * cpu communicator does). Two slots are enough: a rank writes slot e % 2
+ * in call e, after its call e - 1 saw every peer's flag e - 1, which a
+ * peer writes only once its call e - 2, the slot's last reader, finished
+ * on its stream. Flags hold epochs, compared as a signed difference, so a
+ * peer that is already one call ahead cannot hide the value a rank waits
+ * for. On AMD the buffers are fine-grained memory (coherent across GPUs
+ * while kernels run); on NVIDIA peer loads bypass L1 (ld.global.cg). */
+#define P2P_MAX_RANKS 8
+#define P2P_CHUNK 2048
+#define P2P_THREADS 256
+#define P2P_MAX_BLOCKS 128
+#define P2P_MAX_ELEMS ((int64_t)P2P_CHUNK * P2P_MAX_BLOCKS)
+
+struct p2p_group {                 /* shared by the ranks of one init_all */
+    int n, refs;
+    int dev[P2P_MAX_RANKS];
+    void *stage[P2P_MAX_RANKS];    /* 2 slots of P2P_MAX_ELEMS f32 each */
+    uint32_t *flags[P2P_MAX_RANKS];/* [P2P_MAX_BLOCKS][P2P_MAX_RANKS] */
+};
+
+struct p2p_args {
+    void *x;
+    int64_t count;
+    void *stage[P2P_MAX_RANKS];
+    uint32_t *flags[P2P_MAX_RANKS];
+    int n, rank;
+    uint32_t epoch;
+};
+
+template <typename T> __device__ inline float p2p_load(const T *p);
+template <> __device__ inline float p2p_load<float>(const float *p)
+{
+#if defined(__CUDA_ARCH__)
+    return __ldcg(p);
+#else
+    return *(const volatile float *)p;
+#endif
+}
+template <typename T> __device__ inline uint16_t p2p_bits(const T *p)
+{
+#if defined(__CUDA_ARCH__)
+    return __ldcg((const unsigned short *)p);
+#else
+    return *(const volatile uint16_t *)p;
+#endif
+}
+template <> __device__ inline float p2p_load<wk_bf16_t>(const wk_bf16_t *p) { return wk_bf16_to_f32(p2p_bits(p)); }
+template <> __device__ inline float p2p_load<wk_f16_t>(const wk_f16_t *p) { return wk_fast_f16_to_f32(p2p_bits(p)); }
+
+template <typename T> __global__ __launch_bounds__(P2P_THREADS) void p2p_all_reduce_kernel(p2p_args a)
+{
+    const int64_t base = (int64_t)blockIdx.x * P2P_CHUNK;
+    const int64_t end = base + P2P_CHUNK < a.count ? base + P2P_CHUNK : a.count;
+    const int64_t slot = (int64_t)(a.epoch & 1u) * P2P_MAX_ELEMS;
+    T *x = (T *)a.x;
+    T *mine = (T *)a.stage[a.rank] + slot;
+    for (int64_t i = base + threadIdx.x; i < end; i += P2P_THREADS) mine[i] = x[i];
+    __syncthreads();
+    const int t = (int)threadIdx.x;
+    if (t < a.n && t != a.rank) {   /* thread t: the handshake with rank t */
+        __threadfence_system();
+        *(volatile uint32_t *)(a.flags[t] + blockIdx.x * P2P_MAX_RANKS + a.rank) = a.epoch;
+        const volatile uint32_t *f = a.flags[a.rank] + blockIdx.x * P2P_MAX_RANKS + t;
+        while ((int32_t)(*f - a.epoch) < 0) {
+        }
+        __threadfence_system();
+    }
+    __syncthreads();
+    for (int64_t i = base + threadIdx.x; i < end; i += P2P_THREADS) {
+        float s = 0.0f;
+        for (int r = 0; r < a.n; r++)
+            s += r == a.rank ? (float)wk_load_c(x[i]) : p2p_load((const T *)a.stage[r] + slot + i);
+        x[i] = wk_to_<T>::from(s);
+    }
+}
+
+static void p2p_free_group(p2p_group *g)
+{
+    int cur = 0;
+    (void)hipGetDevice(&cur);
+    for (int i = 0; i < g->n; i++) {
+        if (!g->stage[i] && !g->flags[i]) continue;
+        (void)hipSetDevice(g->dev[i]);
+        if (g->stage[i]) (void)hipFree(g->stage[i]);
+        if (g->flags[i]) (void)hipFree(g->flags[i]);
+    }
+    (void)hipSetDevice(cur);
+    (void)hipGetLastError();
+    free(g);
+}
+
+static hipError_t p2p_alloc(void **p, size_t bytes)
+{
+#if defined(WK_GPU_CUDA)
+    return hipMalloc(p, bytes);
+#else
+    return hipExtMallocWithFlags(p, bytes, hipDeviceMallocFinegrained);
+#endif
+}
+
+/* The group for n ranks on ctxs, or NULL (then NCCL does every size):
+ * WICK_COMM_P2P=0, fewer than 2 or more than P2P_MAX_RANKS ranks, two
+ * ranks on one GPU, a pair without peer access, or no memory. */
+static p2p_group *p2p_make(void *const *ctxs, int n)
+{
+    const char *env = getenv("WICK_COMM_P2P");
+    if ((env && strcmp(env, "0") == 0) || n < 2 || n > P2P_MAX_RANKS) return NULL;
+    p2p_group *g = (p2p_group *)calloc(1, sizeof *g);
+    if (!g) return NULL;
+    g->n = n;
+    for (int i = 0; i < n; i++) g->dev[i] = ((wk_gpu_ctx *)ctxs[i])->device;
+    bool ok = true;
+    for (int i = 0; i < n && ok; i++)
+        for (int j = 0; j < n && ok; j++) {
+            int can = 0;
+            ok = i == j || (g->dev[i] != g->dev[j] && hipDeviceCanAccessPeer(&can, g->dev[i], g->dev[j]) == hipSuccess && can);
+        }
+    int cur = 0;
+    (void)hipGetDevice(&cur);
+    for (int i = 0; i < n && ok; i++) {
+        ok = hipSetDevice(g->dev[i]) == hipSuccess;
+        for (int j = 0; j < n && ok; j++) {
+            if (j == i) continue;
+            hipError_t e = hipDeviceEnablePeerAccess(g->dev[j], 0);
+            ok = e == hipSuccess || e == hipErrorPeerAccessAlreadyEnabled;
+        }
+        const size_t fbytes = (size_t)P2P_MAX_BLOCKS * P2P_MAX_RANKS * sizeof(uint32_t);
+        ok = ok && p2p_alloc(&g->stage[i], 2 * (size_t)P2P_MAX_ELEMS * sizeof(float)) == hipSuccess &&
+             p2p_alloc((void **)&g->flags[i], fbytes) == hipSuccess &&
+             hipMemsetAsync(g->flags[i], 0, fbytes, ((wk_gpu_ctx *)ctxs[i])->stream) == hipSuccess &&
+             hipStreamSynchronize(((wk_gpu_ctx *)ctxs[i])->stream) == hipSuccess;
+    }
+    (void)hipSetDevice(cur);
+    (void)hipGetLastError();
+    if (!ok) {
+        p2p_free_group(g);
+        return NULL;
+    }
+    g->refs = n;
+    return g;
+}
+
+/* A rank: its library communicator, its context, and, for the ranks of a
+ * wk_comm_init_all whose GPUs reach each other, the peer-memory group. */
 struct comm_rank_t {
     comm_handle h;
     wk_gpu_ctx *c;
+    p2p_group *g;
+    int rank;
+    uint32_t epoch;
 };
+
+static wk_status p2p_all_reduce(comm_rank_t *k, const wk_coll_args *a)
+{
+    p2p_args pa;
+    memset(&pa, 0, sizeof pa);
+    pa.x = a->recv;
+    pa.count = (int64_t)a->count;
+    pa.n = k->g->n;
+    pa.rank = k->rank;
+    pa.epoch = ++k->epoch;
+    for (int i = 0; i < pa.n; i++) pa.stage[i] = k->g->stage[i], pa.flags[i] = k->g->flags[i];
+    const unsigned blocks = (unsigned)((pa.count + P2P_CHUNK - 1) / P2P_CHUNK);
+    wk_gpu_ctx *c = k->c;
+    switch (a->dtype) {
+    case WK_F32: p2p_all_reduce_kernel<float><<<blocks, P2P_THREADS, 0, c->stream>>>(pa); break;
+    case WK_F16: p2p_all_reduce_kernel<wk_f16_t><<<blocks, P2P_THREADS, 0, c->stream>>>(pa); break;
+    default: p2p_all_reduce_kernel<wk_bf16_t><<<blocks, P2P_THREADS, 0, c->stream>>>(pa); break;
+    }
+    WK_GPU_LAUNCH_CHECK(c, "all_reduce");
+    return WK_OK;
+}
 
 extern "C" wk_status wk_gpu_comm_available(void)
 {
@@ -169,7 +355,7 @@ static wk_status comm_wrap(comm_handle h, wk_gpu_ctx *c, void **out)
         comm_lib.destroy(h);
         return wk_gpu_host->set_error(WK_ERR_MEMORY, "out of host memory");
     }
-    k->h = h, k->c = c;
+    k->h = h, k->c = c, k->g = NULL, k->rank = 0, k->epoch = 0;
     *out = k;
     return WK_OK;
 }
@@ -201,6 +387,10 @@ extern "C" wk_status wk_gpu_comm_init_all(void *const *ctxs, int n, void **comms
         }
     }
     free(hs);
+    if (st == WK_OK) {   /* the peer-memory path, where the GPUs allow it */
+        p2p_group *g = p2p_make(ctxs, n);
+        for (int i = 0; i < n; i++) ((comm_rank_t *)comms[i])->g = g, ((comm_rank_t *)comms[i])->rank = i;
+    }
     return st;
 }
 
@@ -224,6 +414,12 @@ extern "C" void wk_gpu_comm_free(void *comm)
     if (!k) return;
     if (wk_gpu_enter(k->c) == WK_OK) (void)hipStreamSynchronize(k->c->stream);
     comm_lib.destroy(k->h);
+    if (k->g) {   /* the last rank frees the group: every rank's stream is done with it */
+        std::unique_lock<std::mutex> lock(comm_mutex);
+        const bool last = --k->g->refs == 0;
+        lock.unlock();
+        if (last) p2p_free_group(k->g);
+    }
     free(k);
 }
 
@@ -239,6 +435,9 @@ extern "C" wk_status wk_gpu_comm_run(void *comm, const wk_coll_args *a)
     const char *call = "";
     switch (a->kind) {
     case WK_COLL_ALL_REDUCE_SUM:
+        if (k->g && a->count > 0 && (int64_t)a->count <= P2P_MAX_ELEMS && a->send == a->recv &&
+            (a->dtype == WK_F32 || a->dtype == WK_F16 || a->dtype == WK_BF16))
+            return p2p_all_reduce(k, a);
         call = "ncclAllReduce";
         r = L->all_reduce(a->send, a->recv, a->count, t, 0 /* ncclSum */, k->h, c->stream);
         break;
