@@ -130,112 +130,116 @@ static wk_status comm_fail(const comm_lib_t *L, const char *call, comm_res r)
 }
 
 /* ---- one-shot all_reduce over peer memory ----------------------------
- * For f32/f16/bf16 tensors of at most P2P_MAX_ELEMS elements, when every
- * GPU of a wk_comm_init_all communicator can address every other's memory
- * (NVLink or PCIe peer access on NVIDIA, xGMI on AMD). Each rank owns a
- * staging buffer of two slots and a flag array on its GPU; one kernel per
- * rank, each block on its chunk of P2P_CHUNK elements:
- *   1. copies the chunk of x into the rank's slot (call parity),
- *   2. writes the call's epoch into every peer's flag for (block, this
- *      rank) with a system-scope release store, and waits until its own
- *      flags from every peer reach the epoch (acquire loads; a full
- *      __threadfence_system instead costs about 10 us per call),
- *   3. sums the chunk over the ranks in rank order, in f32, into x.
+ * For f32/f16/bf16 tensors of at most P2P_MAX_WORDS 32-bit words, when
+ * every GPU of a wk_comm_init_all communicator can address every other's
+ * memory (NVLink or PCIe peer access on NVIDIA, xGMI on AMD). Each rank
+ * owns a receive buffer on its GPU: two slots (call parity) of one row
+ * per sender, each word stored with the call's epoch beside it in one
+ * 8-byte store (NCCL's "LL" protocol): a reader that sees the epoch sees
+ * the data, so no fence is needed (a system-scope fence or release store
+ * costs about 10 us per call on an H100). One kernel per rank, one thread
+ * per word of x:
+ *   1. stores (word, epoch) into the word's place in every peer's buffer,
+ *   2. waits for every peer's (word, epoch) in its own buffer,
+ *   3. sums the word's elements over the ranks in rank order, in f32.
  * Every rank adds in the same order, so all hold the same bits (as the
- * cpu communicator does). Two slots are enough: a rank writes slot e % 2
- * in call e, after its call e - 1 saw every peer's flag e - 1, which a
- * peer writes only once its call e - 2, the slot's last reader, finished
- * on its stream. Flags hold epochs, compared as a signed difference, so a
- * peer that is already one call ahead cannot hide the value a rank waits
- * for. On AMD the buffers are fine-grained memory (coherent across GPUs
- * while kernels run); on NVIDIA peer loads bypass L1 (ld.global.cg). */
+ * cpu communicator does). Two slots are enough: a peer writes slot e % 2
+ * in call e, and it reaches call e + 2 only after this rank's call e + 1
+ * sent it data, that is after this rank's call e read the slot. On AMD
+ * the buffers are fine-grained memory (coherent across GPUs while kernels
+ * run). */
 #define P2P_MAX_RANKS 8
-#define P2P_CHUNK 2048
 #define P2P_THREADS 256
-#define P2P_MAX_BLOCKS 128
-#define P2P_MAX_ELEMS ((int64_t)P2P_CHUNK * P2P_MAX_BLOCKS)
+#define P2P_MAX_WORDS 65536   /* 256 KiB of data per call */
 
 struct p2p_group {                 /* shared by the ranks of one init_all */
     int n, refs;
     int dev[P2P_MAX_RANKS];
-    void *stage[P2P_MAX_RANKS];    /* 2 slots of P2P_MAX_ELEMS f32 each */
-    uint32_t *flags[P2P_MAX_RANKS];/* [P2P_MAX_BLOCKS][P2P_MAX_RANKS] */
+    void *recv[P2P_MAX_RANKS];     /* [2 slots][n senders][P2P_MAX_WORDS] x 8 bytes */
 };
 
 struct p2p_args {
     void *x;
-    int64_t count;
-    void *stage[P2P_MAX_RANKS];
-    uint32_t *flags[P2P_MAX_RANKS];
+    int64_t count;                 /* elements of x */
+    void *recv[P2P_MAX_RANKS];
     int n, rank;
     uint32_t epoch;
 };
 
-template <typename T> __device__ inline float p2p_load(const T *p);
-template <> __device__ inline float p2p_load<float>(const float *p)
+/* One (data, epoch) pair: a single 8-byte store / load at system scope. */
+__device__ inline void p2p_put(void *p, uint32_t data, uint32_t epoch)
 {
-#if defined(__CUDA_ARCH__)
-    return __ldcg(p);
+#if defined(WK_GPU_CUDA)
+    asm volatile("st.volatile.global.v2.u32 [%0], {%1, %2};" ::"l"(p), "r"(data), "r"(epoch) : "memory");
 #else
-    return *(const volatile float *)p;
+    __hip_atomic_store((uint64_t *)p, ((uint64_t)epoch << 32) | data, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_SYSTEM);
 #endif
 }
-template <typename T> __device__ inline uint16_t p2p_bits(const T *p)
+__device__ inline uint32_t p2p_take(const void *p, uint32_t epoch)
 {
-#if defined(__CUDA_ARCH__)
-    return __ldcg((const unsigned short *)p);
+    uint32_t d, e;
+    do {
+#if defined(WK_GPU_CUDA)
+        asm volatile("ld.volatile.global.v2.u32 {%0, %1}, [%2];" : "=r"(d), "=r"(e) : "l"(p) : "memory");
 #else
-    return *(const volatile uint16_t *)p;
+        const uint64_t v = __hip_atomic_load((uint64_t *)p, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_SYSTEM);
+        d = (uint32_t)v, e = (uint32_t)(v >> 32);
 #endif
+    } while (e != epoch);
+    return d;
 }
-template <> __device__ inline float p2p_load<wk_bf16_t>(const wk_bf16_t *p) { return wk_bf16_to_f32(p2p_bits(p)); }
-template <> __device__ inline float p2p_load<wk_f16_t>(const wk_f16_t *p) { return wk_fast_f16_to_f32(p2p_bits(p)); }
 
-/* The handshake's flag accesses: release store and acquire load at system
- * scope (the block's writes before the barrier that precedes the store
- * become visible to the peer that acquires the flag). */
-__device__ inline void p2p_store_release(uint32_t *p, uint32_t v)
-{
-#if defined(WK_GPU_CUDA)
-    asm volatile("st.release.sys.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
-#else
-    __hip_atomic_store(p, v, __ATOMIC_RELEASE, __HIP_MEMORY_SCOPE_SYSTEM);
-#endif
-}
-__device__ inline uint32_t p2p_load_acquire(const uint32_t *p)
-{
-#if defined(WK_GPU_CUDA)
-    uint32_t v;
-    asm volatile("ld.acquire.sys.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
-    return v;
-#else
-    return __hip_atomic_load(p, __ATOMIC_ACQUIRE, __HIP_MEMORY_SCOPE_SYSTEM);
-#endif
-}
+/* A word of x: one f32, or two 16-bit elements (low first; the second
+ * absent past the end). 16-bit elements are read one by one: a narrowed
+ * view may start at an odd element. */
+template <typename T> struct p2p_word {
+    static constexpr int per = 4 / (int)sizeof(T);
+    static __device__ uint32_t load(const T *x, int64_t w, int64_t count)
+    {
+        if constexpr (per == 1) {
+            return *(const uint32_t *)&x[w];
+        } else {
+            const uint16_t *h = (const uint16_t *)x;
+            const uint32_t lo = h[2 * w], hi = 2 * w + 1 < count ? h[2 * w + 1] : 0u;
+            return lo | (hi << 16);
+        }
+    }
+    static __device__ void add(float (&acc)[2], uint32_t v)
+    {
+        if constexpr (per == 1) {
+            acc[0] += __uint_as_float(v);
+        } else {
+            T a, b;
+            a.bits = (uint16_t)v, b.bits = (uint16_t)(v >> 16);
+            acc[0] += wk_load_c(a), acc[1] += wk_load_c(b);
+        }
+    }
+    static __device__ void store(T *x, int64_t w, int64_t count, const float (&acc)[2])
+    {
+        if constexpr (per == 1) {
+            x[w] = wk_to_<T>::from(acc[0]);
+        } else {
+            x[2 * w] = wk_to_<T>::from(acc[0]);
+            if (2 * w + 1 < count) x[2 * w + 1] = wk_to_<T>::from(acc[1]);
+        }
+    }
+};
 
 template <typename T> __global__ __launch_bounds__(P2P_THREADS) void p2p_all_reduce_kernel(p2p_args a)
 {
-    const int64_t base = (int64_t)blockIdx.x * P2P_CHUNK;
-    const int64_t end = base + P2P_CHUNK < a.count ? base + P2P_CHUNK : a.count;
-    const int64_t slot = (int64_t)(a.epoch & 1u) * P2P_MAX_ELEMS;
+    typedef p2p_word<T> W;
+    const int64_t words = (a.count + W::per - 1) / W::per;
+    const int64_t w = (int64_t)blockIdx.x * P2P_THREADS + threadIdx.x;
+    if (w >= words) return;
+    const int64_t row = P2P_MAX_WORDS, slot = (int64_t)(a.epoch & 1u) * a.n * row;
     T *x = (T *)a.x;
-    T *mine = (T *)a.stage[a.rank] + slot;
-    for (int64_t i = base + threadIdx.x; i < end; i += P2P_THREADS) mine[i] = x[i];
-    __syncthreads();
-    const int t = (int)threadIdx.x;
-    if (t < a.n && t != a.rank) {   /* thread t: the handshake with rank t */
-        p2p_store_release(a.flags[t] + blockIdx.x * P2P_MAX_RANKS + a.rank, a.epoch);
-        const uint32_t *f = a.flags[a.rank] + blockIdx.x * P2P_MAX_RANKS + t;
-        while ((int32_t)(p2p_load_acquire(f) - a.epoch) < 0) {
-        }
-    }
-    __syncthreads();
-    for (int64_t i = base + threadIdx.x; i < end; i += P2P_THREADS) {
-        float s = 0.0f;
-        for (int r = 0; r < a.n; r++)
-            s += r == a.rank ? (float)wk_load_c(x[i]) : p2p_load((const T *)a.stage[r] + slot + i);
-        x[i] = wk_to_<T>::from(s);
-    }
+    const uint32_t mine = W::load(x, w, a.count);
+    for (int p = 0; p < a.n; p++)
+        if (p != a.rank) p2p_put((uint2 *)a.recv[p] + slot + a.rank * row + w, mine, a.epoch);
+    float acc[2] = { 0.0f, 0.0f };
+    for (int p = 0; p < a.n; p++)
+        W::add(acc, p == a.rank ? mine : p2p_take((const uint2 *)a.recv[a.rank] + slot + p * row + w, a.epoch));
+    W::store(x, w, a.count, acc);
 }
 
 static void p2p_free_group(p2p_group *g)
@@ -243,10 +247,9 @@ static void p2p_free_group(p2p_group *g)
     int cur = 0;
     (void)hipGetDevice(&cur);
     for (int i = 0; i < g->n; i++) {
-        if (!g->stage[i] && !g->flags[i]) continue;
+        if (!g->recv[i]) continue;
         (void)hipSetDevice(g->dev[i]);
-        if (g->stage[i]) (void)hipFree(g->stage[i]);
-        if (g->flags[i]) (void)hipFree(g->flags[i]);
+        (void)hipFree(g->recv[i]);
     }
     (void)hipSetDevice(cur);
     (void)hipGetLastError();
@@ -288,10 +291,10 @@ static p2p_group *p2p_make(void *const *ctxs, int n)
             hipError_t e = hipDeviceEnablePeerAccess(g->dev[j], 0);
             ok = e == hipSuccess || e == hipErrorPeerAccessAlreadyEnabled;
         }
-        const size_t fbytes = (size_t)P2P_MAX_BLOCKS * P2P_MAX_RANKS * sizeof(uint32_t);
-        ok = ok && p2p_alloc(&g->stage[i], 2 * (size_t)P2P_MAX_ELEMS * sizeof(float)) == hipSuccess &&
-             p2p_alloc((void **)&g->flags[i], fbytes) == hipSuccess &&
-             hipMemsetAsync(g->flags[i], 0, fbytes, ((wk_gpu_ctx *)ctxs[i])->stream) == hipSuccess &&
+        /* epochs start at 1: a zeroed buffer holds no call's data */
+        const size_t bytes = 2 * (size_t)n * P2P_MAX_WORDS * 8;
+        ok = ok && p2p_alloc(&g->recv[i], bytes) == hipSuccess &&
+             hipMemsetAsync(g->recv[i], 0, bytes, ((wk_gpu_ctx *)ctxs[i])->stream) == hipSuccess &&
              hipStreamSynchronize(((wk_gpu_ctx *)ctxs[i])->stream) == hipSuccess;
     }
     (void)hipSetDevice(cur);
@@ -322,9 +325,11 @@ static wk_status p2p_all_reduce(comm_rank_t *k, const wk_coll_args *a)
     pa.count = (int64_t)a->count;
     pa.n = k->g->n;
     pa.rank = k->rank;
-    pa.epoch = ++k->epoch;
-    for (int i = 0; i < pa.n; i++) pa.stage[i] = k->g->stage[i], pa.flags[i] = k->g->flags[i];
-    const unsigned blocks = (unsigned)((pa.count + P2P_CHUNK - 1) / P2P_CHUNK);
+    if (++k->epoch == 0) k->epoch = 2;   /* 0 is the zeroed buffer's; 2 keeps the parity */
+    pa.epoch = k->epoch;
+    for (int i = 0; i < pa.n; i++) pa.recv[i] = k->g->recv[i];
+    const int64_t words = a->dtype == WK_F32 ? pa.count : (pa.count + 1) / 2;
+    const unsigned blocks = (unsigned)((words + P2P_THREADS - 1) / P2P_THREADS);
     wk_gpu_ctx *c = k->c;
     switch (a->dtype) {
     case WK_F32: p2p_all_reduce_kernel<float><<<blocks, P2P_THREADS, 0, c->stream>>>(pa); break;
@@ -456,8 +461,9 @@ extern "C" wk_status wk_gpu_comm_run(void *comm, const wk_coll_args *a)
     const char *call = "";
     switch (a->kind) {
     case WK_COLL_ALL_REDUCE_SUM:
-        if (k->g && a->count > 0 && (int64_t)a->count <= P2P_MAX_ELEMS && a->send == a->recv &&
-            (a->dtype == WK_F32 || a->dtype == WK_F16 || a->dtype == WK_BF16))
+        if (k->g && a->count > 0 && a->send == a->recv &&
+            (a->dtype == WK_F32 ? (int64_t)a->count <= P2P_MAX_WORDS
+                                : (a->dtype == WK_F16 || a->dtype == WK_BF16) && (int64_t)a->count <= 2 * P2P_MAX_WORDS))
             return p2p_all_reduce(k, a);
         call = "ncclAllReduce";
         r = L->all_reduce(a->send, a->recv, a->count, t, 0 /* ncclSum */, k->h, c->stream);

@@ -85,15 +85,16 @@ static void *rank_main(void *arg)
         wk_release(y), wk_release(x), wk_release(x0), wk_release(xf), wk_release(m);
     }
     /* many all_reduces in a row with no host wait between them (the
-     * peer-memory path's slots and epochs reused), sizes on both sides of
-     * its chunk (2048) and of its limit (262144 elements, then NCCL):
+     * peer-memory path's slots and epochs reused), odd sizes (a 16-bit
+     * tensor's last word half used) and sizes on both sides of its limits
+     * (65536 f32 or 131072 16-bit elements, then NCCL):
      * x = k + rank everywhere; each result summed on the device in f64 */
     {
         enum { ITERS = 120 };
-        static const int64_t sizes[] = { 1, 2047, 2049, 4096, 262144, 262145, 300 };
+        static const int64_t sizes[] = { 1, 3, 257, 4097, 65536, 65537, 131072, 131073, 300 };
         wk_tensor *sums[ITERS] = { 0 };
         for (int k = 0; k < ITERS; k++) {
-            const int64_t sz = sizes[k % 7];
+            const int64_t sz = sizes[k % 9];
             const wk_dtype dt = k % 3 == 0 ? WK_F32 : k % 3 == 1 ? WK_BF16 : WK_F16;
             wk_tensor *x = wk_full(dev, dt, WK_SHAPE(sz), (double)(k % 50 + r));
             if (!x || wk_all_reduce(j->comm, x) != WK_OK) JFAIL("all_reduce in a row, call %d: %s", k, wk_last_error());
@@ -103,9 +104,9 @@ static void *rank_main(void *arg)
         }
         for (int k = 0; k < ITERS; k++) {
             double v = -1;
-            const double want = (double)sizes[k % 7] * ((double)(k % 50) * n + n * (n - 1) / 2.0);
+            const double want = (double)sizes[k % 9] * ((double)(k % 50) * n + n * (n - 1) / 2.0);
             if (!sums[k] || wk_to_host(sums[k], &v, sizeof v) != WK_OK || v != want) {
-                JFAIL("all_reduce in a row, call %d (%lld elements): sum %g, want %g", k, (long long)sizes[k % 7], v, want);
+                JFAIL("all_reduce in a row, call %d (%lld elements): sum %g, want %g", k, (long long)sizes[k % 9], v, want);
             }
             wk_release(sums[k]);
         }
