@@ -261,7 +261,9 @@ def report(a):
         emb = 0 if cfg.get("tie_word_embeddings") else V * E * (2 if ld["weight_dtype"] == "bf16" else 144 / 256)
         for what in ["prefill"] + sorted((k[1] for k in wk if k[0] == lab and k[1] != "prefill"), key=lambda x: (x.rstrip("0123456789"), int(x[len(x.rstrip("0123456789")):]))):
             w = wk.get((lab, what))
-            h = hf.get((model, what.replace("generate", "decode"))) if "q4" not in lab else None
+            # transformers ran on one GPU, unquantized: no column for the
+            # q4 rows and the tensor-parallel ones (their table is below)
+            h = hf.get((model, what.replace("generate", "decode"))) if "q4" not in lab and ld.get("tp", 1) == 1 else None
             if not w:
                 continue
             roof = pct = ""
