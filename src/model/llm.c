@@ -150,7 +150,9 @@ static wk_status load_shares(wk_llm *m, const wlist *wl, wk_tensor **raw)
         case SH_ROWS_VOC: r0 = tp->voc0, nr = tp->n_voc; break;
         default: break;
         }
-        raw[i] = llm_tp_slice(w->info, m->dev, r0, nr, c0, nc);
+        /* the embedding's share ends with a row of zeros, which the tokens
+           of other ranks look up (forward) */
+        raw[i] = llm_tp_slice(w->info, m->dev, r0, nr, c0, nc, w->embedding ? 1 : 0);
         if (!raw[i]) {
             for (int64_t j = 0; j < i; j++) {
                 wk_release(raw[j]);
@@ -240,7 +242,9 @@ static wk_status load_weights(wk_llm *m, const wk_llm_options *o)
         free(infos);
         free(raw);
     }
-    if (st == WK_OK && !m->output) m->output = wk_retain(m->tok_embd);
+    if (st == WK_OK && !m->output)   /* tied; tensor parallel: without the zero row */
+        m->output = m->tp.comm ? wk_narrow(m->tok_embd, 0, 0, m->tp.n_voc) : wk_retain(m->tok_embd);
+    if (st == WK_OK && !m->output) st = wk_merr_core("the output head");
 done:
     free(wl.s);
     return st;
@@ -560,18 +564,12 @@ static wk_status forward(wk_llm *m, const int32_t *tokens, int64_t T, int64_t fi
     const wk_dtype act = in->act_dtype;
     wk_status st = WK_OK;
     uint32_t *ids = malloc((size_t)T * sizeof *ids);
-    float *keep = comm ? malloc((size_t)T * sizeof *keep) : NULL;
-    if (!ids || (comm && !keep)) {
-        free(ids), free(keep);
-        return wk_merr(WK_ERR_MEMORY, "out of memory");
-    }
+    if (!ids) return wk_merr(WK_ERR_MEMORY, "out of memory");
     for (int64_t i = 0; i < T; i++) ids[i] = (uint32_t)tokens[i];
-    if (comm)   /* the rank's vocabulary rows: ids outside them look up row 0, then zeroed */
+    if (comm)   /* the rank's vocabulary rows; ids outside them look up the share's last row, zeros */
         for (int64_t i = 0; i < T; i++) {
             const int64_t li = tokens[i] - m->tp.voc0;
-            const bool mine = li >= 0 && li < m->tp.n_voc;
-            ids[i] = mine ? (uint32_t)li : 0;
-            keep[i] = mine ? 1.0f : 0.0f;
+            ids[i] = (uint32_t)(li >= 0 && li < m->tp.n_voc ? li : m->tp.n_voc);
         }
 
     const double t0 = m->timing ? llm_now_ms() : 0;
@@ -580,11 +578,8 @@ static wk_status forward(wk_llm *m, const int32_t *tokens, int64_t T, int64_t fi
     wk_tensor *tid = wk_from_host(m->dev, WK_U32, WK_SHAPE(T), ids);
     wk_tensor *x = wk_dtype_is_quantized(wk_tensor_dtype(m->tok_embd)) ? wk_qgather(m->tok_embd, tid, act)
                                                                       : wk_index_select(m->tok_embd, tid, 0);
-    if (x && comm) {   /* every token's row comes from the rank that holds it */
-        wk_tensor *kp = wk_from_host(m->dev, WK_F32, WK_SHAPE(T, 1), keep);
-        x = kp ? wk_mul(x, wk_to_dtype(kp, act)) : NULL;
-        if (x && wk_all_reduce(comm, x) != WK_OK) x = NULL;
-    }
+    /* every token's row comes from the rank that holds it (the others add zeros) */
+    if (x && comm && wk_all_reduce(comm, x) != WK_OK) x = NULL;
     if (x && hp->embd_scale > 0) x = wk_affine(x, in_dtype(hp->embd_scale, act), 0.0);
     wk_tensor *f = NULL;   /* the last block's output, added to x by the next norm */
     wk_tensor *h = x ? norm(m, x, m->layers[0].attn_norm) : NULL;
@@ -701,7 +696,6 @@ static wk_status forward(wk_llm *m, const int32_t *tokens, int64_t T, int64_t fi
     }
     wk_scope_end();
     free(ids);
-    free(keep);
     (void)E;
     return st;
 }

@@ -45,7 +45,8 @@ wk_status llm_tp_plan(llm_tp *tp, wk_comm *comm, const wk_llm_info *in)
     return WK_OK;
 }
 
-wk_tensor *llm_tp_slice(const wk_file_tensor *info, wk_device *dev, int64_t r0, int64_t nr, int64_t c0, int64_t nc)
+wk_tensor *llm_tp_slice(const wk_file_tensor *info, wk_device *dev, int64_t r0, int64_t nr, int64_t c0, int64_t nc,
+                        int64_t nzero)
 {
     const wk_dtype dt = info->dtype;
     const int rank = info->shape.rank;
@@ -62,7 +63,7 @@ wk_tensor *llm_tp_slice(const wk_file_tensor *info, wk_device *dev, int64_t r0, 
                 info->type_name);
         return NULL;
     }
-    if (r0 < 0 || nr < 0 || c0 < 0 || nc <= 0 || c0 + nc > cols) {
+    if (r0 < 0 || nr < 0 || nzero < 0 || c0 < 0 || nc <= 0 || c0 + nc > cols) {
         wk_merr(WK_ERR_ARGUMENT, "%s: tensor %s: the share rows [%lld, +%lld) columns [%lld, +%lld) is outside its [%lld, %lld]",
                 info->file, info->name, (long long)r0, (long long)nr, (long long)c0, (long long)nc, (long long)rows,
                 (long long)cols);
@@ -81,19 +82,19 @@ wk_tensor *llm_tp_slice(const wk_file_tensor *info, wk_device *dev, int64_t r0, 
                 (unsigned long long)info->nbytes);
         return NULL;
     }
-    const size_t total = (size_t)(nr * share_bytes);
+    const size_t total = (size_t)((nr + nzero) * share_bytes);
     unsigned char *host = malloc(total ? total : 1);
     if (!host) {
         wk_merr(WK_ERR_MEMORY, "out of host memory for a %zu-byte share of %s", total, info->name);
         return NULL;
     }
     const unsigned char *src = info->data;
-    for (int64_t i = 0; i < nr; i++) {
+    for (int64_t i = 0; i < nr + nzero; i++) {
         unsigned char *dst = host + i * share_bytes;
-        if (r0 + i < rows) memcpy(dst, src + (r0 + i) * row_bytes + skip, (size_t)share_bytes);
+        if (i < nr && r0 + i < rows) memcpy(dst, src + (r0 + i) * row_bytes + skip, (size_t)share_bytes);
         else memset(dst, 0, (size_t)share_bytes);   /* padding rows: zeros in every type */
     }
-    wk_shape s = rank == 2 ? WK_SHAPE(nr, nc) : WK_SHAPE(nr);
+    wk_shape s = rank == 2 ? WK_SHAPE(nr + nzero, nc) : WK_SHAPE(nr + nzero);
     wk_tensor *t = wk_from_host(dev, dt, s, host);
     free(host);
     if (!t) wk_merr_core("%s: the share of tensor %s", info->file, info->name);

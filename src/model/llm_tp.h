@@ -37,11 +37,12 @@ typedef struct llm_tp {
 wk_status llm_tp_plan(llm_tp *tp, wk_comm *comm, const wk_llm_info *in);
 
 /* Rows [r0, r0 + nr) and columns [c0, c0 + nc) of a matrix in a file (a
- * vector: rank 1, rows only, nc ignored) as a tensor on dev, gathered on
- * the host from the file's mapping: only the share travels. Rows at or
- * past the file's are zeros (vocabulary padding). Columns of a block
- * type go in whole blocks: c0 and nc must be multiples of its block
- * (a clear error naming the tensor otherwise). */
-wk_tensor *llm_tp_slice(const wk_file_tensor *info, wk_device *dev, int64_t r0, int64_t nr, int64_t c0, int64_t nc);
+ * vector: rank 1, rows only, nc ignored) as a tensor on dev, then nzero
+ * rows of zeros, gathered on the host from the file's mapping: only the
+ * share travels. Rows at or past the file's are zeros too (vocabulary
+ * padding). Columns of a block type go in whole blocks: c0 and nc must
+ * be multiples of its block (a clear error naming the tensor otherwise). */
+wk_tensor *llm_tp_slice(const wk_file_tensor *info, wk_device *dev, int64_t r0, int64_t nr, int64_t c0, int64_t nc,
+                        int64_t nzero);
 
 #endif /* WICK_LLM_TP_H */
