@@ -17,6 +17,7 @@
  * the best one present: a GPU, else the cpu.
  */
 #include <limits.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -58,8 +59,7 @@ void wick_run_usage(void)
            "  --fast                 cpu: quantized activations and integer dot products, as\n"
            "                         llama.cpp (WICK_CPU_QDOT=1; default: the exact f32 sums)\n"
            "  --tp N                 tensor parallel: the model split over N devices (cuda:0 ..\n"
-           "                         cuda:N-1 of --device's kind; cpu: N threads); with -p,\n"
-           "                         --ids or a prompt on stdin\n"
+           "                         cuda:N-1 of --device's kind; cpu: N threads)\n"
            "  --ignore-eos           keep going past end-of-generation tokens\n"
            "  -q, --quiet            no progress bar, no speed line\n");
 }
@@ -269,9 +269,20 @@ static int run_ids(wk_llm *m, const run_opts *o, bool lead)
 
 /* ---- tensor parallel (--tp N): one thread per rank, each with its share -- */
 
+/* The lines of an interactive chat, read by rank 0 and handed to every
+ * rank (they all run the same turns); NULL: one rank reads stdin. */
+typedef struct chat_lines {
+    pthread_barrier_t bar;
+    char line[16384];
+    bool eof;
+} chat_lines;
+
+static int run_chat(wk_llm *m, const run_opts *o, chat_lines *share, bool lead);
+
 typedef struct tp_job {
     const run_opts *o;
-    const char *text;    /* the prompt (NULL: o->ids) */
+    const char *text;    /* the prompt (NULL: o->ids, or the chat) */
+    chat_lines *chat;    /* the chat's lines (NULL: no chat)       */
 } tp_job;
 
 static int tp_rank(wk_comm *comm, void *arg)
@@ -292,7 +303,9 @@ static int tp_rank(wk_comm *comm, void *arg)
         fprintf(stderr, "%s: %s, %lld layers, %s weights, %s activations, context %lld, tensor parallel over %d ranks\n",
                 in->name, wk_llm_arch_name(in->arch), (long long)in->n_layer, wk_dtype_name(in->weight_dtype),
                 wk_dtype_name(in->act_dtype), (long long)in->context, in->tp_size);
-    const int rc = j->text ? run_text(m, &o, j->text, !o.raw, lead) : run_ids(m, &o, lead);
+    const int rc = j->chat ? run_chat(m, &o, j->chat, lead)
+                   : j->text ? run_text(m, &o, j->text, !o.raw, lead)
+                             : run_ids(m, &o, lead);
     wk_llm_free(m);
     return rc;
 }
@@ -303,33 +316,41 @@ static int run_tp(const run_opts *o, const char *devname)
 {
     const int n = o->tp;
     char *text = NULL;
+    chat_lines *chat = NULL;
     if (!o->ids && !o->prompt) {
         if (o->chat || isatty(0)) {
-            fprintf(stderr, "wick run: --tp takes -p, --ids or a prompt on stdin (no interactive chat yet)\n");
-            return WICK_EXIT_USAGE;
+            if (!(chat = calloc(1, sizeof *chat)) || pthread_barrier_init(&chat->bar, NULL, (unsigned)n)) {
+                free(chat);
+                fprintf(stderr, "wick run: --tp %d: out of memory\n", n);
+                return WICK_EXIT_FAIL;
+            }
+        } else if (!(text = read_all(stdin))) {
+            return WICK_EXIT_FAIL;
         }
-        if (!(text = read_all(stdin))) return WICK_EXIT_FAIL;
     }
-    tp_job job = { .o = o, .text = o->ids ? NULL : o->prompt ? o->prompt : text };
+    tp_job job = { .o = o, .text = o->ids ? NULL : o->prompt ? o->prompt : text, .chat = chat };
     void *args[WK_MAX_RANKS];
     for (int i = 0; i < n; i++) args[i] = &job;
     char who[40];
     snprintf(who, sizeof who, "wick run: --tp %d", n);
     const int rc = wk_run_ranks(devname, n, tp_rank, args, who);
+    if (chat) pthread_barrier_destroy(&chat->bar);
+    free(chat);
     free(text);
     return rc < 0 ? WICK_EXIT_FAIL : rc;
 }
 
-/* The reply of a chat turn, printed and kept. */
+/* The reply of a chat turn, printed (by the lead rank) and kept. */
 typedef struct reply_buf {
     char *p;
     size_t n, cap;
+    bool print;
 } reply_buf;
 
 static bool collect_token(void *user, int32_t token, const char *t, size_t len)
 {
     reply_buf *a = user;
-    print_token(NULL, token, t, len);
+    if (a->print) print_token(NULL, token, t, len);
     if (a->n + len + 1 > a->cap) {
         size_t cap = (a->n + len + 1) * 2;
         char *p = realloc(a->p, cap);
@@ -343,11 +364,25 @@ static bool collect_token(void *user, int32_t token, const char *t, size_t len)
     return true;
 }
 
+/* The next user line into line (false: end of input). With share (the
+ * ranks of --tp), the lead rank reads it and every rank gets a copy. */
+static bool chat_line(chat_lines *share, bool lead, char *line, size_t cap)
+{
+    if (!share) return fgets(line, (int)cap, stdin) != NULL;
+    if (lead) share->eof = !fgets(share->line, sizeof share->line, stdin);
+    pthread_barrier_wait(&share->bar);
+    const bool ok = !share->eof;
+    if (ok) snprintf(line, cap, "%s", share->line);
+    pthread_barrier_wait(&share->bar);   /* every copy made before the next read */
+    return ok;
+}
+
 /* Interactive chat: each turn the whole conversation is formatted and
  * tokenized; the cache keeps the tokens it shares with the last turn's
  * prompt (a reply's tokens are re-read with the next turn, as the
- * template writes them). */
-static int run_chat(wk_llm *m, const run_opts *o)
+ * template writes them). With share, this is one rank of a split model:
+ * every rank runs the same turns, the lead one talks. */
+static int run_chat(wk_llm *m, const run_opts *o, chat_lines *share, bool lead)
 {
     enum { MAX_MSGS = 1024 };
     wk_chat_message *msgs = calloc(MAX_MSGS, sizeof *msgs);
@@ -361,11 +396,11 @@ static int run_chat(wk_llm *m, const run_opts *o)
         return WICK_EXIT_FAIL;
     }
     if (o->system) msgs[n++] = (wk_chat_message){ "system", o->system };
-    fprintf(stderr, "chat with %s (an empty line or end of input ends it)\n", wk_llm_get_info(m)->name);
+    if (lead) fprintf(stderr, "chat with %s (an empty line or end of input ends it)\n", wk_llm_get_info(m)->name);
     char line[16384];
     while (n + 2 <= MAX_MSGS) {
-        fprintf(stderr, "> ");
-        if (!fgets(line, sizeof line, stdin)) break;
+        if (lead) fprintf(stderr, "> ");
+        if (!chat_line(share, lead, line, sizeof line)) break;
         size_t L = strlen(line);
         while (L && (line[L - 1] == '\n' || line[L - 1] == '\r')) line[--L] = 0;
         if (!L) break;
@@ -376,7 +411,7 @@ static int run_chat(wk_llm *m, const run_opts *o)
         int32_t *ids = NULL;
         int64_t nid = 0;
         if (!text || wk_llm_tokenize(m, text, strlen(text), false, &ids, &nid)) {
-            fprintf(stderr, "wick run: %s\n", wk_model_last_error());
+            if (lead) fprintf(stderr, "wick run: %s\n", wk_model_last_error());
             free(text);
             rc = WICK_EXIT_FAIL;
             break;
@@ -385,7 +420,7 @@ static int run_chat(wk_llm *m, const run_opts *o)
         int64_t keep = 0;   /* at least one token is run, for the logits */
         while (keep < nhist && keep + 1 < nid && hist[keep] == ids[keep]) keep++;
         wk_llm_rewind(m, keep);
-        reply_buf reply = { 0 };
+        reply_buf reply = { .print = lead };
         wk_generate_stats st;
         wk_status s = wk_llm_generate(m, ids + keep, nid - keep, &o->gen, collect_token, &reply, &st);
         free(hist);
@@ -397,8 +432,8 @@ static int run_chat(wk_llm *m, const run_opts *o)
             rc = WICK_EXIT_FAIL;
             break;
         }
-        if (!o->quiet) print_speed(&st);
-        else printf("\n");
+        if (lead && !o->quiet) print_speed(&st);
+        else if (lead) printf("\n");
         owned[n] = reply.p ? reply.p : strdup("");
         msgs[n] = (wk_chat_message){ "assistant", owned[n] ? owned[n] : "" };
         n++;
@@ -513,7 +548,7 @@ int wick_cmd_run(int argc, char **argv)
     } else if (o.prompt) {
         rc = run_text(m, &o, o.prompt, !o.raw, true);
     } else if (o.chat || isatty(0)) {
-        rc = run_chat(m, &o);
+        rc = run_chat(m, &o, NULL, true);
     } else {
         char *text = read_all(stdin);
         rc = text ? run_text(m, &o, text, !o.raw, true) : WICK_EXIT_FAIL;
