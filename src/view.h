@@ -54,4 +54,24 @@ static inline int wk_views_merge_dims(int n, const wk_view *const *views, const 
     return r;
 }
 
+/* Merge dims [0, hi) of one layout into one (size, stride): false when
+ * they are not equally spaced. Size-1 dims are ignored. (The leading dims
+ * of a quantized tensor or a sort's input as one row index.) */
+static inline bool wk_merge_leading(const int64_t *dims, const int64_t *strides, int hi, int64_t *size,
+                                    int64_t *stride)
+{
+    int64_t n = 1, st = 0;
+    int last = -1;
+    for (int d = hi - 1; d >= 0; d--) {
+        n *= dims[d];
+        if (dims[d] == 1) continue;
+        if (last < 0) st = strides[d];
+        else if (strides[d] != strides[last] * dims[last]) return false;
+        last = d;
+    }
+    *size = n;
+    *stride = st;
+    return true;
+}
+
 #endif /* WICK_VIEW_H */

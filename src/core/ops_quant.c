@@ -9,26 +9,9 @@
  * docs/quantization.md has the semantics. */
 #include <string.h>
 #include "core.h"
+#include "../view.h"
 
 /* ---- helpers ------------------------------------------------------------- */
-
-/* Merge dims [0, hi) of a layout into one (size, stride): false when they
- * are not equally spaced. Size-1 dims are ignored. */
-static bool q_merge(const int64_t *dims, const int64_t *strides, int hi, int64_t *size, int64_t *stride)
-{
-    int64_t n = 1, st = 0;
-    int last = -1;
-    for (int d = hi - 1; d >= 0; d--) {
-        n *= dims[d];
-        if (dims[d] == 1) continue;
-        if (last < 0) st = strides[d];
-        else if (strides[d] != strides[last] * dims[last]) return false;
-        last = d;
-    }
-    *size = n;
-    *stride = st;
-    return true;
-}
 
 /* t (rank >= 1) as a [rows, cols] view: the leading dims merged into rows.
  * unit_last: the last stride must be 1 as well. When the layout does not
@@ -39,11 +22,11 @@ static bool q_rows(const wk_tensor *t, bool unit_last, wk_tensor **held, wk_view
     const int r = t->rank;
     const int64_t cols = t->dims[r - 1];
     int64_t rows = 0, rs = 0;
-    bool ok = (!unit_last || cols <= 1 || t->strides[r - 1] == 1) && q_merge(t->dims, t->strides, r - 1, &rows, &rs);
+    bool ok = (!unit_last || cols <= 1 || t->strides[r - 1] == 1) && wk_merge_leading(t->dims, t->strides, r - 1, &rows, &rs);
     *held = ok ? wk_retain((wk_tensor *)t) : wk_contiguous(t);
     if (!*held) return false;
     const wk_tensor *h = *held;
-    if (!ok) q_merge(h->dims, h->strides, r - 1, &rows, &rs);
+    if (!ok) wk_merge_leading(h->dims, h->strides, r - 1, &rows, &rs);
     *v = wk_view_of(h);
     v->rank = 2;
     v->dims[0] = rows;
@@ -214,10 +197,10 @@ static wk_tensor *qgather_impl(const wk_tensor *table, const wk_tensor *ids, wk_
     /* the ids as one 1-d view (a copy when their strides do not allow it);
      * run even when cols is 0: the ids are still checked */
     int64_t len = 0, stride = 0;
-    bool flat = q_merge(ids->dims, ids->strides, ids->rank, &len, &stride);
+    bool flat = wk_merge_leading(ids->dims, ids->strides, ids->rank, &len, &stride);
     wk_tensor *held = flat ? wk_retain((wk_tensor *)ids) : wk_contiguous(ids);
     if (!held) return wk_finish(wk_last_status(), out);
-    if (!flat) q_merge(held->dims, held->strides, held->rank, &len, &stride);
+    if (!flat) wk_merge_leading(held->dims, held->strides, held->rank, &len, &stride);
     wk_view iv = wk_view_of(held), tv = wk_view_of(table), d = wk_view_of(out);
     iv.rank = 1;
     iv.dims[0] = n;

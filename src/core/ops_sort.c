@@ -5,24 +5,7 @@
 #include <stdint.h>
 #include <string.h>
 #include "core.h"
-
-/* Merge dims [0, hi) of a layout into one (size, stride); false when they
- * are not equally spaced. Size-1 dims are ignored. */
-static bool sort_merge(const int64_t *dims, const int64_t *strides, int hi, int64_t *size, int64_t *stride)
-{
-    int64_t n = 1, st = 0;
-    int last = -1;
-    for (int d = hi - 1; d >= 0; d--) {
-        n *= dims[d];
-        if (dims[d] == 1) continue;
-        if (last < 0) st = strides[d];
-        else if (strides[d] != strides[last] * dims[last]) return false;
-        last = d;
-    }
-    *size = n;
-    *stride = st;
-    return true;
-}
+#include "../view.h"
 
 /* the first k (all: k < 0) of the stable order of each row, u32 */
 static wk_tensor *arg_sort_k(const wk_tensor *x, bool descending, int64_t k)
@@ -45,11 +28,11 @@ static wk_tensor *arg_sort_k(const wk_tensor *x, bool descending, int64_t k)
     if (!out) return NULL;
     int64_t rows = 0, rs = 0;
     if (wk_numel(r, od) == 0) return out;
-    bool ok = r == 0 || sort_merge(x->dims, x->strides, r - 1, &rows, &rs);
+    bool ok = r == 0 || wk_merge_leading(x->dims, x->strides, r - 1, &rows, &rs);
     wk_tensor *h = ok ? wk_retain((wk_tensor *)x) : wk_contiguous(x);
     if (!h) return wk_finish(wk_last_status(), out);
     if (r == 0) rows = 1, rs = 1;
-    else sort_merge(h->dims, h->strides, r - 1, &rows, &rs);
+    else wk_merge_leading(h->dims, h->strides, r - 1, &rows, &rs);
     wk_view vs = wk_view_of(h), vd = wk_view_of(out);
     for (int q = 0; q < WK_MAX_RANK; q++) vs.dims[q] = vs.strides[q] = vd.dims[q] = vd.strides[q] = 0;
     vs.rank = vd.rank = 2;
