@@ -65,7 +65,11 @@ typedef struct wk_llm_options {
      * share of a model split over the communicator's ranks (load it once
      * per rank, each on the comm's device, and run every call on every
      * rank, each from its own thread; they exchange partial results
-     * through the comm). NULL or a comm of one rank: the whole model. */
+     * through the comm). NULL or a comm of one rank: the whole model.
+     * With two or more ranks the load is itself collective: every rank
+     * calls it, and if any rank fails, every rank gets NULL (the failing
+     * ones their own error, the others one that says how many failed),
+     * so that no rank is left waiting for another in a forward pass. */
     struct wk_comm *comm;
 } wk_llm_options;
 

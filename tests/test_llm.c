@@ -1233,6 +1233,45 @@ static void check_tp(int arch, bool hf, wk_dtype wdt, int n, int H, int Hkv, int
     rm_model(path);
 }
 
+/* One rank's load, alone: whether it loaded, and its error. */
+typedef struct tp_load {
+    const char *path;
+    wk_comm *comm;
+    bool loaded;
+    wk_status st;
+    char err[512];
+} tp_load;
+
+static void *tp_load_main(void *arg)
+{
+    tp_load *r = arg;
+    wk_llm_options o = { .comm = r->comm };
+    wk_llm *m = wk_llm_load(r->path, wk_comm_device(r->comm), &o);
+    r->loaded = m != NULL;
+    r->st = wk_model_last_status();
+    snprintf(r->err, sizeof r->err, "%s", m ? "" : wk_model_last_error());
+    wk_llm_free(m);
+    return NULL;
+}
+
+/* n ranks load paths[i] at once (the load is collective): their results */
+static void tp_loads(int n, const char *const *paths, tp_load *r)
+{
+    wk_device *devs[4] = { t_dev(), t_dev(), t_dev(), t_dev() };
+    wk_comm *comms[4];
+    pthread_t th[4];
+    if (wk_comm_init_all(devs, n, comms) != WK_OK) {
+        t_fail("wk_comm_init_all: %s", wk_last_error());
+        return;
+    }
+    for (int i = 0; i < n; i++) {
+        r[i] = (tp_load){ .path = paths[i], .comm = comms[i] };
+        pthread_create(&th[i], NULL, tp_load_main, &r[i]);
+    }
+    for (int i = 0; i < n; i++) pthread_join(th[i], NULL);
+    for (int i = 0; i < n; i++) wk_comm_free(comms[i]);
+}
+
 /* A split that cannot be made is refused at load, naming the counts. */
 static void check_tp_refused(int n, int H, int Hkv, int F, wk_dtype wdt, int D, const char *words)
 {
@@ -1241,18 +1280,36 @@ static void check_tp_refused(int n, int H, int Hkv, int F, wk_dtype wdt, int D, 
     tmodel tm = make_model(c);
     const char *path = tmp_path("tp-refused.gguf");
     if (!write_gguf(&tm, path, wdt)) return;
-    wk_device *devs[4] = { t_dev(), t_dev(), t_dev(), t_dev() };
-    wk_comm *comms[4];
-    if (wk_comm_init_all(devs, n, comms) == WK_OK) {
-        /* refused before any collective: each rank fails alone, no thread needed */
-        for (int i = 0; i < n; i++) {
-            wk_llm_options o = { .comm = comms[i] };
-            wk_llm *m = wk_llm_load(path, t_dev(), &o);
-            T_CHECK(!m && wk_model_last_status() == WK_ERR_ARGUMENT && strstr(wk_model_last_error(), words),
-                    "rank %d of %d: %s", i, n, m ? "loaded" : wk_model_last_error());
-            wk_llm_free(m);
-        }
-        for (int i = 0; i < n; i++) wk_comm_free(comms[i]);
+    const char *paths[4] = { path, path, path, path };
+    tp_load r[4];
+    tp_loads(n, paths, r);
+    for (int i = 0; i < n; i++)
+        T_CHECK(!r[i].loaded && r[i].st == WK_ERR_ARGUMENT && strstr(r[i].err, words), "rank %d of %d: %s", i, n,
+                r[i].loaded ? "loaded" : r[i].err);
+    rm_model(path);
+}
+
+/* One rank cannot load (its file is missing): every rank returns NULL at
+ * load, the failing one with its own error, the others saying that a
+ * rank failed, instead of waiting for it in the first forward pass. */
+static void check_tp_one_fails(int n, int bad)
+{
+    tcfg c = cfg_of(A_LLAMA, false);
+    c.H = 12, c.Hkv = 12, c.F = 48, c.D = 8;
+    tmodel tm = make_model(c);
+    const char *path = tmp_path("tp-one-fails.gguf");
+    if (!write_gguf(&tm, path, WK_F32)) return;
+    const char *paths[4] = { path, path, path, path };
+    paths[bad] = tmp_path("tp-absent.gguf");
+    tp_load r[4];
+    tp_loads(n, paths, r);
+    for (int i = 0; i < n; i++) {
+        if (i == bad)
+            T_CHECK(!r[i].loaded && r[i].st == WK_ERR_IO && strstr(r[i].err, "tp-absent.gguf"), "rank %d (the bad one): %s",
+                    i, r[i].loaded ? "loaded" : r[i].err);
+        else
+            T_CHECK(!r[i].loaded && strstr(r[i].err, "1 of the ") && strstr(r[i].err, "failed to load"),
+                    "rank %d of %d: %s", i, n, r[i].loaded ? "loaded" : r[i].err);
     }
     rm_model(path);
 }
@@ -1276,4 +1333,6 @@ T_SUITE(llm_tp)
     if (t_case("llm/tp/refused/kv_heads")) check_tp_refused(3, 6, 2, 48, WK_F32, 8, "KV heads");
     if (t_case("llm/tp/refused/ffn")) check_tp_refused(2, 4, 2, 41, WK_F32, 8, "feed-forward");
     if (t_case("llm/tp/refused/blocks")) check_tp_refused(4, 8, 2, 64, WK_Q8_0, 8, "cuts blocks");
+    if (t_case("llm/tp/one_rank_fails/2_ranks")) check_tp_one_fails(2, 1);
+    if (t_case("llm/tp/one_rank_fails/3_ranks")) check_tp_one_fails(3, 0);
 }

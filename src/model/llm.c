@@ -374,9 +374,8 @@ static wk_status open_source(wk_llm *m, const char *path)
     return WK_OK;
 }
 
-wk_llm *wk_llm_load(const char *path, wk_device *dev, const wk_llm_options *opts)
+static wk_llm *load_one(const char *path, wk_device *dev, const wk_llm_options *opts)
 {
-    wk_model_clear_error();
     if (!path || !dev) {
         wk_merr(WK_ERR_ARGUMENT, "wk_llm_load: %s is NULL", path ? "the device" : "the path");
         return NULL;
@@ -456,6 +455,42 @@ fail:
     (void)st;
     wk_llm_free(m);
     return NULL;
+}
+
+/* The ranks of a split model tell each other whether they loaded (one
+ * all_reduce of a count): a rank that failed alone (its memory, say)
+ * would otherwise leave the others waiting in their first collective. */
+static wk_llm *load_agree(wk_llm *m, wk_comm *comm, const char *path)
+{
+    char *why = m ? NULL : strdup(wk_model_last_error());
+    const wk_status why_st = m ? WK_OK : wk_model_last_status();
+    int32_t failed = m ? 0 : 1;
+    wk_tensor *t = wk_from_host(wk_comm_device(comm), WK_I32, WK_SHAPE(1), &failed);
+    const bool told = t && wk_all_reduce(comm, t) == WK_OK && wk_to_host(t, &failed, sizeof failed) == WK_OK;
+    wk_release(t);
+    if (!m) {   /* this rank's own error stays its message */
+        wk_merr(why_st, "%s", why ? why : "out of memory");
+        free(why);
+        return NULL;
+    }
+    if (!told || failed) {
+        if (!told) wk_merr_core("wk_llm_load: rank %d: the check that every rank loaded", wk_comm_rank(comm));
+        else
+            wk_merr(WK_ERR_BACKEND, "wk_llm_load: %s: %d of the %d ranks failed to load their share (their errors say "
+                    "why); rank %d had loaded its own", path ? path : "(null)", (int)failed, wk_comm_size(comm),
+                    wk_comm_rank(comm));
+        wk_llm_free(m);
+        return NULL;
+    }
+    return m;
+}
+
+wk_llm *wk_llm_load(const char *path, wk_device *dev, const wk_llm_options *opts)
+{
+    wk_model_clear_error();
+    wk_llm *m = load_one(path, dev, opts);
+    wk_comm *comm = opts ? opts->comm : NULL;
+    return comm && wk_comm_size(comm) > 1 ? load_agree(m, comm, path) : m;
 }
 
 void wk_llm_free(wk_llm *m)
