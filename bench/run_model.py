@@ -20,7 +20,9 @@ device machine, which has torch and transformers and no network).
   run_model.py report --out DIR --commit C > RESULTS
       The results table (markdown) from DIR/hf.jsonl and DIR/wick-*.jsonl.
 """
-import argparse, json, os, struct, sys, time
+import argparse, json, os, sys, time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools"))   # hf_gguf
 
 SHAPES = {
     # SmolLM2-135M: 30 layers of 576, 9 heads / 3 KV heads, tied embeddings
@@ -113,71 +115,25 @@ def hf_times(model, vocab, steps, reps):
 
 def write_gguf(model, cfg, path):
     """llama GGUF, bf16 matrices (type 30) and f32 norms (type 0), names and
-    Q/K permutation as llama.cpp's convert_hf_to_gguf.py writes them."""
+    Q/K permutation as llama.cpp's convert_hf_to_gguf.py writes them
+    (tools/hf_gguf.py); the bf16 bits copied as they are."""
+    import numpy as np
     import torch
-    H, Hkv = cfg.num_attention_heads, cfg.num_key_value_heads
+    import hf_gguf
     theta = getattr(cfg, "rope_theta", None) or (getattr(cfg, "rope_parameters", None) or {}).get("rope_theta")
 
-    def permute(w, n_head):
-        return w.reshape(n_head, 2, w.shape[0] // n_head // 2, *w.shape[1:]).swapaxes(1, 2).reshape(w.shape)
+    def getter(t):
+        if t.dim() == 1:
+            return lambda: t.float().contiguous().cpu().numpy()
+        return lambda: t.contiguous().view(torch.int16).cpu().numpy().view(np.uint16)
 
-    names = {"model.embed_tokens.weight": "token_embd.weight", "model.norm.weight": "output_norm.weight",
-             "lm_head.weight": "output.weight"}
-    per = {"input_layernorm.weight": "attn_norm.weight", "self_attn.q_proj.weight": "attn_q.weight",
-           "self_attn.k_proj.weight": "attn_k.weight", "self_attn.v_proj.weight": "attn_v.weight",
-           "self_attn.o_proj.weight": "attn_output.weight", "post_attention_layernorm.weight": "ffn_norm.weight",
-           "mlp.gate_proj.weight": "ffn_gate.weight", "mlp.up_proj.weight": "ffn_up.weight",
-           "mlp.down_proj.weight": "ffn_down.weight"}
-    sd = model.state_dict()
-    tensors = []
-    for name, t in sd.items():
-        if name == "lm_head.weight" and cfg.tie_word_embeddings:
-            continue
-        if name in names:
-            gname = names[name]
-        else:
-            l, rest = name[len("model.layers."):].split(".", 1)
-            gname = f"blk.{l}.{per[rest]}"
-        tensors.append((name, gname, t))
-
-    def s(x):
-        b = x.encode()
-        return struct.pack("<Q", len(b)) + b
-    kv = [("general.architecture", 8, s("llama")), ("general.name", 8, s(os.path.basename(path))),
-          ("general.alignment", 4, struct.pack("<I", 32)),
-          ("llama.context_length", 4, struct.pack("<I", cfg.max_position_embeddings)),
-          ("llama.embedding_length", 4, struct.pack("<I", cfg.hidden_size)),
-          ("llama.block_count", 4, struct.pack("<I", cfg.num_hidden_layers)),
-          ("llama.feed_forward_length", 4, struct.pack("<I", cfg.intermediate_size)),
-          ("llama.attention.head_count", 4, struct.pack("<I", H)),
-          ("llama.attention.head_count_kv", 4, struct.pack("<I", Hkv)),
-          ("llama.attention.layer_norm_rms_epsilon", 6, struct.pack("<f", cfg.rms_norm_eps)),
-          ("llama.rope.freq_base", 6, struct.pack("<f", theta)),
-          ("llama.rope.dimension_count", 4, struct.pack("<I", cfg.hidden_size // H))]
-    hdr = bytearray(b"GGUF" + struct.pack("<IQQ", 3, len(tensors), len(kv)))
-    for k, ty, v in kv:
-        hdr += s(k) + struct.pack("<I", ty) + v
-    off = 0
-    for name, gname, t in tensors:
-        f32 = t.dim() == 1
-        nb = t.numel() * (4 if f32 else 2)
-        hdr += s(gname) + struct.pack("<I", t.dim()) + b"".join(struct.pack("<Q", d) for d in t.shape[::-1])
-        hdr += struct.pack("<IQ", 0 if f32 else 30, off)
-        off += (nb + 31) // 32 * 32
-    hdr += b"\0" * (-len(hdr) % 32)
-    with open(path, "wb") as f:
-        f.write(hdr)
-        for name, gname, t in tensors:
-            if name.endswith("q_proj.weight"):
-                t = permute(t, H)
-            elif name.endswith("k_proj.weight"):
-                t = permute(t, Hkv)
-            if t.dim() == 1:
-                a = t.float().contiguous().cpu().numpy()
-            else:
-                a = t.contiguous().view(torch.int16).cpu().numpy()
-            f.write(memoryview(a).cast("B"))
-            f.write(b"\0" * (-a.nbytes % 32))
+    items = [(name, tuple(t.shape), getter(t)) for name, t in model.state_dict().items()]
+    meta = dict(context_length=cfg.max_position_embeddings, embedding_length=cfg.hidden_size,
+                block_count=cfg.num_hidden_layers, feed_forward_length=cfg.intermediate_size,
+                head_count=cfg.num_attention_heads, head_count_kv=cfg.num_key_value_heads, rms_eps=cfg.rms_norm_eps,
+                rope_theta=theta)
+    tensors = hf_gguf.llama_tensors(items, cfg.num_attention_heads, cfg.num_key_value_heads, cfg.tie_word_embeddings)
+    hf_gguf.write_llama_gguf(path, meta, tensors, matrix_type="bf16", name=os.path.basename(path))
 
 
 def make(a):

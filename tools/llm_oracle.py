@@ -44,6 +44,8 @@ Needs torch and transformers.
 """
 import argparse, json, os, subprocess, sys, tempfile, time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))   # hf_gguf
+
 F32_BOUND = 1e-4      # max |wick - hf| / max |hf| per row, f32
 BF16_BOUND = 5e-2     # the same for bf16 activations against hf's f32 logits
 TP_BOUND = 1e-5       # tensor parallel f32 against the same model on one device
@@ -135,62 +137,17 @@ def row_errors(w, h):
 def write_llama_gguf(model, path):
     """The model as llama.cpp's converter writes a llama GGUF (f32): its
     names, its metadata, and Q and K rows permuted for the interleaved
-    rope (convert_hf_to_gguf.py's LlamaModel.permute)."""
-    import struct
-    import numpy as np
+    rope (tools/hf_gguf.py)."""
+    import hf_gguf
     cfg = model.config
-    H, Hkv = cfg.num_attention_heads, cfg.num_key_value_heads
-
-    def permute(w, n_head):
-        return w.reshape(n_head, 2, w.shape[0] // n_head // 2, *w.shape[1:]).swapaxes(1, 2).reshape(w.shape)
-
-    names = {"model.embed_tokens.weight": "token_embd.weight", "model.norm.weight": "output_norm.weight",
-             "lm_head.weight": "output.weight"}
-    per = {"input_layernorm.weight": "attn_norm.weight", "self_attn.q_proj.weight": "attn_q.weight",
-           "self_attn.k_proj.weight": "attn_k.weight", "self_attn.v_proj.weight": "attn_v.weight",
-           "self_attn.o_proj.weight": "attn_output.weight", "post_attention_layernorm.weight": "ffn_norm.weight",
-           "mlp.gate_proj.weight": "ffn_gate.weight", "mlp.up_proj.weight": "ffn_up.weight",
-           "mlp.down_proj.weight": "ffn_down.weight"}
-    tensors = []
-    for name, t in model.state_dict().items():
-        w = t.detach().float().cpu().numpy().astype(np.float32)
-        if name in names:
-            gname = names[name]
-        else:
-            l, rest = name[len("model.layers."):].split(".", 1)
-            gname = f"blk.{l}.{per[rest]}"
-            if rest == "self_attn.q_proj.weight":
-                w = permute(w, H)
-            elif rest == "self_attn.k_proj.weight":
-                w = permute(w, Hkv)
-        tensors.append((gname, np.ascontiguousarray(w)))
-
-    def s(x):
-        b = x.encode()
-        return struct.pack("<Q", len(b)) + b
-    kv = [("general.architecture", 8, s("llama")), ("general.alignment", 4, struct.pack("<I", 32)),
-          ("llama.context_length", 4, struct.pack("<I", cfg.max_position_embeddings)),
-          ("llama.embedding_length", 4, struct.pack("<I", cfg.hidden_size)),
-          ("llama.block_count", 4, struct.pack("<I", cfg.num_hidden_layers)),
-          ("llama.feed_forward_length", 4, struct.pack("<I", cfg.intermediate_size)),
-          ("llama.attention.head_count", 4, struct.pack("<I", H)),
-          ("llama.attention.head_count_kv", 4, struct.pack("<I", Hkv)),
-          ("llama.attention.layer_norm_rms_epsilon", 6, struct.pack("<f", cfg.rms_norm_eps)),
-          ("llama.rope.freq_base", 6, struct.pack("<f", getattr(cfg, "rope_theta", None) or 10000.0)),
-          ("llama.rope.dimension_count", 4, struct.pack("<I", cfg.hidden_size // H))]
-    out = bytearray(b"GGUF" + struct.pack("<IQQ", 3, len(tensors), len(kv)))
-    for k, t, v in kv:
-        out += s(k) + struct.pack("<I", t) + v
-    off = 0
-    for name, w in tensors:
-        out += s(name) + struct.pack("<I", w.ndim) + b"".join(struct.pack("<Q", d) for d in w.shape[::-1])
-        out += struct.pack("<IQ", 0, off)                      # type 0: F32
-        off += (w.nbytes + 31) // 32 * 32
-    out += b"\0" * (-len(out) % 32)
-    for name, w in tensors:
-        out += w.tobytes() + b"\0" * (-w.nbytes % 32)
-    with open(path, "wb") as f:
-        f.write(out)
+    items = [(name, tuple(t.shape), (lambda t=t: t.detach().float().cpu().numpy()))
+             for name, t in model.state_dict().items()]
+    meta = dict(context_length=cfg.max_position_embeddings, embedding_length=cfg.hidden_size,
+                block_count=cfg.num_hidden_layers, feed_forward_length=cfg.intermediate_size,
+                head_count=cfg.num_attention_heads, head_count_kv=cfg.num_key_value_heads, rms_eps=cfg.rms_norm_eps,
+                rope_theta=getattr(cfg, "rope_theta", None) or 10000.0)
+    tensors = hf_gguf.llama_tensors(items, cfg.num_attention_heads, cfg.num_key_value_heads, False)
+    hf_gguf.write_llama_gguf(path, meta, tensors, matrix_type="f32")
 
 
 def gguf_checks(a, tdev, tmp, ok):
