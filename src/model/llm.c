@@ -402,7 +402,7 @@ static wk_llm *load_one(const char *path, wk_device *dev, const wk_llm_options *
     m->info.bos_id = -1;
     m->chunk = o.prefill_chunk ? o.prefill_chunk : 512;
     const char *tenv = getenv("WICK_LLM_TIMING");
-    m->timing = tenv && tenv[0] && strcmp(tenv, "0") != 0;
+    m->timing = !tenv || !tenv[0] || !strcmp(tenv, "0") ? 0 : !strcmp(tenv, "2") ? 2 : 1;
     wk_status st = open_source(m, path);
     if (!st) st = llm_read_hparams(m, path);
     if (st) goto fail;
@@ -493,12 +493,51 @@ wk_llm *wk_llm_load(const char *path, wk_device *dev, const wk_llm_options *opts
     return comm && wk_comm_size(comm) > 1 ? load_agree(m, comm, path) : m;
 }
 
+/* WICK_LLM_TIMING=2: the parts of a one-token pass between device events,
+ * in layer order; the time from a layer's last mark to the next layer's
+ * first (the residual add and the next input norm) is part 6, the output
+ * head (final norm, logits, their gather) part 7. */
+enum { LLM_PARTS = 6 };
+static const char *const llm_part_names[8] = {
+    "q/k/v, rope, KV cache, attention", "o projection", "all_reduce after attention",
+    "add + norm, gate/up, silu, down", "all_reduce after the MLP", "(unused)", "add + next layer's norm",
+    "output head",
+};
+
+static void part_mark(wk_llm *m, int64_t i)
+{
+    if (m->t_ev && m->t_ev[i]) (void)wk_event_record(m->t_ev[i]);
+}
+
+/* after a pass's logits are read: the parts' device times added up */
+static void parts_add(wk_llm *m)
+{
+    const int64_t n = m->info.n_layer * LLM_PARTS + 2;
+    for (int64_t i = 0; m->t_ev && i + 1 < n; i++) {
+        double ms = 0;
+        if (!m->t_ev[i] || !m->t_ev[i + 1] || wk_event_elapsed_ms(m->t_ev[i], m->t_ev[i + 1], &ms) != WK_OK) continue;
+        const int64_t j = i % LLM_PARTS;
+        const int part = i + 2 == n ? 7 : j == LLM_PARTS - 1 ? 6 : (int)j;
+        m->t_part_ms[part] += ms;
+    }
+}
+
 void wk_llm_free(wk_llm *m)
 {
     if (!m) return;
     if (m->timing && m->t_steps)
         fprintf(stderr, "wick: %lld one-token forward passes: %.1f us to issue, %.1f us waiting for the logits (mean)\n",
                 (long long)m->t_steps, 1e3 * m->t_issue_ms / (double)m->t_steps, 1e3 * m->t_wait_ms / (double)m->t_steps);
+    if (m->timing == 2 && m->t_steps && m->t_ev) {
+        fprintf(stderr, "wick: device time of a one-token pass by part (us, mean; %lld layers):", (long long)m->info.n_layer);
+        for (int p = 0; p < 8; p++)
+            if (p != LLM_PARTS - 1) fprintf(stderr, "%s %s %.1f", p ? ";" : "", llm_part_names[p], 1e3 * m->t_part_ms[p] / (double)m->t_steps);
+        fprintf(stderr, "\n");
+    }
+    if (m->t_ev) {
+        for (int64_t i = 0; i < m->info.n_layer * LLM_PARTS + 2; i++) wk_event_free(m->t_ev[i]);
+        free(m->t_ev);
+    }
     if (m->layers) {
         for (int64_t l = 0; l < m->info.n_layer; l++) {
             llm_layer *y = &m->layers[l];
@@ -609,6 +648,14 @@ static wk_status forward(wk_llm *m, const int32_t *tokens, int64_t T, int64_t fi
 
     const double t0 = m->timing ? llm_now_ms() : 0;
     double t1 = 0;
+    /* WICK_LLM_TIMING=2: events between the parts of one-token passes */
+    if (m->timing == 2 && T == 1 && !m->t_ev) {
+        const int64_t n = in->n_layer * LLM_PARTS + 2;
+        m->t_ev = calloc((size_t)n, sizeof *m->t_ev);
+        for (int64_t i = 0; m->t_ev && i < n; i++) m->t_ev[i] = wk_event_new(m->dev);
+    }
+    const bool parts = m->timing == 2 && T == 1 && m->t_ev;
+#define PART(i) do { if (parts) part_mark(m, (i)); } while (0)
     wk_scope_begin();
     wk_tensor *tid = wk_from_host(m->dev, WK_U32, WK_SHAPE(T), ids);
     wk_tensor *x = wk_dtype_is_quantized(wk_tensor_dtype(m->tok_embd)) ? wk_qgather(m->tok_embd, tid, act)
@@ -621,6 +668,7 @@ static wk_status forward(wk_llm *m, const int32_t *tokens, int64_t T, int64_t fi
     for (int64_t l = 0; l < in->n_layer && h; l++) {
         llm_layer *y = &m->layers[l];
         wk_scope_begin();
+        PART(l * LLM_PARTS);
         /* attention */
         const bool local = in->arch == WK_LLM_GEMMA3 && y->sliding;
         wk_tensor *q, *k, *v;
@@ -658,8 +706,11 @@ static wk_status forward(wk_llm *m, const int32_t *tokens, int64_t T, int64_t fi
                                      .window = y->sliding ? in->sliding_window : 0, .softcap = hp->attn_softcap };
             a = wk_attention(q, wk_narrow(y->k_cache, 2, 0, pos + T), wk_narrow(y->v_cache, 2, 0, pos + T), &ao);
         }
+        PART(l * LLM_PARTS + 1);
         a = a ? linear(wk_reshape(wk_transpose(a, 1, 2), WK_SHAPE(T, H * D)), y->wo, NULL) : NULL;
+        PART(l * LLM_PARTS + 2);
         if (a && comm && wk_all_reduce(comm, a) != WK_OK) a = NULL;   /* the ranks' partial sums */
+        PART(l * LLM_PARTS + 3);
         if (a && y->post_attn_norm) a = norm(m, a, y->post_attn_norm);
         /* x += a, then the MLP's norm, in one op */
         wk_tensor *x2 = NULL;
@@ -676,7 +727,9 @@ static wk_status forward(wk_llm *m, const int32_t *tokens, int64_t T, int64_t fi
         }
         wk_tensor *act_ = hp->gelu_mlp ? wk_mul(wk_gelu(g), u) : wk_silu_mul(g, u);
         f = act_ ? linear(act_, y->w_down, NULL) : NULL;
+        PART(l * LLM_PARTS + 4);
         if (f && comm && wk_all_reduce(comm, f) != WK_OK) f = NULL;
+        PART(l * LLM_PARTS + 5);
         if (f && y->post_ffn_norm) f = norm(m, f, y->post_ffn_norm);
         /* x += f and the next block's input norm in one op; after the last
            block f stays apart for the final norm of the rows wanted */
@@ -694,6 +747,7 @@ static wk_status forward(wk_llm *m, const int32_t *tokens, int64_t T, int64_t fi
         wk_keep(h);
         wk_scope_end();
     }
+    PART(in->n_layer * LLM_PARTS);
     if (h && best && !out) {   /* greedy: the argmax on the device */
         wk_tensor *xl = NULL;
         wk_tensor *hn = f ? wk_add_rms_norm(wk_narrow(f, 0, T - 1, 1), wk_narrow(x, 0, T - 1, 1), m->out_norm,
@@ -704,6 +758,7 @@ static wk_status forward(wk_llm *m, const int32_t *tokens, int64_t T, int64_t fi
             lg = wk_affine(wk_tanh(wk_affine(lg, 1.0 / hp->final_softcap, 0.0)), hp->final_softcap, 0.0);
         wk_tensor *am = lg ? wk_argmax(lg, 1, false) : NULL;
         uint32_t b = 0;
+        PART(in->n_layer * LLM_PARTS + 1);
         if (m->timing) t1 = llm_now_ms();
         if (!am || wk_to_host(am, &b, sizeof b) != WK_OK) h = NULL;
         *best = (int32_t)b;
@@ -717,6 +772,7 @@ static wk_status forward(wk_llm *m, const int32_t *tokens, int64_t T, int64_t fi
         if (lg && hp->final_softcap > 0)
             lg = wk_affine(wk_tanh(wk_affine(lg, 1.0 / hp->final_softcap, 0.0)), hp->final_softcap, 0.0);
         if (lg && act != WK_F32) lg = wk_to_dtype(lg, WK_F32);
+        PART(in->n_layer * LLM_PARTS + 1);
         if (m->timing) t1 = llm_now_ms();
         if (!lg || wk_to_host(lg, out, (size_t)(rows * in->n_vocab) * sizeof(float)) != WK_OK) h = NULL;
     } else if (h) {
@@ -724,7 +780,9 @@ static wk_status forward(wk_llm *m, const int32_t *tokens, int64_t T, int64_t fi
         if (wk_device_synchronize(m->dev) != WK_OK) h = NULL;
     }
     if (!h) st = wk_merr_core("forward pass at position %lld (%lld tokens)", (long long)pos, (long long)T);
+#undef PART
     if (m->timing && T == 1 && t1 > 0) {
+        if (parts && h) parts_add(m);
         m->t_steps++;
         m->t_issue_ms += t1 - t0;
         m->t_wait_ms += llm_now_ms() - t1;

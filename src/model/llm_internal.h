@@ -57,10 +57,14 @@ struct wk_llm {
     wk_tensor *cos, *sin, *cos_local, *sin_local;   /* [context, D/2] f32 */
     int64_t pos, chunk;
     /* WICK_LLM_TIMING=1: host time of one-token forward passes, split into
-       issuing the work and waiting for the logits (printed at free) */
-    bool timing;
+       issuing the work and waiting for the logits (printed at free); =2:
+       also the device's time by part of the pass, from events recorded
+       between the parts (LLM_PARTS per layer, then the output head) */
+    int timing;
     int64_t t_steps;
     double t_issue_ms, t_wait_ms;
+    struct wk_event **t_ev;       /* n_layer * LLM_PARTS + 2 events        */
+    double t_part_ms[8];          /* summed over steps and layers          */
     /* text: token strings from the file (GGUF) for EOG detection and,
        when a tokenizer is built in, the tokenizer */
     char *chat_template;
