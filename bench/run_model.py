@@ -262,6 +262,7 @@ def report(a):
             print()
             print("`wick-launch-overhead --device cuda:0` (a chain of 1-element adds): " + f.read().strip())
     splits = {r["label"]: r["text"] for r in rows if r.get("what") == "host_split"}
+    parts = {r["label"]: r["text"] for r in rows if r.get("what") == "device_parts"}
     if counts or splits:
         print()
         for lab in sorted(set(counts) | set(splits)):
@@ -269,6 +270,8 @@ def report(a):
             line = f"- {lab}: " + (f"{c['launches']} launches (kernels and BLAS calls) per decode token" if c else "")
             if lab in splits:
                 line += f"; {splits[lab]} (WICK_LLM_TIMING=1, mean over the one-token passes of the run)"
+            if lab in parts:
+                line += f"; {parts[lab]} (WICK_LLM_TIMING=2)"
             print(line)
 
 

@@ -20,7 +20,7 @@
 #      with TP=N, each model split over N GPUs as well).
 # Results: $OUT/RESULTS.md (the table), $OUT/results.tar (the JSON lines and
 # logs). Models go to $WORK (default /tmp/wick-run-model; about 21 GB).
-#   MODELS=smol,8b Q4=1 ORACLE=0 [TP=2] [TP_VARIANTS=..] [SMOL_VARIANTS="name:VAR=value .."] [B8_VARIANTS=..] [Q4_VARIANTS=..]
+#   MODELS=smol,8b Q4=1 ORACLE=0 [TP=2] [TP_VARIANTS=..] [LLM_TIMING=2] [SMOL_VARIANTS="name:VAR=value .."] [B8_VARIANTS=..] [Q4_VARIANTS=..]
 #     [ORACLE_GGUF_ENV="VAR=value"] bench/run_model.sh
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -30,6 +30,7 @@ MODELS=${MODELS:-smol,8b}
 Q4=${Q4:-1}
 ORACLE=${ORACLE:-0}
 TP=${TP:-1}
+LLM_TIMING=${LLM_TIMING:-1}   # 2: also the device time by part of a one-token pass (events; a little host time)
 mkdir -p "$OUT" "$WORK"
 rm -f "$WORK"/*.jsonl "$WORK"/*.err
 export PYTHONUNBUFFERED=1
@@ -58,13 +59,15 @@ cat "$WORK/launch_overhead.log" 2>/dev/null
 # after the bench's marker line) as one more line
 wbench() {
     local label=$1 file=$2; shift 2
-    env ${WB_ENV:-} WICK_GPU_COUNT_LAUNCHES=1 WICK_LLM_TIMING=1 timeout 300 build/wick-llm-bench "$file" --label "$label" "$@" \
+    env ${WB_ENV:-} WICK_GPU_COUNT_LAUNCHES=1 WICK_LLM_TIMING="$LLM_TIMING" timeout 300 build/wick-llm-bench "$file" --label "$label" "$@" \
         > "$WORK/wick-$label.jsonl" 2> "$WORK/wick-$label.err"
     local rc=$?
     local n=$(awk '/one decode step/{f=1; next} f && /launches so far/{v[++k]=$NF} END{if (k>=2) print v[2]-v[1]}' "$WORK/wick-$label.err")
     [ -n "$n" ] && echo "{\"label\": \"$label\", \"what\": \"launches\", \"launches\": $n}" >> "$WORK/wick-$label.jsonl"
     local tl=$(grep -h "one-token forward passes" "$WORK/wick-$label.err" | head -1 | sed 's/^wick: //')   # one rank's line
     [ -n "$tl" ] && echo "{\"label\": \"$label\", \"what\": \"host_split\", \"text\": \"$tl\"}" >> "$WORK/wick-$label.jsonl"
+    local tp=$(grep -h "device time of a one-token pass by part" "$WORK/wick-$label.err" | head -1 | sed 's/^wick: //')
+    [ -n "$tp" ] && echo "{\"label\": \"$label\", \"what\": \"device_parts\", \"text\": \"$tp\"}" >> "$WORK/wick-$label.jsonl"
     stamp "wick $label (exit $rc)"; cat "$WORK/wick-$label.jsonl"; [ $rc = 0 ] || tail -5 "$WORK/wick-$label.err"
 }
 case ",$MODELS," in *,smol,*)
