@@ -263,16 +263,17 @@ def report(a):
             print("`wick-launch-overhead --device cuda:0` (a chain of 1-element adds): " + f.read().strip())
     splits = {r["label"]: r["text"] for r in rows if r.get("what") == "host_split"}
     parts = {r["label"]: r["text"] for r in rows if r.get("what") == "device_parts"}
-    if counts or splits:
+    if counts or splits or parts:
         print()
-        for lab in sorted(set(counts) | set(splits)):
-            c = counts.get(lab)
-            line = f"- {lab}: " + (f"{c['launches']} launches (kernels and BLAS calls) per decode token" if c else "")
+        for lab in sorted(set(counts) | set(splits) | set(parts)):
+            bits = []
+            if lab in counts:
+                bits.append(f"{counts[lab]['launches']} launches (kernels and BLAS calls) per decode token")
             if lab in splits:
-                line += f"; {splits[lab]} (WICK_LLM_TIMING=1, mean over the one-token passes of the run)"
+                bits.append(f"{splits[lab]} (WICK_LLM_TIMING=1, mean over the one-token passes of the run)")
             if lab in parts:
-                line += f"; {parts[lab]} (WICK_LLM_TIMING=2)"
-            print(line)
+                bits.append(f"{parts[lab]} (WICK_LLM_TIMING=2)")
+            print(f"- {lab}: " + "; ".join(bits))
 
 
 def main():
