@@ -125,7 +125,5 @@ int main(int argc, char **argv)
                     (long long)c.sizes[s], dtype);
             return 2;
         }
-    void *args[WK_MAX_RANKS];
-    for (int i = 0; i < ranks && i < WK_MAX_RANKS; i++) args[i] = &c;
-    return wk_run_ranks(kind, ranks, rank_run, args, "wick-comm-bench") != 0;
+    return wk_run_ranks(kind, ranks, rank_run, &c, "wick-comm-bench") != 0;
 }

@@ -225,13 +225,6 @@ int main(int argc, char **argv)
                         "[--decode-at C1,C2] [--steps S>=5] [--reps R] [--chunk T] [--tp N] [--label TEXT]\n");
         return 2;
     }
-    int rc;
-    if (c.tp == 1) rc = bench_run(NULL, &c);
-    else {
-        void *args[WK_MAX_RANKS];
-        for (int i = 0; i < c.tp; i++) args[i] = &c;
-        rc = wk_run_ranks(c.device, c.tp, bench_run, args, "wick-llm-bench");
-        rc = rc != 0;
-    }
-    return rc;
+    if (c.tp == 1) return bench_run(NULL, &c);
+    return wk_run_ranks(c.device, c.tp, bench_run, &c, "wick-llm-bench") != 0;
 }

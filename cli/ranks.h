@@ -2,9 +2,9 @@
  * `wick run --tp N` (cli/run.c), build/wick-llm-bench and
  * build/wick-llm-oracle: opens N devices (the cpu N times, or kind:0 ..
  * kind:N-1 of the GPU kind a device name names), makes a communicator over
- * them (wk_comm_init_all), runs fn(comm, args[rank]) for every rank in its
- * own thread (rank 0 in the caller's), then frees the communicators and
- * closes the devices. */
+ * them (wk_comm_init_all), runs fn(comm, arg) for every rank in its own
+ * thread (rank 0 in the caller's; each rank tells itself apart by its
+ * comm), then frees the communicators and closes the devices. */
 #ifndef WICK_CLI_RANKS_H
 #define WICK_CLI_RANKS_H
 
@@ -38,7 +38,7 @@ static void *wk_rank_thread(void *p)
  * .. cuda:n-1). Returns -1 when the devices or the communicator could not
  * be made (the reason printed after `who`), else the first rank's nonzero
  * result in rank order, else 0. */
-static inline int wk_run_ranks(const char *devname, int n, wk_rank_fn fn, void *const *args, const char *who)
+static inline int wk_run_ranks(const char *devname, int n, wk_rank_fn fn, void *arg, const char *who)
 {
     if (n < 1 || n > WK_MAX_RANKS) {
         fprintf(stderr, "%s: %d ranks (1 to %d)\n", who, n, WK_MAX_RANKS);
@@ -48,7 +48,6 @@ static inline int wk_run_ranks(const char *devname, int n, wk_rank_fn fn, void *
     wk_comm *comms[WK_MAX_RANKS] = { 0 };
     wk_rank_job jobs[WK_MAX_RANKS];
     pthread_t th[WK_MAX_RANKS];
-    bool started[WK_MAX_RANKS] = { false };
     const bool cpu = !strncmp(devname, "cpu", 3);
     int rc = 0, opened = 0;
     for (; opened < n; opened++) {
@@ -67,8 +66,8 @@ static inline int wk_run_ranks(const char *devname, int n, wk_rank_fn fn, void *
     }
     if (!rc) {
         for (int i = 0; i < n; i++) {
-            jobs[i] = (wk_rank_job){ .fn = fn, .comm = comms[i], .arg = args[i], .rc = 0 };
-            if (i && !(started[i] = pthread_create(&th[i], NULL, wk_rank_thread, &jobs[i]) == 0)) {
+            jobs[i] = (wk_rank_job){ .fn = fn, .comm = comms[i], .arg = arg, .rc = 0 };
+            if (i && pthread_create(&th[i], NULL, wk_rank_thread, &jobs[i]) != 0) {
                 /* the ranks already started wait for this one in their
                    first collective: nothing to return to */
                 fprintf(stderr, "%s: cannot start the thread of rank %d\n", who, i);
@@ -76,8 +75,7 @@ static inline int wk_run_ranks(const char *devname, int n, wk_rank_fn fn, void *
             }
         }
         wk_rank_thread(&jobs[0]);
-        for (int i = 1; i < n; i++)
-            if (started[i]) pthread_join(th[i], NULL);
+        for (int i = 1; i < n; i++) pthread_join(th[i], NULL);
         for (int i = 0; i < n; i++) {
             if (jobs[i].rc && !rc) rc = jobs[i].rc;
             wk_comm_free(comms[i]);

@@ -329,11 +329,9 @@ static int run_tp(const run_opts *o, const char *devname)
         }
     }
     tp_job job = { .o = o, .text = o->ids ? NULL : o->prompt ? o->prompt : text, .chat = chat };
-    void *args[WK_MAX_RANKS];
-    for (int i = 0; i < n; i++) args[i] = &job;
     char who[40];
     snprintf(who, sizeof who, "wick run: --tp %d", n);
-    const int rc = wk_run_ranks(devname, n, tp_rank, args, who);
+    const int rc = wk_run_ranks(devname, n, tp_rank, &job, who);
     if (chat) pthread_barrier_destroy(&chat->bar);
     free(chat);
     free(text);

@@ -153,7 +153,5 @@ int main(int argc, char **argv)
         return 2;
     }
     if (tp == 1) return oracle_run(NULL, &c);
-    void *args[WK_MAX_RANKS];
-    for (int i = 0; i < tp; i++) args[i] = &c;
-    return wk_run_ranks(c.device, tp, oracle_run, args, "wick-llm-oracle") != 0;
+    return wk_run_ranks(c.device, tp, oracle_run, &c, "wick-llm-oracle") != 0;
 }
