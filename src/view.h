@@ -54,15 +54,16 @@ static inline int wk_views_merge_dims(int n, const wk_view *const *views, const 
     return r;
 }
 
-/* Merge dims [0, hi) of one layout into one (size, stride): false when
- * they are not equally spaced. Size-1 dims are ignored. (The leading dims
- * of a quantized tensor or a sort's input as one row index.) */
-static inline bool wk_merge_leading(const int64_t *dims, const int64_t *strides, int hi, int64_t *size,
-                                    int64_t *stride)
+/* Merge dims [lo, hi) of one layout into one (size, stride): false when
+ * they are not equally spaced. Size-1 dims are ignored; a range of them
+ * only has stride 1. (The rows of a norm, a quantized tensor or a sort's
+ * input as one index; the dims before and after a softmax's.) */
+static inline bool wk_merge_range(const int64_t *dims, const int64_t *strides, int lo, int hi, int64_t *size,
+                                  int64_t *stride)
 {
-    int64_t n = 1, st = 0;
+    int64_t n = 1, st = 1;
     int last = -1;
-    for (int d = hi - 1; d >= 0; d--) {
+    for (int d = hi - 1; d >= lo; d--) {
         n *= dims[d];
         if (dims[d] == 1) continue;
         if (last < 0) st = strides[d];

@@ -9,29 +9,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include "core.h"
+#include "../view.h"
 
 /* ---- layout helpers ---------------------------------------------------- */
 
-/* Merge dims [lo, hi) of a layout into one (size, stride): false when
- * they are not equally spaced (then the caller copies). Size-1 dims are
- * ignored; an all-size-1 range has stride 1. */
-static bool nn_merge(const int64_t *dims, const int64_t *strides, int lo, int hi, int64_t *size, int64_t *stride)
-{
-    int64_t n = 1, st = 1;
-    int last = -1;
-    for (int d = hi - 1; d >= lo; d--) {
-        n *= dims[d];
-        if (dims[d] == 1) continue;
-        if (last < 0) st = strides[d];
-        else if (strides[d] != strides[last] * dims[last]) return false;
-        last = d;
-    }
-    *size = n;
-    *stride = st;
-    return true;
-}
-
-/* t itself when every dim from `from` on has unit spacing as nn_merge
+/* t itself when every dim from `from` on has unit spacing as wk_merge_range
  * needs, else a contiguous copy; NULL + error on failure. The caller
  * releases the result. */
 static wk_tensor *nn_usable(const wk_tensor *t, bool ok)
@@ -45,11 +27,11 @@ static bool nn_rows(const wk_tensor *x, wk_tensor **held, wk_view *v)
 {
     int r = x->rank;
     int64_t D = x->dims[r - 1], rows = 0, rs = 0;
-    bool ok = (D <= 1 || x->strides[r - 1] == 1) && nn_merge(x->dims, x->strides, 0, r - 1, &rows, &rs);
+    bool ok = (D <= 1 || x->strides[r - 1] == 1) && wk_merge_range(x->dims, x->strides, 0, r - 1, &rows, &rs);
     *held = nn_usable(x, ok);
     if (!*held) return false;
     const wk_tensor *h = *held;
-    if (!ok) nn_merge(h->dims, h->strides, 0, r - 1, &rows, &rs);
+    if (!ok) wk_merge_range(h->dims, h->strides, 0, r - 1, &rows, &rs);
     *v = wk_view_of(h);
     v->rank = 2;
     v->dims[0] = rows;
@@ -123,12 +105,12 @@ static wk_tensor *softmax_impl(wk_op op, const wk_tensor *x, int dim)
     if (!out) return NULL;
     if (wk_numel(x->rank, x->dims) == 0) return out;
     int64_t outer = 0, os = 0, inner = 0, is = 0;
-    bool ok = nn_merge(x->dims, x->strides, 0, d, &outer, &os) &&
-              nn_merge(x->dims, x->strides, d + 1, x->rank, &inner, &is);
+    bool ok = wk_merge_range(x->dims, x->strides, 0, d, &outer, &os) &&
+              wk_merge_range(x->dims, x->strides, d + 1, x->rank, &inner, &is);
     wk_tensor *h = nn_usable(x, ok);
     if (!h) return wk_finish(wk_last_status(), out);
-    nn_merge(h->dims, h->strides, 0, d, &outer, &os);
-    nn_merge(h->dims, h->strides, d + 1, h->rank, &inner, &is);
+    wk_merge_range(h->dims, h->strides, 0, d, &outer, &os);
+    wk_merge_range(h->dims, h->strides, d + 1, h->rank, &inner, &is);
     wk_view s = wk_view_of(h), o = wk_view_of(out);
     int64_t n = x->dims[d];
     const int64_t sdims[3] = { outer, n, inner }, sstr[3] = { os, h->strides[d], is };

@@ -22,11 +22,12 @@ static bool q_rows(const wk_tensor *t, bool unit_last, wk_tensor **held, wk_view
     const int r = t->rank;
     const int64_t cols = t->dims[r - 1];
     int64_t rows = 0, rs = 0;
-    bool ok = (!unit_last || cols <= 1 || t->strides[r - 1] == 1) && wk_merge_leading(t->dims, t->strides, r - 1, &rows, &rs);
+    bool ok = (!unit_last || cols <= 1 || t->strides[r - 1] == 1) &&
+              wk_merge_range(t->dims, t->strides, 0, r - 1, &rows, &rs);
     *held = ok ? wk_retain((wk_tensor *)t) : wk_contiguous(t);
     if (!*held) return false;
     const wk_tensor *h = *held;
-    if (!ok) wk_merge_leading(h->dims, h->strides, r - 1, &rows, &rs);
+    if (!ok) wk_merge_range(h->dims, h->strides, 0, r - 1, &rows, &rs);
     *v = wk_view_of(h);
     v->rank = 2;
     v->dims[0] = rows;
@@ -197,10 +198,10 @@ static wk_tensor *qgather_impl(const wk_tensor *table, const wk_tensor *ids, wk_
     /* the ids as one 1-d view (a copy when their strides do not allow it);
      * run even when cols is 0: the ids are still checked */
     int64_t len = 0, stride = 0;
-    bool flat = wk_merge_leading(ids->dims, ids->strides, ids->rank, &len, &stride);
+    bool flat = wk_merge_range(ids->dims, ids->strides, 0, ids->rank, &len, &stride);
     wk_tensor *held = flat ? wk_retain((wk_tensor *)ids) : wk_contiguous(ids);
     if (!held) return wk_finish(wk_last_status(), out);
-    if (!flat) wk_merge_leading(held->dims, held->strides, held->rank, &len, &stride);
+    if (!flat) wk_merge_range(held->dims, held->strides, 0, held->rank, &len, &stride);
     wk_view iv = wk_view_of(held), tv = wk_view_of(table), d = wk_view_of(out);
     iv.rank = 1;
     iv.dims[0] = n;

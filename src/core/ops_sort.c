@@ -28,11 +28,11 @@ static wk_tensor *arg_sort_k(const wk_tensor *x, bool descending, int64_t k)
     if (!out) return NULL;
     int64_t rows = 0, rs = 0;
     if (wk_numel(r, od) == 0) return out;
-    bool ok = r == 0 || wk_merge_leading(x->dims, x->strides, r - 1, &rows, &rs);
+    bool ok = r == 0 || wk_merge_range(x->dims, x->strides, 0, r - 1, &rows, &rs);
     wk_tensor *h = ok ? wk_retain((wk_tensor *)x) : wk_contiguous(x);
     if (!h) return wk_finish(wk_last_status(), out);
     if (r == 0) rows = 1, rs = 1;
-    else wk_merge_leading(h->dims, h->strides, r - 1, &rows, &rs);
+    else wk_merge_range(h->dims, h->strides, 0, r - 1, &rows, &rs);
     wk_view vs = wk_view_of(h), vd = wk_view_of(out);
     for (int q = 0; q < WK_MAX_RANK; q++) vs.dims[q] = vs.strides[q] = vd.dims[q] = vd.strides[q] = 0;
     vs.rank = vd.rank = 2;

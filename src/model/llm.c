@@ -493,16 +493,16 @@ wk_llm *wk_llm_load(const char *path, wk_device *dev, const wk_llm_options *opts
     return comm && wk_comm_size(comm) > 1 ? load_agree(m, comm, path) : m;
 }
 
-/* WICK_LLM_TIMING=2: the parts of a one-token pass between device events,
- * in layer order; the time from a layer's last mark to the next layer's
- * first (the residual add and the next input norm) is part 6, the output
- * head (final norm, logits, their gather) part 7. */
+/* WICK_LLM_TIMING=2: the parts of a one-token pass between device events:
+ * LLM_PARTS marks per layer (the last part runs from the layer's last mark
+ * to the next layer's first: the residual add and the next input norm),
+ * then the output head (final norm, logits, their gather). */
 enum { LLM_PARTS = 6 };
-static const char *const llm_part_names[8] = {
+static const char *const llm_part_names[LLM_PARTS + 1] = {
     "q/k/v, rope, KV cache, attention", "o projection", "all_reduce after attention",
-    "add + norm, gate/up, silu, down", "all_reduce after the MLP", "(unused)", "add + next layer's norm",
-    "output head",
+    "add + norm, gate/up, silu, down", "all_reduce after the MLP", "add + next layer's norm", "output head",
 };
+_Static_assert(sizeof ((wk_llm *)0)->t_part_ms / sizeof(double) == LLM_PARTS + 1, "one sum per part");
 
 static void part_mark(wk_llm *m, int64_t i)
 {
@@ -516,9 +516,7 @@ static void parts_add(wk_llm *m)
     for (int64_t i = 0; m->t_ev && i + 1 < n; i++) {
         double ms = 0;
         if (!m->t_ev[i] || !m->t_ev[i + 1] || wk_event_elapsed_ms(m->t_ev[i], m->t_ev[i + 1], &ms) != WK_OK) continue;
-        const int64_t j = i % LLM_PARTS;
-        const int part = i + 2 == n ? 7 : j == LLM_PARTS - 1 ? 6 : (int)j;
-        m->t_part_ms[part] += ms;
+        m->t_part_ms[i + 2 == n ? LLM_PARTS : i % LLM_PARTS] += ms;
     }
 }
 
@@ -530,8 +528,8 @@ void wk_llm_free(wk_llm *m)
                 (long long)m->t_steps, 1e3 * m->t_issue_ms / (double)m->t_steps, 1e3 * m->t_wait_ms / (double)m->t_steps);
     if (m->timing == 2 && m->t_steps && m->t_ev) {
         fprintf(stderr, "wick: device time of a one-token pass by part (us, mean; %lld layers):", (long long)m->info.n_layer);
-        for (int p = 0; p < 8; p++)
-            if (p != LLM_PARTS - 1) fprintf(stderr, "%s %s %.1f", p ? ";" : "", llm_part_names[p], 1e3 * m->t_part_ms[p] / (double)m->t_steps);
+        for (int p = 0; p <= LLM_PARTS; p++)
+            fprintf(stderr, "%s %s %.1f", p ? ";" : "", llm_part_names[p], 1e3 * m->t_part_ms[p] / (double)m->t_steps);
         fprintf(stderr, "\n");
     }
     if (m->t_ev) {
