@@ -120,7 +120,6 @@ def write_gguf(model, cfg, path):
     import numpy as np
     import torch
     import hf_gguf
-    theta = getattr(cfg, "rope_theta", None) or (getattr(cfg, "rope_parameters", None) or {}).get("rope_theta")
 
     def getter(t):
         if t.dim() == 1:
@@ -128,12 +127,8 @@ def write_gguf(model, cfg, path):
         return lambda: t.contiguous().view(torch.int16).cpu().numpy().view(np.uint16)
 
     items = [(name, tuple(t.shape), getter(t)) for name, t in model.state_dict().items()]
-    meta = dict(context_length=cfg.max_position_embeddings, embedding_length=cfg.hidden_size,
-                block_count=cfg.num_hidden_layers, feed_forward_length=cfg.intermediate_size,
-                head_count=cfg.num_attention_heads, head_count_kv=cfg.num_key_value_heads, rms_eps=cfg.rms_norm_eps,
-                rope_theta=theta)
     tensors = hf_gguf.llama_tensors(items, cfg.num_attention_heads, cfg.num_key_value_heads, cfg.tie_word_embeddings)
-    hf_gguf.write_llama_gguf(path, meta, tensors, matrix_type="bf16", name=os.path.basename(path))
+    hf_gguf.write_llama_gguf(path, hf_gguf.hf_meta(cfg), tensors, matrix_type="bf16", name=os.path.basename(path))
 
 
 def make(a):

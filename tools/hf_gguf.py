@@ -12,6 +12,7 @@ so the caller turns its tensors into numpy arrays.
       the tensor is written, so a large model is never whole on the host):
       float32, or uint16 holding bf16 bits as they are; lm_head left out
       when tied.
+  hf_meta(cfg) -> meta: the metadata of a transformers LlamaConfig
   write_llama_gguf(path, meta, tensors, matrix_type="f32", name=None)
       meta: context_length, embedding_length, block_count,
       feed_forward_length, head_count, head_count_kv, rms_eps, rope_theta.
@@ -42,6 +43,16 @@ def permute(w, n_head):
     """convert_hf_to_gguf.py's LlamaModel.permute: each head's rows from
     (halves) order to interleaved pairs"""
     return w.reshape(n_head, 2, w.shape[0] // n_head // 2, *w.shape[1:]).swapaxes(1, 2).reshape(w.shape)
+
+
+def hf_meta(cfg):
+    """write_llama_gguf's meta from a transformers LlamaConfig (rope_theta
+    where the config keeps it: its own field, or rope_parameters)"""
+    theta = getattr(cfg, "rope_theta", None) or (getattr(cfg, "rope_parameters", None) or {}).get("rope_theta")
+    return dict(context_length=cfg.max_position_embeddings, embedding_length=cfg.hidden_size,
+                block_count=cfg.num_hidden_layers, feed_forward_length=cfg.intermediate_size,
+                head_count=cfg.num_attention_heads, head_count_kv=cfg.num_key_value_heads, rms_eps=cfg.rms_norm_eps,
+                rope_theta=theta or 10000.0)
 
 
 def llama_tensors(items, n_head, n_head_kv, tied):

@@ -142,12 +142,8 @@ def write_llama_gguf(model, path):
     cfg = model.config
     items = [(name, tuple(t.shape), (lambda t=t: t.detach().float().cpu().numpy()))
              for name, t in model.state_dict().items()]
-    meta = dict(context_length=cfg.max_position_embeddings, embedding_length=cfg.hidden_size,
-                block_count=cfg.num_hidden_layers, feed_forward_length=cfg.intermediate_size,
-                head_count=cfg.num_attention_heads, head_count_kv=cfg.num_key_value_heads, rms_eps=cfg.rms_norm_eps,
-                rope_theta=getattr(cfg, "rope_theta", None) or 10000.0)
     tensors = hf_gguf.llama_tensors(items, cfg.num_attention_heads, cfg.num_key_value_heads, False)
-    hf_gguf.write_llama_gguf(path, meta, tensors, matrix_type="f32")
+    hf_gguf.write_llama_gguf(path, hf_gguf.hf_meta(cfg), tensors, matrix_type="f32")
 
 
 def gguf_checks(a, tdev, tmp, ok):
