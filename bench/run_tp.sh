@@ -16,7 +16,7 @@
 #           over N (and split with WICK_COMM_P2P=0: NCCL for every
 #           all_reduce), transformers timed beside them.
 # Usage: bench/run_tp.sh [checks] [8b]   (default: both; TP=N, default all
-# GPUs; LLM_TIMING=2: the 8B step's device time by part; OUT=dir for the
+# GPUs; TP_VARIANTS= to skip the NCCL-only run; LLM_TIMING=2: the 8B step's device time by part; OUT=dir for the
 # logs and tables, default build/tp-run)
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -48,7 +48,7 @@ case " $steps " in *" checks "*)
     stamp "oracle --tp $TP"; tail -30 "$OUT/oracle.log" ;;
 esac
 case " $steps " in *" 8b "*)
-    OUT="$OUT/model" MODELS=8b Q4=0 TP="$TP" TP_VARIANTS="nccl:WICK_COMM_P2P=0" LLM_TIMING="${LLM_TIMING:-1}" \
+    OUT="$OUT/model" MODELS=8b Q4=0 TP="$TP" TP_VARIANTS="${TP_VARIANTS-nccl:WICK_COMM_P2P=0}" LLM_TIMING="${LLM_TIMING:-1}" \
         bench/run_model.sh > "$OUT/run_model.log" 2>&1 || status=1
     stamp "8b"; tail -25 "$OUT/run_model.log" ;;
 esac
