@@ -154,7 +154,7 @@ def make(a):
             made = time.time() - t0
             attn = getattr(model.config, "_attn_implementation", "?")
             nparams = sum(p.numel() for p in model.parameters())
-            r = hf_times(model, cfg.vocab_size, a.steps, a.reps)
+            r = hf_times(model, cfg.vocab_size, a.steps, a.reps) if a.hf else {}
             for k, v in r.items():
                 emit(f, what=k, model=name, impl="transformers", attn=attn, params=nparams, **v)
             t0 = time.time()
@@ -279,6 +279,7 @@ def main():
     ap.add_argument("--steps", type=int, default=36)
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--commit", default="?")
+    ap.add_argument("--no-hf", dest="hf", action="store_false", help="make the files without timing transformers")
     a = ap.parse_args()
     make(a) if a.cmd == "make" else report(a)
 

@@ -20,7 +20,7 @@
 #      with TP=N, each model split over N GPUs as well).
 # Results: $OUT/RESULTS.md (the table), $OUT/results.tar (the JSON lines and
 # logs). Models go to $WORK (default /tmp/wick-run-model; about 21 GB).
-#   MODELS=smol,8b Q4=1 ORACLE=0 [TP=2] [TP_VARIANTS=..] [LLM_TIMING=2] [SMOL_VARIANTS="name:VAR=value .."] [B8_VARIANTS=..] [Q4_VARIANTS=..]
+#   MODELS=smol,8b Q4=1 ORACLE=0 HF=1 (0: no transformers timing) [TP=2] [TP_VARIANTS=..] [LLM_TIMING=2] [SMOL_VARIANTS="name:VAR=value .."] [B8_VARIANTS=..] [Q4_VARIANTS=..]
 #     [ORACLE_GGUF_ENV="VAR=value"] bench/run_model.sh
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -44,7 +44,7 @@ stamp "build (sm_$arch) and transformers side start"
 (make -j16 lib build/wick build/wick-llm-bench build/wick-llm-oracle cuda CUDA_ARCHS="$arch" > "$OUT/build.log" 2>&1
  echo $? > "$WORK/build.rc") &
 bpid=$!
-python3 bench/run_model.py make --out "$WORK" --models "$MODELS" > "$WORK/hf.log" 2>&1 || { tail -20 "$WORK/hf.log"; }
+python3 bench/run_model.py make --out "$WORK" --models "$MODELS" $([ "${HF:-1}" = 0 ] && echo --no-hf) > "$WORK/hf.log" 2>&1 || { tail -20 "$WORK/hf.log"; }
 stamp "transformers side done"
 wait $bpid
 if [ "$(cat "$WORK/build.rc")" != 0 ]; then tail -30 "$OUT/build.log"; exit 1; fi
@@ -59,7 +59,7 @@ cat "$WORK/launch_overhead.log" 2>/dev/null
 # after the bench's marker line) as one more line
 wbench() {
     local label=$1 file=$2; shift 2
-    env ${WB_ENV:-} WICK_GPU_COUNT_LAUNCHES=1 WICK_LLM_TIMING="$LLM_TIMING" timeout 300 build/wick-llm-bench "$file" --label "$label" "$@" \
+    env WICK_GPU_COUNT_LAUNCHES=1 WICK_LLM_TIMING="$LLM_TIMING" ${WB_ENV:-} timeout 300 build/wick-llm-bench "$file" --label "$label" "$@" \
         > "$WORK/wick-$label.jsonl" 2> "$WORK/wick-$label.err"
     local rc=$?
     local n=$(awk '/one decode step/{f=1; next} f && /launches so far/{v[++k]=$NF} END{if (k>=2) print v[2]-v[1]}' "$WORK/wick-$label.err")

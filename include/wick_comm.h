@@ -89,6 +89,18 @@ wk_tensor *wk_all_gather(wk_comm *c, const wk_tensor *x, int dim);
 /* t = root's t on every rank, in place (any dtype that is not
  * block-quantized). */
 wk_status wk_broadcast(wk_comm *c, wk_tensor *t, int root);
+/* wk_all_reduce(c, x), then wk_add_rms_norm(x, residual, weight, eps,
+ * gemma, sum): x is summed over the ranks in place; the result is the
+ * norm of x + residual and *sum receives x + residual (tensor parallel's
+ * row-parallel output, the residual add and the next norm). Where the
+ * backend can (the GPUs' peer-memory path: f32/f16/bf16 rows of at most
+ * 256 KiB, contiguous operands) it is one kernel per rank, with the same
+ * rounding: the sum rounded to the dtype before the residual is added.
+ * The norm's sum of squares may add in another order than add_rms_norm's
+ * (a last-bit difference); every rank computes the same bits.
+ * WICK_COMM_FUSE=0 runs the two calls instead. */
+wk_tensor *wk_all_reduce_add_rms_norm(wk_comm *c, wk_tensor *x, const wk_tensor *residual,
+                                      const wk_tensor *weight, double eps, bool gemma, wk_tensor **sum);
 
 #if defined(__GNUC__)
 #pragma GCC visibility pop

@@ -47,8 +47,10 @@ extern "C" {
  *   5  rtc_target no longer opens the compiler (a disk-cache hit needs
  *      none; the cache key leaves the compiler's version out) and
  *      rtc_compiler says whether it opens; collectives (comm_available
- *      .. comm_run) appended; stream_order after stream */
-#define WK_BACKEND_ABI 5
+ *      .. comm_run) appended; stream_order after stream
+ *   6  the fused collective WK_COLL_ALL_REDUCE_ADD_RMS_NORM and
+ *      comm_fuses, appended */
+#define WK_BACKEND_ABI 6
 #define WK_BACKEND_ENTRY wk_backend_entry_v1
 
 /* ------------------------------------------------------------------ */
@@ -263,7 +265,14 @@ typedef struct wk_rtc_target {
 /* One collective (comm_run): count elements of dtype from send to recv,
  * device addresses of the rank's device (send == recv: in place). For
  * ALL_GATHER recv holds size x count elements, rank r's at r x count. */
-typedef enum wk_coll_kind { WK_COLL_ALL_REDUCE_SUM, WK_COLL_ALL_GATHER, WK_COLL_BROADCAST } wk_coll_kind;
+typedef enum wk_coll_kind {
+    WK_COLL_ALL_REDUCE_SUM, WK_COLL_ALL_GATHER, WK_COLL_BROADCAST,
+    /* ALL_REDUCE_SUM in place on recv = [rows, D] (count = rows x D),
+       then norm = rms_norm(recv + residual) x weight, sum = recv +
+       residual (wk_all_reduce_add_rms_norm); every operand contiguous,
+       of dtype. Only where comm_fuses says yes. (ABI 6) */
+    WK_COLL_ALL_REDUCE_ADD_RMS_NORM
+} wk_coll_kind;
 typedef struct wk_coll_args {
     wk_coll_kind kind;
     wk_dtype dtype;              /* ALL_GATHER and BROADCAST: any (bytes)  */
@@ -271,6 +280,12 @@ typedef struct wk_coll_args {
     void *recv;
     size_t count;
     int root;                    /* BROADCAST                              */
+    /* ALL_REDUCE_ADD_RMS_NORM */
+    const void *residual, *weight;   /* weight [D] or NULL                 */
+    void *norm, *sum;
+    int64_t rows, D;
+    double eps;
+    int gemma;                   /* weight applied as (1 + weight)         */
 } wk_coll_args;
 
 /* A compiled kernel (rtc_compile): code the device's loader takes (a
@@ -406,6 +421,12 @@ typedef struct wk_backend_iface {
      * return). Every rank calls it with the same kind, count, dtype and
      * root. */
     wk_status (*comm_run)(void *comm, const wk_coll_args *a);
+
+    /* ---- fused collectives (ABI 6; NULL: none) ---- */
+    /* Whether comm_run takes a (a kind that is not one of the three
+     * plain ones) on this comm; false sets no error. Every rank of a comm
+     * answers alike for the same arguments. */
+    bool (*comm_fuses)(void *comm, const wk_coll_args *a);
 } wk_backend_iface;
 
 /* A plugin's one exported symbol. Returns NULL (after set_error) when the

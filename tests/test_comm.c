@@ -2,7 +2,8 @@
  * ranks as threads. all_reduce for f32, f16, bf16, f64, i32, i64 against
  * sums made here in double (and every rank's result identical to the
  * bit), in place on contiguous tensors and on transposed views (only the
- * view's elements change); all_gather along every dim of a 3-d tensor
+ * view's elements change); all_reduce_add_rms_norm against a sum and norm
+ * made here, and its refusals of bad operands before anything is summed; all_gather along every dim of a 3-d tensor
  * and of narrowed (non-contiguous) inputs against index arithmetic made
  * here; broadcast from every root into narrowed views; ranks that make
  * different calls all get WK_ERR_ARGUMENT instead of hanging, and a rank
@@ -23,7 +24,7 @@
 
 #define MAXR 4
 
-typedef enum { J_REDUCE, J_REDUCE_T, J_GATHER, J_BCAST, J_MISMATCH, J_ABSENT } job_kind;
+typedef enum { J_REDUCE, J_REDUCE_T, J_GATHER, J_BCAST, J_MISMATCH, J_ABSENT, J_NORM } job_kind;
 
 typedef struct job {
     wk_comm *comm;
@@ -34,6 +35,7 @@ typedef struct job {
     int64_t d0, d1, d2;
     double *in;          /* what the rank put in (row-major over its tensor's dims) */
     double *out;         /* what came out                                          */
+    double *sum, *xr;    /* J_NORM: the sum x + residual, x after the call         */
     int64_t n_in, n_out;
     wk_status st;
     char err[512];
@@ -125,6 +127,24 @@ static void *run_rank(void *arg)
         if (j->st != WK_OK) snprintf(j->err, sizeof j->err, "%s", wk_last_error());
         if (x && wk_all_reduce(j->comm, x) == WK_OK) j->st = WK_OK;   /* must fail again, at once */
         break;
+    case J_NORM: {     /* x [d0, d2] summed, + residual, normed by weight (residual and weight: every rank's alike) */
+        x = make(j, WK_SHAPE(j->d0, j->d2), &j->in);
+        j->n_in = j->d0 * j->d2;
+        job same = *j;
+        same.rank = 100;
+        double *rv = NULL, *wv = NULL;
+        wk_tensor *res = make(&same, WK_SHAPE(j->d0, j->d2), &rv);
+        same.rank = 200;
+        wk_tensor *w = make(&same, WK_SHAPE(j->d2), &wv);
+        free(rv), free(wv);
+        wk_tensor *s = NULL;
+        y = x && res && w ? wk_all_reduce_add_rms_norm(j->comm, x, res, w, 1e-5, j->root, &s) : NULL;
+        j->st = y ? WK_OK : wk_last_status();
+        int64_t k;
+        if (y && read_doubles(y, &j->out, &j->n_out) && read_doubles(s, &j->sum, &k)) read_doubles(x, &j->xr, &k);
+        wk_release(s), wk_release(res), wk_release(w);
+        break;
+    }
     case J_MISMATCH:   /* the last rank sums one element fewer */
         x = make(j, WK_SHAPE(j->rank == j->n - 1 ? 9 : 10), &j->in);
         j->st = x ? wk_all_reduce(j->comm, x) : wk_last_status();
@@ -160,7 +180,7 @@ static bool run_all(int n, job *jobs)
 
 static void free_jobs(int n, job *jobs)
 {
-    for (int i = 0; i < n; i++) free(jobs[i].in), free(jobs[i].out);
+    for (int i = 0; i < n; i++) free(jobs[i].in), free(jobs[i].out), free(jobs[i].sum), free(jobs[i].xr);
 }
 
 static double bound_of(wk_dtype dt) { return dt == WK_F16 ? 1e-3 : dt == WK_BF16 ? 8e-3 : 0; }
@@ -312,6 +332,65 @@ static void absent_cases(void)
     free(old);
 }
 
+/* wk_all_reduce_add_rms_norm against a sum and norm made here in double
+ * from what each rank put in (root: the Gemma form), every rank's result
+ * the same bits; the cpu runs it as all_reduce, then add_rms_norm */
+static void reduce_norm_cases(void)
+{
+    static const wk_dtype dts[] = { WK_F32, WK_BF16 };
+    for (int n = 1; n <= MAXR; n++)
+        for (size_t k = 0; k < 2; k++)
+            for (int gemma = 0; gemma < 2; gemma++) {
+                if (!t_case("comm/all_reduce_add_rms_norm/%d_ranks/%s%s", n, wk_dtype_name(dts[k]), gemma ? "/gemma" : ""))
+                    continue;
+                job jobs[MAXR];
+                memset(jobs, 0, sizeof jobs);
+                const uint64_t seed = t_seed();
+                for (int i = 0; i < n; i++)
+                    jobs[i] = (job){ .kind = J_NORM, .dt = dts[k], .seed = seed, .d0 = 3, .d2 = 70, .root = gemma };
+                if (!run_all(n, jobs)) continue;
+                bool ok = true;
+                for (int i = 0; i < n && ok; i++)
+                    if (jobs[i].st != WK_OK || !jobs[i].out || !jobs[i].sum || !jobs[i].xr) {
+                        t_fail("rank %d: %s", i, jobs[i].st != WK_OK ? jobs[i].err : "no result");
+                        ok = false;
+                    }
+                const double tol = dts[k] == WK_F32 ? 1e-5 : 2e-2;
+                for (int64_t row = 0; ok && row < 3; row++) {
+                    double s[70], ss = 0;
+                    for (int64_t c = 0; c < 70; c++) {
+                        const int64_t e = row * 70 + c;
+                        double x = 0;
+                        for (int r = 0; r < n; r++) x += jobs[r].in[e];
+                        s[c] = x + value(seed, 100, e);
+                        ss += s[c] * s[c];
+                        if (fabs(jobs[0].xr[e] - x) > tol * (1 + fabs(x)) || fabs(jobs[0].sum[e] - s[c]) > tol * (1 + fabs(s[c]))) {
+                            t_fail("row %lld col %lld: x %g sum %g, want %g and %g", (long long)row, (long long)c,
+                                   jobs[0].xr[e], jobs[0].sum[e], x, s[c]);
+                            ok = false;
+                            break;
+                        }
+                    }
+                    const double inv = 1.0 / sqrt(ss / 70 + 1e-5);
+                    for (int64_t c = 0; ok && c < 70; c++) {
+                        const double w = value(seed, 200, c), want = s[c] * inv * (gemma ? 1 + w : w);
+                        const double got = jobs[0].out[row * 70 + c];
+                        if (fabs(got - want) > tol * (1 + fabs(want))) {
+                            t_fail("row %lld col %lld: norm %g, want %g", (long long)row, (long long)c, got, want);
+                            ok = false;
+                        }
+                    }
+                }
+                for (int i = 1; ok && i < n; i++)
+                    if (memcmp(jobs[i].out, jobs[0].out, 3 * 70 * sizeof(double)) != 0 ||
+                        memcmp(jobs[i].sum, jobs[0].sum, 3 * 70 * sizeof(double)) != 0) {
+                        t_fail("rank %d's result differs from rank 0's", i);
+                        ok = false;
+                    }
+                free_jobs(n, jobs);
+            }
+}
+
 static void error_cases(void)
 {
     if (t_case("comm/supports")) {
@@ -341,6 +420,26 @@ static void error_cases(void)
         t_check_error("root", WK_ERR_ARGUMENT, wk_broadcast(c, x, 1), "root 1", (const char *)NULL);
         T_CHECK(!wk_all_gather(c, x, 2), "dim 2 of a 2-d tensor");
         t_check_error("dim", WK_ERR_ARGUMENT, wk_last_status(), "dim 2", (const char *)NULL);
+        /* the fused all_reduce refuses bad operands before it sums (x unchanged) */
+        wk_tensor *xs = t_own(wk_full(d, WK_F32, WK_SHAPE(2, 8), 3.0)), *rs = t_own(wk_ones(d, WK_F32, WK_SHAPE(2, 8)));
+        wk_tensor *sum = NULL;
+        T_CHECK(!wk_all_reduce_add_rms_norm(c, xs, rs, NULL, 1e-6, false, NULL), "sum NULL");
+        t_check_error("sum NULL", WK_ERR_ARGUMENT, wk_last_status(), "sum is NULL", (const char *)NULL);
+        T_CHECK(!wk_all_reduce_add_rms_norm(c, xs, t_own(wk_ones(d, WK_F32, WK_SHAPE(2, 7))), NULL, 1e-6, false, &sum) && !sum,
+                "residual of another shape");
+        t_check_error("residual shape", WK_ERR_SHAPE, wk_last_status(), "one shape", (const char *)NULL);
+        T_CHECK(!wk_all_reduce_add_rms_norm(c, xs, rs, t_own(wk_ones(d, WK_F32, WK_SHAPE(7))), 1e-6, false, &sum),
+                "weight of another length");
+        t_check_error("weight shape", WK_ERR_SHAPE, wk_last_status(), "last dim (8)", (const char *)NULL);
+        T_CHECK(!wk_all_reduce_add_rms_norm(c, xs, t_own(wk_ones(d, WK_BF16, WK_SHAPE(2, 8))), NULL, 1e-6, false, &sum),
+                "residual of another dtype");
+        t_check_error("residual dtype", WK_ERR_DTYPE, wk_last_status(), "bf16", (const char *)NULL);
+        T_CHECK(!wk_all_reduce_add_rms_norm(c, xs, rs, NULL, -1.0, false, &sum), "eps < 0");
+        t_check_error("eps", WK_ERR_ARGUMENT, wk_last_status(), "eps", (const char *)NULL);
+        T_CHECK(!wk_all_reduce_add_rms_norm(c, xs, NULL, NULL, 1e-6, false, &sum), "NULL residual");
+        float xv[16];
+        T_OK(wk_to_host(xs, xv, sizeof xv));
+        T_CHECK(xv[0] == 3.0f && xv[15] == 3.0f, "x unchanged by the refusals");
         wk_comm_id id;
         t_check_error("unique id on the cpu", WK_ERR_UNSUPPORTED, wk_comm_unique_id(d, &id), "threads",
                       (const char *)NULL);
@@ -396,6 +495,7 @@ static void error_cases(void)
 T_SUITE(comm)
 {
     reduce_cases();
+    reduce_norm_cases();
     gather_cases();
     broadcast_cases();
     mismatch_cases();

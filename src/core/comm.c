@@ -1,9 +1,12 @@
 /* comm.c — communicators and collectives (include/wick_comm.h): argument
  * checks, contiguous staging for views, all_gather's join along any dim,
- * the torchrun-style environment, and the calls into the backend's
+ * the torchrun-style environment, all_reduce fused with the residual add
+ * and norm that follow it where the backend has that kernel (else the two
+ * calls), and the calls into the backend's
  * comm_* members (backend.h; the cpu's in src/cpu/cpu_comm.c, NCCL/RCCL in
  * src/gpu/comm.hip).
  */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -279,6 +282,78 @@ wk_status wk_broadcast(wk_comm *c, wk_tensor *t, int root)
     if (root < 0 || root >= c->size)
         return wk_error(WK_ERR_ARGUMENT, "broadcast: root %d is not a rank of %d", root, c->size);
     return coll_inplace(c, t, WK_COLL_BROADCAST, root);
+}
+
+/* wk_all_reduce_add_rms_norm's operands checked before any rank sends
+ * anything (a refusal after the sum would leave x summed): residual of
+ * x's shape and dtype, weight [D] of x's dtype or NULL, both on the
+ * comm's device, eps finite and >= 0. */
+static bool norm_operands(const wk_comm *c, const wk_tensor *x, const wk_tensor *residual, const wk_tensor *weight,
+                          double eps)
+{
+    const char *op = "all_reduce_add_rms_norm";
+    if (!residual) return wk_error(WK_ERR_ARGUMENT, "%s: NULL residual", op), false;
+    if (residual->st->dev != c->dev || (weight && weight->st->dev != c->dev))
+        return wk_error(WK_ERR_DEVICE, "%s: the %s is not on %s, the communicator's device", op,
+                        residual->st->dev != c->dev ? "residual" : "weight", c->dev->name), false;
+    if (residual->dtype != x->dtype || (weight && weight->dtype != x->dtype))
+        return wk_error(WK_ERR_DTYPE, "%s: x is %s but the %s is %s", op, wk_dtype_name(x->dtype),
+                        residual->dtype != x->dtype ? "residual" : "weight",
+                        wk_dtype_name(residual->dtype != x->dtype ? residual->dtype : weight->dtype)), false;
+    if (x->rank < 1 || residual->rank != x->rank || memcmp(residual->dims, x->dims, sizeof x->dims) != 0)
+        return wk_error(WK_ERR_SHAPE, "%s: x and residual must have one shape of rank >= 1 (ranks %d and %d)", op,
+                        x->rank, residual->rank), false;
+    if (weight && (weight->rank != 1 || weight->dims[0] != x->dims[x->rank - 1]))
+        return wk_error(WK_ERR_SHAPE, "%s: weight must be 1-d of x's last dim (%lld)", op,
+                        (long long)x->dims[x->rank - 1]), false;
+    if (!isfinite(eps) || eps < 0) return wk_error(WK_ERR_ARGUMENT, "%s: eps must be finite and >= 0, got %g", op, eps), false;
+    return true;
+}
+
+/* The fused kernel's arguments when the operands are ones it takes
+ * (f32/f16/bf16, contiguous) and the backend fuses them. */
+static bool fused_args(wk_comm *c, wk_tensor *x, const wk_tensor *residual, const wk_tensor *weight, double eps,
+                       bool gemma, wk_coll_args *a)
+{
+    const wk_dtype dt = x->dtype;
+    const int64_t n = wk_tensor_numel(x), D = x->dims[x->rank - 1];
+    if (!c->dev->be->comm_fuses || (dt != WK_F32 && dt != WK_F16 && dt != WK_BF16) || n <= 0 ||
+        !wk_tensor_is_contiguous(x) || !wk_tensor_is_contiguous(residual) || (weight && !wk_tensor_is_contiguous(weight)))
+        return false;
+    *a = (wk_coll_args){ .kind = WK_COLL_ALL_REDUCE_ADD_RMS_NORM, .dtype = dt, .send = wk_tensor_data(x),
+                         .recv = wk_tensor_data(x), .count = (size_t)n, .residual = wk_tensor_data(residual),
+                         .weight = weight ? wk_tensor_data(weight) : NULL, .rows = n / D, .D = D, .eps = eps,
+                         .gemma = gemma ? 1 : 0 };
+    return c->dev->be->comm_fuses(c->h, a);
+}
+
+wk_tensor *wk_all_reduce_add_rms_norm(wk_comm *c, wk_tensor *x, const wk_tensor *residual,
+                                      const wk_tensor *weight, double eps, bool gemma, wk_tensor **sum)
+{
+    if (sum) *sum = NULL;
+    if (!sum) {
+        wk_error(WK_ERR_ARGUMENT, "all_reduce_add_rms_norm: sum is NULL (it receives x + residual)");
+        return NULL;
+    }
+    if (!coll_check("all_reduce_add_rms_norm", c, x, true) || !norm_operands(c, x, residual, weight, eps)) return NULL;
+    wk_coll_args a;
+    if (!fused_args(c, x, residual, weight, eps, gemma, &a)) {
+        if (wk_all_reduce(c, x) != WK_OK) return NULL;
+        return wk_add_rms_norm(x, residual, weight, eps, gemma, sum);
+    }
+    wk_tensor *out = wk_tensor_alloc(c->dev, x->dtype, x->rank, x->dims);
+    wk_tensor *s = out ? wk_tensor_alloc(c->dev, x->dtype, x->rank, x->dims) : NULL;
+    if (s) {
+        a.norm = wk_tensor_data(out);
+        a.sum = wk_tensor_data(s);
+        if (c->dev->be->comm_run(c->h, &a) == WK_OK) {
+            *sum = s;
+            return out;
+        }
+    }
+    wk_release(s);
+    wk_release(out);
+    return NULL;
 }
 
 wk_tensor *wk_all_gather(wk_comm *c, const wk_tensor *x, int dim)

@@ -193,6 +193,8 @@ wk_status wk_cpu_comm_run(void *comm, const wk_coll_args *a)
     cpu_comm *c = comm;
     cpu_comm_group *g = c->g;
     const int n = g->n, r = c->rank;
+    if (a->kind != WK_COLL_ALL_REDUCE_SUM && a->kind != WK_COLL_ALL_GATHER && a->kind != WK_COLL_BROADCAST)   /* no fused kinds */
+        return wk_cpu_host->set_error(WK_ERR_UNSUPPORTED, "the cpu communicator fuses no collective");
     g->post[r] = *a;
     if (!group_wait(g)) return broken(g, r);
     /* every rank reads the same posts, so every rank reaches the same verdict */
@@ -219,6 +221,7 @@ wk_status wk_cpu_comm_run(void *comm, const wk_coll_args *a)
     }
     const size_t es = (size_t)wk_dt_elem_bytes(a->dtype), count = a->count;
     switch (a->kind) {
+    case WK_COLL_ALL_REDUCE_ADD_RMS_NORM: break;   /* refused above */
     case WK_COLL_ALL_REDUCE_SUM: {
         const size_t per = (count + (size_t)n - 1) / (size_t)n;
         const size_t lo = per * (size_t)r < count ? per * (size_t)r : count;

@@ -19,7 +19,9 @@
  * kernel per rank over peer memory instead (see "one-shot all_reduce"
  * below): a tensor-parallel decode step makes two all_reduces of a few
  * KiB per layer, and there NCCL's fixed cost per call, on the device and
- * on the host, is most of the time. WICK_COMM_P2P=0 turns it off.
+ * on the host, is most of the time. WICK_COMM_P2P=0 turns it off. The same
+ * path fuses an all_reduce with the residual add and rms_norm after it
+ * (wk_all_reduce_add_rms_norm; WICK_COMM_FUSE=0 turns that off).
  */
 #include "gpu_internal.h"
 #include <dlfcn.h>
@@ -242,6 +244,69 @@ template <typename T> __global__ __launch_bounds__(P2P_THREADS) void p2p_all_red
     W::store(x, w, a.count, acc);
 }
 
+/* ---- all_reduce fused with the residual add and rms_norm -------------
+ * wk_all_reduce_add_rms_norm on the peer-memory path: one block per row
+ * of x [rows, D] (D a whole number of words), the row's words exchanged
+ * as p2p_all_reduce_kernel exchanges them (same slots and epochs: it is
+ * one more call of the sequence), then, in the block, the sum rounded to
+ * T (written back to x), + residual rounded to T (written to sum), the
+ * sum of its squares (a fixed tree in shared memory: every rank adds in
+ * the same order, whatever the wave width), and the normed row
+ * (s * rsqrt(mean + eps) * w, or * (1 + w) in the Gemma form, as nn.hip
+ * computes it). */
+struct p2p_norm_args {
+    p2p_args m;                    /* the message: x, the peers' buffers, the epoch */
+    const void *r, *w;             /* residual [rows, D]; weight [D] or NULL */
+    void *norm, *sum;              /* [rows, D] */
+    int64_t D;
+    float eps;
+    int gemma;
+};
+
+template <typename T> __global__ __launch_bounds__(P2P_THREADS) void p2p_all_reduce_norm_kernel(p2p_norm_args a)
+{
+    typedef p2p_word<T> W;
+    __shared__ float part[P2P_THREADS];
+    const int tid = (int)threadIdx.x;
+    const int64_t D = a.D, wpr = D / W::per, base = (int64_t)blockIdx.x * wpr;
+    const int64_t row = P2P_MAX_WORDS, slot = (int64_t)(a.m.epoch & 1u) * a.m.n * row;
+    T *x = (T *)a.m.x + (int64_t)blockIdx.x * D, *s = (T *)a.sum + (int64_t)blockIdx.x * D;
+    T *o = (T *)a.norm + (int64_t)blockIdx.x * D;
+    const T *r = (const T *)a.r + (int64_t)blockIdx.x * D, *w = (const T *)a.w;
+    for (int64_t i = tid; i < wpr; i += P2P_THREADS) {
+        const uint32_t mine = W::load(x, i, D);
+        for (int p = 0; p < a.m.n; p++)
+            if (p != a.m.rank) p2p_put((uint2 *)a.m.recv[p] + slot + a.m.rank * row + base + i, mine, a.m.epoch);
+    }
+    float ss = 0.0f;
+    for (int64_t i = tid; i < wpr; i += P2P_THREADS) {
+        const uint32_t mine = W::load(x, i, D);
+        float acc[2] = { 0.0f, 0.0f };
+        for (int p = 0; p < a.m.n; p++)
+            W::add(acc, p == a.m.rank ? mine : p2p_take((const uint2 *)a.m.recv[a.m.rank] + slot + p * row + base + i, a.m.epoch));
+        W::store(x, i, D, acc);
+        for (int j = 0; j < W::per; j++) {
+            const int64_t e = i * W::per + j;
+            const T v = wk_to_<T>::from(wk_load_c(x[e]) + wk_load_c(r[e]));
+            s[e] = v;
+            const float f = wk_load_c(v);
+            ss += f * f;
+        }
+    }
+    part[tid] = ss;
+    __syncthreads();
+    for (int k = P2P_THREADS / 2; k > 0; k >>= 1) {
+        if (tid < k) part[tid] += part[tid + k];
+        __syncthreads();
+    }
+    const float inv = rsqrtf(part[0] * (1.0f / (float)D) + a.eps);
+    for (int64_t e = tid; e < D; e += P2P_THREADS) {
+        float v = wk_load_c(s[e]) * inv;
+        if (w) v *= a.gemma ? 1.0f + wk_load_c(w[e]) : wk_load_c(w[e]);
+        o[e] = wk_to_<T>::from(v);
+    }
+}
+
 static void p2p_free_group(p2p_group *g)
 {
     int cur = 0;
@@ -317,7 +382,8 @@ struct comm_rank_t {
     uint32_t epoch;
 };
 
-static wk_status p2p_all_reduce(comm_rank_t *k, const wk_coll_args *a)
+/* The next call's message arguments: x = a->recv, the next epoch. */
+static p2p_args p2p_message(comm_rank_t *k, const wk_coll_args *a)
 {
     p2p_args pa;
     memset(&pa, 0, sizeof pa);
@@ -328,6 +394,25 @@ static wk_status p2p_all_reduce(comm_rank_t *k, const wk_coll_args *a)
     if (++k->epoch == 0) k->epoch = 2;   /* 0 is the zeroed buffer's; 2 keeps the parity */
     pa.epoch = k->epoch;
     for (int i = 0; i < pa.n; i++) pa.recv[i] = k->g->recv[i];
+    return pa;
+}
+
+/* Whether the peer-memory path takes an all_reduce of count elements of
+ * dt in place (the fused kind: also whole words per row). */
+static bool p2p_takes(const comm_rank_t *k, const wk_coll_args *a)
+{
+    const int per = a->dtype == WK_F32 ? 1 : 2;
+    if (!k->g || a->count == 0 || a->send != a->recv || (a->dtype != WK_F32 && a->dtype != WK_F16 && a->dtype != WK_BF16) ||
+        a->count > (size_t)per * P2P_MAX_WORDS)
+        return false;
+    return a->kind == WK_COLL_ALL_REDUCE_SUM ||
+           (a->kind == WK_COLL_ALL_REDUCE_ADD_RMS_NORM && a->D > 0 && a->D % per == 0 && a->rows <= 65535 &&
+            a->rows * a->D == (int64_t)a->count);
+}
+
+static wk_status p2p_all_reduce(comm_rank_t *k, const wk_coll_args *a)
+{
+    const p2p_args pa = p2p_message(k, a);
     const int64_t words = a->dtype == WK_F32 ? pa.count : (pa.count + 1) / 2;
     const unsigned blocks = (unsigned)((words + P2P_THREADS - 1) / P2P_THREADS);
     wk_gpu_ctx *c = k->c;
@@ -338,6 +423,35 @@ static wk_status p2p_all_reduce(comm_rank_t *k, const wk_coll_args *a)
     }
     WK_GPU_LAUNCH_CHECK(c, "all_reduce");
     return WK_OK;
+}
+
+static wk_status p2p_all_reduce_norm(comm_rank_t *k, const wk_coll_args *a)
+{
+    p2p_norm_args na;
+    na.m = p2p_message(k, a);
+    na.r = a->residual, na.w = a->weight, na.norm = a->norm, na.sum = a->sum;
+    na.D = a->D, na.eps = (float)a->eps, na.gemma = a->gemma;
+    const unsigned blocks = (unsigned)a->rows;
+    wk_gpu_ctx *c = k->c;
+    switch (a->dtype) {
+    case WK_F32: p2p_all_reduce_norm_kernel<float><<<blocks, P2P_THREADS, 0, c->stream>>>(na); break;
+    case WK_F16: p2p_all_reduce_norm_kernel<wk_f16_t><<<blocks, P2P_THREADS, 0, c->stream>>>(na); break;
+    default: p2p_all_reduce_norm_kernel<wk_bf16_t><<<blocks, P2P_THREADS, 0, c->stream>>>(na); break;
+    }
+    WK_GPU_LAUNCH_CHECK(c, "all_reduce_add_rms_norm");
+    return WK_OK;
+}
+
+/* comm_fuses: the fused kind on the peer-memory path (WICK_COMM_FUSE=0:
+ * never, for comparisons). */
+extern "C" bool wk_gpu_comm_fuses(void *comm, const wk_coll_args *a)
+{
+    static int off = -1;
+    if (off < 0) {
+        const char *env = getenv("WICK_COMM_FUSE");
+        off = env && strcmp(env, "0") == 0;
+    }
+    return !off && a->kind == WK_COLL_ALL_REDUCE_ADD_RMS_NORM && p2p_takes((const comm_rank_t *)comm, a);
 }
 
 extern "C" wk_status wk_gpu_comm_available(void)
@@ -461,10 +575,7 @@ extern "C" wk_status wk_gpu_comm_run(void *comm, const wk_coll_args *a)
     const char *call = "";
     switch (a->kind) {
     case WK_COLL_ALL_REDUCE_SUM:
-        if (k->g && a->count > 0 && a->send == a->recv &&
-            (a->dtype == WK_F32 ? (int64_t)a->count <= P2P_MAX_WORDS
-                                : (a->dtype == WK_F16 || a->dtype == WK_BF16) && (int64_t)a->count <= 2 * P2P_MAX_WORDS))
-            return p2p_all_reduce(k, a);
+        if (p2p_takes(k, a)) return p2p_all_reduce(k, a);
         call = "ncclAllReduce";
         r = L->all_reduce(a->send, a->recv, a->count, t, 0 /* ncclSum */, k->h, c->stream);
         break;
@@ -476,6 +587,9 @@ extern "C" wk_status wk_gpu_comm_run(void *comm, const wk_coll_args *a)
         call = "ncclBroadcast";
         r = L->broadcast(a->send, a->recv, a->count, t, a->root, k->h, c->stream);
         break;
+    case WK_COLL_ALL_REDUCE_ADD_RMS_NORM:
+        if (wk_gpu_comm_fuses(comm, a)) return p2p_all_reduce_norm(k, a);
+        return wk_gpu_host->set_error(WK_ERR_UNSUPPORTED, "all_reduce_add_rms_norm: not fused for these operands");
     }
     return r == 0 ? WK_OK : comm_fail(L, call, r);
 }

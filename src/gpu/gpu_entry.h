@@ -79,6 +79,7 @@ wk_status wk_gpu_comm_init_all(void *const *ctxs, int n, void **comms);
 wk_status wk_gpu_comm_init_rank(void *ctx, const void *id, int rank, int world, void **comm);
 void wk_gpu_comm_free(void *comm);
 wk_status wk_gpu_comm_run(void *comm, const wk_coll_args *a);
+bool wk_gpu_comm_fuses(void *comm, const wk_coll_args *a);
 /* rtc.hip: kernels compiled at run time (backend.h's rtc_* members) */
 wk_status wk_gpu_rtc_target(void *ctx, wk_rtc_target *out);
 wk_status wk_gpu_rtc_compiler(void);

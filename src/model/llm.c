@@ -494,15 +494,24 @@ wk_llm *wk_llm_load(const char *path, wk_device *dev, const wk_llm_options *opts
 }
 
 /* WICK_LLM_TIMING=2: the parts of a one-token pass between device events:
- * LLM_PARTS marks per layer (the last part runs from the layer's last mark
- * to the next layer's first: the residual add and the next input norm),
- * then the output head (final norm, logits, their gather). */
-enum { LLM_PARTS = 6 };
-static const char *const llm_part_names[LLM_PARTS + 1] = {
-    "q/k/v, rope, KV cache, attention", "o projection", "all_reduce after attention",
-    "add + norm, gate/up, silu, down", "all_reduce after the MLP", "add + next layer's norm", "output head",
+ * one mark before the token's upload, LLM_PARTS marks per layer (the last
+ * part runs from the layer's last mark to the next layer's first: the
+ * residual add and the next input norm), one after the output head (final
+ * norm, logits, their gather). Event i is recorded by PART(i); the interval
+ * from event i to i + 1 adds to the sum llm_part_of(i). */
+enum { LLM_PARTS = 5 };
+#define LLM_EVENTS(m) ((m)->info.n_layer * LLM_PARTS + 3)
+static const char *const llm_part_names[LLM_PARTS + 2] = {
+    "token upload, embedding", "q/k/v, rope, KV cache, attention", "o projection",
+    "(all_reduce,) add + norm after attention", "gate/up, silu, down", "(all_reduce,) add + next layer's norm",
+    "output head",
 };
-_Static_assert(sizeof ((wk_llm *)0)->t_part_ms / sizeof(double) == LLM_PARTS + 1, "one sum per part");
+_Static_assert(sizeof ((wk_llm *)0)->t_part_ms / sizeof(double) == LLM_PARTS + 2, "one sum per part");
+
+static int llm_part_of(const wk_llm *m, int64_t i)
+{
+    return i == 0 ? 0 : i + 2 == LLM_EVENTS(m) ? LLM_PARTS + 1 : 1 + (int)((i - 1) % LLM_PARTS);
+}
 
 static void part_mark(wk_llm *m, int64_t i)
 {
@@ -512,11 +521,10 @@ static void part_mark(wk_llm *m, int64_t i)
 /* after a pass's logits are read: the parts' device times added up */
 static void parts_add(wk_llm *m)
 {
-    const int64_t n = m->info.n_layer * LLM_PARTS + 2;
-    for (int64_t i = 0; m->t_ev && i + 1 < n; i++) {
+    for (int64_t i = 0; m->t_ev && i + 1 < LLM_EVENTS(m); i++) {
         double ms = 0;
         if (!m->t_ev[i] || !m->t_ev[i + 1] || wk_event_elapsed_ms(m->t_ev[i], m->t_ev[i + 1], &ms) != WK_OK) continue;
-        m->t_part_ms[i + 2 == n ? LLM_PARTS : i % LLM_PARTS] += ms;
+        m->t_part_ms[llm_part_of(m, i)] += ms;
     }
 }
 
@@ -527,13 +535,17 @@ void wk_llm_free(wk_llm *m)
         fprintf(stderr, "wick: %lld one-token forward passes: %.1f us to issue, %.1f us waiting for the logits (mean)\n",
                 (long long)m->t_steps, 1e3 * m->t_issue_ms / (double)m->t_steps, 1e3 * m->t_wait_ms / (double)m->t_steps);
     if (m->timing == 2 && m->t_steps && m->t_ev) {
+        double all = 0;
         fprintf(stderr, "wick: device time of a one-token pass by part (us, mean; %lld layers):", (long long)m->info.n_layer);
-        for (int p = 0; p <= LLM_PARTS; p++)
+        for (int p = 0; p < LLM_PARTS + 2; p++) {
             fprintf(stderr, "%s %s %.1f", p ? ";" : "", llm_part_names[p], 1e3 * m->t_part_ms[p] / (double)m->t_steps);
-        fprintf(stderr, "\n");
+            all += m->t_part_ms[p];
+        }
+        fprintf(stderr, "; all %.1f of the host's %.1f\n", 1e3 * all / (double)m->t_steps,
+                1e3 * (m->t_issue_ms + m->t_wait_ms) / (double)m->t_steps);
     }
     if (m->t_ev) {
-        for (int64_t i = 0; i < m->info.n_layer * LLM_PARTS + 2; i++) wk_event_free(m->t_ev[i]);
+        for (int64_t i = 0; i < LLM_EVENTS(m); i++) wk_event_free(m->t_ev[i]);
         free(m->t_ev);
     }
     if (m->layers) {
@@ -608,6 +620,25 @@ static wk_tensor *logits_of(const wk_llm *m, const wk_tensor *hn)
     return all ? wk_narrow(all, 1, 0, m->info.n_vocab) : NULL;
 }
 
+/* x + f and the norm w of that (*xo receives the sum), f a block's
+ * output: with tensor parallel first summed over the ranks (the partial
+ * sums of a row-parallel projection), then normed by post where the
+ * architecture has one (Gemma 3). Without post, the sum over the ranks,
+ * the add and the norm are one kernel per rank where the communicator
+ * fuses them (wick_comm.h). */
+static wk_tensor *residual_norm(const wk_llm *m, wk_tensor *f, const wk_tensor *post, wk_tensor *x,
+                                const wk_tensor *w, wk_tensor **xo)
+{
+    const double eps = m->info.norm_eps;
+    const bool gemma = m->hp.gemma_norm;
+    wk_comm *comm = m->tp.comm;
+    if (!f) return NULL;
+    if (comm && !post) return wk_all_reduce_add_rms_norm(comm, f, x, w, eps, gemma, xo);
+    if (comm && wk_all_reduce(comm, f) != WK_OK) return NULL;
+    if (post) f = norm(m, f, post);
+    return f ? wk_add_rms_norm(f, x, w, eps, gemma, xo) : NULL;
+}
+
 /* The round-to-bf16 of a scale, as HF multiplies by a tensor of the dtype. */
 static double in_dtype(double v, wk_dtype dt)
 {
@@ -648,12 +679,13 @@ static wk_status forward(wk_llm *m, const int32_t *tokens, int64_t T, int64_t fi
     double t1 = 0;
     /* WICK_LLM_TIMING=2: events between the parts of one-token passes */
     if (m->timing == 2 && T == 1 && !m->t_ev) {
-        const int64_t n = in->n_layer * LLM_PARTS + 2;
+        const int64_t n = LLM_EVENTS(m);
         m->t_ev = calloc((size_t)n, sizeof *m->t_ev);
         for (int64_t i = 0; m->t_ev && i < n; i++) m->t_ev[i] = wk_event_new(m->dev);
     }
     const bool parts = m->timing == 2 && T == 1 && m->t_ev;
 #define PART(i) do { if (parts) part_mark(m, (i)); } while (0)
+    PART(0);
     wk_scope_begin();
     wk_tensor *tid = wk_from_host(m->dev, WK_U32, WK_SHAPE(T), ids);
     wk_tensor *x = wk_dtype_is_quantized(wk_tensor_dtype(m->tok_embd)) ? wk_qgather(m->tok_embd, tid, act)
@@ -666,7 +698,7 @@ static wk_status forward(wk_llm *m, const int32_t *tokens, int64_t T, int64_t fi
     for (int64_t l = 0; l < in->n_layer && h; l++) {
         llm_layer *y = &m->layers[l];
         wk_scope_begin();
-        PART(l * LLM_PARTS);
+        PART(1 + l * LLM_PARTS);
         /* attention */
         const bool local = in->arch == WK_LLM_GEMMA3 && y->sliding;
         wk_tensor *q, *k, *v;
@@ -704,16 +736,14 @@ static wk_status forward(wk_llm *m, const int32_t *tokens, int64_t T, int64_t fi
                                      .window = y->sliding ? in->sliding_window : 0, .softcap = hp->attn_softcap };
             a = wk_attention(q, wk_narrow(y->k_cache, 2, 0, pos + T), wk_narrow(y->v_cache, 2, 0, pos + T), &ao);
         }
-        PART(l * LLM_PARTS + 1);
+        PART(2 + l * LLM_PARTS);
         a = a ? linear(wk_reshape(wk_transpose(a, 1, 2), WK_SHAPE(T, H * D)), y->wo, NULL) : NULL;
-        PART(l * LLM_PARTS + 2);
-        if (a && comm && wk_all_reduce(comm, a) != WK_OK) a = NULL;   /* the ranks' partial sums */
-        PART(l * LLM_PARTS + 3);
-        if (a && y->post_attn_norm) a = norm(m, a, y->post_attn_norm);
-        /* x += a, then the MLP's norm, in one op */
+        PART(3 + l * LLM_PARTS);
+        /* x += a, then the MLP's norm */
         wk_tensor *x2 = NULL;
-        h = a ? wk_add_rms_norm(a, x, y->ffn_norm, in->norm_eps, hp->gemma_norm, &x2) : NULL;
+        h = residual_norm(m, a, y->post_attn_norm, x, y->ffn_norm, &x2);
         x = x2;
+        PART(4 + l * LLM_PARTS);
         wk_tensor *g = NULL, *u = NULL;
         if (h && y->w_gu) {
             wk_tensor *gu = linear(h, y->w_gu, NULL);
@@ -725,19 +755,18 @@ static wk_status forward(wk_llm *m, const int32_t *tokens, int64_t T, int64_t fi
         }
         wk_tensor *act_ = hp->gelu_mlp ? wk_mul(wk_gelu(g), u) : wk_silu_mul(g, u);
         f = act_ ? linear(act_, y->w_down, NULL) : NULL;
-        PART(l * LLM_PARTS + 4);
-        if (f && comm && wk_all_reduce(comm, f) != WK_OK) f = NULL;
-        PART(l * LLM_PARTS + 5);
-        if (f && y->post_ffn_norm) f = norm(m, f, y->post_ffn_norm);
-        /* x += f and the next block's input norm in one op; after the last
-           block f stays apart for the final norm of the rows wanted */
+        PART(5 + l * LLM_PARTS);
+        /* x += f and the next block's input norm; after the last block f
+           stays apart for the final norm of the rows wanted */
         h = NULL;
         if (f && l + 1 < in->n_layer) {
             wk_tensor *x3 = NULL;
-            h = wk_add_rms_norm(f, x, m->layers[l + 1].attn_norm, in->norm_eps, hp->gemma_norm, &x3);
+            h = residual_norm(m, f, y->post_ffn_norm, x, m->layers[l + 1].attn_norm, &x3);
             x = x3;
             f = NULL;
         } else if (f) {
+            if (comm && wk_all_reduce(comm, f) != WK_OK) f = NULL;
+            if (f && y->post_ffn_norm) f = norm(m, f, y->post_ffn_norm);
             h = f;   /* non-NULL: no error */
         }
         wk_keep(x);
@@ -745,7 +774,7 @@ static wk_status forward(wk_llm *m, const int32_t *tokens, int64_t T, int64_t fi
         wk_keep(h);
         wk_scope_end();
     }
-    PART(in->n_layer * LLM_PARTS);
+    PART(1 + in->n_layer * LLM_PARTS);
     if (h && best && !out) {   /* greedy: the argmax on the device */
         wk_tensor *xl = NULL;
         wk_tensor *hn = f ? wk_add_rms_norm(wk_narrow(f, 0, T - 1, 1), wk_narrow(x, 0, T - 1, 1), m->out_norm,
@@ -756,7 +785,7 @@ static wk_status forward(wk_llm *m, const int32_t *tokens, int64_t T, int64_t fi
             lg = wk_affine(wk_tanh(wk_affine(lg, 1.0 / hp->final_softcap, 0.0)), hp->final_softcap, 0.0);
         wk_tensor *am = lg ? wk_argmax(lg, 1, false) : NULL;
         uint32_t b = 0;
-        PART(in->n_layer * LLM_PARTS + 1);
+        PART(2 + in->n_layer * LLM_PARTS);
         if (m->timing) t1 = llm_now_ms();
         if (!am || wk_to_host(am, &b, sizeof b) != WK_OK) h = NULL;
         *best = (int32_t)b;
@@ -770,7 +799,7 @@ static wk_status forward(wk_llm *m, const int32_t *tokens, int64_t T, int64_t fi
         if (lg && hp->final_softcap > 0)
             lg = wk_affine(wk_tanh(wk_affine(lg, 1.0 / hp->final_softcap, 0.0)), hp->final_softcap, 0.0);
         if (lg && act != WK_F32) lg = wk_to_dtype(lg, WK_F32);
-        PART(in->n_layer * LLM_PARTS + 1);
+        PART(2 + in->n_layer * LLM_PARTS);
         if (m->timing) t1 = llm_now_ms();
         if (!lg || wk_to_host(lg, out, (size_t)(rows * in->n_vocab) * sizeof(float)) != WK_OK) h = NULL;
     } else if (h) {

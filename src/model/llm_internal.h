@@ -63,7 +63,7 @@ struct wk_llm {
     int timing;
     int64_t t_steps;
     double t_issue_ms, t_wait_ms;
-    struct wk_event **t_ev;       /* n_layer * LLM_PARTS + 2 events        */
+    struct wk_event **t_ev;       /* LLM_EVENTS(m) events (llm.c)         */
     double t_part_ms[7];          /* per part (llm.c), over steps, layers  */
     /* text: token strings from the file (GGUF) for EOG detection and,
        when a tokenizer is built in, the tokenizer */

@@ -10,7 +10,8 @@
  *    from the last rank; each between wick ops on the same stream with no
  *    synchronisation (x = exp(0) * rank ..., reduce, then y = x * 2), so
  *    a collective that ignored the stream order would read or leave stale
- *    values;
+ *    values; all_reduce_add_rms_norm (fused on the peer-memory path)
+ *    against add_rms_norm of the sum, interleaved with plain all_reduces;
  *  - a one-rank-per-process communicator: wk_comm_unique_id +
  *    wk_comm_init_rank with a world of 1, and wk_comm_init_env from
  *    torchrun's variables (RANK=0, WORLD_SIZE=1, MASTER_ADDR, MASTER_PORT);
@@ -19,6 +20,7 @@
  * Usage: wick-comm-checks [--kind cuda|rocm]   (WICK_NCCL_LIB names the
  * library when it is not on the loader's path)
  */
+#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -110,6 +112,69 @@ static void *rank_main(void *arg)
             }
             wk_release(sums[k]);
         }
+    }
+    /* all_reduce_add_rms_norm (the fused kernel on the peer-memory path,
+     * else the two calls) against add_rms_norm of the sum made here:
+     * x = (i % 7 - 3) * 0.5 + rank (exact sums), residual and weight the
+     * same on every rank; each call followed by a plain all_reduce with no
+     * host wait (the two share the path's slots and epochs). The sum and
+     * the reduced x must match to the bit (same rounding), the norm within
+     * one unit of the dtype's last place (its sum of squares may add in
+     * another order). Odd D (16-bit: half a word per row) and rows past
+     * the path's limit take the two calls. */
+    {
+        static const int64_t shapes[][2] = { { 1, 4096 }, { 3, 4096 }, { 32, 4096 }, { 2, 1029 }, { 5, 64 }, { 40, 4096 } };
+        static const wk_dtype ndt[] = { WK_BF16, WK_F32, WK_F16 };
+        for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++)
+            for (size_t di = 0; di < 3; di++)
+                for (int variant = 0; variant < 3; variant++) {   /* weight, no weight, Gemma's 1 + weight */
+                    const int64_t rows = shapes[si][0], D = shapes[si][1], N = rows * D;
+                    const wk_dtype dt = ndt[di];
+                    float *h = malloc((size_t)N * 3 * sizeof(float)), *sumx = h + N, *resv = h + 2 * N;
+                    for (int64_t i = 0; i < N; i++) {
+                        h[i] = (float)((i % 7) - 3) * 0.5f + (float)r;
+                        sumx[i] = 0;
+                        for (int q = 0; q < n; q++) sumx[i] += (float)((i % 7) - 3) * 0.5f + (float)q;
+                        resv[i] = (float)((i % 5) - 2) * 0.25f;
+                    }
+                    wk_tensor *xf = wk_from_host(dev, WK_F32, WK_SHAPE(rows, D), h);
+                    wk_tensor *x = xf ? wk_to_dtype(xf, dt) : NULL;
+                    wk_tensor *sf = wk_from_host(dev, WK_F32, WK_SHAPE(rows, D), sumx);
+                    wk_tensor *xs = sf ? wk_to_dtype(sf, dt) : NULL;
+                    wk_tensor *rf = wk_from_host(dev, WK_F32, WK_SHAPE(rows, D), resv);
+                    wk_tensor *res = rf ? wk_to_dtype(rf, dt) : NULL;
+                    wk_tensor *wf = variant == 1 ? NULL : wk_arange(dev, WK_F32, 0.5, 0.5 + 0.001 * (double)D, 0.001);
+                    wk_tensor *w = wf ? wk_to_dtype(wf, dt) : NULL;
+                    wk_tensor *s = NULL, *s_ref = NULL;
+                    wk_tensor *o = x && res ? wk_all_reduce_add_rms_norm(j->comm, x, res, w, 1e-6, variant == 2, &s) : NULL;
+                    wk_tensor *after = wk_full(dev, dt, WK_SHAPE(77), (double)r);
+                    if (!after || wk_all_reduce(j->comm, after) != WK_OK) JFAIL("plain all_reduce after the fused one: %s", wk_last_error());
+                    wk_tensor *o_ref = xs && res ? wk_add_rms_norm(xs, res, w, 1e-6, variant == 2, &s_ref) : NULL;
+                    float *g = malloc((size_t)N * 6 * sizeof(float));
+                    const char *what = NULL;
+                    if (!o || !s || !o_ref || !s_ref) what = "no result";
+                    else if (!read_f(o, g, (size_t)N) || !read_f(o_ref, g + N, (size_t)N) || !read_f(s, g + 2 * N, (size_t)N) ||
+                             !read_f(s_ref, g + 3 * N, (size_t)N) || !read_f(x, g + 4 * N, (size_t)N) || !read_f(xs, g + 5 * N, (size_t)N))
+                        what = "read back";
+                    else if (memcmp(g + 2 * N, g + 3 * N, (size_t)N * sizeof(float)) != 0) what = "x + residual differs";
+                    else if (memcmp(g + 4 * N, g + 5 * N, (size_t)N * sizeof(float)) != 0) what = "the reduced x differs";
+                    else {
+                        const float ulp = dt == WK_F32 ? 4e-6f : dt == WK_BF16 ? 8e-3f : 1e-3f;
+                        for (int64_t i = 0; i < N && !what; i++)
+                            if (fabsf(g[i] - g[N + i]) > ulp * (1.0f + fabsf(g[N + i]))) {
+                                JFAIL("all_reduce_add_rms_norm %s [%lld, %lld] variant %d: norm[%lld] %g, want %g",
+                                      wk_dtype_name(dt), (long long)rows, (long long)D, variant, (long long)i, g[i], g[N + i]);
+                                what = "";
+                            }
+                    }
+                    if (what && *what)
+                        JFAIL("all_reduce_add_rms_norm %s [%lld, %lld] variant %d: %s (%s)", wk_dtype_name(dt), (long long)rows,
+                              (long long)D, variant, what, wk_last_error());
+                    free(g), free(h);
+                    wk_release(o), wk_release(s), wk_release(o_ref), wk_release(s_ref), wk_release(after);
+                    wk_release(x), wk_release(xf), wk_release(xs), wk_release(sf), wk_release(res), wk_release(rf);
+                    wk_release(w), wk_release(wf);
+                }
     }
     /* in place on a transposed view */
     {
