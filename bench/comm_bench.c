@@ -3,7 +3,7 @@
  * beside torch.distributed's all_reduce over NCCL, in the same run).
  *
  *   wick-comm-bench [--kind cuda|rocm] [--ranks N] [--dtype bf16|f16|f32]
- *                   [--sizes 8K,1M,16M,256M] [--reps R]
+ *                   [--sizes 8K,1M,16M,256M] [--reps R] [--norm D]
  *
  * One thread per GPU (cli/ranks.h), every rank holding a tensor of each
  * size (bytes; K/M suffixes) filled with ones. Per size: 5 untimed
@@ -13,6 +13,14 @@
  * (bytes / time) and bus bandwidth (algorithm bandwidth x 2 (N - 1) / N,
  * NCCL's convention: the fraction of the links' speed an all_reduce
  * reaches, the same for any N).
+ *
+ * --norm D: instead, per size, rows of D elements through
+ * wk_all_reduce_add_rms_norm (a tensor-parallel decode step's all_reduce,
+ * residual add and norm; fused where the path allows) and through its two
+ * calls (wk_all_reduce, then wk_add_rms_norm), R calls of each back to
+ * back between two events (the device's time per call when the host
+ * issues faster than the device runs; x all zeros, so repeated sums stay
+ * finite).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,8 +35,47 @@
 typedef struct comm_cfg {
     wk_dtype dt;
     int n_sizes, reps;
+    int64_t norm_d;
     int64_t sizes[MAX_SIZES];
 } comm_cfg;
+
+/* --norm: the fused call against its two calls, per size */
+static int rank_norm(wk_comm *comm, const comm_cfg *c, wk_event *e0, wk_event *e1)
+{
+    wk_device *dev = wk_comm_device(comm);
+    const int rank = wk_comm_rank(comm), n = wk_comm_size(comm);
+    int rc = 0;
+    for (int s = 0; s < c->n_sizes && !rc; s++) {
+        const int64_t D = c->norm_d, rows = c->sizes[s] / (int64_t)wk_dtype_size(c->dt) / D;
+        wk_tensor *x = wk_zeros(dev, c->dt, WK_SHAPE(rows > 0 ? rows : 1, D));
+        wk_tensor *r = wk_ones(dev, c->dt, WK_SHAPE(rows > 0 ? rows : 1, D));
+        wk_tensor *w = wk_ones(dev, c->dt, WK_SHAPE(D));
+        rc = !x || !r || !w;
+        for (int fused = 1; fused >= 0 && !rc; fused--) {
+            for (int i = -5; i < c->reps && !rc; i++) {
+                if (i == 0) rc = wk_event_record(e0) != WK_OK;
+                wk_tensor *sum = NULL, *h;
+                if (fused) h = wk_all_reduce_add_rms_norm(comm, x, r, w, 1e-5, false, &sum);
+                else h = wk_all_reduce(comm, x) == WK_OK ? wk_add_rms_norm(x, r, w, 1e-5, false, &sum) : NULL;
+                rc = rc || !h;
+                wk_release(h);
+                wk_release(sum);
+            }
+            double ms = 0;
+            rc = rc || wk_event_record(e1) != WK_OK || wk_event_elapsed_ms(e0, e1, &ms) != WK_OK;
+            if (rc) fprintf(stderr, "wick-comm-bench: rank %d: %s\n", rank, wk_last_error());
+            else if (rank == 0) {
+                printf("{\"what\": \"all_reduce_add_rms_norm\", \"impl\": \"%s\", \"ranks\": %d, \"dtype\": \"%s\", "
+                       "\"rows\": %lld, \"D\": %lld, \"reps\": %d, \"us_per_call\": %.2f}\n",
+                       fused ? "one call" : "two calls", n, wk_dtype_name(c->dt), (long long)rows, (long long)D, c->reps,
+                       1e3 * ms / c->reps);
+                fflush(stdout);
+            }
+        }
+        wk_release(x), wk_release(r), wk_release(w);
+    }
+    return rc;
+}
 
 static int rank_run(wk_comm *comm, void *arg)
 {
@@ -42,6 +89,13 @@ static int rank_run(wk_comm *comm, void *arg)
     for (int i = 0; ev && i <= c->reps; i++)
         if (!(ev[i] = wk_event_new(dev))) rc = 1;
     if (!ev || !ms) rc = 1;
+    if (!rc && c->norm_d > 0) {
+        rc = rank_norm(comm, c, ev[0], ev[1]);
+        for (int i = 0; i <= c->reps; i++) wk_event_free(ev[i]);
+        free(ev);
+        free(ms);
+        return rc;
+    }
     for (int s = 0; s < c->n_sizes && !rc; s++) {
         const int64_t count = c->sizes[s] / (int64_t)es;
         wk_tensor *x = wk_full(dev, c->dt, WK_SHAPE(count), 1.0);
@@ -106,9 +160,10 @@ int main(int argc, char **argv)
         else if (!strcmp(a, "--dtype") && v) dtype = argv[++i];
         else if (!strcmp(a, "--sizes") && v) sizes = argv[++i];
         else if (!strcmp(a, "--reps") && v) c.reps = atoi(argv[++i]);
+        else if (!strcmp(a, "--norm") && v) c.norm_d = atoll(argv[++i]);
         else {
             fprintf(stderr, "usage: wick-comm-bench [--kind cuda|rocm] [--ranks N] [--dtype bf16|f16|f32] "
-                            "[--sizes 8K,1M,256M] [--reps R]\n");
+                            "[--sizes 8K,1M,256M] [--reps R] [--norm D]\n");
             return 2;
         }
     }

@@ -51,6 +51,13 @@ def main():
         t = wick.ones(1024, device=dev)
         rows.append(("DLPack torch -> wick", per_call_us(lambda: wick.from_dlpack(big), n // 10)))
         rows.append(("DLPack wick -> torch", per_call_us(lambda: torch.from_dlpack(t), n // 10)))
+        # PyTorch's own exchange with itself: the floor that its consumer
+        # side (torch.from_dlpack) sets for any producer
+        rows.append(("DLPack torch -> torch", per_call_us(lambda: torch.from_dlpack(big), n // 10)))
+        if dev != "cpu":   # the protocol's way, for comparison: torch's __dlpack__ with wick's stream
+            s = wick.device_stream(dev)
+            rows.append(("DLPack torch -> wick, torch's __dlpack__(stream=wick's)",
+                         per_call_us(lambda: wick.from_dlpack(big.__dlpack__(stream=s)), n // 10)))
     except ImportError:
         pass
     info = wick.device_info(dev)

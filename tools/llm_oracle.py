@@ -127,6 +127,19 @@ def same_argmax(a, b, first):
     return int((np.argmax(a[first:], axis=1) == np.argmax(b[first:], axis=1)).sum())
 
 
+def argmax_flips(a, b, first, bound):
+    """rows first.. where a's argmax is not b's although b's choice leads
+    a's by more than the rows may differ (bound x the row's largest
+    magnitude, twice: either side may move): flips of near-ties that the
+    bound allows are not counted"""
+    import numpy as np
+    a, b = a[first:].astype(np.float64), b[first:].astype(np.float64)
+    ia, ib = np.argmax(a, axis=1), np.argmax(b, axis=1)
+    rows = np.arange(len(b))
+    lead = b[rows, ib] - b[rows, ia]
+    return int(((ia != ib) & (lead > 2 * bound * np.abs(b).max(axis=1))).sum())
+
+
 def row_errors(w, h):
     import numpy as np
     h = h.numpy().astype(np.float64)
@@ -196,9 +209,10 @@ def gguf_checks(a, tdev, tmp, ok):
                 wt, _ = wick_run(a.exe, q, a.device, "f32", prompt, greedy, tmp, env, tp=a.tp)
                 e = row_errors(wt, torch.from_numpy(wd))
                 same = same_argmax(wt, wd, PROMPT_LEN - 1)
+                flips = argmax_flips(wt, wd, PROMPT_LEN - 1, bound)
                 r = {"what": f"llama GGUF {qt}: --tp {a.tp} vs {a.device}, {label}", "err": float(e.max()),
-                     "greedy": same, "bound": bound}
-                r["pass"] = bool(r["err"] <= bound and same == STEPS)
+                     "greedy": same, "bound": bound, "flips": flips}
+                r["pass"] = bool(r["err"] <= bound and flips == 0)
                 rows.append(r)
     for r in rows:
         print(f"{r['what']}: {r['err']:.2e} {'ok' if r['pass'] else 'FAIL'}", flush=True)
@@ -368,10 +382,12 @@ def main():
         lines += ["", "GGUF files: a random llama written as llama.cpp's converter writes it (f32, Q and K rows "
                   "permuted), against transformers; then quantized by `wick quantize`, wick on the device against "
                   "wick on the cpu (same tokens forced), with the device's f32-activation matvec (f32 bound) and "
-                  "its default 8-bit-activation matvec (bf16 bound):", "",
+                  "its default 8-bit-activation matvec (bf16 bound); a split model's argmax may differ only "
+                  "where the rows' top two are closer than the bound allows (flips beyond it fail):", "",
                   "| check | max row error | greedy | |", "|---|---|---|---|"]
-        lines += [f"| {r['what']} | {r['err']:.1e} | {r['greedy']}/{STEPS} | {'ok' if r['pass'] else 'FAIL'} |"
-                  for r in results["gguf"]]
+        lines += [f"| {r['what']} | {r['err']:.1e} | {r['greedy']}/{STEPS}"
+                  + (f" ({r['flips']} beyond the bound)" if "flips" in r else "")
+                  + f" | {'ok' if r['pass'] else 'FAIL'} |" for r in results["gguf"]]
     if "speed" in results:
         lines += ["", "SmolLM2-135M's shape, random bf16 weights, a 64-token prompt then one token per step "
                   "(wick: 255 steps, the logits read back at each; transformers: 64 steps with its KV cache):", "",

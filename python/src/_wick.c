@@ -1030,12 +1030,21 @@ static void release_dl_import(void *ctx)
     PyMem_RawFree(d);
 }
 
-/* _from_capsule(capsule): a Tensor sharing the memory of a DLPack capsule
- * (the capsule is marked used; the producer's deleter runs when the last
- * view goes). */
-static PyObject *m_from_capsule(PyObject *mod, PyObject *cap)
+/* _from_capsule(capsule, stream=None): a Tensor sharing the memory of a
+ * DLPack capsule (the capsule is marked used; the producer's deleter runs
+ * when the last view goes). stream: a GPU stream of the producer's (an
+ * int) that wick's stream then waits for on the device, for a capsule
+ * made without DLPack's stream argument. */
+static PyObject *m_from_capsule(PyObject *mod, PyObject *args)
 {
     (void)mod;
+    PyObject *cap, *stream = Py_None;
+    if (!PyArg_ParseTuple(args, "O|O:_from_capsule", &cap, &stream)) return NULL;
+    void *wait_on = NULL;
+    if (stream != Py_None) {
+        wait_on = PyLong_AsVoidPtr(stream);
+        if (!wait_on && PyErr_Occurred()) return NULL;
+    }
     int versioned;
     void *ptr;
     WKDLTensor *d;
@@ -1108,6 +1117,10 @@ static PyObject *m_from_capsule(PyObject *mod, PyObject *cap)
     if (PyCapsule_SetName(cap, versioned ? "used_dltensor_versioned" : "used_dltensor") < 0) {
         /* cannot happen for a valid capsule; keep ownership consistent */
         ctx->managed = NULL;
+    }
+    if (stream != Py_None && strcmp(name, "cpu") && CALLS(wk_device_wait_stream(dev, wait_on)) != WK_OK) {
+        wk_release(t);
+        return raise_wk();
     }
     if (flags & WKDL_FLAG_READ_ONLY) {   /* wick has no read-only tensors: a copy, never a write into it */
         wk_tensor *c = CALLT(wk_copy(t));
@@ -2926,7 +2939,8 @@ static PyMethodDef module_methods[] = {
     F_KW(tensor, "tensor(data, dtype=None, device=None): a copy of nested lists, a number, a buffer or a Tensor"),
     F_KW(asarray, "asarray(data, dtype=None, device=None, *, copy=None): shares a buffer's memory on the cpu when it can"),
     F_KW(frombuffer, "frombuffer(data, dtype, shape, device='cpu'): a copy of raw bytes (GGUF blocks for q4_0 .. q8_k)"),
-    { "_from_capsule", (PyCFunction)m_from_capsule, METH_O, "a Tensor sharing a DLPack capsule's memory" },
+    { "_from_capsule", (PyCFunction)m_from_capsule, METH_VARARGS,
+      "_from_capsule(capsule, stream=None): a Tensor sharing a DLPack capsule's memory (wick's stream waits for stream)" },
     F_KW(cat, "cat(tensors, dim=0)"),
     F_KW(stack, "stack(tensors, dim=0)"),
     F_V(where, "where(cond, a, b): cond (u8/u32/i64, nonzero true) ? a : b, broadcast"),

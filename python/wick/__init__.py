@@ -19,6 +19,8 @@ Submodules: wick.nn (functional NN ops), wick.model (language models,
 tokenizers, chat formats and text generation; its main names are here too:
 wick.load_model, wick.Model, wick.Tokenizer).
 """
+import sys as _sys
+
 from . import _wick
 from ._wick import (  # noqa: F401
     Comm,
@@ -218,15 +220,38 @@ def from_numpy(a):
 _DL_CPU, _DL_CUDA, _DL_CUDA_HOST, _DL_ROCM = 1, 2, 3, 10
 
 
+def _torch_capsule(x):
+    """(capsule, stream) for a plain PyTorch tensor on a GPU: the capsule
+    from torch's C exporter and torch's current stream on the tensor's
+    device, which wick's stream then waits for (the order DLPack's stream
+    argument asks for, without the event objects torch's Python-level
+    __dlpack__ makes for it: a few microseconds instead of about 15).
+    None when x is anything else, or torch lacks either function."""
+    torch = _sys.modules.get("torch")
+    if torch is None or type(x) is not torch.Tensor or not x.is_cuda:
+        return None
+    export = getattr(torch._C, "_to_dlpack", None)
+    current = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+    if export is None or current is None or x.requires_grad or x.is_conj() or x.is_neg() or x.layout != torch.strided:
+        return None   # torch's own __dlpack__ refuses or resolves these
+    return export(x), current(x.get_device())
+
+
 def from_dlpack(x, *, device=None, copy=None):
     """A tensor sharing the memory of any DLPack exporter (a torch tensor, a
     numpy array, a CuPy array, a capsule) on the cpu or a GPU, without a
     copy. wick's GPU work runs on its own stream (wick.device_stream): it
     is handed to the producer as DLPack's stream argument, and the
     producer makes it wait for its pending work on the device, without
-    blocking the host (PyTorch waits on its current stream's work)."""
+    blocking the host (PyTorch waits on its current stream's work). A
+    plain PyTorch GPU tensor takes a shorter way to the same order: its
+    capsule from torch's C exporter, then wick's stream made to wait for
+    torch's current stream by wick itself."""
+    fast = None if isinstance(x, Tensor) else _torch_capsule(x)
     if isinstance(x, Tensor):
         t = x
+    elif fast is not None:
+        t = _wick._from_capsule(*fast)
     elif type(x).__name__ == "PyCapsule":
         t = _wick._from_capsule(x)
     else:

@@ -245,15 +245,23 @@ template <typename T> __global__ __launch_bounds__(P2P_THREADS) void p2p_all_red
 }
 
 /* ---- all_reduce fused with the residual add and rms_norm -------------
- * wk_all_reduce_add_rms_norm on the peer-memory path: one block per row
- * of x [rows, D] (D a whole number of words), the row's words exchanged
- * as p2p_all_reduce_kernel exchanges them (same slots and epochs: it is
- * one more call of the sequence), then, in the block, the sum rounded to
- * T (written back to x), + residual rounded to T (written to sum), the
- * sum of its squares (a fixed tree in shared memory: every rank adds in
- * the same order, whatever the wave width), and the normed row
+ * wk_all_reduce_add_rms_norm on the peer-memory path: one block of
+ * P2P_NORM_THREADS per row of x [rows, D], each thread holding at most
+ * P2P_NORM_WORDS 32-bit words of the row (D a whole number of words, every
+ * operand 4-byte aligned: p2p_takes). The thread loads its words of x,
+ * the residual and the weight into registers first, then exchanges its x
+ * words as p2p_all_reduce_kernel does (same slots and epochs: one more
+ * call of the sequence), so that the waits for the peers' words are the
+ * only memory reads left between the exchange's volatile accesses (each
+ * of which orders every memory access around it). In the block: the sum
+ * rounded to T (written back to x), + residual rounded to T (written to
+ * sum), the sum of its squares (a fixed tree in shared memory: every rank
+ * adds in the same order, whatever the wave width), then the normed row
  * (s * rsqrt(mean + eps) * w, or * (1 + w) in the Gemma form, as nn.hip
  * computes it). */
+#define P2P_NORM_THREADS 1024
+#define P2P_NORM_WORDS 4
+
 struct p2p_norm_args {
     p2p_args m;                    /* the message: x, the peers' buffers, the epoch */
     const void *r, *w;             /* residual [rows, D]; weight [D] or NULL */
@@ -263,47 +271,90 @@ struct p2p_norm_args {
     int gemma;
 };
 
-template <typename T> __global__ __launch_bounds__(P2P_THREADS) void p2p_all_reduce_norm_kernel(p2p_norm_args a)
+/* Elements of a 32-bit word as f32, and f32 values rounded to T packed
+ * into a word. */
+template <typename T> struct p2p_elems {
+    static constexpr int per = 4 / (int)sizeof(T);
+    static __device__ float get(uint32_t w, int j)
+    {
+        if constexpr (per == 1) {
+            return __uint_as_float(w);
+        } else {
+            T t;
+            t.bits = (uint16_t)(w >> (16 * j));
+            return wk_load_c(t);
+        }
+    }
+    static __device__ uint32_t pack(const float (&f)[2])
+    {
+        if constexpr (per == 1) return __float_as_uint(f[0]);
+        else return (uint32_t)wk_to_<T>::from(f[0]).bits | ((uint32_t)wk_to_<T>::from(f[1]).bits << 16);
+    }
+};
+
+template <typename T> __global__ __launch_bounds__(P2P_NORM_THREADS) void p2p_all_reduce_norm_kernel(p2p_norm_args a)
 {
     typedef p2p_word<T> W;
-    __shared__ float part[P2P_THREADS];
+    typedef p2p_elems<T> E;
+    constexpr int NT = P2P_NORM_THREADS, NW = P2P_NORM_WORDS;
+    __shared__ float part[NT];
     const int tid = (int)threadIdx.x;
     const int64_t D = a.D, wpr = D / W::per, base = (int64_t)blockIdx.x * wpr;
     const int64_t row = P2P_MAX_WORDS, slot = (int64_t)(a.m.epoch & 1u) * a.m.n * row;
-    T *x = (T *)a.m.x + (int64_t)blockIdx.x * D, *s = (T *)a.sum + (int64_t)blockIdx.x * D;
-    T *o = (T *)a.norm + (int64_t)blockIdx.x * D;
-    const T *r = (const T *)a.r + (int64_t)blockIdx.x * D, *w = (const T *)a.w;
-    for (int64_t i = tid; i < wpr; i += P2P_THREADS) {
-        const uint32_t mine = W::load(x, i, D);
-        for (int p = 0; p < a.m.n; p++)
-            if (p != a.m.rank) p2p_put((uint2 *)a.m.recv[p] + slot + a.m.rank * row + base + i, mine, a.m.epoch);
+    uint32_t *x = (uint32_t *)a.m.x + base, *s = (uint32_t *)a.sum + base, *o = (uint32_t *)a.norm + base;
+    const uint32_t *r = (const uint32_t *)a.r + base, *w = (const uint32_t *)a.w;
+    uint32_t mine[NW], res[NW], wt[NW], sv[NW];
+#pragma unroll
+    for (int k = 0; k < NW; k++) {
+        const int64_t i = tid + (int64_t)k * NT;
+        mine[k] = i < wpr ? x[i] : 0u;
+        res[k] = i < wpr ? r[i] : 0u;
+        wt[k] = i < wpr && w ? w[i] : 0u;
+    }
+#pragma unroll
+    for (int k = 0; k < NW; k++) {
+        const int64_t i = tid + (int64_t)k * NT;
+        if (i < wpr)
+            for (int p = 0; p < a.m.n; p++)
+                if (p != a.m.rank) p2p_put((uint2 *)a.m.recv[p] + slot + a.m.rank * row + base + i, mine[k], a.m.epoch);
     }
     float ss = 0.0f;
-    for (int64_t i = tid; i < wpr; i += P2P_THREADS) {
-        const uint32_t mine = W::load(x, i, D);
+#pragma unroll
+    for (int k = 0; k < NW; k++) {
+        const int64_t i = tid + (int64_t)k * NT;
+        sv[k] = 0u;
+        if (i >= wpr) continue;
         float acc[2] = { 0.0f, 0.0f };
         for (int p = 0; p < a.m.n; p++)
-            W::add(acc, p == a.m.rank ? mine : p2p_take((const uint2 *)a.m.recv[a.m.rank] + slot + p * row + base + i, a.m.epoch));
-        W::store(x, i, D, acc);
+            W::add(acc, p == a.m.rank ? mine[k] : p2p_take((const uint2 *)a.m.recv[a.m.rank] + slot + p * row + base + i, a.m.epoch));
+        const uint32_t xw = E::pack(acc);
+        float z[2] = { 0.0f, 0.0f };
+        for (int j = 0; j < W::per; j++) z[j] = E::get(xw, j) + E::get(res[k], j);
+        sv[k] = E::pack(z);
         for (int j = 0; j < W::per; j++) {
-            const int64_t e = i * W::per + j;
-            const T v = wk_to_<T>::from(wk_load_c(x[e]) + wk_load_c(r[e]));
-            s[e] = v;
-            const float f = wk_load_c(v);
+            const float f = E::get(sv[k], j);
             ss += f * f;
         }
+        x[i] = xw;
+        s[i] = sv[k];
     }
     part[tid] = ss;
     __syncthreads();
-    for (int k = P2P_THREADS / 2; k > 0; k >>= 1) {
+    for (int k = NT / 2; k > 0; k >>= 1) {
         if (tid < k) part[tid] += part[tid + k];
         __syncthreads();
     }
     const float inv = rsqrtf(part[0] * (1.0f / (float)D) + a.eps);
-    for (int64_t e = tid; e < D; e += P2P_THREADS) {
-        float v = wk_load_c(s[e]) * inv;
-        if (w) v *= a.gemma ? 1.0f + wk_load_c(w[e]) : wk_load_c(w[e]);
-        o[e] = wk_to_<T>::from(v);
+#pragma unroll
+    for (int k = 0; k < NW; k++) {
+        const int64_t i = tid + (int64_t)k * NT;
+        if (i >= wpr) continue;
+        float v[2] = { 0.0f, 0.0f };
+        for (int j = 0; j < W::per; j++) {
+            v[j] = E::get(sv[k], j) * inv;
+            if (w) v[j] *= a.gemma ? 1.0f + E::get(wt[k], j) : E::get(wt[k], j);
+        }
+        o[i] = E::pack(v);
     }
 }
 
@@ -405,9 +456,12 @@ static bool p2p_takes(const comm_rank_t *k, const wk_coll_args *a)
     if (!k->g || a->count == 0 || a->send != a->recv || (a->dtype != WK_F32 && a->dtype != WK_F16 && a->dtype != WK_BF16) ||
         a->count > (size_t)per * P2P_MAX_WORDS)
         return false;
+    const uintptr_t any = (uintptr_t)a->recv | (uintptr_t)a->residual | (uintptr_t)a->weight | (uintptr_t)a->norm |
+                          (uintptr_t)a->sum;
     return a->kind == WK_COLL_ALL_REDUCE_SUM ||
-           (a->kind == WK_COLL_ALL_REDUCE_ADD_RMS_NORM && a->D > 0 && a->D % per == 0 && a->rows <= 65535 &&
-            a->rows * a->D == (int64_t)a->count);
+           (a->kind == WK_COLL_ALL_REDUCE_ADD_RMS_NORM && a->D > 0 && a->D % per == 0 &&
+            a->D / per <= P2P_NORM_THREADS * P2P_NORM_WORDS && a->rows <= 65535 && a->rows * a->D == (int64_t)a->count &&
+            any % 4 == 0);
 }
 
 static wk_status p2p_all_reduce(comm_rank_t *k, const wk_coll_args *a)
@@ -434,9 +488,9 @@ static wk_status p2p_all_reduce_norm(comm_rank_t *k, const wk_coll_args *a)
     const unsigned blocks = (unsigned)a->rows;
     wk_gpu_ctx *c = k->c;
     switch (a->dtype) {
-    case WK_F32: p2p_all_reduce_norm_kernel<float><<<blocks, P2P_THREADS, 0, c->stream>>>(na); break;
-    case WK_F16: p2p_all_reduce_norm_kernel<wk_f16_t><<<blocks, P2P_THREADS, 0, c->stream>>>(na); break;
-    default: p2p_all_reduce_norm_kernel<wk_bf16_t><<<blocks, P2P_THREADS, 0, c->stream>>>(na); break;
+    case WK_F32: p2p_all_reduce_norm_kernel<float><<<blocks, P2P_NORM_THREADS, 0, c->stream>>>(na); break;
+    case WK_F16: p2p_all_reduce_norm_kernel<wk_f16_t><<<blocks, P2P_NORM_THREADS, 0, c->stream>>>(na); break;
+    default: p2p_all_reduce_norm_kernel<wk_bf16_t><<<blocks, P2P_NORM_THREADS, 0, c->stream>>>(na); break;
     }
     WK_GPU_LAUNCH_CHECK(c, "all_reduce_add_rms_norm");
     return WK_OK;

@@ -41,6 +41,9 @@ typedef struct wk_gpu_ctx {
                                     core's op name, else the kernel's);
                                     NULL before the first. Any thread may
                                     launch: read and written atomically  */
+    hipEvent_t order_ev;         /* stream_order's event, reused (taken
+                                    and put back atomically: NULL while a
+                                    thread holds it)                      */
     struct wk_gpu_pool *pool;
     struct wk_gpu_staging *staging;
     void *ext[WK_GPU_EXT_SLOTS];

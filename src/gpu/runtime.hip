@@ -173,6 +173,7 @@ static void rt_close(void *ctx)
         if (c->ext[k] && c->ext_free[k]) c->ext_free[k](c, c->ext[k]);
     wk_gpu_staging_destroy(c);
     wk_gpu_pool_destroy(c);
+    if (c->order_ev) (void)hipEventDestroy(c->order_ev);
     if (c->stream) (void)hipStreamDestroy(c->stream);
     (void)hipGetLastError();
     free(c);
@@ -282,11 +283,15 @@ static wk_status rt_stream_order(void *ctx, void *other, bool ctx_waits)
     wk_gpu_ctx *c = (wk_gpu_ctx *)ctx;
     WK_GPU_ENTER(c);
     hipStream_t o = (hipStream_t)other;
-    hipEvent_t ev;
-    WK_GPU_CHECK_C(c, hipEventCreateWithFlags(&ev, hipEventDisableTiming));
+    /* one event per context, reused: a wait holds the state of the record
+     * it follows, so the next record cannot disturb it (a DLPack exchange
+     * then costs a record and a wait, no event made or destroyed) */
+    hipEvent_t ev = __atomic_exchange_n(&c->order_ev, (hipEvent_t)NULL, __ATOMIC_ACQ_REL);
+    if (!ev) WK_GPU_CHECK_C(c, hipEventCreateWithFlags(&ev, hipEventDisableTiming));
     hipError_t e = hipEventRecord(ev, ctx_waits ? o : c->stream);
     if (e == hipSuccess) e = hipStreamWaitEvent(ctx_waits ? c->stream : o, ev, 0);
-    (void)hipEventDestroy(ev);   /* released once the wait is done */
+    ev = __atomic_exchange_n(&c->order_ev, ev, __ATOMIC_ACQ_REL);
+    if (ev) (void)hipEventDestroy(ev);   /* another thread's, put back meanwhile */
     if (e != hipSuccess) return wk_gpu_fail(c, e, ctx_waits ? "hipStreamWaitEvent(wick's stream, the other's event)"
                                                            : "hipStreamWaitEvent(the other stream, wick's event)",
                                             __FILE__, __LINE__);

@@ -535,14 +535,20 @@ void wk_llm_free(wk_llm *m)
         fprintf(stderr, "wick: %lld one-token forward passes: %.1f us to issue, %.1f us waiting for the logits (mean)\n",
                 (long long)m->t_steps, 1e3 * m->t_issue_ms / (double)m->t_steps, 1e3 * m->t_wait_ms / (double)m->t_steps);
     if (m->timing == 2 && m->t_steps && m->t_ev) {
+        /* one write: the ranks of a split model print at once */
+        char line[1024];
         double all = 0;
-        fprintf(stderr, "wick: device time of a one-token pass by part (us, mean; %lld layers):", (long long)m->info.n_layer);
-        for (int p = 0; p < LLM_PARTS + 2; p++) {
-            fprintf(stderr, "%s %s %.1f", p ? ";" : "", llm_part_names[p], 1e3 * m->t_part_ms[p] / (double)m->t_steps);
+        int k = snprintf(line, sizeof line, "wick: device time of a one-token pass by part (us, mean; %lld layers):",
+                         (long long)m->info.n_layer);
+        for (int p = 0; p < LLM_PARTS + 2 && k > 0 && k < (int)sizeof line; p++) {
+            k += snprintf(line + k, sizeof line - (size_t)k, "%s %s %.1f", p ? ";" : "", llm_part_names[p],
+                          1e3 * m->t_part_ms[p] / (double)m->t_steps);
             all += m->t_part_ms[p];
         }
-        fprintf(stderr, "; all %.1f of the host's %.1f\n", 1e3 * all / (double)m->t_steps,
-                1e3 * (m->t_issue_ms + m->t_wait_ms) / (double)m->t_steps);
+        if (k > 0 && k < (int)sizeof line)
+            snprintf(line + k, sizeof line - (size_t)k, "; all %.1f of the host's %.1f\n", 1e3 * all / (double)m->t_steps,
+                     1e3 * (m->t_issue_ms + m->t_wait_ms) / (double)m->t_steps);
+        fputs(line, stderr);
     }
     if (m->t_ev) {
         for (int64_t i = 0; i < LLM_EVENTS(m); i++) wk_event_free(m->t_ev[i]);

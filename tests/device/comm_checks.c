@@ -143,8 +143,10 @@ static void *rank_main(void *arg)
                     wk_tensor *xs = sf ? wk_to_dtype(sf, dt) : NULL;
                     wk_tensor *rf = wk_from_host(dev, WK_F32, WK_SHAPE(rows, D), resv);
                     wk_tensor *res = rf ? wk_to_dtype(rf, dt) : NULL;
-                    wk_tensor *wf = variant == 1 ? NULL : wk_arange(dev, WK_F32, 0.5, 0.5 + 0.001 * (double)D, 0.001);
+                    wk_tensor *wi = variant == 1 ? NULL : wk_arange(dev, WK_F32, 0, (double)D, 1);
+                    wk_tensor *wf = wi ? wk_affine(wi, 0.001, 0.5) : NULL;
                     wk_tensor *w = wf ? wk_to_dtype(wf, dt) : NULL;
+                    wk_release(wi);
                     wk_tensor *s = NULL, *s_ref = NULL;
                     wk_tensor *o = x && res ? wk_all_reduce_add_rms_norm(j->comm, x, res, w, 1e-6, variant == 2, &s) : NULL;
                     wk_tensor *after = wk_full(dev, dt, WK_SHAPE(77), (double)r);
