@@ -9,6 +9,7 @@ import argparse
 import os
 import re
 import subprocess
+import time
 import timeit
 
 import wick
@@ -17,6 +18,22 @@ import wick
 def per_call_us(fn, n):
     fn()
     return min(timeit.repeat(fn, number=n, repeat=7)) / n * 1e6
+
+
+def busy_us(start, fn, sync, k=50, rounds=20):
+    """fn's cost while start()'s work (about a millisecond of it) keeps the
+    producer's stream busy: k calls timed right after start(); the best of
+    the rounds"""
+    best = float("inf")
+    for _ in range(rounds):
+        y = start()
+        t0 = time.perf_counter()
+        for _ in range(k):
+            fn()
+        best = min(best, (time.perf_counter() - t0) / k)
+        del y
+        sync()
+    return best * 1e6
 
 
 def main():
@@ -54,16 +71,29 @@ def main():
         # PyTorch's own exchange with itself: the floor that its consumer
         # side (torch.from_dlpack) sets for any producer
         rows.append(("DLPack torch -> torch", per_call_us(lambda: torch.from_dlpack(big), n // 10)))
-        if dev != "cpu":   # the protocol's way, for comparison: torch's __dlpack__ with wick's stream
+        if dev != "cpu":
+            # the protocol's way, for comparison: torch's __dlpack__ with wick's stream
             s = wick.device_stream(dev)
             rows.append(("DLPack torch -> wick, torch's __dlpack__(stream=wick's)",
                          per_call_us(lambda: wick.from_dlpack(big.__dlpack__(stream=s)), n // 10)))
+            # the parts of wick -> torch: wick's producer side, torch's consumer side
+            ts = torch.cuda.current_stream(dev).cuda_stream
+            rows.append(("  wick's t.__dlpack__(stream=torch's)", per_call_us(lambda: t.__dlpack__(stream=ts), n // 10)))
+            rows.append(("  torch consuming a capsule", per_call_us(lambda: torch.from_dlpack(t.__dlpack__(stream=ts)), n // 10)
+                         - rows[-1][1]))
+            # with the producer's stream busy (a long kernel queued first):
+            # then the consumer's stream must be made to wait on the device
+            hw, ht = wick.ones(1 << 28, device=dev), torch.ones(1 << 28, device=dev)
+            rows.append(("DLPack wick -> torch, wick's stream busy",
+                         busy_us(lambda: hw.exp(), lambda: torch.from_dlpack(t), lambda: wick.synchronize(dev))))
+            rows.append(("DLPack torch -> wick, torch's stream busy",
+                         busy_us(lambda: ht.exp(), lambda: wick.from_dlpack(big), torch.cuda.synchronize)))
     except ImportError:
         pass
     info = wick.device_info(dev)
     print("device %s (%s)" % (info["name"], info["model"]))
     for name, us in rows:
-        print("%-24s %8.3f us" % (name, us))
+        print("%-56s %8.3f us" % (name, us))
 
 
 if __name__ == "__main__":

@@ -134,6 +134,31 @@ static PyObject *Comm_broadcast(CommObject *self, PyObject *args, PyObject *kw)
     return xo;
 }
 
+/* all_reduce_add_rms_norm(x, residual, weight=None, eps=1e-6, gemma=False)
+ * -> (norm, sum) */
+static PyObject *Comm_all_reduce_add_rms_norm(CommObject *self, PyObject *args, PyObject *kw)
+{
+    static char *kwlist[] = { "x", "residual", "weight", "eps", "gemma", NULL };
+    PyObject *xo, *ro, *wo = Py_None;
+    double eps = 1e-6;
+    int gemma = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "OO|Odp:all_reduce_add_rms_norm", kwlist, &xo, &ro, &wo, &eps, &gemma))
+        return NULL;
+    wk_tensor *x = open_comm(self) ? tensor_arg(xo) : NULL, *r = x ? tensor_arg(ro) : NULL;
+    wk_tensor *w = r && wo != Py_None ? tensor_arg(wo) : NULL;
+    if (!r || (wo != Py_None && !w)) return NULL;
+    wk_tensor *h, *sum = NULL;
+    Py_BEGIN_ALLOW_THREADS h = wk_all_reduce_add_rms_norm(self->c, x, r, w, eps, gemma != 0, &sum);
+    Py_END_ALLOW_THREADS if (!h) return raise_last();
+    PyObject *ho = wrap(h), *so = ho ? wrap(sum) : NULL;
+    if (!so) {
+        if (!ho) wk_release(sum);
+        Py_XDECREF(ho);
+        return NULL;
+    }
+    return Py_BuildValue("(NN)", ho, so);
+}
+
 static PyObject *Comm_close(CommObject *self, PyObject *unused)
 {
     (void)unused;
@@ -188,6 +213,10 @@ static PyMethodDef Comm_methods[] = {
       "all_gather(x, dim=0) -> Tensor: every rank's x joined along dim in rank order" },
     { "broadcast", (PyCFunction)(void (*)(void))Comm_broadcast, METH_VARARGS | METH_KEYWORDS,
       "broadcast(x, root=0) -> x: root's x on every rank, in place" },
+    { "all_reduce_add_rms_norm", (PyCFunction)(void (*)(void))Comm_all_reduce_add_rms_norm, METH_VARARGS | METH_KEYWORDS,
+      "all_reduce_add_rms_norm(x, residual, weight=None, eps=1e-6, gemma=False) -> (norm, sum): all_reduce(x) in "
+      "place, then sum = x + residual and norm = rms_norm(sum) * weight (* (1 + weight) with gemma); one kernel per "
+      "rank where the GPUs' peer-memory path takes it" },
     { "close", (PyCFunction)Comm_close, METH_NOARGS, "close(): wait for the queued collectives and free the rank" },
     { "__enter__", (PyCFunction)Comm_enter, METH_NOARGS, NULL },
     { "__exit__", (PyCFunction)Comm_exit, METH_VARARGS, NULL },

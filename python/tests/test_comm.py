@@ -1,6 +1,7 @@
 # test_comm.py — collectives from Python (wick.Comm, wick.comm_init_all):
 # the cpu communicator's ranks as Python threads (the collectives let the
-# GIL go), all_reduce / all_gather / broadcast against numpy, and a model
+# GIL go), all_reduce / all_gather / broadcast / all_reduce_add_rms_norm
+# against numpy, and a model
 # split over 2 and 4 ranks (wick.load_model(..., comm=c)) against the whole
 # model: logits within 1e-5, every rank's identical, the same greedy text;
 # a split that does not divide is refused; errors.
@@ -57,6 +58,32 @@ def test_collectives_against_numpy(n):
         np.testing.assert_array_equal(s, np.sum(xs, axis=0))
         np.testing.assert_array_equal(g, np.concatenate(xs, axis=1))
         np.testing.assert_array_equal(b, xs[n - 1])
+
+
+@pytest.mark.parametrize("n", [1, 3])
+@pytest.mark.parametrize("gemma", [False, True])
+def test_all_reduce_add_rms_norm(n, gemma):
+    rng = np.random.default_rng(10 + n)
+    xs = [rng.standard_normal((4, 48)).astype(np.float32) for _ in range(n)]
+    res = rng.standard_normal((4, 48)).astype(np.float32)
+    w = rng.standard_normal(48).astype(np.float32)
+
+    def fn(c):
+        x = wick.asarray(xs[c.rank].copy())
+        h, s = c.all_reduce_add_rms_norm(x, wick.asarray(res), wick.asarray(w), eps=1e-5, gemma=gemma)
+        return x.numpy(), h.numpy(), s.numpy()
+
+    x64 = np.sum(np.array(xs, np.float64), axis=0)
+    s64 = x64 + res
+    h64 = s64 / np.sqrt((s64 * s64).mean(axis=1, keepdims=True) + 1e-5) * ((1 + w) if gemma else w)
+    outs = run_ranks(n, fn)
+    for x, h, s in outs:
+        np.testing.assert_allclose(x, x64, rtol=1e-5, atol=1e-5)
+        np.testing.assert_allclose(s, s64, rtol=1e-5, atol=1e-5)
+        np.testing.assert_allclose(h, h64, rtol=1e-4, atol=1e-4)
+        np.testing.assert_array_equal(h, outs[0][1])
+    with pytest.raises(ValueError, match="one shape"):
+        run_ranks(1, lambda c: c.all_reduce_add_rms_norm(wick.ones((2, 3)), wick.ones((2, 4))))
 
 
 def test_comm_errors():

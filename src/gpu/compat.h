@@ -126,6 +126,7 @@ typedef cudaDeviceProp hipDeviceProp_t;
 #define hipDeviceGetStreamPriorityRange  cudaDeviceGetStreamPriorityRange
 #define hipStreamDestroy                 cudaStreamDestroy
 #define hipStreamSynchronize             cudaStreamSynchronize
+#define hipStreamQuery                   cudaStreamQuery
 #define hipStreamWaitEvent               cudaStreamWaitEvent
 #define hipEventDefault                  cudaEventDefault
 #define hipEventDisableTiming            cudaEventDisableTiming

@@ -283,6 +283,12 @@ static wk_status rt_stream_order(void *ctx, void *other, bool ctx_waits)
     wk_gpu_ctx *c = (wk_gpu_ctx *)ctx;
     WK_GPU_ENTER(c);
     hipStream_t o = (hipStream_t)other;
+    /* nothing queued on the stream to be waited for: no order to make (a
+     * query instead of a record and a wait; its "not ready" answer is no
+     * error and must not be left for the next launch's check) */
+    const hipError_t q = hipStreamQuery(ctx_waits ? o : c->stream);
+    if (q == hipSuccess) return WK_OK;
+    if (q == hipErrorNotReady) (void)hipGetLastError();
     /* one event per context, reused: a wait holds the state of the record
      * it follows, so the next record cannot disturb it (a DLPack exchange
      * then costs a record and a wait, no event made or destroyed) */
