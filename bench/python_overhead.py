@@ -70,6 +70,7 @@ def main():
         rows.append(("DLPack wick -> torch", per_call_us(lambda: torch.from_dlpack(t), n // 10)))
         # PyTorch's own exchange with itself: the floor that its consumer
         # side (torch.from_dlpack) sets for any producer
+        rows.append(("DLPack wick -> torch, wick.to_torch(t)", per_call_us(lambda: wick.to_torch(t), n // 10)))
         rows.append(("DLPack torch -> torch", per_call_us(lambda: torch.from_dlpack(big), n // 10)))
         if dev != "cpu":
             # the protocol's way, for comparison: torch's __dlpack__ with wick's stream

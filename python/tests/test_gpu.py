@@ -276,6 +276,27 @@ def test_dlpack_stream_order_without_host_sync():
     assert total.item() == 400.0 * n
 
 
+def test_to_torch_shares_memory_in_stream_order():
+    n = 1 << 22
+    t = wick.zeros((n,), dtype="f64", device=DEV)
+    for _ in range(100):          # queued on wick's stream
+        t = t + 1.0
+    y = wick.to_torch(t)          # torch's current stream waits for it
+    assert y.data_ptr() == t.data_ptr() and y.sum().item() == 100.0 * n
+    side = torch.cuda.Stream()
+    t2 = t * 2.0
+    with torch.cuda.stream(side):  # the current stream then: the side one waits
+        total = wick.to_torch(t2).sum()
+    side.synchronize()
+    assert total.item() == 200.0 * n
+    x = torch.zeros(n, dtype=torch.float64, device=DEV)
+    with torch.cuda.stream(side):  # torch -> wick: wick waits for torch's current (side) stream
+        for _ in range(100):
+            x.add_(1)
+        w = W(x)
+    assert T((w * 1.0).sum()).item() == 100.0 * n
+
+
 def test_dlpack_exchange_cost():
     x = torch.ones(1024, device=DEV)
     t = wick.ones(1024, device=DEV)
@@ -290,8 +311,13 @@ def test_dlpack_exchange_cost():
     for _ in range(n):
         T(t)
     exp = (time.perf_counter() - t0) / n * 1e6
-    print("\nDLPack on %s: torch -> wick %.2f us, wick -> torch %.2f us" % (torch.cuda.get_device_name(0), imp, exp))
-    assert imp < 100 and exp < 100
+    t0 = time.perf_counter()
+    for _ in range(n):
+        wick.to_torch(t)
+    tt = (time.perf_counter() - t0) / n * 1e6
+    print("\nDLPack on %s: torch -> wick %.2f us, wick -> torch %.2f us (wick.to_torch %.2f us)"
+          % (torch.cuda.get_device_name(0), imp, exp, tt))
+    assert imp < 100 and exp < 100 and tt < 100
 
 
 def test_numpy_of_gpu_tensor_copies():

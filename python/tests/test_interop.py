@@ -128,3 +128,11 @@ def test_read_only_dlpack_is_copied():
     if w.data_ptr() != ptr(a):   # a producer that flags read-only memory gets a copy
         w[0] = 5
         assert a[0] == 0
+
+
+def test_to_torch_needs_torch():
+    import sys
+    if "torch" in sys.modules:
+        pytest.skip("torch is imported here; test_gpu.py covers wick.to_torch")
+    with pytest.raises(ImportError, match="torch"):
+        wick.to_torch(wick.ones((2,)))

@@ -237,6 +237,24 @@ def _torch_capsule(x):
     return export(x), current(x.get_device())
 
 
+def to_torch(t):
+    """A torch.Tensor sharing t's memory (no copy), through DLPack: the
+    same exchange as torch.from_dlpack(t), with torch's current stream on
+    t's GPU made to wait for wick's queued work on the device, but without
+    torch.from_dlpack's Python-level stream objects (about half of that
+    call's cost). Needs torch imported."""
+    torch = _sys.modules.get("torch")
+    if torch is None:
+        raise ImportError("wick.to_torch needs torch imported first")
+    dev = t.device
+    if dev == "cpu":
+        return torch.from_dlpack(t.__dlpack__())
+    current = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+    if current is None:
+        return torch.from_dlpack(t)
+    return torch.from_dlpack(t.__dlpack__(stream=current(int(dev.partition(":")[2] or 0))))
+
+
 def from_dlpack(x, *, device=None, copy=None):
     """A tensor sharing the memory of any DLPack exporter (a torch tensor, a
     numpy array, a CuPy array, a capsule) on the cpu or a GPU, without a
