@@ -136,3 +136,50 @@ def test_to_torch_needs_torch():
         pytest.skip("torch is imported here; test_gpu.py covers wick.to_torch")
     with pytest.raises(ImportError, match="torch"):
         wick.to_torch(wick.ones((2,)))
+
+
+def test_torch_fast_path_plumbing(monkeypatch):
+    # wick.from_dlpack's way for torch GPU tensors, run with a stand-in for
+    # torch (no GPU here): the capsule comes from torch's C exporter, the
+    # stream from torch's current-stream query of the tensor's device, and
+    # anything the exporter would not take goes the protocol's way
+    import sys
+    import types
+
+    calls = []
+
+    class FakeTensor:
+        is_cuda, requires_grad, layout = True, False, "strided"
+
+        def __init__(self, a, grad=False):
+            self.a, self.requires_grad = a, grad
+
+        def is_conj(self):
+            return False
+
+        def is_neg(self):
+            return False
+
+        def get_device(self):
+            return 3
+
+    def export(x):
+        calls.append("export")
+        return x.a.__dlpack__()
+
+    def current(i):
+        calls.append(("stream", i))
+        return 12345
+
+    fake = types.SimpleNamespace(Tensor=FakeTensor, strided="strided",
+                                 _C=types.SimpleNamespace(_to_dlpack=export, _cuda_getCurrentRawStream=current))
+    monkeypatch.setitem(sys.modules, "torch", fake)
+    a = np.arange(6.0)
+    w = wick.from_dlpack(FakeTensor(a))
+    assert calls == ["export", ("stream", 3)] and w.tolist() == a.tolist()
+    a[2] = 40.0
+    assert w.tolist()[2] == 40.0               # shared, not copied
+    calls.clear()
+    with pytest.raises(TypeError, match="DLPack"):   # needs gradients: the protocol's way (the stand-in has none)
+        wick.from_dlpack(FakeTensor(a, grad=True))
+    assert calls == []

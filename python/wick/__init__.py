@@ -230,11 +230,22 @@ def _torch_capsule(x):
     torch = _sys.modules.get("torch")
     if torch is None or type(x) is not torch.Tensor or not x.is_cuda:
         return None
-    export = getattr(torch._C, "_to_dlpack", None)
-    current = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+    export, current = _torch_funcs(torch)
     if export is None or current is None or x.requires_grad or x.is_conj() or x.is_neg() or x.layout != torch.strided:
         return None   # torch's own __dlpack__ refuses or resolves these
     return export(x), current(x.get_device())
+
+
+_torch_cache = [None, None, None]   # the torch module, its C exporter, its current-stream query
+
+
+def _torch_funcs(torch):
+    """(torch._C._to_dlpack, torch._C._cuda_getCurrentRawStream), either
+    None where this torch lacks it; looked up once per torch module"""
+    if _torch_cache[0] is not torch:
+        _torch_cache[:] = [torch, getattr(torch._C, "_to_dlpack", None),
+                           getattr(torch._C, "_cuda_getCurrentRawStream", None)]
+    return _torch_cache[1], _torch_cache[2]
 
 
 def to_torch(t):
@@ -249,7 +260,7 @@ def to_torch(t):
     dev = t.device
     if dev == "cpu":
         return torch.from_dlpack(t.__dlpack__())
-    current = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+    current = _torch_funcs(torch)[1]
     if current is None:
         return torch.from_dlpack(t)
     return torch.from_dlpack(t.__dlpack__(stream=current(int(dev.partition(":")[2] or 0))))
