@@ -204,7 +204,7 @@ typedef struct gcase {
 #define RED(name, op, x, dim) { name, "wk_reduce", CK_REDUCE, op, dim, WK_F32, x, NULL, false, NULL, NULL }
 #define MM(name, a, b, tiled) { name, "wk_matmul", CK_MATMUL, 0, 0, WK_F32, a, b, tiled, NULL, NULL }
 /* NN ops on [rows, cols] (rope: [1, H, T, D] of as many elements); op of
- * attention: causal */
+ * attention: bit 1 causal, bit 2 the portable path forced */
 #define NN(n_, c_, k_, x, w, b) { .name = n_, .call = c_, .kind = k_, .in0 = x, .in1 = w, .in2 = b }
 #define NNX(sfx, tab)                                                                                      \
     NN("softmax_" sfx, "wk_softmax", CK_SOFTMAX, "nn" sfx, NULL, NULL),                                 \
@@ -286,6 +286,9 @@ static const gcase cases[] = {
     ATT("attn_decode_tk4096", CK_ATTN_DECODE, 0, "dec_q", "dec0_k", "dec0_v"),
     ATT("attn_decode_tk16384", CK_ATTN_DECODE, 0, "dec_q", "dec1_k", "dec1_v"),
     ATT("attn_decode_tk65536", CK_ATTN_DECODE, 0, "dec_q", "dec2_k", "dec2_v"),
+    /* the portable path (plain FMAs, what gfx1030 runs), forced: op bit 2 */
+    ATT("attn_portable_causal_t4096_d128", CK_ATTN, 3, "pf0_q", "pf0_k", "pf0_v"),
+    ATT("attn_portable_decode_tk4096", CK_ATTN_DECODE, 2, "dec_q", "dec0_k", "dec0_v"),
     Q_CASES
 };
 #define N_CASES (int)(sizeof cases / sizeof cases[0])
@@ -406,8 +409,19 @@ static wk_tensor *case_call(const gcase *c, const case_args *x)
     case CK_ATTN: case CK_ATTN_DECODE: {
         wk_attention_opts o;
         memset(&o, 0, sizeof o);
-        o.causal = c->op != 0;
-        return wk_attention(x->a, x->b, x->c, &o);
+        o.causal = (c->op & 1) != 0;
+        if (!(c->op & 2)) return wk_attention(x->a, x->b, x->c, &o);
+        /* the portable path for this call (the GPU plugin reads
+         * WICK_GPU_ATTN at each call); the caller's setting restored */
+        char prev[64] = "";
+        const char *e = getenv("WICK_GPU_ATTN");
+        const bool had = e != NULL;
+        if (had) snprintf(prev, sizeof prev, "%s", e);
+        setenv("WICK_GPU_ATTN", "portable", 1);
+        wk_tensor *r = wk_attention(x->a, x->b, x->c, &o);
+        if (had) setenv("WICK_GPU_ATTN", prev, 1);
+        else unsetenv("WICK_GPU_ATTN");
+        return r;
     }
     default: return NULL;
     }
