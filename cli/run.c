@@ -418,6 +418,7 @@ static int run_chat(wk_llm *m, const run_opts *o, chat_lines *share, bool lead)
         int64_t keep = 0;   /* at least one token is run, for the logits */
         while (keep < nhist && keep + 1 < nid && hist[keep] == ids[keep]) keep++;
         wk_llm_rewind(m, keep);
+        keep = wk_llm_pos(m);   /* less where a window cache no longer holds what keep needs */
         reply_buf reply = { .print = lead };
         wk_generate_stats st;
         wk_status s = wk_llm_generate(m, ids + keep, nid - keep, &o->gen, collect_token, &reply, &st);

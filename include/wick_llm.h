@@ -107,7 +107,11 @@ wk_device *wk_llm_device(const wk_llm *m);
 
 /* Positions filled in the KV cache (the next token's position). */
 int64_t wk_llm_pos(const wk_llm *m);
-/* Forget positions pos and later (0: empty the cache). */
+/* Forget positions pos and later (0: empty the cache). A model whose
+ * sliding-window layers keep only their window and one prefill chunk
+ * (Gemma 3's local layers, Mistral's: when that is less than the context)
+ * goes back to 0 instead when the positions pos's window needs are no
+ * longer held: wk_llm_pos says where the cache stands after a rewind. */
 wk_status wk_llm_rewind(wk_llm *m, int64_t pos);
 /* Run n tokens at positions pos .. pos + n - 1 (prefill steps of
  * prefill_chunk tokens) and keep them in the cache. logits: NULL, or

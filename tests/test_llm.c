@@ -532,6 +532,36 @@ T_SUITE(llm)
         }
     if (t_case("llm/forward/llama/gguf-rope-freqs")) check_forward(A_LLAMA, false, false, true);
 
+    if (t_case("llm/window_cache")) {
+        /* gemma3's local layers (window 3) with window caches of 3 + 2
+           positions (prefill chunks of 2, context 64): a prefill of 40
+           tokens then 12 decode steps against the double-precision
+           reference at every position, the caches' positions moved at
+           every chunk past the first few; the global layer keeps the
+           whole context */
+        tcfg c = cfg_of(A_GEMMA3, false);
+        tmodel tm = make_model(c);
+        const char *path = tmp_path("window.gguf");
+        if (write_gguf(&tm, path, WK_F32)) {
+            enum { T = 40, S = 12 };
+            int32_t tok[T + S];
+            for (int i = 0; i < T + S; i++) tok[i] = (int32_t)t_rng_int(t_r(), 0, c.V - 1);
+            double *ref = ref_forward(&tm, tok, T + S);
+            float *lg = t_mem((size_t)(T + S) * c.V * sizeof *lg);
+            wk_llm_options o = { .prefill_chunk = 2 };
+            wk_llm *m = load_or_fail(path, &o);
+            if (m) {
+                T_OK(wk_llm_eval(m, tok, T, true, lg));
+                for (int st = 0; st < S; st++) T_OK(wk_llm_eval(m, tok + T + st, 1, false, lg + (int64_t)(T + st) * c.V));
+                const double e = rel_err(lg, ref, (int64_t)(T + S) * c.V);
+                T_CHECK(e < 2e-4, "window caches: logits differ from the reference by %.3g", e);
+                T_CHECK(wk_llm_pos(m) == T + S, "position %lld", (long long)wk_llm_pos(m));
+                wk_llm_free(m);
+            }
+        }
+        rm_model(path);
+    }
+
     if (t_case("llm/chunks")) {
         tcfg c = cfg_of(A_GEMMA3, false);
         tmodel tm = make_model(c);
@@ -548,12 +578,23 @@ T_SUITE(llm)
                 double e = 0;
                 for (int64_t i = 0; i < 20 * (int64_t)c.V; i++) e = fmax(e, fabs(a[i] - b[i]));
                 T_CHECK(e < 1e-4, "chunks of 3 against one pass: %.3g", e);
-                /* rewind to 11 and run the rest again: the same last logits */
-                T_OK(wk_llm_rewind(m2, 11));
-                T_OK(wk_llm_eval(m2, tok + 11, 9, false, l1));
-                e = 0;
-                for (int64_t i = 0; i < c.V; i++) e = fmax(e, fabs(l1[i] - a[19 * (int64_t)c.V + i]));
-                T_CHECK(e < 1e-4, "after a rewind: %.3g", e);
+                /* rewinds, then the rest run again: the same last logits. m2's
+                   local layers keep window caches of 3 + 3 positions: a
+                   rewind to 18 keeps what the window needs (16, 17), one to
+                   11 cannot (9, 10 are gone) and empties the cache */
+                static const int64_t back[2][2] = { { 18, 18 }, { 11, 0 } };
+                for (int r = 0; r < 2; r++) {
+                    T_OK(wk_llm_rewind(m2, back[r][0]));
+                    const int64_t p = wk_llm_pos(m2);
+                    T_CHECK(p == back[r][1], "rewind to %lld: at %lld, want %lld", (long long)back[r][0], (long long)p,
+                            (long long)back[r][1]);
+                    T_OK(wk_llm_eval(m2, tok + p, 20 - p, false, l1));
+                    e = 0;
+                    for (int64_t i = 0; i < c.V; i++) e = fmax(e, fabs(l1[i] - a[19 * (int64_t)c.V + i]));
+                    T_CHECK(e < 1e-4, "after a rewind to %lld: %.3g", (long long)back[r][0], e);
+                }
+                T_OK(wk_llm_rewind(m1, 11));   /* m1's caches hold the whole context: kept */
+                T_CHECK(wk_llm_pos(m1) == 11, "m1 at %lld after a rewind to 11", (long long)wk_llm_pos(m1));
                 T_CHECK(wk_llm_rewind(m2, 21) == WK_ERR_ARGUMENT, "rewind past the end is refused");
             }
             wk_llm_free(m1);

@@ -1451,6 +1451,7 @@ static PyObject *Model_generate(ModelObject *self, PyObject *args, PyObject *kw)
         raise_model();
         goto fail;
     }
+    keep = wk_llm_pos(self->m);   /* less where a window cache no longer holds what keep needs */
     /* the history: the whole prompt, cut back to the model's position when
        the generation ends; the generation runs the part after keep */
     hist_assign(self, ids, n);

@@ -440,12 +440,17 @@ static wk_llm *load_one(const char *path, wk_device *dev, const wk_llm_options *
     if (in->arch == WK_LLM_GEMMA3 &&
         (st = rope_tables(m, in->rope_base_local, &m->hp.scaling_local, false, &m->cos_local, &m->sin_local)))
         goto fail;
+    /* a sliding-window layer's cache holds its window and one prefill
+       chunk where that is less than the context (window caches, below) */
+    if (in->sliding_window > 0 && in->sliding_window + m->chunk < in->context)
+        m->sw_cap = in->sliding_window + m->chunk;
     for (int64_t l = 0; l < in->n_layer; l++) {
-        wk_shape s = WK_SHAPE(1, m->tp.n_kv, in->context, in->head_dim);
+        const int64_t cap = m->layers[l].sliding && m->sw_cap ? m->sw_cap : in->context;
+        wk_shape s = WK_SHAPE(1, m->tp.n_kv, cap, in->head_dim);
         m->layers[l].k_cache = wk_zeros(dev, in->act_dtype, s);
         m->layers[l].v_cache = wk_zeros(dev, in->act_dtype, s);
         if (!m->layers[l].k_cache || !m->layers[l].v_cache) {
-            st = wk_merr_core("KV cache of %lld positions (layer %lld)", (long long)in->context, (long long)l);
+            st = wk_merr_core("KV cache of %lld positions (layer %lld)", (long long)cap, (long long)l);
             goto fail;
         }
     }
@@ -584,13 +589,67 @@ const wk_llm_info *wk_llm_get_info(const wk_llm *m) { return m ? &m->info : NULL
 wk_device *wk_llm_device(const wk_llm *m) { return m ? m->dev : NULL; }
 int64_t wk_llm_pos(const wk_llm *m) { return m ? m->pos : 0; }
 
+/* ---- window caches ------------------------------------------------------------
+ * A sliding-window layer (Gemma 3's local layers, Mistral's) reads only the
+ * last W positions, so its K and V caches hold sw_cap = W + chunk positions
+ * (when that is less than the context) instead of the context: positions
+ * sw_base .. sw_base + sw_cap - 1, in order, position p at slot p - sw_base.
+ * Before a chunk of T positions that would run past the end, the W - 1
+ * positions before it (all its window needs) move to the start and sw_base
+ * follows; keys stay in order, so attention takes a contiguous range of
+ * slots with its usual window mask. The global layers' caches hold the
+ * context as before. A rewind to pos keeps the cache only where the
+ * positions its window needs (from pos - W + 1) are still held; otherwise
+ * it empties the cache (pos 0): wk_llm_pos says which. */
+
+static bool windowed(const wk_llm *m, const llm_layer *y) { return y->sliding && m->sw_cap > 0; }
+
+/* The position at which the cache stands after going back to pos. */
+static int64_t window_pos(const wk_llm *m, int64_t pos)
+{
+    const int64_t need = pos - m->info.sliding_window + 1;
+    return m->sw_cap && pos > 0 && (need > 0 ? need : 0) < m->sw_base ? 0 : pos;
+}
+
+static void set_pos(wk_llm *m, int64_t pos)
+{
+    m->pos = window_pos(m, pos);
+    if (m->pos == 0) m->sw_base = 0;
+}
+
+/* Room for T positions at m->pos in the window caches. On a failure the
+ * cache is emptied (some layers moved, others not). */
+static wk_status window_room(wk_llm *m, int64_t T)
+{
+    if (!m->sw_cap || m->pos + T - m->sw_base <= m->sw_cap) return WK_OK;
+    const int64_t pos = m->pos, W = m->info.sliding_window;
+    const int64_t keep = pos - m->sw_base < W - 1 ? pos - m->sw_base : W - 1;
+    wk_status st = WK_OK;
+    for (int64_t l = 0; l < m->info.n_layer && st == WK_OK && keep > 0; l++) {
+        if (!windowed(m, &m->layers[l])) continue;
+        wk_tensor *caches[2] = { m->layers[l].k_cache, m->layers[l].v_cache };
+        for (int i = 0; i < 2 && st == WK_OK; i++) {
+            wk_scope_begin();
+            wk_tensor *kept = wk_contiguous(wk_narrow(caches[i], 2, pos - keep - m->sw_base, keep));
+            st = kept ? wk_copy_into(wk_narrow(caches[i], 2, 0, keep), kept) : WK_ERR_MEMORY;
+            wk_scope_end();
+        }
+    }
+    if (st != WK_OK) {
+        m->pos = m->sw_base = 0;
+        return wk_merr_core("moving the window caches' last %lld positions (the cache is emptied)", (long long)keep);
+    }
+    m->sw_base = pos - keep;
+    return WK_OK;
+}
+
 wk_status wk_llm_rewind(wk_llm *m, int64_t pos)
 {
     if (!m) return wk_merr(WK_ERR_ARGUMENT, "wk_llm_rewind: the model is NULL");
     if (pos < 0 || pos > m->pos)
         return wk_merr(WK_ERR_ARGUMENT, "wk_llm_rewind: position %lld is outside the %lld the cache holds", (long long)pos,
                        (long long)m->pos);
-    m->pos = pos;   /* later positions are overwritten before they are read */
+    set_pos(m, pos);   /* later positions are overwritten before they are read */
     return WK_OK;
 }
 
@@ -735,12 +794,18 @@ static wk_status forward(wk_llm *m, const int32_t *tokens, int64_t T, int64_t fi
             k = rope(m, k, local, pos);
         }
         wk_tensor *a = NULL;
+        /* the cache's slot of position pos, and the first position read:
+           a window cache holds from sw_base and the window needs from
+           pos - W + 1 (window caches, above) */
+        const int64_t base = windowed(m, y) ? m->sw_base : 0;
+        const int64_t lo = windowed(m, y) && pos - in->sliding_window + 1 > base ? pos - in->sliding_window + 1 : base;
         if (q && k && v &&
-            wk_copy_into(wk_narrow(y->k_cache, 2, pos, T), k) == WK_OK &&
-            wk_copy_into(wk_narrow(y->v_cache, 2, pos, T), wk_transpose(v, 1, 2)) == WK_OK) {
+            wk_copy_into(wk_narrow(y->k_cache, 2, pos - base, T), k) == WK_OK &&
+            wk_copy_into(wk_narrow(y->v_cache, 2, pos - base, T), wk_transpose(v, 1, 2)) == WK_OK) {
             wk_attention_opts ao = { .scale = hp->attn_scale, .causal = true,
                                      .window = y->sliding ? in->sliding_window : 0, .softcap = hp->attn_softcap };
-            a = wk_attention(q, wk_narrow(y->k_cache, 2, 0, pos + T), wk_narrow(y->v_cache, 2, 0, pos + T), &ao);
+            a = wk_attention(q, wk_narrow(y->k_cache, 2, lo - base, pos + T - lo),
+                             wk_narrow(y->v_cache, 2, lo - base, pos + T - lo), &ao);
         }
         PART(2 + l * LLM_PARTS);
         a = a ? linear(wk_reshape(wk_transpose(a, 1, 2), WK_SHAPE(T, H * D)), y->wo, NULL) : NULL;
@@ -867,9 +932,10 @@ static wk_status eval(wk_llm *m, const int32_t *tokens, int64_t n, bool all_logi
             out = logits;
             first = T - 1;
         }
-        wk_status st = forward(m, tokens + i, T, first, out, last ? best : NULL);
+        wk_status st = window_room(m, T);
+        if (st == WK_OK) st = forward(m, tokens + i, T, first, out, last ? best : NULL);
         if (st) {
-            m->pos = start;
+            if (m->pos) set_pos(m, start);   /* (window_room empties the cache when it fails) */
             return st;
         }
         m->pos += T;

@@ -56,6 +56,10 @@ struct wk_llm {
     llm_layer *layers;
     wk_tensor *cos, *sin, *cos_local, *sin_local;   /* [context, D/2] f32 */
     int64_t pos, chunk;
+    /* window caches (llm.c): the sliding-window layers' K and V hold
+       sw_cap positions, sw_base .. sw_base + sw_cap - 1, when that is
+       less than the context (sw_cap 0: every cache holds the context) */
+    int64_t sw_cap, sw_base;
     /* WICK_LLM_TIMING=1: host time of one-token forward passes, split into
        issuing the work and waiting for the logits (printed at free); =2:
        also the device's time by part of the pass, from events recorded
