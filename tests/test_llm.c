@@ -1192,7 +1192,7 @@ typedef struct tp_rank {
     wk_comm *comm;
     const int32_t *tok;
     int T, S;           /* prefill T tokens, then S one-token steps */
-    int64_t V;
+    int64_t V, chunk;   /* chunk: the prefill chunk (0: the default) */
     float *logits;      /* (T + S) x V */
     gen_log gen;
     char err[512];
@@ -1201,7 +1201,7 @@ typedef struct tp_rank {
 static void *tp_rank_main(void *arg)
 {
     tp_rank *r = arg;
-    wk_llm_options o = { .comm = r->comm };
+    wk_llm_options o = { .comm = r->comm, .prefill_chunk = r->chunk };
     wk_llm *m = wk_llm_load(r->path, wk_comm_device(r->comm), &o);
     if (!m) {
         snprintf(r->err, sizeof r->err, "load: %s", wk_model_last_error());
@@ -1223,7 +1223,7 @@ static void *tp_rank_main(void *arg)
  * within a bound at every prefill and decode position (the partial sums
  * add in another order), every rank's logits identical to the bit, and the
  * same greedy tokens. */
-static void check_tp(int arch, bool hf, wk_dtype wdt, int n, int H, int Hkv, int F, int D)
+static void check_tp_chunk(int arch, bool hf, wk_dtype wdt, int n, int H, int Hkv, int F, int D, int64_t chunk)
 {
     tcfg c = cfg_of(arch, hf);
     c.H = H, c.Hkv = Hkv, c.F = F, c.D = D;
@@ -1234,7 +1234,8 @@ static void check_tp(int arch, bool hf, wk_dtype wdt, int n, int H, int Hkv, int
     int32_t tok[T + S];
     for (int i = 0; i < T + S; i++) tok[i] = (int32_t)t_rng_int(t_r(), 0, c.V - 1);
     const size_t nl = (size_t)(T + S) * (size_t)c.V;
-    tp_rank whole = { .path = path, .tok = tok, .T = T, .S = S, .V = c.V, .logits = t_mem(nl * sizeof(float)) };
+    tp_rank whole = { .path = path, .tok = tok, .T = T, .S = S, .V = c.V, .chunk = chunk,
+                      .logits = t_mem(nl * sizeof(float)) };
     wk_device *devs[4] = { t_dev(), t_dev(), t_dev(), t_dev() };
     wk_comm *one = NULL, *comms[4] = { 0 };
     T_OK(wk_comm_init_all(devs, 1, &one));
@@ -1272,6 +1273,11 @@ static void check_tp(int arch, bool hf, wk_dtype wdt, int n, int H, int Hkv, int
                 "rank %d: greedy tokens differ from the whole model's", i);
     }
     rm_model(path);
+}
+
+static void check_tp(int arch, bool hf, wk_dtype wdt, int n, int H, int Hkv, int F, int D)
+{
+    check_tp_chunk(arch, hf, wdt, n, H, Hkv, F, D, 0);
 }
 
 /* One rank's load, alone: whether it loaded, and its error. */
@@ -1367,6 +1373,8 @@ T_SUITE(llm_tp)
     }
     /* 4 KV heads over 2 ranks (split) and 4 ranks (one each); bf16 weights */
     if (t_case("llm/tp/llama/gguf/kv_split")) check_tp(A_LLAMA, false, WK_BF16, 2, 12, 4, 48, 8);
+    /* gemma3's window caches (prefill chunks of 2: caches of 3 + 2 positions) on 2 ranks */
+    if (t_case("llm/tp/gemma3/gguf/window_caches")) check_tp_chunk(A_GEMMA3, false, WK_F32, 2, 12, 1, 48, 16, 2);
     if (t_case("llm/tp/llama/gguf/kv_one_each")) check_tp(A_LLAMA, false, WK_F32, 4, 12, 4, 48, 8);
     /* quantized (q8_0 blocks of 32): the row-parallel columns go in whole blocks */
     if (t_case("llm/tp/llama/gguf/q8_0")) check_tp(A_LLAMA, false, WK_Q8_0, 2, 8, 2, 64, 8);
