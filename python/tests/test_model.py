@@ -187,6 +187,31 @@ def test_reuse_cache(tiny, model):
     assert fresh.prompt_ids == b
 
 
+def test_reuse_cache_with_window_caches(tmp_path):
+    # every layer a window of 4, prefill chunks of 2: caches of 6 positions
+    # (window caches, docs/models.md). After 6 + 8 tokens a second prompt
+    # that shares the first one's 6 cannot keep them (the window's
+    # positions have moved on): the cache empties, generate runs the whole
+    # prompt, and the tokens are those of a fresh model (the window and
+    # the 2 layers see 7 tokens back: running only the new 3 would differ)
+    path = str(tmp_path / "window.gguf")
+    T.write_model(path, seed=3, window=4)
+    m = wick.load_model(path, prefill_chunk=2)
+    a = [T.BOS] + [T.token_id(ch) for ch in "hello"]
+    list(m.generate(a, 8, temperature=0, ignore_eos=True))
+    b = a + [T.token_id(ch) for ch in "xyz"]
+    g = m.generate(b, 6, temperature=0, ignore_eos=True, reuse_cache=True)
+    list(g)
+    fresh = wick.load_model(path, prefill_chunk=2).generate(b, 6, temperature=0, ignore_eos=True)
+    list(fresh)
+    assert g.prompt_ids == b and g.tokens == fresh.tokens
+    p = m.pos
+    m.rewind(p - 1)                 # one back: the window's positions are still held
+    assert m.pos == p - 1
+    m.rewind(2)                     # far back: they are not, and the cache empties
+    assert m.pos == 0
+
+
 def test_sampling(model):
     prompt = [T.BOS, 12, 13]
     kw = dict(temperature=0.9, top_k=20, top_p=0.95, min_p=0.0, ignore_eos=True)

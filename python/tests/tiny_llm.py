@@ -83,8 +83,9 @@ def make_weights(seed):
     return w
 
 
-def write_model(path, seed=1):
-    """The tiny model at path; returns its weights."""
+def write_model(path, seed=1, window=0):
+    """The tiny model at path (window > 0: every layer a sliding window of
+    that many positions, as Mistral's); returns its weights."""
     c = CFG
     w = make_weights(seed)
     kvs = [("general.architecture", STRING, "llama"), ("general.name", STRING, "tiny"),
@@ -99,6 +100,8 @@ def write_model(path, seed=1):
            ("tokenizer.ggml.bos_token_id", U32, BOS), ("tokenizer.ggml.eos_token_id", U32, EOS),
            ("tokenizer.ggml.add_bos_token", BOOL, True), ("tokenizer.ggml.add_space_prefix", BOOL, False),
            ("tokenizer.chat_template", STRING, CHATML)]
+    if window:
+        kvs.append(("llama.attention.sliding_window", U32, window))
     write_gguf(path, kvs, list(w.items()))
     return w
 
