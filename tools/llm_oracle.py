@@ -107,11 +107,12 @@ def hf_run(model, prompt, steps, dev, dtype, forced=None):
     return seq[len(prompt):], full[: len(seq) - 1]
 
 
-def wick_run(exe, path, device, dtype, prompt, forced, tmp, env=None, tp=1):
+def wick_run(exe, path, device, dtype, prompt, forced, tmp, env=None, tp=1, chunk=0):
     import numpy as np
     out = os.path.join(tmp, "wick.bin")
     cmd = [exe, path, "--device", device, "--dtype", dtype, "--prompt", ",".join(map(str, prompt)),
-           "--force", ",".join(map(str, forced)), "--out", out] + (["--tp", str(tp)] if tp > 1 else [])
+           "--force", ",".join(map(str, forced)), "--out", out] + (["--tp", str(tp)] if tp > 1 else []) \
+        + (["--chunk", str(chunk)] if chunk else [])
     r = subprocess.run(cmd, capture_output=True, text=True, env=dict(os.environ, **(env or {})))
     if r.returncode != 0:
         raise RuntimeError(f"{' '.join(cmd[:6])}...: {r.stderr.strip()}")
@@ -324,6 +325,17 @@ def main():
                        prefill_bf16=float(ebf[:np_].max()), decode_bf16=float(ebf[np_:].max()),
                        hf_bf16=float(ehf.max()), wick_f32_times=t32, wick_bf16_times=tbf)
             rec["pass"] = bool(e32.max() <= F32_BOUND and same == STEPS and ebf.max() <= BF16_BOUND)
+            if getattr(cfg, "sliding_window", None):
+                # prefill chunks of 4: the sliding-window layers keep window
+                # caches (window + 4 positions, moved as the text grows)
+                try:
+                    ww, _ = wick_run(a.exe, path, a.device, "f32", prompt, greedy, tmp, chunk=4)
+                    rec["window_f32"] = float(row_errors(ww, ref).max())
+                    rec["pass"] &= rec["window_f32"] <= F32_BOUND
+                except RuntimeError as e:
+                    rec["window_error"] = str(e)
+                    rec["pass"] = False
+                    print(f"{name} window caches: {e}", file=sys.stderr)
             if a.tp > 1:
                 try:
                     wt32, _ = wick_run(a.exe, path, a.device, "f32", prompt, greedy, tmp, tp=a.tp)
@@ -342,6 +354,7 @@ def main():
             print(f"{name}: f32 prefill {rec['prefill_f32']:.2e} decode {rec['decode_f32']:.2e}, greedy {same}/{STEPS} "
                   f"(min margin {margin:.3f}); bf16 prefill {rec['prefill_bf16']:.2e} decode {rec['decode_bf16']:.2e} "
                   f"(transformers bf16: {rec['hf_bf16']:.2e})"
+                  + (f"; window caches (prefill chunks of 4) f32 {rec['window_f32']:.2e}" if "window_f32" in rec else "")
                   + (f"; --tp {a.tp}: f32 vs one device {rec['tp_f32']:.2e}, argmax {rec['tp_greedy']}/{STEPS}, "
                      f"bf16 {rec['tp_bf16']:.2e}" if "tp_f32" in rec else "")
                   + f" {'ok' if rec['pass'] else 'FAIL'}", flush=True)
@@ -368,6 +381,13 @@ def main():
         lines.append(f"| {r['arch']} | {r['prefill_f32']:.1e} | {r['decode_f32']:.1e} | {r['greedy_same']}/{r['greedy_steps']} "
                      f"| {r['min_margin']:.3f} | {r['prefill_bf16']:.1e} | {r['decode_bf16']:.1e} | {r['hf_bf16']:.1e} "
                      f"| {'ok' if r['pass'] else 'FAIL'} |")
+    windows = [r for r in results["models"] if "window_f32" in r or "window_error" in r]
+    if windows:
+        lines += ["", "The architectures with sliding windows again with prefill chunks of 4, so that their "
+                  "sliding-window layers keep window caches (window + 4 positions; docs/models.md), f32 against "
+                  "transformers:", "", "| arch | f32, all positions |", "|---|---|"]
+        lines += [f"| {r['arch']} | " + (f"{r['window_f32']:.1e}" if "window_f32" in r else
+                                         f"error: {r['window_error'][:80]}") + " |" for r in windows]
     if a.tp > 1:
         lines += ["", f"Tensor parallel: each model split over {a.tp} GPUs (`wick-llm-oracle --tp {a.tp}`), the same "
                   f"tokens forced; f32 against wick's own logits on `{a.device}` alone (bound {TP_BOUND:g}), the steps "

@@ -3,7 +3,7 @@
  * device machine).
  *
  *   wick-llm-oracle MODEL --device D --dtype f32|bf16 --prompt 1,2,3
- *                   [--force 4,5,6] [--dequantize] [--tp N] --out FILE
+ *                   [--force 4,5,6] [--dequantize] [--tp N] [--chunk T] --out FILE
  *
  * Loads MODEL, runs the prompt in one prefill (the logits of every
  * position), then one token per step: the --force ids when given (teacher
@@ -14,7 +14,8 @@
  * the one step i's token is chosen from). Prints the timings as JSON.
  * --tp N: the model split over N devices of D's kind (cuda:0 .. cuda:N-1,
  * one thread each, cli/ranks.h); every rank runs the same steps, rank 0
- * writes FILE.
+ * writes FILE. --chunk T: prefill chunks of T tokens (the default 512;
+ * small ones give sliding-window layers window caches, docs/models.md).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -49,7 +50,7 @@ typedef struct oracle_cfg {
     const char *model, *device, *dtype, *out;
     bool deq, forced;
     const int32_t *p, *f;
-    int64_t np, nf;
+    int64_t np, nf, chunk;
 } oracle_cfg;
 
 /* The prefill and the steps on one device, or on one rank of comm */
@@ -64,7 +65,7 @@ static int oracle_run(wk_comm *comm, void *arg)
         return 1;
     }
     wk_llm_options o = { .act_dtype = !strcmp(c->dtype, "bf16") ? WK_BF16 : WK_F32, .context = np + nf + 1,
-                         .dequantize = c->deq, .progress = WK_PROGRESS_OFF, .comm = comm };
+                         .prefill_chunk = c->chunk, .dequantize = c->deq, .progress = WK_PROGRESS_OFF, .comm = comm };
     double t0 = now_ms();
     wk_llm *m = wk_llm_load(c->model, dev, &o);
     if (!m) {
@@ -132,6 +133,7 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--force") && i + 1 < argc) force = argv[++i];
         else if (!strcmp(argv[i], "--out") && i + 1 < argc) c.out = argv[++i];
         else if (!strcmp(argv[i], "--tp") && i + 1 < argc) tp = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--chunk") && i + 1 < argc) c.chunk = atoll(argv[++i]);
         else if (!strcmp(argv[i], "--dequantize")) c.deq = true;
         else if (!c.model && argv[i][0] != '-') c.model = argv[i];
         else {
@@ -139,9 +141,9 @@ int main(int argc, char **argv)
             return 2;
         }
     }
-    if (!c.model || !prompt || !c.out || tp < 1 || tp > WK_MAX_RANKS) {
+    if (!c.model || !prompt || !c.out || tp < 1 || tp > WK_MAX_RANKS || c.chunk < 0) {
         fprintf(stderr, "usage: wick-llm-oracle MODEL --device D --dtype f32|bf16 --prompt IDS [--force IDS] "
-                        "[--tp N] --out FILE\n");
+                        "[--tp N] [--chunk T] --out FILE\n");
         return 2;
     }
     static int32_t p[8192], f[1024];
