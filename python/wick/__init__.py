@@ -258,10 +258,8 @@ def to_torch(t):
     if torch is None:
         raise ImportError("wick.to_torch needs torch imported first")
     dev = t.device
-    if dev == "cpu":
-        return torch.from_dlpack(t.__dlpack__())
     current = _torch_funcs(torch)[1]
-    if current is None:
+    if dev == "cpu" or current is None:
         return torch.from_dlpack(t)
     return torch.from_dlpack(t.__dlpack__(stream=current(int(dev.partition(":")[2] or 0))))
 
@@ -276,10 +274,9 @@ def from_dlpack(x, *, device=None, copy=None):
     plain PyTorch GPU tensor takes a shorter way to the same order: its
     capsule from torch's C exporter, then wick's stream made to wait for
     torch's current stream by wick itself."""
-    fast = None if isinstance(x, Tensor) else _torch_capsule(x)
     if isinstance(x, Tensor):
         t = x
-    elif fast is not None:
+    elif (fast := _torch_capsule(x)) is not None:
         t = _wick._from_capsule(*fast)
     elif type(x).__name__ == "PyCapsule":
         t = _wick._from_capsule(x)

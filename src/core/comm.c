@@ -6,7 +6,6 @@
  * comm_* members (backend.h; the cpu's in src/cpu/cpu_comm.c, NCCL/RCCL in
  * src/gpu/comm.hip).
  */
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -284,32 +283,6 @@ wk_status wk_broadcast(wk_comm *c, wk_tensor *t, int root)
     return coll_inplace(c, t, WK_COLL_BROADCAST, root);
 }
 
-/* wk_all_reduce_add_rms_norm's operands checked before any rank sends
- * anything (a refusal after the sum would leave x summed): residual of
- * x's shape and dtype, weight [D] of x's dtype or NULL, both on the
- * comm's device, eps finite and >= 0. */
-static bool norm_operands(const wk_comm *c, const wk_tensor *x, const wk_tensor *residual, const wk_tensor *weight,
-                          double eps)
-{
-    const char *op = "all_reduce_add_rms_norm";
-    if (!residual) return wk_error(WK_ERR_ARGUMENT, "%s: NULL residual", op), false;
-    if (residual->st->dev != c->dev || (weight && weight->st->dev != c->dev))
-        return wk_error(WK_ERR_DEVICE, "%s: the %s is not on %s, the communicator's device", op,
-                        residual->st->dev != c->dev ? "residual" : "weight", c->dev->name), false;
-    if (residual->dtype != x->dtype || (weight && weight->dtype != x->dtype))
-        return wk_error(WK_ERR_DTYPE, "%s: x is %s but the %s is %s", op, wk_dtype_name(x->dtype),
-                        residual->dtype != x->dtype ? "residual" : "weight",
-                        wk_dtype_name(residual->dtype != x->dtype ? residual->dtype : weight->dtype)), false;
-    if (x->rank < 1 || residual->rank != x->rank || memcmp(residual->dims, x->dims, sizeof x->dims) != 0)
-        return wk_error(WK_ERR_SHAPE, "%s: x and residual must have one shape of rank >= 1 (ranks %d and %d)", op,
-                        x->rank, residual->rank), false;
-    if (weight && (weight->rank != 1 || weight->dims[0] != x->dims[x->rank - 1]))
-        return wk_error(WK_ERR_SHAPE, "%s: weight must be 1-d of x's last dim (%lld)", op,
-                        (long long)x->dims[x->rank - 1]), false;
-    if (!isfinite(eps) || eps < 0) return wk_error(WK_ERR_ARGUMENT, "%s: eps must be finite and >= 0, got %g", op, eps), false;
-    return true;
-}
-
 /* The fused kernel's arguments when the operands are ones it takes
  * (f32/f16/bf16, contiguous) and the backend fuses them. */
 static bool fused_args(wk_comm *c, wk_tensor *x, const wk_tensor *residual, const wk_tensor *weight, double eps,
@@ -327,15 +300,15 @@ static bool fused_args(wk_comm *c, wk_tensor *x, const wk_tensor *residual, cons
     return c->dev->be->comm_fuses(c->h, a);
 }
 
-wk_tensor *wk_all_reduce_add_rms_norm(wk_comm *c, wk_tensor *x, const wk_tensor *residual,
-                                      const wk_tensor *weight, double eps, bool gemma, wk_tensor **sum)
+/* The operands are add_rms_norm's and are checked as it checks them
+ * before any rank sends anything: a refusal after the sum would leave x
+ * summed. */
+static wk_tensor *all_reduce_add_rms_norm_impl(wk_comm *c, wk_tensor *x, const wk_tensor *residual,
+                                               const wk_tensor *weight, double eps, bool gemma, wk_tensor **sum)
 {
     if (sum) *sum = NULL;
-    if (!sum) {
-        wk_error(WK_ERR_ARGUMENT, "all_reduce_add_rms_norm: sum is NULL (it receives x + residual)");
+    if (!coll_check("all_reduce_add_rms_norm", c, x, true) || !wk_add_rms_norm_check(x, residual, weight, eps, sum))
         return NULL;
-    }
-    if (!coll_check("all_reduce_add_rms_norm", c, x, true) || !norm_operands(c, x, residual, weight, eps)) return NULL;
     wk_coll_args a;
     if (!fused_args(c, x, residual, weight, eps, gemma, &a)) {
         if (wk_all_reduce(c, x) != WK_OK) return NULL;
@@ -355,6 +328,10 @@ wk_tensor *wk_all_reduce_add_rms_norm(wk_comm *c, wk_tensor *x, const wk_tensor 
     wk_release(out);
     return NULL;
 }
+
+wk_tensor *wk_all_reduce_add_rms_norm(wk_comm *c, wk_tensor *x, const wk_tensor *residual,
+                                      const wk_tensor *weight, double eps, bool gemma, wk_tensor **sum)
+    WK_API(wk_tensor *, "all_reduce_add_rms_norm", all_reduce_add_rms_norm_impl(c, x, residual, weight, eps, gemma, sum))
 
 wk_tensor *wk_all_gather(wk_comm *c, const wk_tensor *x, int dim)
 {

@@ -228,6 +228,11 @@ static inline bool wk_check_same_dtype(const wk_tensor *a, const wk_tensor *b, c
              wk_dtype_name(b->dtype));
     return false;
 }
+/* add_rms_norm's operand checks (ops_nn.c) without running it, for
+ * wk_all_reduce_add_rms_norm, which must refuse before any rank sums;
+ * sets the error. */
+bool wk_add_rms_norm_check(const wk_tensor *x, const wk_tensor *residual, const wk_tensor *weight, double eps,
+                           wk_tensor **sum);
 /* Status from a backend call; on failure releases out (if any). */
 wk_tensor *wk_finish(wk_status st, wk_tensor *out);
 /* dst (any layout) = src broadcast to dst's dims, converted to dst's

@@ -58,9 +58,8 @@ static wk_view nn_rows_of_fresh(const wk_tensor *t)
 
 /* a 1-d parameter (weight, bias) of size D, x's dtype and device; made
  * contiguous when it is not. NULL stays NULL (*held NULL). */
-static bool nn_param(const wk_tensor *x, const wk_tensor *p, const char *name, wk_tensor **held)
+static bool nn_param_ok(const wk_tensor *x, const wk_tensor *p, const char *name)
 {
-    *held = NULL;
     if (!p) return true;
     if (p->st->dev != x->st->dev) {
         wk_error(WK_ERR_DEVICE, "x is on %s but %s is on %s", x->st->dev->name, name, p->st->dev->name);
@@ -78,7 +77,15 @@ static bool nn_param(const wk_tensor *x, const wk_tensor *p, const char *name, w
                  p->rank == 1 ? "]" : p->rank ? ", ..]" : "");
         return false;
     }
-    *held = nn_usable(p, D <= 1 || p->strides[0] == 1);
+    return true;
+}
+
+static bool nn_param(const wk_tensor *x, const wk_tensor *p, const char *name, wk_tensor **held)
+{
+    *held = NULL;
+    if (!p) return true;
+    if (!nn_param_ok(x, p, name)) return false;
+    *held = nn_usable(p, x->dims[x->rank - 1] <= 1 || p->strides[0] == 1);
     return *held != NULL;
 }
 
@@ -141,23 +148,41 @@ static bool nn_check_eps(double eps)
     return false;
 }
 
+/* add_rms_norm's residual: x's shape, dtype and device */
+static bool nn_check_residual(const wk_tensor *x, const wk_tensor *residual)
+{
+    if (!WK_CHECK_T(residual)) return false;
+    const wk_tensor *ts[2] = { x, residual };
+    static const char *const names[2] = { "x", "residual" };
+    if (!wk_check_tensors(2, ts, names) || !wk_check_same_dtype(x, residual, "x", "residual")) return false;
+    if (residual->rank != x->rank || memcmp(residual->dims, x->dims, sizeof x->dims) != 0) {
+        wk_error(WK_ERR_SHAPE, "x and residual must have one shape (ranks %d and %d)", x->rank, residual->rank);
+        return false;
+    }
+    return true;
+}
+
+static bool nn_check_sum(wk_tensor **sum)
+{
+    if (sum) return true;
+    wk_error(WK_ERR_ARGUMENT, "sum is NULL (it receives x + residual)");
+    return false;
+}
+
+bool wk_add_rms_norm_check(const wk_tensor *x, const wk_tensor *residual, const wk_tensor *weight, double eps,
+                           wk_tensor **sum)
+{
+    return nn_check_sum(sum) && nn_check_x(x, WK_OP_ADD_RMS_NORM, 1, "x") && nn_check_eps(eps) &&
+           nn_check_residual(x, residual) && nn_param_ok(x, weight, "weight");
+}
+
 /* rms_norm, its Gemma form, layer_norm and add_rms_norm (residual, sum) */
 static wk_tensor *norm_impl(wk_op op, const wk_tensor *x, const wk_tensor *residual, const wk_tensor *weight,
                             const wk_tensor *bias, double eps, bool gemma, wk_tensor **sum)
 {
     if (sum) *sum = NULL;
     if (!nn_check_x(x, op, 1, "x") || !nn_check_eps(eps)) return NULL;
-    if (op == WK_OP_ADD_RMS_NORM) {
-        if (!WK_CHECK_T(residual)) return NULL;
-        const wk_tensor *ts[2] = { x, residual };
-        static const char *const names[2] = { "x", "residual" };
-        if (!wk_check_tensors(2, ts, names) || !wk_check_same_dtype(x, residual, "x", "residual")) return NULL;
-        if (residual->rank != x->rank || memcmp(residual->dims, x->dims, sizeof x->dims) != 0) {
-            wk_error(WK_ERR_SHAPE, "x and residual must have one shape (ranks %d and %d)", x->rank,
-                     residual->rank);
-            return NULL;
-        }
-    }
+    if (op == WK_OP_ADD_RMS_NORM && !nn_check_residual(x, residual)) return NULL;
     wk_device *dev = x->st->dev;
     wk_tensor *hw = NULL, *hb = NULL, *hx = NULL, *hr = NULL, *out = NULL, *s = NULL;
     wk_status st = WK_OK;
@@ -213,10 +238,7 @@ wk_tensor *wk_layer_norm(const wk_tensor *x, const wk_tensor *weight, const wk_t
 static wk_tensor *add_rms_norm_impl(const wk_tensor *x, const wk_tensor *residual, const wk_tensor *weight,
                                     double eps, bool gemma, wk_tensor **sum)
 {
-    if (!sum) {
-        wk_error(WK_ERR_ARGUMENT, "sum is NULL (it receives x + residual)");
-        return NULL;
-    }
+    if (!nn_check_sum(sum)) return NULL;
     return norm_impl(WK_OP_ADD_RMS_NORM, x, residual, weight, NULL, eps, gemma, sum);
 }
 

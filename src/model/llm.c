@@ -685,22 +685,26 @@ static wk_tensor *logits_of(const wk_llm *m, const wk_tensor *hn)
     return all ? wk_narrow(all, 1, 0, m->info.n_vocab) : NULL;
 }
 
-/* x + f and the norm w of that (*xo receives the sum), f a block's
- * output: with tensor parallel first summed over the ranks (the partial
- * sums of a row-parallel projection), then normed by post where the
- * architecture has one (Gemma 3). Without post, the sum over the ranks,
- * the add and the norm are one kernel per rank where the communicator
- * fuses them (wick_comm.h). */
+/* f, a block's output, as the residual stream takes it: with tensor
+ * parallel first summed over the ranks (the partial sums of a
+ * row-parallel projection), then normed by post where the architecture
+ * has one (Gemma 3). */
+static wk_tensor *block_out(const wk_llm *m, wk_tensor *f, const wk_tensor *post)
+{
+    if (f && m->tp.comm && wk_all_reduce(m->tp.comm, f) != WK_OK) return NULL;
+    return f && post ? norm(m, f, post) : f;
+}
+
+/* x + block_out(f) and the norm w of that (*xo receives the sum).
+ * Without post, the sum over the ranks, the add and the norm are one
+ * kernel per rank where the communicator fuses them (wick_comm.h). */
 static wk_tensor *residual_norm(const wk_llm *m, wk_tensor *f, const wk_tensor *post, wk_tensor *x,
                                 const wk_tensor *w, wk_tensor **xo)
 {
     const double eps = m->info.norm_eps;
     const bool gemma = m->hp.gemma_norm;
-    wk_comm *comm = m->tp.comm;
-    if (!f) return NULL;
-    if (comm && !post) return wk_all_reduce_add_rms_norm(comm, f, x, w, eps, gemma, xo);
-    if (comm && wk_all_reduce(comm, f) != WK_OK) return NULL;
-    if (post) f = norm(m, f, post);
+    if (f && m->tp.comm && !post) return wk_all_reduce_add_rms_norm(m->tp.comm, f, x, w, eps, gemma, xo);
+    f = block_out(m, f, post);
     return f ? wk_add_rms_norm(f, x, w, eps, gemma, xo) : NULL;
 }
 
@@ -797,8 +801,9 @@ static wk_status forward(wk_llm *m, const int32_t *tokens, int64_t T, int64_t fi
         /* the cache's slot of position pos, and the first position read:
            a window cache holds from sw_base and the window needs from
            pos - W + 1 (window caches, above) */
-        const int64_t base = windowed(m, y) ? m->sw_base : 0;
-        const int64_t lo = windowed(m, y) && pos - in->sliding_window + 1 > base ? pos - in->sliding_window + 1 : base;
+        const bool win = windowed(m, y);
+        const int64_t base = win ? m->sw_base : 0;
+        const int64_t lo = win && pos - in->sliding_window + 1 > base ? pos - in->sliding_window + 1 : base;
         if (q && k && v &&
             wk_copy_into(wk_narrow(y->k_cache, 2, pos - base, T), k) == WK_OK &&
             wk_copy_into(wk_narrow(y->v_cache, 2, pos - base, T), wk_transpose(v, 1, 2)) == WK_OK) {
@@ -836,8 +841,7 @@ static wk_status forward(wk_llm *m, const int32_t *tokens, int64_t T, int64_t fi
             x = x3;
             f = NULL;
         } else if (f) {
-            if (comm && wk_all_reduce(comm, f) != WK_OK) f = NULL;
-            if (f && y->post_ffn_norm) f = norm(m, f, y->post_ffn_norm);
+            f = block_out(m, f, y->post_ffn_norm);
             h = f;   /* non-NULL: no error */
         }
         wk_keep(x);
