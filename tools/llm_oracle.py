@@ -213,7 +213,7 @@ def gguf_checks(a, tdev, tmp, ok):
                 flips = argmax_flips(wt, wd, PROMPT_LEN - 1, bound)
                 r = {"what": f"llama GGUF {qt}: --tp {a.tp} vs {a.device}, {label}", "err": float(e.max()),
                      "greedy": same, "bound": bound, "flips": flips}
-                r["pass"] = bool(r["err"] <= bound and flips == 0)
+                r["pass"] = bool(r["err"] <= bound and same == STEPS)
                 rows.append(r)
     for r in rows:
         print(f"{r['what']}: {r['err']:.2e} {'ok' if r['pass'] else 'FAIL'}", flush=True)
@@ -402,11 +402,11 @@ def main():
         lines += ["", "GGUF files: a random llama written as llama.cpp's converter writes it (f32, Q and K rows "
                   "permuted), against transformers; then quantized by `wick quantize`, wick on the device against "
                   "wick on the cpu (same tokens forced), with the device's f32-activation matvec (f32 bound) and "
-                  "its default 8-bit-activation matvec (bf16 bound); a split model's argmax may differ only "
-                  "where the rows' top two are closer than the bound allows (flips beyond it fail):", "",
+                  "its default 8-bit-activation matvec (bf16 bound); a split model must give one GPU's argmax at "
+                  "every step (flips of near-ties the bound would allow are counted beside it):", "",
                   "| check | max row error | greedy | |", "|---|---|---|---|"]
         lines += [f"| {r['what']} | {r['err']:.1e} | {r['greedy']}/{STEPS}"
-                  + (f" ({r['flips']} beyond the bound)" if "flips" in r else "")
+                  + (f" ({r['flips']} flips beyond the bound)" if "flips" in r else "")
                   + f" | {'ok' if r['pass'] else 'FAIL'} |" for r in results["gguf"]]
     if "speed" in results:
         lines += ["", "SmolLM2-135M's shape, random bf16 weights, a 64-token prompt then one token per step "
