@@ -38,6 +38,7 @@ static const bcase cases[] = {
     { "argsort_f32_1e5x32", K_ARGSORT, WK_F32, { 2, { 100000, 32 } }, { 0 }, 0, 0, 0, 0 },
     { "argsort_f32_1e4x1000", K_ARGSORT, WK_F32, { 2, { 10000, 1000 } }, { 0 }, 0, 0, 0, 0 },
     { "topk50_f32_64x128256", K_TOPK, WK_F32, { 2, { 64, 128256 } }, { 0 }, 0, 0, 0, 50 },
+    { "topk50_f32_1x128256", K_TOPK, WK_F32, { 2, { 1, 128256 } }, { 0 }, 0, 0, 0, 50 },
     { "upsample_nearest2d_x2_bf16", K_UPNEAR, WK_BF16, { 4, { 32, 256, 56, 56 } }, { 0 }, 0, 0, 0, 0 },
     { "avg_pool2d_3x3s2_bf16", K_AVGPOOL, WK_BF16, { 4, { 32, 256, 112, 112 } }, { 0 }, 2, 1, 3, 0 },
 };

@@ -40,6 +40,7 @@ CASES = [
     ("argsort_f32_1e5x32", "argsort", torch.float32, (100000, 32), None, 0, 0, 0, 0, None),
     ("argsort_f32_1e4x1000", "argsort", torch.float32, (10000, 1000), None, 0, 0, 0, 0, None),
     ("topk50_f32_64x128256", "topk", torch.float32, (64, 128256), None, 0, 0, 0, 50, 1.0),
+    ("topk50_f32_1x128256", "topk", torch.float32, (1, 128256), None, 0, 0, 0, 50, None),   # a sampling step (reported)
     ("upsample_nearest2d_x2_bf16", "upnear", torch.bfloat16, (32, 256, 56, 56), None, 0, 0, 0, 0, None),
     ("avg_pool2d_3x3s2_bf16", "avgpool", torch.bfloat16, (32, 256, 112, 112), None, 2, 1, 3, 0, None),
 ]

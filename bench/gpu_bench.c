@@ -411,13 +411,15 @@ static wk_tensor *case_call(const gcase *c, const case_args *x)
         memset(&o, 0, sizeof o);
         o.causal = (c->op & 1) != 0;
         if (!(c->op & 2)) return wk_attention(x->a, x->b, x->c, &o);
-        /* the portable path for this call (the GPU plugin reads
-         * WICK_GPU_ATTN at each call); the caller's setting restored */
+        /* the portable paths for this call (the GPU plugin reads
+         * WICK_GPU_ATTN at each call): the FMA prefill kernel, and for
+         * decode the FMA flash-decoding that gfx1030 runs; the caller's
+         * setting restored */
         char prev[64] = "";
         const char *e = getenv("WICK_GPU_ATTN");
         const bool had = e != NULL;
         if (had) snprintf(prev, sizeof prev, "%s", e);
-        setenv("WICK_GPU_ATTN", "portable", 1);
+        setenv("WICK_GPU_ATTN", c->kind == CK_ATTN_DECODE ? "decode_fma" : "portable", 1);
         wk_tensor *r = wk_attention(x->a, x->b, x->c, &o);
         if (had) setenv("WICK_GPU_ATTN", prev, 1);
         else unsetenv("WICK_GPU_ATTN");

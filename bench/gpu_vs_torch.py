@@ -205,7 +205,7 @@ for _name, _label, _op, _t in (
         ("attn_decode_tk16384", "attention decode (GQA 32/8)", "sdpa_gqa", T_DEC),
         ("attn_decode_tk65536", "attention decode (GQA 32/8)", "sdpa_gqa", T_DEC),
         ("attn_portable_causal_t4096_d128", "attention prefill, causal, portable path", "sdpa_causal", T_REPORT),
-        ("attn_portable_decode_tk4096", "attention decode (GQA 32/8), portable path", "sdpa_gqa", T_REPORT)):
+        ("attn_portable_decode_tk4096", "attention decode (GQA 32/8), portable path (FMA flash-decoding)", "sdpa_gqa", T_REPORT)):
     CASES[_name] = ("attn", _label, "bf16", _op, "close", 1e-2, _t)
 
 

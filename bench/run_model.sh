@@ -75,7 +75,7 @@ case ",$MODELS," in *,smol,*)
     # SMOL_VARIANTS="nofuse:WICK_LLM_FUSE=0 wickmv:WICK_MATVEC=wick": the
     # same run under other settings (label smol-bf16-NAME), for A/B rows
     for v in ${SMOL_VARIANTS:-}; do
-        WB_ENV="${v#*:}" wbench "smol-bf16-${v%%:*}" "$WORK/smol.gguf" --steps 128 --reps 5
+        WB_ENV="$(echo "${v#*:}" | tr , " ")" wbench "smol-bf16-${v%%:*}" "$WORK/smol.gguf" --steps 128 --reps 5
     done ;;
 esac
 case ",$MODELS," in *,8b,*)

@@ -26,9 +26,10 @@
  * Dense matvec: with WICK_MATVEC=wick a 2-d f16/bf16 product with m <= 8
  * whose b is the transposed view of a row-major W (x . W^T, decode's
  * weight matvec) and x contiguous along k runs on quant.hip's
- * qmvq_kernel, x read in place (wk_gpu_dense_matvec); by default the
- * BLAS, which measured as fast or faster on an H100 (cuBLAS 86-92% of the
- * copy rate, wick's kernel 84-86%: docs/quantization.md).
+ * qmvq_kernel, x read in place (wk_gpu_dense_matvec); WICK_MATVEC=auto
+ * only where W is small (WICK_MATVEC_MAX_KIB); by default the BLAS, which
+ * measured as fast or faster on an H100 (cuBLAS 86-92% of the copy rate,
+ * wick's kernel 84-86%: docs/quantization.md).
  */
 #include "gpu_internal.h"
 #include <dlfcn.h>

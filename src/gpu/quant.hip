@@ -1450,8 +1450,19 @@ extern "C" wk_status wk_gpu_dense_matvec(void *ctx, const wk_view *dst, const wk
     const wk_dtype dt = dst->dtype;
     if ((dt != WK_BF16 && dt != WK_F16) || dst->rank != 2) return WK_OK;
     const int64_t m = dst->dims[0], n = dst->dims[1], k = a->dims[1];
+    /* WICK_MATVEC=wick: every such product; =auto: those whose W is at
+     * most WICK_MATVEC_MAX_KIB KiB (default 8192), where a BLAS call's host
+     * cost (about 8 us against a launch's 3) outweighs its kernel's edge,
+     * as in a small model's decode step (to be measured: not the default) */
     const char *mode = getenv("WICK_MATVEC");
-    if (!mode || strcmp(mode, "wick") != 0 || m < 1 || m > 8 || n < 1 || k < 32 || k % 32 != 0) return WK_OK;
+    if (!mode || m < 1 || m > 8 || n < 1 || k < 32 || k % 32 != 0) return WK_OK;
+    if (strcmp(mode, "auto") == 0) {
+        const char *lim = getenv("WICK_MATVEC_MAX_KIB");
+        const long long kib = lim && *lim ? atoll(lim) : 8192;
+        if ((double)n * (double)k * 2.0 > (double)kib * 1024.0) return WK_OK;
+    } else if (strcmp(mode, "wick") != 0) {
+        return WK_OK;
+    }
     if (b->strides[0] != 1 || ((b->strides[1] * 2) % 16) != 0) return WK_OK;
     const uint8_t *w = (const uint8_t *)wk_gpu_view_ptr(b);
     if (!wk_gpu_aligned(w, 16)) return WK_OK;

@@ -343,6 +343,169 @@ __global__ WK_LAUNCH_BOUNDS(RX_THREADS) void rx_scatter(const K *__restrict__ ki
     }
 }
 
+/* ---- first k of long rows: radix select ------------------------------------------ */
+
+/* One block per row finds the k-th smallest key T of the row by a radix
+ * select (one pass over the row per key byte, most significant first: a
+ * histogram of the byte among the keys that match the bytes chosen so
+ * far, then the byte whose bucket holds the k-th), collects the keys
+ * below T and the first ties (the lowest indices, the stable order's
+ * choice), and sorts those k (key, index) pairs in shared memory. Only
+ * shared-memory atomics and block barriers: the same on 32- and 64-lane
+ * waves. */
+#define SEL_THREADS 1024
+#define SEL_MAXK 1024          /* the largest k this path takes             */
+#define SEL_J 8                /* elements per thread per collect chunk     */
+
+/* inclusive prefix sum of v over the first n (<= SEL_THREADS) threads, in
+ * buf; every thread of the block must call it */
+WK_DEV uint32_t sel_scan(uint32_t *buf, uint32_t v, int n)
+{
+    const int t = threadIdx.x;
+    if (t < n) buf[t] = v;
+    __syncthreads();
+    for (int off = 1; off < n; off <<= 1) {
+        const uint32_t add = t < n && t >= off ? buf[t - off] : 0u;
+        __syncthreads();
+        if (t < n) buf[t] += add;
+        __syncthreads();
+    }
+    const uint32_t r = t < n ? buf[t] : 0u;
+    __syncthreads();
+    return r;
+}
+
+template <typename K>
+__global__ WK_LAUNCH_BOUNDS(SEL_THREADS) void st_select(st_src S, int64_t n, int64_t k, int bytes, K flip,
+                                                         uint32_t *__restrict__ dst)
+{
+    __shared__ uint32_t hist[256];
+    __shared__ uint32_t buf[SEL_THREADS];
+    __shared__ K ck[SEL_MAXK];
+    __shared__ uint32_t ci[SEL_MAXK];
+    __shared__ uint32_t s_digit, s_krem, s_bucket, s_cnt, s_ties, s_any;
+    const int tid = threadIdx.x;
+    const int64_t row = blockIdx.x, base = S.off + row * S.s0;
+    K prefix = 0, mask = 0;
+    uint32_t krem = (uint32_t)k;   /* how many of the keys matching prefix under mask are taken */
+    bool ranked = false;           /* more ties than wanted: take the lowest indices */
+    for (int p = bytes - 1; p >= 0; p--) {
+        const int shift = 8 * p;
+        for (int d = tid; d < 256; d += blockDim.x) hist[d] = 0;
+        __syncthreads();
+        for (int64_t i0 = 0; i0 < n; i0 += (int64_t)SEL_J * blockDim.x) {
+            K key[SEL_J];
+#pragma unroll
+            for (int j = 0; j < SEL_J; j++) {
+                const int64_t i = i0 + (int64_t)j * blockDim.x + tid;
+                key[j] = i < n ? st_key<K>(S.base, S.dt, base + i * S.s1) ^ flip : (K)0;
+            }
+#pragma unroll
+            for (int j = 0; j < SEL_J; j++) {
+                const int64_t i = i0 + (int64_t)j * blockDim.x + tid;
+                if (i < n && (key[j] & mask) == prefix) atomicAdd(&hist[(uint32_t)(key[j] >> shift) & 255u], 1u);
+            }
+        }
+        __syncthreads();
+        const uint32_t v = tid < 256 ? hist[tid] : 0u;
+        const uint32_t incl = sel_scan(buf, v, 256);
+        if (tid < 256 && incl - v < krem && krem <= incl) {   /* exactly one bucket holds the krem-th */
+            s_digit = (uint32_t)tid;
+            s_krem = krem - (incl - v);
+            s_bucket = v;
+        }
+        __syncthreads();
+        prefix |= (K)s_digit << shift;
+        mask |= (K)255u << shift;
+        krem = s_krem;
+        const uint32_t bucket = s_bucket;
+        __syncthreads();
+        if (bucket == krem) break;              /* the whole bucket is taken */
+        ranked = p == 0;                        /* equal keys, more than krem of them */
+    }
+    /* collect: keys below prefix (under mask) and the first krem ties;
+     * each thread takes SEL_J consecutive elements of a chunk so that the
+     * ties' ranks follow the index order */
+    if (tid == 0) s_cnt = s_ties = 0;
+    __syncthreads();
+    const int64_t chunk = (int64_t)SEL_J * blockDim.x;
+    for (int64_t c0 = 0; c0 < n; c0 += chunk) {
+        const int64_t i0 = c0 + (int64_t)tid * SEL_J;
+        K key[SEL_J];
+        uint32_t nt = 0;
+#pragma unroll
+        for (int j = 0; j < SEL_J; j++) {
+            const int64_t i = i0 + j;
+            key[j] = i < n ? st_key<K>(S.base, S.dt, base + i * S.s1) ^ flip : (K)0;
+            if (i < n) {
+                const K km = key[j] & mask;
+                if (km < prefix) {
+                    const uint32_t slot = atomicAdd(&s_cnt, 1u);
+                    ck[slot] = key[j];
+                    ci[slot] = (uint32_t)i;
+                }
+                nt += km == prefix;
+            }
+        }
+        uint32_t before = 0;   /* ties taken before this thread's elements */
+        if (ranked) {
+            if (tid == 0) s_any = 0;
+            __syncthreads();
+            if (nt) s_any = 1;
+            __syncthreads();
+            const bool any = s_any != 0;
+            const uint32_t taken = s_ties;
+            __syncthreads();   /* both read by all before they change */
+            if (!any || taken >= krem) continue;   /* uniform: no ties here, or all taken */
+            const uint32_t incl = sel_scan(buf, nt, blockDim.x);
+            before = taken + incl - nt;
+            if (tid == (int)blockDim.x - 1) s_ties = taken + incl;
+        }
+        if (nt) {
+            uint32_t r = before;
+#pragma unroll
+            for (int j = 0; j < SEL_J; j++) {
+                const int64_t i = i0 + j;
+                if (i < n && (key[j] & mask) == prefix && r < krem) {
+                    const uint32_t slot = atomicAdd(&s_cnt, 1u);
+                    ck[slot] = key[j];
+                    ci[slot] = (uint32_t)i;
+                    r++;
+                }
+            }
+        }
+    }
+    __syncthreads();
+    /* sort the k pairs by (key, index): a bitonic network over P = k
+     * rounded up to a power of two, padding last */
+    int P = 1;
+    while (P < k) P <<= 1;
+    for (int t = tid; t < P; t += blockDim.x)
+        if (t >= k) {
+            ck[t] = (K)~(K)0;
+            ci[t] = 0xFFFFFFFFu;
+        }
+    __syncthreads();
+    for (int kk = 2; kk <= P; kk <<= 1)
+        for (int j = kk >> 1; j > 0; j >>= 1) {
+            for (int q = tid; q < P / 2; q += blockDim.x) {
+                const int i = ((q & ~(j - 1)) << 1) | (q & (j - 1)), l = i + j;
+                const bool asc = (i & kk) == 0;
+                const K ka = ck[i], kb = ck[l];
+                const uint32_t ia = ci[i], ib = ci[l];
+                const bool gt = ka > kb || (ka == kb && ia > ib);
+                if (gt == asc) {
+                    ck[i] = kb;
+                    ck[l] = ka;
+                    ci[i] = ib;
+                    ci[l] = ia;
+                }
+            }
+            __syncthreads();
+        }
+    for (int64_t t = tid; t < k; t += blockDim.x) dst[row * k + t] = ci[t];
+}
+
 template <typename K>
 static wk_status st_run(wk_gpu_ctx *c, const st_src &S, int64_t rows, int64_t n, int64_t k, int bytes, K flip,
                         uint32_t *dst, const char *name)
@@ -354,6 +517,14 @@ static wk_status st_run(wk_gpu_ctx *c, const st_src &S, int64_t rows, int64_t n,
         const int64_t R = TILE >> logP, blocks = (rows + R - 1) / R;
         if (blocks > 0x7FFFFFFF) return wk_gpu_host->set_error(WK_ERR_SHAPE, "%s: too many rows (%lld)", name, (long long)rows);
         st_short<K><<<(unsigned)blocks, ST_THREADS, 0, c->stream>>>(S, rows, n, logP, k, flip, dst);
+        WK_GPU_LAUNCH_CHECK(c, name);
+        return WK_OK;
+    }
+    /* the first k of long rows, k small: a radix select per row, one
+     * block each, where the rows fill the GPU or are short enough for
+     * one block to read a few times (a sampling step's [1, vocabulary]) */
+    if (k <= SEL_MAXK && k < n && rows <= 0x7FFFFFFF && (n <= ((int64_t)1 << 18) || rows >= 2 * (int64_t)c->sm_count)) {
+        st_select<K><<<(unsigned)rows, SEL_THREADS, 0, c->stream>>>(S, n, k, bytes, flip, dst);
         WK_GPU_LAUNCH_CHECK(c, name);
         return WK_OK;
     }

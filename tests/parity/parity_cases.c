@@ -883,7 +883,8 @@ static void conv_ops(void)
 static void sort_ops(void)
 {
     static const wk_dtype dts[10] = { WK_U8, WK_U32, WK_I16, WK_I32, WK_I64, WK_BF16, WK_F16, WK_F32, WK_F64, WK_F8E4M3 };
-    static const struct { const char *name; wk_shape s; p_kind kind; p_gen gen; } sc[] = {
+    /* k: topk's k (0: min(n, 50)); a case with k set runs topk only */
+    static const struct { const char *name; wk_shape s; p_kind kind; p_gen gen; int64_t k; } sc[] = {
         { "row1", { 2, { 3, 1 } }, PK_CONTIG, PG_UNIFORM },
         { "rows32", { 2, { 1000, 32 } }, PK_CONTIG, PG_SMALLSET },
         { "rows1023", { 2, { 4, 1023 } }, PK_TRANSPOSED, PG_FULL },
@@ -895,6 +896,14 @@ static void sort_ops(void)
         { "rows3000_special", { 2, { 3, 3000 } }, PK_NARROWED, PG_SORTKEYS },
         { "rows20000_special", { 2, { 2, 20000 } }, PK_TRANSPOSED, PG_SORTKEYS },
         { "rows1e5x32", { 2, { 100000, 32 } }, PK_CONTIG, PG_SORTKEYS },
+        /* long rows, small k (the GPU's radix select): k = 1, the
+         * largest k it takes (1024) and one past it, ties (small sets)
+         * and special values, a sampling step's [1, vocabulary] */
+        { "rows5000_k1", { 2, { 3, 5000 } }, PK_TRANSPOSED, PG_SMALLSET, 1 },
+        { "rows9000_k1024", { 2, { 2, 9000 } }, PK_CONTIG, PG_SMALLSET, 1024 },
+        { "rows9000_k1025", { 2, { 2, 9000 } }, PK_CONTIG, PG_SMALLSET, 1025 },
+        { "rows6000_special_k700", { 2, { 4, 6000 } }, PK_NARROWED, PG_SORTKEYS, 700 },
+        { "row128256_k50", { 2, { 1, 128256 } }, PK_CONTIG, PG_FULL, 50 },
     };
     for (int d = 0; d < 10; d++)
         for (int k = 0; k < N_(sc); k++)
@@ -903,13 +912,14 @@ static void sort_ops(void)
                     const wk_dtype dt = dts[d];
                     if (k == 4 && (sub || (dt != WK_F32 && dt != WK_I64 && dt != WK_BF16))) continue;
                     if (k == 9 && sub != 0 && sub != 2) continue;
+                    if (sc[k].k && sub < 2) continue;
                     p_case c = start("arg_sort", dt, PF_SORT);
                     static const char *const subn[4] = { "arg_sort", "sort", "topk", "topk_indices" };
                     snprintf(c.name, sizeof c.name, "arg_sort/%s/%s/%s%s", wk_dtype_name(dt), sc[k].name, subn[sub],
                              desc ? "_desc" : "");
                     c.sub = sub;
                     c.opt[0] = desc;
-                    c.opt[1] = sc[k].s.dims[sc[k].s.rank - 1] < 50 ? sc[k].s.dims[sc[k].s.rank - 1] : 50;
+                    c.opt[1] = sc[k].k ? sc[k].k : sc[k].s.dims[sc[k].s.rank - 1] < 50 ? sc[k].s.dims[sc[k].s.rank - 1] : 50;
                     c.exact = true;
                     c.nin = 1;
                     c.in[0] = IN(dt, sc[k].s, sc[k].kind, sc[k].gen, -100, 100);
