@@ -3,7 +3,7 @@
 # machine with an NVIDIA GPU, nvcc and PyTorch: builds the library, the
 # CUDA plugin and its virtual-wave64 twin, runs the parity cases of
 # qmatmul (8-bit activations, the default, and WICK_QMATVEC=f32) and of the
-# dense matvec (WICK_MATVEC=wick) in both plugins, then the quant rows of
+# dense matvec (WICK_MATVEC=wick and =blas) in both plugins, then the quant rows of
 # bench/gpu_vs_torch.py (m = 1 and 8; the prefill rows with --prefill)
 # with the launch-knob sweep of gpu_bench.c (WICK_QMV_SWEEP) in the
 # driver's log. Logs to $OUT (default build/qmatvec-check); a summary last.
@@ -53,6 +53,7 @@ if [ $bench = 1 ]; then
 fi
 check "qmatmul, WICK_QMATVEC=f32" parity_f32.log env WICK_QMATVEC=f32 build/wick-parity --device cuda:0 --op qmatmul
 check "matmul, WICK_MATVEC=wick" parity_mv.log env WICK_MATVEC=wick build/wick-parity --device cuda:0 --op matmul
+check "matmul, WICK_MATVEC=blas" parity_blas.log env WICK_MATVEC=blas build/wick-parity --device cuda:0 --op matmul
 check "qmatmul, q8, virtual wave64" parity_q8_w64.log env WICK_CUDA_PLUGIN=$W64 build/wick-parity --device cuda:0 --op qmatmul
 check "qmatmul, f32, virtual wave64" parity_f32_w64.log env WICK_CUDA_PLUGIN=$W64 WICK_QMATVEC=f32 build/wick-parity --device cuda:0 --op qmatmul
 check "matmul, WICK_MATVEC=wick, virtual wave64" parity_mv_w64.log env WICK_CUDA_PLUGIN=$W64 WICK_MATVEC=wick build/wick-parity --device cuda:0 --op matmul

@@ -1440,9 +1440,10 @@ static wk_status qmvq_run(wk_gpu_ctx *c, wk_dtype qt, const uint8_t *w, int64_t 
  * m <= 8 and b the transposed view of a row-major W [n, k] (b's strides
  * (1, row stride), rows 16-byte aligned, k a multiple of 32), a
  * contiguous along k: qmvq_kernel with plain 16-bit rows, x read in
- * place. Only with WICK_MATVEC=wick: on an H100 it reads W at 84-86% of
- * the copy rate at best, cuBLAS at 86-92% (docs/quantization.md), so
- * matmul keeps the BLAS by default. *done false: not taken. */
+ * place. By default only for W of at most 8 MiB (below): on an H100 it
+ * reads large W at 84-86% of the copy rate at best, cuBLAS at 86-92%
+ * (docs/quantization.md), but a small W's product is bound by the host,
+ * where a launch costs less than a BLAS call. *done false: not taken. */
 extern "C" wk_status wk_gpu_dense_matvec(void *ctx, const wk_view *dst, const wk_view *a, const wk_view *b, bool *done)
 {
     wk_gpu_ctx *c = (wk_gpu_ctx *)ctx;
@@ -1450,13 +1451,15 @@ extern "C" wk_status wk_gpu_dense_matvec(void *ctx, const wk_view *dst, const wk
     const wk_dtype dt = dst->dtype;
     if ((dt != WK_BF16 && dt != WK_F16) || dst->rank != 2) return WK_OK;
     const int64_t m = dst->dims[0], n = dst->dims[1], k = a->dims[1];
-    /* WICK_MATVEC=wick: every such product; =auto: those whose W is at
-     * most WICK_MATVEC_MAX_KIB KiB (default 8192), where a BLAS call's host
-     * cost (about 8 us against a launch's 3) outweighs its kernel's edge,
-     * as in a small model's decode step (to be measured: not the default) */
+    /* WICK_MATVEC=wick: every such product; auto (the default): those
+     * whose W is at most WICK_MATVEC_MAX_KIB KiB (8192), where a BLAS
+     * call's host cost outweighs its kernel's edge, as in a small model's
+     * decode step (SmolLM2-135M on an H200: 623-657 tokens/s against
+     * 391-482 with the BLAS; the 8B's matrices are all larger);
+     * WICK_MATVEC=blas: the BLAS for every product */
     const char *mode = getenv("WICK_MATVEC");
-    if (!mode || m < 1 || m > 8 || n < 1 || k < 32 || k % 32 != 0) return WK_OK;
-    if (strcmp(mode, "auto") == 0) {
+    if (m < 1 || m > 8 || n < 1 || k < 32 || k % 32 != 0) return WK_OK;
+    if (!mode || !*mode || strcmp(mode, "auto") == 0) {
         const char *lim = getenv("WICK_MATVEC_MAX_KIB");
         const long long kib = lim && *lim ? atoll(lim) : 8192;
         if ((double)n * (double)k * 2.0 > (double)kib * 1024.0) return WK_OK;

@@ -355,7 +355,10 @@ __global__ WK_LAUNCH_BOUNDS(RX_THREADS) void rx_scatter(const K *__restrict__ ki
  * waves. */
 #define SEL_THREADS 1024
 #define SEL_MAXK 1024          /* the largest k this path takes             */
-#define SEL_J 8                /* elements per thread per collect chunk     */
+#define SEL_J 8                /* elements per thread per round             */
+#define SEL_COPIES 16          /* histogram copies (thread % 16): most keys
+                                  share a top byte, and one shared counter
+                                  would take every atomic in turn           */
 
 /* inclusive prefix sum of v over the first n (<= SEL_THREADS) threads, in
  * buf; every thread of the block must call it */
@@ -379,7 +382,7 @@ template <typename K>
 __global__ WK_LAUNCH_BOUNDS(SEL_THREADS) void st_select(st_src S, int64_t n, int64_t k, int bytes, K flip,
                                                          uint32_t *__restrict__ dst)
 {
-    __shared__ uint32_t hist[256];
+    __shared__ uint32_t hist[SEL_COPIES * 256];
     __shared__ uint32_t buf[SEL_THREADS];
     __shared__ K ck[SEL_MAXK];
     __shared__ uint32_t ci[SEL_MAXK];
@@ -391,8 +394,9 @@ __global__ WK_LAUNCH_BOUNDS(SEL_THREADS) void st_select(st_src S, int64_t n, int
     bool ranked = false;           /* more ties than wanted: take the lowest indices */
     for (int p = bytes - 1; p >= 0; p--) {
         const int shift = 8 * p;
-        for (int d = tid; d < 256; d += blockDim.x) hist[d] = 0;
+        for (int d = tid; d < SEL_COPIES * 256; d += blockDim.x) hist[d] = 0;
         __syncthreads();
+        uint32_t *h = hist + (tid % SEL_COPIES) * 256;
         for (int64_t i0 = 0; i0 < n; i0 += (int64_t)SEL_J * blockDim.x) {
             K key[SEL_J];
 #pragma unroll
@@ -403,11 +407,13 @@ __global__ WK_LAUNCH_BOUNDS(SEL_THREADS) void st_select(st_src S, int64_t n, int
 #pragma unroll
             for (int j = 0; j < SEL_J; j++) {
                 const int64_t i = i0 + (int64_t)j * blockDim.x + tid;
-                if (i < n && (key[j] & mask) == prefix) atomicAdd(&hist[(uint32_t)(key[j] >> shift) & 255u], 1u);
+                if (i < n && (key[j] & mask) == prefix) atomicAdd(&h[(uint32_t)(key[j] >> shift) & 255u], 1u);
             }
         }
         __syncthreads();
-        const uint32_t v = tid < 256 ? hist[tid] : 0u;
+        uint32_t v = 0;
+        if (tid < 256)
+            for (int q = 0; q < SEL_COPIES; q++) v += hist[q * 256 + tid];
         const uint32_t incl = sel_scan(buf, v, 256);
         if (tid < 256 && incl - v < krem && krem <= incl) {   /* exactly one bucket holds the krem-th */
             s_digit = (uint32_t)tid;
