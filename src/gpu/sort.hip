@@ -32,6 +32,12 @@
  *            parameter (32 or 64, picked at run time; compat.h).
  * Stable at every step, so the whole is stable. The last pass writes only
  * the indices of the first k positions of each row, straight into dst.
+ *
+ * Long rows with k <= 1024 (topk), where the rows fill the GPU or are at
+ * most 2^18 long: a radix select instead (st_select, one block per row):
+ * the k-th key found byte by byte, the keys below it and its first ties
+ * collected, and those k sorted in shared memory; about 5 reads of the
+ * row instead of a sort's 2 x bytes + 1.
  */
 #include "gpu_internal.h"
 
@@ -46,41 +52,44 @@ template <> struct st_tile<uint64_t> { static constexpr int n = 2048; };
 
 /* ---- keys ------------------------------------------------------------------ */
 
-/* the key of element idx of base (of dtype dt) */
-template <typename K> WK_DEV K st_key(const void *base, wk_dtype dt, int64_t idx)
+/* the key of the raw bits u of one element of dtype dt */
+template <typename K> WK_DEV K st_bits(wk_dtype dt, uint64_t u)
 {
     switch (dt) {
-    case WK_U8: return ((const uint8_t *)base)[idx];
-    case WK_U32: return ((const uint32_t *)base)[idx];
-    case WK_I16: return (K)((uint16_t)((const int16_t *)base)[idx] ^ 0x8000u);
-    case WK_I32: return (K)((uint32_t)((const int32_t *)base)[idx] ^ 0x80000000u);
-    case WK_I64: return (K)((uint64_t)((const int64_t *)base)[idx] ^ 0x8000000000000000ull);
-    case WK_F8E4M3: {
-        uint32_t u = ((const uint8_t *)base)[idx];
+    case WK_U8:
+    case WK_U32: return (K)u;
+    case WK_I16: return (K)((uint32_t)u ^ 0x8000u);
+    case WK_I32: return (K)((uint32_t)u ^ 0x80000000u);
+    case WK_I64: return (K)(u ^ 0x8000000000000000ull);
+    case WK_F8E4M3:
         if ((u & 0x7Fu) == 0x7Fu) return 0xFFu;
         if (u == 0x80u) u = 0;
-        return u & 0x80u ? ~u & 0xFFu : u | 0x80u;
-    }
+        return (K)(u & 0x80u ? ~u & 0xFFu : u | 0x80u);
     case WK_F16:
-    case WK_BF16: {
-        uint32_t u = ((const uint16_t *)base)[idx];
+    case WK_BF16:
         if ((u & 0x7FFFu) > (dt == WK_F16 ? 0x7C00u : 0x7F80u)) return 0xFFFFu;
         if (u == 0x8000u) u = 0;
-        return u & 0x8000u ? ~u & 0xFFFFu : u | 0x8000u;
-    }
-    case WK_F32: {
-        uint32_t u = ((const uint32_t *)base)[idx];
+        return (K)(u & 0x8000u ? ~u & 0xFFFFu : u | 0x8000u);
+    case WK_F32:
         if ((u & 0x7FFFFFFFu) > 0x7F800000u) return 0xFFFFFFFFu;
         if (u == 0x80000000u) u = 0;
-        return u & 0x80000000u ? ~u : u | 0x80000000u;
-    }
-    case WK_F64: {
-        uint64_t u = ((const uint64_t *)base)[idx];
+        return (K)(u & 0x80000000u ? ~u & 0xFFFFFFFFu : u | 0x80000000u);
+    case WK_F64:
         if ((u & 0x7FFFFFFFFFFFFFFFull) > 0x7FF0000000000000ull) return (K)~0ull;
         if (u == 0x8000000000000000ull) u = 0;
         return (K)(u & 0x8000000000000000ull ? ~u : u | 0x8000000000000000ull);
-    }
     default: return 0;
+    }
+}
+
+/* the key of element idx of base (of dtype dt) */
+template <typename K> WK_DEV K st_key(const void *base, wk_dtype dt, int64_t idx)
+{
+    switch (wk_dt_elem_bytes(dt)) {
+    case 1: return st_bits<K>(dt, ((const uint8_t *)base)[idx]);
+    case 2: return st_bits<K>(dt, ((const uint16_t *)base)[idx]);
+    case 4: return st_bits<K>(dt, ((const uint32_t *)base)[idx]);
+    default: return st_bits<K>(dt, ((const uint64_t *)base)[idx]);
     }
 }
 
@@ -378,7 +387,7 @@ WK_DEV uint32_t sel_scan(uint32_t *buf, uint32_t v, int n)
     return r;
 }
 
-template <typename K>
+template <typename K, typename R>
 __global__ WK_LAUNCH_BOUNDS(SEL_THREADS) void st_select(st_src S, int64_t n, int64_t k, int bytes, K flip,
                                                          uint32_t *__restrict__ dst)
 {
@@ -388,7 +397,8 @@ __global__ WK_LAUNCH_BOUNDS(SEL_THREADS) void st_select(st_src S, int64_t n, int
     __shared__ uint32_t ci[SEL_MAXK];
     __shared__ uint32_t s_digit, s_krem, s_bucket, s_cnt, s_ties, s_any;
     const int tid = threadIdx.x;
-    const int64_t row = blockIdx.x, base = S.off + row * S.s0;
+    const int64_t row = blockIdx.x;
+    const R *src = (const R *)S.base + S.off + row * S.s0;   /* the row's raw elements */
     K prefix = 0, mask = 0;
     uint32_t krem = (uint32_t)k;   /* how many of the keys matching prefix under mask are taken */
     bool ranked = false;           /* more ties than wanted: take the lowest indices */
@@ -398,16 +408,17 @@ __global__ WK_LAUNCH_BOUNDS(SEL_THREADS) void st_select(st_src S, int64_t n, int
         __syncthreads();
         uint32_t *h = hist + (tid % SEL_COPIES) * 256;
         for (int64_t i0 = 0; i0 < n; i0 += (int64_t)SEL_J * blockDim.x) {
-            K key[SEL_J];
+            R raw[SEL_J];   /* every load issued before the first is used */
 #pragma unroll
             for (int j = 0; j < SEL_J; j++) {
                 const int64_t i = i0 + (int64_t)j * blockDim.x + tid;
-                key[j] = i < n ? st_key<K>(S.base, S.dt, base + i * S.s1) ^ flip : (K)0;
+                raw[j] = i < n ? src[i * S.s1] : (R)0;
             }
 #pragma unroll
             for (int j = 0; j < SEL_J; j++) {
                 const int64_t i = i0 + (int64_t)j * blockDim.x + tid;
-                if (i < n && (key[j] & mask) == prefix) atomicAdd(&h[(uint32_t)(key[j] >> shift) & 255u], 1u);
+                const K key = st_bits<K>(S.dt, raw[j]) ^ flip;
+                if (i < n && (key & mask) == prefix) atomicAdd(&h[(uint32_t)(key >> shift) & 255u], 1u);
             }
         }
         __syncthreads();
@@ -437,12 +448,15 @@ __global__ WK_LAUNCH_BOUNDS(SEL_THREADS) void st_select(st_src S, int64_t n, int
     const int64_t chunk = (int64_t)SEL_J * blockDim.x;
     for (int64_t c0 = 0; c0 < n; c0 += chunk) {
         const int64_t i0 = c0 + (int64_t)tid * SEL_J;
+        R raw[SEL_J];
         K key[SEL_J];
         uint32_t nt = 0;
 #pragma unroll
+        for (int j = 0; j < SEL_J; j++) raw[j] = i0 + j < n ? src[(i0 + j) * S.s1] : (R)0;
+#pragma unroll
         for (int j = 0; j < SEL_J; j++) {
             const int64_t i = i0 + j;
-            key[j] = i < n ? st_key<K>(S.base, S.dt, base + i * S.s1) ^ flip : (K)0;
+            key[j] = st_bits<K>(S.dt, raw[j]) ^ flip;
             if (i < n) {
                 const K km = key[j] & mask;
                 if (km < prefix) {
@@ -530,7 +544,11 @@ static wk_status st_run(wk_gpu_ctx *c, const st_src &S, int64_t rows, int64_t n,
      * block each, where the rows fill the GPU or are short enough for
      * one block to read a few times (a sampling step's [1, vocabulary]) */
     if (k <= SEL_MAXK && k < n && rows <= 0x7FFFFFFF && (n <= ((int64_t)1 << 18) || rows >= 2 * (int64_t)c->sm_count)) {
-        st_select<K><<<(unsigned)rows, SEL_THREADS, 0, c->stream>>>(S, n, k, bytes, flip, dst);
+        const unsigned g = (unsigned)rows;
+        if constexpr (sizeof(K) == 8) st_select<K, uint64_t><<<g, SEL_THREADS, 0, c->stream>>>(S, n, k, 8, flip, dst);
+        else if (bytes == 1) st_select<K, uint8_t><<<g, SEL_THREADS, 0, c->stream>>>(S, n, k, 1, flip, dst);
+        else if (bytes == 2) st_select<K, uint16_t><<<g, SEL_THREADS, 0, c->stream>>>(S, n, k, 2, flip, dst);
+        else st_select<K, uint32_t><<<g, SEL_THREADS, 0, c->stream>>>(S, n, k, 4, flip, dst);
         WK_GPU_LAUNCH_CHECK(c, name);
         return WK_OK;
     }
