@@ -35,9 +35,9 @@
  *
  * Long rows with k <= 1024 (topk), where the rows fill the GPU or are at
  * most 2^18 long: a radix select instead (st_select, one block per row):
- * the k-th key found byte by byte, the keys below it and its first ties
- * collected, and those k sorted in shared memory; about 5 reads of the
- * row instead of a sort's 2 x bytes + 1.
+ * the k-th key found byte by byte until its bucket is small, the keys up
+ * to it collected and sorted in shared memory; 3 reads of an f32 row of
+ * random values (at most bytes + 1) instead of a sort's 2 x bytes + 1.
  */
 #include "gpu_internal.h"
 
@@ -357,9 +357,11 @@ __global__ WK_LAUNCH_BOUNDS(RX_THREADS) void rx_scatter(const K *__restrict__ ki
 /* One block per row finds the k-th smallest key T of the row by a radix
  * select (one pass over the row per key byte, most significant first: a
  * histogram of the byte among the keys that match the bytes chosen so
- * far, then the byte whose bucket holds the k-th), collects the keys
- * below T and the first ties (the lowest indices, the stable order's
- * choice), and sorts those k (key, index) pairs in shared memory. Only
+ * far, then the byte whose bucket holds the k-th), stopping early once
+ * the keys below the bucket and the bucket itself fit SEL_MAXK; collects
+ * those (or, where T's ties are too many, the keys below T and T's first
+ * ties: the lowest indices, the stable order's choice) and sorts the
+ * (key, index) pairs in shared memory, the first k out. Only
  * shared-memory atomics and block barriers: the same on 32- and 64-lane
  * waves. */
 #define SEL_THREADS 1024
@@ -401,6 +403,7 @@ __global__ WK_LAUNCH_BOUNDS(SEL_THREADS) void st_select(st_src S, int64_t n, int
     const R *src = (const R *)S.base + S.off + row * S.s0;   /* the row's raw elements */
     K prefix = 0, mask = 0;
     uint32_t krem = (uint32_t)k;   /* how many of the keys matching prefix under mask are taken */
+    uint32_t ncand = (uint32_t)k;  /* the pairs collected and sorted */
     bool ranked = false;           /* more ties than wanted: take the lowest indices */
     for (int p = bytes - 1; p >= 0; p--) {
         const int shift = 8 * p;
@@ -437,8 +440,16 @@ __global__ WK_LAUNCH_BOUNDS(SEL_THREADS) void st_select(st_src S, int64_t n, int
         krem = s_krem;
         const uint32_t bucket = s_bucket;
         __syncthreads();
-        if (bucket == krem) break;              /* the whole bucket is taken */
-        ranked = p == 0;                        /* equal keys, more than krem of them */
+        /* the keys below the bucket and the whole bucket fit: collect them
+         * all and let the sort find the first k (random keys: after two
+         * bytes, for small k) */
+        const uint32_t all = (uint32_t)k - krem + bucket;
+        if (all <= SEL_MAXK) {
+            ncand = all;
+            krem = bucket;
+            break;
+        }
+        ranked = p == 0;                        /* equal keys, too many of them to collect */
     }
     /* collect: keys below prefix (under mask) and the first krem ties;
      * each thread takes SEL_J consecutive elements of a chunk so that the
@@ -496,12 +507,12 @@ __global__ WK_LAUNCH_BOUNDS(SEL_THREADS) void st_select(st_src S, int64_t n, int
         }
     }
     __syncthreads();
-    /* sort the k pairs by (key, index): a bitonic network over P = k
-     * rounded up to a power of two, padding last */
+    /* sort the ncand pairs by (key, index): a bitonic network over P =
+     * ncand rounded up to a power of two, padding last; the first k out */
     int P = 1;
-    while (P < k) P <<= 1;
+    while (P < (int)ncand) P <<= 1;
     for (int t = tid; t < P; t += blockDim.x)
-        if (t >= k) {
+        if (t >= (int)ncand) {
             ck[t] = (K)~(K)0;
             ci[t] = 0xFFFFFFFFu;
         }
