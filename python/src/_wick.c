@@ -878,13 +878,10 @@ static void fill_dl_tensor(WKDLTensor *d, wk_tensor *t, int64_t *dims)
     d->byte_offset = 0;
 }
 
-static PyObject *Tensor_dlpack(TensorObject *self, PyObject *args, PyObject *kw)
+/* t.__dlpack__(stream=, max_version=, dl_device=, copy=): the capsule */
+static PyObject *dlpack_capsule(wk_tensor *t, PyObject *stream, PyObject *max_version, PyObject *dl_device,
+                                PyObject *copy)
 {
-    static char *kwlist[] = { "stream", "max_version", "dl_device", "copy", NULL };
-    PyObject *stream = Py_None, *max_version = Py_None, *dl_device = Py_None, *copy = Py_None;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "|$OOOO:__dlpack__", kwlist, &stream, &max_version, &dl_device, &copy))
-        return NULL;
-    wk_tensor *t = self->t;
     WKDLDataType dlt;
     if (!dl_dtype_of(wk_tensor_dtype(t), &dlt)) {
         PyErr_Format(PyExc_BufferError, "DLPack has no %s dtype", wk_dtype_name(wk_tensor_dtype(t)));
@@ -1000,6 +997,15 @@ fail:
     return NULL;
 }
 
+static PyObject *Tensor_dlpack(TensorObject *self, PyObject *args, PyObject *kw)
+{
+    static char *kwlist[] = { "stream", "max_version", "dl_device", "copy", NULL };
+    PyObject *stream = Py_None, *max_version = Py_None, *dl_device = Py_None, *copy = Py_None;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "|$OOOO:__dlpack__", kwlist, &stream, &max_version, &dl_device, &copy))
+        return NULL;
+    return dlpack_capsule(self->t, stream, max_version, dl_device, copy);
+}
+
 static PyObject *Tensor_dlpack_device(TensorObject *self, PyObject *unused)
 {
     (void)unused;
@@ -1035,11 +1041,8 @@ static void release_dl_import(void *ctx)
  * when the last view goes). stream: a GPU stream of the producer's (an
  * int) that wick's stream then waits for on the device, for a capsule
  * made without DLPack's stream argument. */
-static PyObject *m_from_capsule(PyObject *mod, PyObject *args)
+static PyObject *from_capsule(PyObject *cap, PyObject *stream)
 {
-    (void)mod;
-    PyObject *cap, *stream = Py_None;
-    if (!PyArg_ParseTuple(args, "O|O:_from_capsule", &cap, &stream)) return NULL;
     void *wait_on = NULL;
     if (stream != Py_None) {
         wait_on = PyLong_AsVoidPtr(stream);
@@ -1128,6 +1131,145 @@ static PyObject *m_from_capsule(PyObject *mod, PyObject *args)
         t = c;
     }
     return wrap(t);
+}
+
+static PyObject *m_from_capsule(PyObject *mod, PyObject *args)
+{
+    (void)mod;
+    PyObject *cap, *stream = Py_None;
+    if (!PyArg_ParseTuple(args, "O|O:_from_capsule", &cap, &stream)) return NULL;
+    return from_capsule(cap, stream);
+}
+
+/* PyTorch's GPU tensors, both ways, without its Python-level DLPack
+ * code: the capsule from torch's C exporter (torch._C._to_dlpack) or
+ * taken by its C importer (torch._C._from_dlpack), and the order between
+ * the two libraries' streams set by wick (torch's current stream on the
+ * device, from torch._C._cuda_getCurrentRawStream). The functions are
+ * looked up in the imported torch module (never imported here) and kept
+ * while the same module object stays in sys.modules. */
+static struct {
+    PyObject *mod, *tensor_type, *to_dlpack, *from_dlpack, *current, *strided;
+} torch_c;
+
+static PyObject *s_torch, *s_is_cuda, *s_requires_grad, *s_is_conj, *s_is_neg, *s_layout, *s_get_device;
+
+static int intern_names(void)
+{
+    if (s_torch) return 0;
+    s_torch = PyUnicode_InternFromString("torch");
+    s_is_cuda = PyUnicode_InternFromString("is_cuda");
+    s_requires_grad = PyUnicode_InternFromString("requires_grad");
+    s_is_conj = PyUnicode_InternFromString("is_conj");
+    s_is_neg = PyUnicode_InternFromString("is_neg");
+    s_layout = PyUnicode_InternFromString("layout");
+    s_get_device = PyUnicode_InternFromString("get_device");
+    return s_torch && s_is_cuda && s_requires_grad && s_is_conj && s_is_neg && s_layout && s_get_device ? 0 : -1;
+}
+
+/* an attribute, or NULL with no error set */
+static PyObject *attr_or_null(PyObject *o, const char *name)
+{
+    PyObject *r = o ? PyObject_GetAttrString(o, name) : NULL;
+    if (!r) PyErr_Clear();
+    return r;
+}
+
+/* 1: torch is imported (torch_c filled where torch has each function),
+ * 0: it is not, -1: error */
+static int torch_lookup(void)
+{
+    if (intern_names() < 0) return -1;
+    PyObject *m = PyDict_GetItemWithError(PyImport_GetModuleDict(), s_torch);   /* borrowed */
+    if (!m) return PyErr_Occurred() ? -1 : 0;
+    if (m == torch_c.mod) return 1;
+    Py_CLEAR(torch_c.mod);
+    Py_CLEAR(torch_c.tensor_type);
+    Py_CLEAR(torch_c.to_dlpack);
+    Py_CLEAR(torch_c.from_dlpack);
+    Py_CLEAR(torch_c.current);
+    Py_CLEAR(torch_c.strided);
+    Py_INCREF(m);
+    torch_c.mod = m;
+    torch_c.tensor_type = attr_or_null(m, "Tensor");
+    torch_c.strided = attr_or_null(m, "strided");
+    PyObject *c = attr_or_null(m, "_C");
+    torch_c.to_dlpack = attr_or_null(c, "_to_dlpack");
+    torch_c.from_dlpack = attr_or_null(c, "_from_dlpack");
+    torch_c.current = attr_or_null(c, "_cuda_getCurrentRawStream");
+    Py_XDECREF(c);
+    return 1;
+}
+
+/* 1 when o.name (called when call) is true, 0 when false, -1 error */
+static int attr_true(PyObject *o, PyObject *name, bool call)
+{
+    PyObject *v = call ? PyObject_CallMethodNoArgs(o, name) : PyObject_GetAttr(o, name);
+    if (!v) return -1;
+    const int r = PyObject_IsTrue(v);
+    Py_DECREF(v);
+    return r;
+}
+
+/* _from_torch(x): wick.from_dlpack's way for a plain torch GPU tensor
+ * (strided, no gradient, no conjugate or negative bit: what torch's own
+ * __dlpack__ exports as it is); None for anything else, which then goes
+ * the protocol's way. */
+static PyObject *m_from_torch(PyObject *mod, PyObject *x)
+{
+    (void)mod;
+    const int have = torch_lookup();
+    if (have < 0) return NULL;
+    if (!have || !torch_c.tensor_type || (PyObject *)Py_TYPE(x) != torch_c.tensor_type || !torch_c.to_dlpack ||
+        !torch_c.current || !torch_c.strided)
+        Py_RETURN_NONE;
+    int ok = attr_true(x, s_is_cuda, false);
+    if (ok == 1) ok = !attr_true(x, s_requires_grad, false);
+    if (ok == 1) ok = !attr_true(x, s_is_conj, true);
+    if (ok == 1) ok = !attr_true(x, s_is_neg, true);
+    if (ok == 1) {
+        PyObject *lay = PyObject_GetAttr(x, s_layout);
+        ok = lay ? PyObject_RichCompareBool(lay, torch_c.strided, Py_EQ) : -1;
+        Py_XDECREF(lay);
+    }
+    if (ok < 0 || PyErr_Occurred()) return NULL;
+    if (!ok) Py_RETURN_NONE;
+    PyObject *cap = PyObject_CallOneArg(torch_c.to_dlpack, x);
+    if (!cap) return NULL;
+    PyObject *dev = PyObject_CallMethodNoArgs(x, s_get_device);
+    PyObject *stream = dev ? PyObject_CallOneArg(torch_c.current, dev) : NULL;
+    Py_XDECREF(dev);
+    PyObject *r = stream ? from_capsule(cap, stream) : NULL;
+    Py_XDECREF(stream);
+    Py_DECREF(cap);
+    return r;
+}
+
+/* _to_torch(t): a torch tensor sharing a GPU tensor t, torch's current
+ * stream on t's device made to wait for wick's work on it; None where
+ * torch is not imported, lacks either function or t is on the cpu. */
+static PyObject *m_to_torch(PyObject *mod, PyObject *t)
+{
+    (void)mod;
+    if (!IS_TENSOR(t)) {
+        PyErr_SetString(PyExc_TypeError, "_to_torch: expected a wick.Tensor");
+        return NULL;
+    }
+    const int have = torch_lookup();
+    if (have < 0) return NULL;
+    const char *dn = wk_device_name(wk_tensor_device(((TensorObject *)t)->t));
+    const char *colon = strchr(dn, ':');
+    if (!have || !torch_c.from_dlpack || !torch_c.current || !strcmp(dn, "cpu")) Py_RETURN_NONE;
+    PyObject *idx = PyLong_FromLong(colon ? atol(colon + 1) : 0);
+    PyObject *stream = idx ? PyObject_CallOneArg(torch_c.current, idx) : NULL;
+    Py_XDECREF(idx);
+    if (!stream) return NULL;
+    PyObject *cap = dlpack_capsule(((TensorObject *)t)->t, stream, Py_None, Py_None, Py_None);
+    Py_DECREF(stream);
+    if (!cap) return NULL;
+    PyObject *r = PyObject_CallOneArg(torch_c.from_dlpack, cap);
+    Py_DECREF(cap);
+    return r;
 }
 
 /* ------------------------------------------------------------------ */
@@ -2939,6 +3081,10 @@ static PyMethodDef module_methods[] = {
     F_KW(tensor, "tensor(data, dtype=None, device=None): a copy of nested lists, a number, a buffer or a Tensor"),
     F_KW(asarray, "asarray(data, dtype=None, device=None, *, copy=None): shares a buffer's memory on the cpu when it can"),
     F_KW(frombuffer, "frombuffer(data, dtype, shape, device='cpu'): a copy of raw bytes (GGUF blocks for q4_0 .. q8_k)"),
+    { "_from_torch", (PyCFunction)m_from_torch, METH_O,
+      "_from_torch(x): wick.from_dlpack of a plain torch GPU tensor through torch's C exporter; None for anything else" },
+    { "_to_torch", (PyCFunction)m_to_torch, METH_O,
+      "_to_torch(t): wick.to_torch of a GPU tensor through torch's C importer; None where that way is closed" },
     { "_from_capsule", (PyCFunction)m_from_capsule, METH_VARARGS,
       "_from_capsule(capsule, stream=None): a Tensor sharing a DLPack capsule's memory (wick's stream waits for stream)" },
     F_KW(cat, "cat(tensors, dim=0)"),

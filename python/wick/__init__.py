@@ -220,34 +220,6 @@ def from_numpy(a):
 _DL_CPU, _DL_CUDA, _DL_CUDA_HOST, _DL_ROCM = 1, 2, 3, 10
 
 
-def _torch_capsule(x):
-    """(capsule, stream) for a plain PyTorch tensor on a GPU: the capsule
-    from torch's C exporter and torch's current stream on the tensor's
-    device, which wick's stream then waits for (the order DLPack's stream
-    argument asks for, without the event objects torch's Python-level
-    __dlpack__ makes for it: a few microseconds instead of about 15).
-    None when x is anything else, or torch lacks either function."""
-    torch = _sys.modules.get("torch")
-    if torch is None or type(x) is not torch.Tensor or not x.is_cuda:
-        return None
-    export, current = _torch_funcs(torch)
-    if export is None or current is None or x.requires_grad or x.is_conj() or x.is_neg() or x.layout != torch.strided:
-        return None   # torch's own __dlpack__ refuses or resolves these
-    return export(x), current(x.get_device())
-
-
-_torch_cache = [None, None, None]   # the torch module, its C exporter, its current-stream query
-
-
-def _torch_funcs(torch):
-    """(torch._C._to_dlpack, torch._C._cuda_getCurrentRawStream), either
-    None where this torch lacks it; looked up once per torch module"""
-    if _torch_cache[0] is not torch:
-        _torch_cache[:] = [torch, getattr(torch._C, "_to_dlpack", None),
-                           getattr(torch._C, "_cuda_getCurrentRawStream", None)]
-    return _torch_cache[1], _torch_cache[2]
-
-
 def to_torch(t):
     """A torch.Tensor sharing t's memory (no copy), through DLPack: the
     same exchange as torch.from_dlpack(t), with torch's current stream on
@@ -257,11 +229,8 @@ def to_torch(t):
     torch = _sys.modules.get("torch")
     if torch is None:
         raise ImportError("wick.to_torch needs torch imported first")
-    dev = t.device
-    current = _torch_funcs(torch)[1]
-    if dev == "cpu" or current is None:
-        return torch.from_dlpack(t)
-    return torch.from_dlpack(t.__dlpack__(stream=current(int(dev.partition(":")[2] or 0))))
+    r = _wick._to_torch(t)   # C: torch's current stream waits, torch's C importer takes the capsule
+    return torch.from_dlpack(t) if r is None else r
 
 
 def from_dlpack(x, *, device=None, copy=None):
@@ -274,10 +243,9 @@ def from_dlpack(x, *, device=None, copy=None):
     plain PyTorch GPU tensor takes a shorter way to the same order: its
     capsule from torch's C exporter, then wick's stream made to wait for
     torch's current stream by wick itself."""
-    if isinstance(x, Tensor):
-        t = x
-    elif (fast := _torch_capsule(x)) is not None:
-        t = _wick._from_capsule(*fast)
+    t = x if isinstance(x, Tensor) else _wick._from_torch(x)   # C: None unless a plain torch GPU tensor
+    if t is not None:
+        pass
     elif type(x).__name__ == "PyCapsule":
         t = _wick._from_capsule(x)
     else:

@@ -666,6 +666,7 @@ template <> struct qu_of<WK_F16> { typedef qu_dense<false> T; };
 /* qmatvec: the kernel                                                  */
 
 #define QMV_BLOCK 256
+#define QMVQ_LOCAL_MAX 32768   /* bytes of 8-bit x a qmvq block may make for itself */
 
 struct qmv_params {
     const uint8_t *w;         /* row 0 of W                            */
@@ -859,8 +860,13 @@ static wk_status qmv_run(wk_gpu_ctx *c, wk_dtype qt, const uint8_t *w, int64_t w
  * 127, q = rint(x / d) (int8) and s = d * (the sum of the 32 q), so that
  * the offsets and mins of W meet the same rounded x as its codes and the
  * result is W . (x rounded), to f32 rounding. Rows m..M-1 (M = m rounded
- * up to 1, 2, 4, 8) are zeros. The dense matvec reads x (16-bit, the
- * format of W) in place: no first kernel.
+ * up to 1, 2, 4, 8) are zeros. For one row (decode) of at most 32 KB in
+ * that format (k up to 26214), each block of qmvq_kernel makes the same
+ * copy in its shared memory instead (qx_group, the same code; every
+ * block reads x, from L2): no first kernel, one launch per product, which
+ * is what a decode step bound by the host's launches needs
+ * (WICK_QMVQ_LOCAL=0: the first kernel again). The dense matvec reads x
+ * (16-bit, the format of W) in place: no first kernel.
  *
  * qmvq_kernel<type, M, R> then reads W once for all M rows of x: blocks
  * of 256 threads, TR threads per group of R consecutive weight rows,
@@ -1172,11 +1178,12 @@ struct qx_params {
     bool vec;
 };
 
-__global__ void qx_kernel(qx_params p)
+/* values [32 b, 32 b + 32) of x's row i into xq (row stride k) and xd
+ * (row stride k / 32) */
+WK_DEV void qx_group(const qx_params &p, int64_t i, int64_t b, int8_t *xq, float2 *xd)
 {
     const int64_t nb = p.k / 32;
-    WK_GPU_FOR(t, (int64_t)p.M * nb) {
-        const int64_t i = t / nb, b = t - i * nb;
+    {
         float v[32];
         if (i >= p.m) {
 #pragma unroll
@@ -1230,13 +1237,22 @@ __global__ void qx_kernel(qx_params p)
             }
             w[c] = o;
         }
-        uint4 *dst = (uint4 *)(p.xq + i * p.k + 32 * b);
+        uint4 *dst = (uint4 *)(xq + i * p.k + 32 * b);
         dst[0] = make_uint4(w[0], w[1], w[2], w[3]);
         dst[1] = make_uint4(w[4], w[5], w[6], w[7]);
         /* the sum of the rounded values, so that the offsets and mins of W
          * (q4_0's 8, the k types' mins) meet the same x as its codes: the
          * result is then exactly W . (x rounded) up to f32 rounding */
-        p.xd[i * nb + b] = make_float2(d, d * (float)qsum);
+        xd[i * nb + b] = make_float2(d, d * (float)qsum);
+    }
+}
+
+__global__ void qx_kernel(qx_params p)
+{
+    const int64_t nb = p.k / 32;
+    WK_GPU_FOR(t, (int64_t)p.M * nb) {
+        const int64_t i = t / nb;
+        qx_group(p, i, t - i * nb, p.xq, p.xd);
     }
 }
 
@@ -1247,6 +1263,8 @@ struct qmvq_params {
     qx_ref x;
     void *y;                 /* [m, n] contiguous, x's dtype */
     int y_dt, m, tr;
+    int local;               /* x quantized by each block into shared memory, from xin */
+    qx_params xin;
 };
 
 template <int QT, int M, int R> __global__ __launch_bounds__(QMV_BLOCK) void qmvq_kernel(qmvq_params p)
@@ -1257,6 +1275,19 @@ template <int QT, int M, int R> __global__ __launch_bounds__(QMV_BLOCK) void qmv
     const int tid = (int)threadIdx.x, tr = p.tr;
     const int rl = tid / tr, lr = tid - rl * tr;
     const int64_t row0 = ((int64_t)blockIdx.x * (QMV_BLOCK / tr) + rl) * R;
+    if (p.local) {   /* the block's own copy of x in 8 bits: no launch before this one */
+        extern __shared__ float4 qmv_smem[];
+        int8_t *xq = (int8_t *)qmv_smem;
+        float2 *xd = (float2 *)(xq + (int64_t)M * p.x.k);
+        const int64_t nb = p.x.k / 32;
+        for (int64_t t = tid; t < (int64_t)M * nb; t += QMV_BLOCK) {
+            const int64_t i = t / nb;
+            qx_group(p.xin, i, t - i * nb, xq, xd);
+        }
+        __syncthreads();
+        p.x.xq = xq;
+        p.x.xd = xd;
+    }
     const uint8_t *wr[R];
 #pragma unroll
     for (int r = 0; r < R; r++) wr[r] = p.w + (row0 + r < p.n ? row0 + r : p.n - 1) * p.w_rs;
@@ -1342,14 +1373,20 @@ static wk_status qmvq_run(wk_gpu_ctx *c, wk_dtype qt, const uint8_t *w, int64_t 
     p.y_dt = d->dtype;
     p.m = (int)m;
     void *buf = NULL;
+    size_t smem = 0;
     wk_status st = WK_OK;
     if (dense) {
         p.x.xh = (const uint16_t *)wk_gpu_view_ptr(x);
         p.x.xh_s0 = x->strides[0];
     } else {
-        /* scratch: int8 x, then (d, d * sum) per 32 values */
-        const size_t xq_bytes = (size_t)M * (size_t)k;
-        st = wk_gpu_scratch_alloc(c, xq_bytes + (size_t)M * (size_t)(k / 32) * 8, &buf);
+        /* int8 x, then (d, d * sum) per 32 values: for one row of at most
+         * QMVQ_LOCAL_MAX bytes in each block's shared memory (made by the
+         * block: one launch, where the host's cost per launch sets a
+         * decode step's time; WICK_QMVQ_LOCAL=0 turns it off), else in
+         * scratch by qx_kernel first */
+        const size_t xq_bytes = (size_t)M * (size_t)k, x_bytes = xq_bytes + (size_t)M * (size_t)(k / 32) * 8;
+        const bool local = M == 1 && x_bytes <= QMVQ_LOCAL_MAX && q_env_int("WICK_QMVQ_LOCAL", 1) != 0;
+        if (!local) st = wk_gpu_scratch_alloc(c, x_bytes, &buf);
         if (st != WK_OK) return st;
         qx_params xp;
         memset(&xp, 0, sizeof xp);
@@ -1364,6 +1401,14 @@ static wk_status qmvq_run(wk_gpu_ctx *c, wk_dtype qt, const uint8_t *w, int64_t 
         xp.xd = (float2 *)((uint8_t *)buf + xq_bytes);
         const int64_t es = x->dtype == WK_F32 ? 4 : 2;
         xp.vec = x->strides[1] == 1 && (m == 1 || (x->strides[0] * es) % 16 == 0) && wk_gpu_aligned(xp.x, 16);
+        p.xin = xp;
+        if (local) {
+            p.local = 1;
+            smem = x_bytes;
+        }
+    }
+    if (!dense && !p.local) {
+        const qx_params &xp = p.xin;
         qx_kernel<<<wk_gpu_grid(c, (int64_t)M * (k / 32), 64, 8), 64, 0, c->stream>>>(xp);
         st = wk_gpu_launched(c, "qmatmul (qmatvec x to q8)", __FILE__, __LINE__);
         if (st != WK_OK) {
@@ -1406,19 +1451,19 @@ static wk_status qmvq_run(wk_gpu_ctx *c, wk_dtype qt, const uint8_t *w, int64_t 
 #define QMVQ_GO_(QT)                                                                                   \
     {                                                                                                  \
         if (M == 1) {                                                                                  \
-            if (R == 1) qmvq_kernel<QT, 1, 1><<<(unsigned)g, QMV_BLOCK, 0, c->stream>>>(p);            \
-            else if (R == 2) qmvq_kernel<QT, 1, 2><<<(unsigned)g, QMV_BLOCK, 0, c->stream>>>(p);       \
-            else qmvq_kernel<QT, 1, 4><<<(unsigned)g, QMV_BLOCK, 0, c->stream>>>(p);                   \
+            if (R == 1) qmvq_kernel<QT, 1, 1><<<(unsigned)g, QMV_BLOCK, smem, c->stream>>>(p);            \
+            else if (R == 2) qmvq_kernel<QT, 1, 2><<<(unsigned)g, QMV_BLOCK, smem, c->stream>>>(p);       \
+            else qmvq_kernel<QT, 1, 4><<<(unsigned)g, QMV_BLOCK, smem, c->stream>>>(p);                   \
         } else if (M == 2) {                                                                           \
-            if (R == 1) qmvq_kernel<QT, 2, 1><<<(unsigned)g, QMV_BLOCK, 0, c->stream>>>(p);            \
-            else qmvq_kernel<QT, 2, 2><<<(unsigned)g, QMV_BLOCK, 0, c->stream>>>(p);                   \
+            if (R == 1) qmvq_kernel<QT, 2, 1><<<(unsigned)g, QMV_BLOCK, smem, c->stream>>>(p);            \
+            else qmvq_kernel<QT, 2, 2><<<(unsigned)g, QMV_BLOCK, smem, c->stream>>>(p);                   \
         } else if (M == 4) {                                                                           \
-            if (R == 2) qmvq_kernel<QT, 4, 2><<<(unsigned)g, QMV_BLOCK, 0, c->stream>>>(p);            \
-            else qmvq_kernel<QT, 4, 4><<<(unsigned)g, QMV_BLOCK, 0, c->stream>>>(p);                   \
+            if (R == 2) qmvq_kernel<QT, 4, 2><<<(unsigned)g, QMV_BLOCK, smem, c->stream>>>(p);            \
+            else qmvq_kernel<QT, 4, 4><<<(unsigned)g, QMV_BLOCK, smem, c->stream>>>(p);                   \
         } else {                                                                                       \
-            if (R == 1) qmvq_kernel<QT, 8, 1><<<(unsigned)g, QMV_BLOCK, 0, c->stream>>>(p);            \
-            else if (R == 2) qmvq_kernel<QT, 8, 2><<<(unsigned)g, QMV_BLOCK, 0, c->stream>>>(p);       \
-            else qmvq_kernel<QT, 8, 4><<<(unsigned)g, QMV_BLOCK, 0, c->stream>>>(p);                   \
+            if (R == 1) qmvq_kernel<QT, 8, 1><<<(unsigned)g, QMV_BLOCK, smem, c->stream>>>(p);            \
+            else if (R == 2) qmvq_kernel<QT, 8, 2><<<(unsigned)g, QMV_BLOCK, smem, c->stream>>>(p);       \
+            else qmvq_kernel<QT, 8, 4><<<(unsigned)g, QMV_BLOCK, smem, c->stream>>>(p);                   \
         }                                                                                              \
     }
     switch (qt) {
