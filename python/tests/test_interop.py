@@ -183,3 +183,23 @@ def test_torch_fast_path_plumbing(monkeypatch):
     with pytest.raises(TypeError, match="DLPack"):   # needs gradients: the protocol's way (the stand-in has none)
         wick.from_dlpack(FakeTensor(a, grad=True))
     assert calls == []
+
+
+def test_torch_c_paths_decline(monkeypatch):
+    # the C ways for PyTorch tensors answer None for what they do not take
+    # (anything but a plain torch GPU tensor; a cpu wick tensor), so that
+    # the protocol's way runs instead
+    import sys
+    import types
+
+    from wick import _wick
+
+    assert _wick._from_torch(np.arange(3.0)) is None
+    with pytest.raises(TypeError):
+        _wick._to_torch(3)
+    fake = types.SimpleNamespace(Tensor=type("T", (), {}), strided="strided",
+                                 _C=types.SimpleNamespace(_from_dlpack=lambda c: c,
+                                                          _cuda_getCurrentRawStream=lambda i: 0))
+    monkeypatch.setitem(sys.modules, "torch", fake)
+    assert _wick._to_torch(wick.ones(3)) is None      # a cpu tensor
+    assert _wick._from_torch(np.arange(3.0)) is None  # not torch's Tensor type
