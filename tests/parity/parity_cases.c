@@ -832,6 +832,9 @@ static void conv_ops(void)
         { "k3s2p1_ceil", { 4, { 1, 5, 33, 17 } }, { 3, 3, 2, 2, 1, 1, 1, 0 }, PK_TRANSPOSED },
         { "k3s1p1_excl", { 4, { 3, 4, 7, 9 } }, { 3, 3, 1, 1, 1, 1, 0, 1 }, PK_NARROWED },
         { "k2x4_ceil_excl", { 4, { 1, 3, 10, 13 } }, { 2, 4, 3, 3, 1, 2, 1, 1 }, PK_CONTIG },
+        /* contiguous rows: the GPU's unrolled avg_pool kernels (3x3 s2 as in a ResNet stem) */
+        { "k3s2p1", { 4, { 2, 6, 29, 30 } }, { 3, 3, 2, 2, 1, 1, 0, 0 }, PK_CONTIG },
+        { "k3s2p1_ceil_excl", { 4, { 1, 4, 20, 23 } }, { 3, 3, 2, 2, 1, 1, 1, 1 }, PK_NARROWED },
     };
     static const char *const pool_names[3] = { "avg_pool2d", "max_pool2d", "max_pool2d" };
     for (int d = 0; d < 4; d++)
@@ -885,17 +888,17 @@ static void sort_ops(void)
     static const wk_dtype dts[10] = { WK_U8, WK_U32, WK_I16, WK_I32, WK_I64, WK_BF16, WK_F16, WK_F32, WK_F64, WK_F8E4M3 };
     /* k: topk's k (0: min(n, 50)); a case with k set runs topk only */
     static const struct { const char *name; wk_shape s; p_kind kind; p_gen gen; int64_t k; } sc[] = {
-        { "row1", { 2, { 3, 1 } }, PK_CONTIG, PG_UNIFORM },
-        { "rows32", { 2, { 1000, 32 } }, PK_CONTIG, PG_SMALLSET },
-        { "rows1023", { 2, { 4, 1023 } }, PK_TRANSPOSED, PG_FULL },
-        { "rows4097", { 2, { 3, 4097 } }, PK_NARROWED, PG_SMALLSET },
-        { "row1e6", { 1, { 1000000 } }, PK_CONTIG, PG_FULL },
+        { "row1", { 2, { 3, 1 } }, PK_CONTIG, PG_UNIFORM, 0 },
+        { "rows32", { 2, { 1000, 32 } }, PK_CONTIG, PG_SMALLSET, 0 },
+        { "rows1023", { 2, { 4, 1023 } }, PK_TRANSPOSED, PG_FULL, 0 },
+        { "rows4097", { 2, { 3, 4097 } }, PK_NARROWED, PG_SMALLSET, 0 },
+        { "row1e6", { 1, { 1000000 } }, PK_CONTIG, PG_FULL, 0 },
         /* NaN, +-inf, +-0 and ties (floats), the extremes (integers) */
-        { "rows2_special", { 2, { 7, 2 } }, PK_CONTIG, PG_SORTKEYS },
-        { "rows1023_special", { 2, { 5, 1023 } }, PK_TRANSPOSED, PG_SORTKEYS },
-        { "rows3000_special", { 2, { 3, 3000 } }, PK_NARROWED, PG_SORTKEYS },
-        { "rows20000_special", { 2, { 2, 20000 } }, PK_TRANSPOSED, PG_SORTKEYS },
-        { "rows1e5x32", { 2, { 100000, 32 } }, PK_CONTIG, PG_SORTKEYS },
+        { "rows2_special", { 2, { 7, 2 } }, PK_CONTIG, PG_SORTKEYS, 0 },
+        { "rows1023_special", { 2, { 5, 1023 } }, PK_TRANSPOSED, PG_SORTKEYS, 0 },
+        { "rows3000_special", { 2, { 3, 3000 } }, PK_NARROWED, PG_SORTKEYS, 0 },
+        { "rows20000_special", { 2, { 2, 20000 } }, PK_TRANSPOSED, PG_SORTKEYS, 0 },
+        { "rows1e5x32", { 2, { 100000, 32 } }, PK_CONTIG, PG_SORTKEYS, 0 },
         /* long rows, small k (the GPU's radix select): k = 1, the
          * largest k it takes (1024) and one past it, ties (small sets)
          * and special values, a sampling step's [1, vocabulary] */
