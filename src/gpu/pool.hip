@@ -105,52 +105,6 @@ __global__ WK_LAUNCH_BOUNDS(PL_THREADS) void pl_avg(const T *__restrict__ x, T *
     }
 }
 
-/* avg_pool2d of a K x K window, stride S in both dims, on rows of
- * contiguous elements (sw 1) and sizes under 2^31: pl_avg with the window
- * loops unrolled and 32-bit positions (the generic kernel spends most of
- * its issue slots on 64-bit index arithmetic). The same sum in the same
- * order (rows, then columns, the padding skipped), so the same result. */
-template <typename T, int V, int K, int S>
-__global__ WK_LAUNCH_BOUNDS(PL_THREADS) void pl_avg_k(const T *__restrict__ x, T *__restrict__ y, pl_args A,
-                                                       int64_t total)
-{
-    typedef typename wk_type<T>::C C;
-    const int H = (int)A.H, W = (int)A.W, Wo = (int)A.Wo, p0 = (int)A.p0, p1 = (int)A.p1;
-    PL_STRIPS(s, total) {
-        int64_t n, c, oh, ow0;
-        pl_strip(A, s, V, &n, &c, &oh, &ow0);
-        const T *xp = x + A.xo + n * A.sn + c * A.sc;
-        const int hs = (int)oh * S - p0, he = hs + K;
-        const int phe = he < H + p0 ? he : H + p0, h0 = hs < 0 ? 0 : hs, h1 = he < H ? he : H;
-        const T *row[K];
-        bool hin[K];
-#pragma unroll
-        for (int dh = 0; dh < K; dh++) {
-            const int h = hs + dh;
-            hin[dh] = h >= 0 && h < H;
-            row[dh] = xp + (int64_t)(hin[dh] ? h : 0) * A.sh;
-        }
-        T o[V];
-#pragma unroll
-        for (int j = 0; j < V; j++) {
-            const int ow = (int)ow0 + j < Wo ? (int)ow0 + j : Wo - 1;
-            const int ws = ow * S - p1, we = ws + K;
-            const int pwe = we < W + p1 ? we : W + p1, w0 = ws < 0 ? 0 : ws, w1 = we < W ? we : W;
-            C sum = 0;
-#pragma unroll
-            for (int dh = 0; dh < K; dh++)
-#pragma unroll
-                for (int dw = 0; dw < K; dw++) {
-                    const int w = ws + dw;
-                    if (hin[dh] && w >= 0 && w < W) sum += (C)wk_load_c(row[dh][w]);
-                }
-            const int div = A.cip ? (phe - hs) * (pwe - ws) : (h1 - h0) * (w1 - w0);
-            o[j] = wk_to<T>(div > 0 ? sum / (C)div : (C)NAN);
-        }
-        pl_put<T, V>(y + ((n * A.C + c) * A.Ho + oh) * A.Wo, ow0, A.Wo, A.vec != 0, o);
-    }
-}
-
 template <typename T, int V>
 __global__ WK_LAUNCH_BOUNDS(PL_THREADS) void pl_max(const T *__restrict__ x, T *__restrict__ y,
                                                      uint32_t *__restrict__ idx, pl_args A, int64_t total)
@@ -284,27 +238,6 @@ static int pl_width(wk_dtype dt)
         else KERN<T, VW_><<<grid, PL_THREADS, 0, c->stream>>>(__VA_ARGS__);               \
     } while (0)
 
-/* pl_avg_k for window kind kern (1: 3x3 stride 2, 2: 2x2 stride 2, 3: 3x3
- * stride 1) and strip width V; f16, bf16 and f32 only */
-#define PL_AVGK_(V_)                                                                                 \
-    do {                                                                                            \
-        if (kern == 1) pl_avg_k<T, V_, 3, 2><<<grid, PL_THREADS, 0, c->stream>>>(x, y, A, total);   \
-        else if (kern == 2) pl_avg_k<T, V_, 2, 2><<<grid, PL_THREADS, 0, c->stream>>>(x, y, A, total); \
-        else pl_avg_k<T, V_, 3, 1><<<grid, PL_THREADS, 0, c->stream>>>(x, y, A, total);            \
-    } while (0)
-template <typename T>
-static void pl_avg_k_go(wk_gpu_ctx *c, int kern, int V, unsigned grid, const T *x, T *y, const pl_args &A,
-                        int64_t total)
-{
-    if constexpr (sizeof(T) <= 4) {
-        constexpr int VW = 16 / (int)sizeof(T);
-        if (V == 1) PL_AVGK_(1);
-        else if (V == 2) PL_AVGK_(2);
-        else PL_AVGK_(VW);
-    }
-}
-#undef PL_AVGK_
-
 static pl_args pl_args_of(const wk_op_args *a, int nsp, int V)
 {
     const wk_view *x = a->src[0], *d = a->dst;
@@ -366,19 +299,10 @@ wk_status wk_gpu_pool2d(void *ctx, const wk_op_args *a)
     const unsigned grid = wk_gpu_grid(c, total, PL_THREADS, 4);
     const bool mx = a->op == WK_OP_MAX_POOL2D;
     uint32_t *ip = mx && iv ? (uint32_t *)iv->base + iv->offset : NULL;
-    /* avg_pool's unrolled kernels: 3x3 stride 2, 2x2 stride 2, 3x3 stride 1
-     * (f16, bf16, f32; contiguous rows; sizes under 2^31) */
-    int kern = 0;
-    const int64_t big = (int64_t)1 << 30;
-    if (!mx && d->dtype != WK_F64 && A.sw == 1 && A.small && A.kh == A.kw && A.s0 == A.s1 && A.H < big &&
-        A.W < big && A.p0 < big && A.p1 < big && A.Wo < big && A.Ho < big)
-        kern = A.kh == 3 && A.s0 == 2 ? 1 : A.kh == 2 && A.s0 == 2 ? 2 : A.kh == 3 && A.s0 == 1 ? 3 : 0;
-    if (getenv("WICK_POOL_GENERIC")) kern = 0;
     PL_DISPATCH(d->dtype, T, {
         const T *px = (const T *)x->base;
         T *py = (T *)d->base + d->offset;
         if (mx) PL_LAUNCH(pl_max, T, V, grid, px, py, ip, A, total);
-        else if (kern) pl_avg_k_go<T>(c, kern, V, grid, px, py, A, total);
         else PL_LAUNCH(pl_avg, T, V, grid, px, py, A, total);
     });
     WK_GPU_LAUNCH_CHECK(c, wk_gpu_op_name(a->op));
