@@ -1154,17 +1154,17 @@ static struct {
 
 static PyObject *s_torch, *s_is_cuda, *s_requires_grad, *s_is_conj, *s_is_neg, *s_layout, *s_get_device;
 
+static int intern_one(PyObject **p, const char *name)
+{
+    if (!*p) *p = PyUnicode_InternFromString(name);
+    return *p ? 0 : -1;
+}
+
 static int intern_names(void)
 {
-    if (s_torch) return 0;
-    s_torch = PyUnicode_InternFromString("torch");
-    s_is_cuda = PyUnicode_InternFromString("is_cuda");
-    s_requires_grad = PyUnicode_InternFromString("requires_grad");
-    s_is_conj = PyUnicode_InternFromString("is_conj");
-    s_is_neg = PyUnicode_InternFromString("is_neg");
-    s_layout = PyUnicode_InternFromString("layout");
-    s_get_device = PyUnicode_InternFromString("get_device");
-    return s_torch && s_is_cuda && s_requires_grad && s_is_conj && s_is_neg && s_layout && s_get_device ? 0 : -1;
+    return intern_one(&s_torch, "torch") | intern_one(&s_is_cuda, "is_cuda") |
+           intern_one(&s_requires_grad, "requires_grad") | intern_one(&s_is_conj, "is_conj") |
+           intern_one(&s_is_neg, "is_neg") | intern_one(&s_layout, "layout") | intern_one(&s_get_device, "get_device");
 }
 
 /* an attribute, or NULL with no error set */

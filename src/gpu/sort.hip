@@ -367,9 +367,11 @@ __global__ WK_LAUNCH_BOUNDS(RX_THREADS) void rx_scatter(const K *__restrict__ ki
 #define SEL_THREADS 1024
 #define SEL_MAXK 1024          /* the largest k this path takes             */
 #define SEL_J 8                /* elements per thread per round             */
-#define SEL_COPIES 16          /* histogram copies (thread % 16): most keys
-                                  share a top byte, and one shared counter
-                                  would take every atomic in turn           */
+#define SEL_COPIES 16          /* histogram copies (thread % 16), so that
+                                  keys crowding into a few buckets (most
+                                  floats share a top byte) do not queue on
+                                  one counter; no change measured on random
+                                  f32 rows, where the loads set the pace    */
 
 /* inclusive prefix sum of v over the first n (<= SEL_THREADS) threads, in
  * buf; every thread of the block must call it */
