@@ -809,6 +809,11 @@ static void conv_ops(void)
         { "t_gemm", 3, { 4, { 3, 6, 5, 7 } }, { 4, { 6, 5, 3, 2 } }, { 2, 3, 1, 0, 1, 2, 1, 1, 2 }, true, PK_TRANSPOSED },
         { "t_1d_gemm", 1, { 3, { 2, 8, 9 } }, { 3, { 8, 6, 4 } }, { 2, 0, 1, 0, 1, 0, 1, 0, 1 }, true, PK_NARROWED },
         { "1d_gemm_nobias", 0, { 3, { 3, 5, 40 } }, { 3, { 7, 5, 3 } }, { 3, 0, 0, 0, 3, 0, 0, 0, 1 }, false, PK_TRANSPOSED },
+        /* depthwise 3x3 on contiguous rows, stride 1 and 2, widths that
+         * are no multiple of 4, with and without padding and bias */
+        { "dw3_s1", 2, { 4, { 2, 24, 15, 17 } }, { 4, { 24, 1, 3, 3 } }, { 1, 1, 1, 1, 1, 1, 0, 0, 24 }, true, PK_CONTIG },
+        { "dw3_s2", 2, { 4, { 1, 16, 14, 19 } }, { 4, { 16, 1, 3, 3 } }, { 2, 2, 1, 1, 1, 1, 0, 0, 16 }, false, PK_NARROWED },
+        { "dw3_s1_nopad", 2, { 4, { 1, 8, 9, 10 } }, { 4, { 8, 1, 3, 3 } }, { 1, 1, 0, 0, 1, 1, 0, 0, 8 }, true, PK_CONTIG },
     };
     static const char *const conv_names[4] = { "conv1d", "conv_transpose1d", "conv2d", "conv_transpose2d" };
     for (int d = 0; d < 4; d++)
