@@ -118,62 +118,6 @@ __global__ WK_LAUNCH_BOUNDS(CV_THREADS) void cv_direct(const T *__restrict__ x, 
     }
 }
 
-/* depthwise 3x3 (one input and one output channel a group, stride S in
- * both dims, dilation 1, input rows contiguous): the direct path with the
- * taps unrolled and the plane's 9 weights in registers; each thread makes
- * V consecutive outputs of a row from one register copy of the inputs
- * they share. The same sum in the same order as cv_direct (rows, then
- * columns, the padding skipped), so the same result. */
-#define CV_DW_V 4
-template <typename T, int S>
-__global__ WK_LAUNCH_BOUNDS(CV_THREADS) void cv_dw3(const T *__restrict__ x, const T *__restrict__ w,
-                                                     const T *__restrict__ b, T *__restrict__ y, cv_args A)
-{
-    typedef typename wk_type<T>::C C;
-    constexpr int V = CV_DW_V, SPAN = (V - 1) * S + 3;
-    const int64_t planes = A.N * A.Cout;
-    const int Ho = (int)A.Ho, Wo = (int)A.Wo, H = A.iH, W = A.iW, p0 = A.ip0, p1 = A.ip1;
-    const int Ws = (Wo + V - 1) / V, L = Ho * Ws;
-    for (int64_t pl = blockIdx.x; pl < planes; pl += gridDim.x) {
-        const int64_t n = pl / A.Cout, co = pl - n * A.Cout;
-        const T *xc = x + A.xo + n * A.xsn + co * A.xsc;
-        const T *wc = w + A.wo + co * A.ws0;
-        C wt[9];
-#pragma unroll
-        for (int q = 0; q < 9; q++) wt[q] = (C)wk_load_c(wc[(q / 3) * A.wsh + (q % 3) * A.wsw]);
-        const C bias = b ? (C)wk_load_c(b[A.bo + co * A.bs]) : (C)0;
-        T *yp = y + pl * (int64_t)Ho * Wo;
-        for (int l = threadIdx.x; l < L; l += blockDim.x) {
-            const int oh = l / Ws, ow0 = (l - oh * Ws) * V, iw0 = ow0 * S - p1;
-            C acc[V];
-#pragma unroll
-            for (int j = 0; j < V; j++) acc[j] = 0;
-#pragma unroll
-            for (int ki = 0; ki < 3; ki++) {
-                const int ih = oh * S - p0 + ki;
-                if (ih < 0 || ih >= H) continue;
-                const T *xr = xc + (int64_t)ih * A.xsh;
-                C xv[SPAN];
-#pragma unroll
-                for (int t = 0; t < SPAN; t++) {
-                    const int iw = iw0 + t;
-                    xv[t] = iw >= 0 && iw < W ? (C)wk_load_c(xr[iw]) : (C)0;
-                }
-#pragma unroll
-                for (int j = 0; j < V; j++)
-#pragma unroll
-                    for (int kj = 0; kj < 3; kj++) {
-                        const int iw = iw0 + j * S + kj;
-                        if (iw >= 0 && iw < W) acc[j] += xv[j * S + kj] * wt[ki * 3 + kj];
-                    }
-            }
-#pragma unroll
-            for (int j = 0; j < V; j++)
-                if (ow0 + j < Wo) yp[oh * Wo + ow0 + j] = wk_to<T>(acc[j] + bias);
-        }
-    }
-}
-
 /* ---- GEMM path --------------------------------------------------------------- */
 
 /* wp [Cout, Kp]: row co is output channel co's weights (ci_l, ki, kj),
@@ -264,18 +208,6 @@ static wk_status cv_run(wk_gpu_ctx *c, const wk_op_args *a, const cv_args &A, bo
     T *y = (T *)d->base + d->offset;
     const char *name = wk_gpu_op_name(a->op);
     const int64_t L = A.Ho * A.Wo;
-    /* depthwise 3x3, stride 1 or 2, contiguous rows: the unrolled kernel
-     * (f16, bf16, f32; WICK_CONV_DW3=0 keeps the generic one) */
-    const bool dw3 = direct && sizeof(T) <= 4 && !A.tr && A.Cig == 1 && A.Cog == 1 && A.kh == 3 && A.kw == 3 &&
-                     A.d0 == 1 && A.d1 == 1 && A.s0 == A.s1 && (A.s0 == 1 || A.s0 == 2) && A.xsw == 1 &&
-                     !(getenv("WICK_CONV_DW3") && !strcmp(getenv("WICK_CONV_DW3"), "0"));
-    if (dw3) {
-        const int64_t Ls = A.Ho * ((A.Wo + CV_DW_V - 1) / CV_DW_V);
-        if (A.s0 == 1) cv_dw3<T, 1><<<cv_blocks(A.N * A.Cout), cv_threads(Ls), 0, c->stream>>>(x, w, b, y, A);
-        else cv_dw3<T, 2><<<cv_blocks(A.N * A.Cout), cv_threads(Ls), 0, c->stream>>>(x, w, b, y, A);
-        WK_GPU_LAUNCH_CHECK(c, name);
-        return WK_OK;
-    }
     if (direct) {
         cv_direct<T><<<cv_blocks(A.N * A.Cout), cv_threads(L), 0, c->stream>>>(x, w, b, y, A);
         WK_GPU_LAUNCH_CHECK(c, name);
