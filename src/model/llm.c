@@ -628,10 +628,9 @@ static wk_status window_room(wk_llm *m, int64_t T)
     for (int64_t l = 0; l < m->info.n_layer && st == WK_OK && keep > 0; l++) {
         if (!windowed(m, &m->layers[l])) continue;
         wk_tensor *caches[2] = { m->layers[l].k_cache, m->layers[l].v_cache };
-        for (int i = 0; i < 2 && st == WK_OK; i++) {
+        for (int i = 0; i < 2 && st == WK_OK; i++) {   /* copy_into reads an overlapping source whole first */
             wk_scope_begin();
-            wk_tensor *kept = wk_contiguous(wk_narrow(caches[i], 2, pos - keep - m->sw_base, keep));
-            st = kept ? wk_copy_into(wk_narrow(caches[i], 2, 0, keep), kept) : WK_ERR_MEMORY;
+            st = wk_copy_into(wk_narrow(caches[i], 2, 0, keep), wk_narrow(caches[i], 2, pos - keep - m->sw_base, keep));
             wk_scope_end();
         }
     }
