@@ -3,9 +3,8 @@
  * upsample_bilinear2d, for f16, bf16, f32 and f64 on inputs of any
  * strides, with the cpu backend's rules (src/cpu/cpu_pool.c,
  * docs/conv.md), which are PyTorch's. Each thread makes a strip of
- * 16 bytes of consecutive outputs of one row (pl_strip; the pools and
- * nearest upsampling take 1 or 2 outputs a thread with WICK_POOL_V=1|2,
- * for tuning runs); dst (and the indices) contiguous.
+ * 16 bytes of consecutive outputs of one row (pl_strip); dst (and the
+ * indices) contiguous.
  *
  * Pools read in the compute type (f32 for f16/bf16/f32, f64 for f64) and
  * sum there; max_pool keeps the first maximum and lets a NaN win (the
@@ -75,10 +74,11 @@ template <typename T, int V> WK_DEV void pl_put(T *row, int64_t ow0, int64_t Wo,
 
 #define PL_STRIPS(s, total) for (int64_t s = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; s < (total); s += (int64_t)gridDim.x * blockDim.x)
 
-template <typename T, int V>
+template <typename T>
 __global__ WK_LAUNCH_BOUNDS(PL_THREADS) void pl_avg(const T *__restrict__ x, T *__restrict__ y, pl_args A, int64_t total)
 {
     typedef typename wk_type<T>::C C;
+    constexpr int V = 16 / sizeof(T);
     PL_STRIPS(s, total) {
         int64_t n, c, oh, ow0;
         pl_strip(A, s, V, &n, &c, &oh, &ow0);
@@ -105,11 +105,12 @@ __global__ WK_LAUNCH_BOUNDS(PL_THREADS) void pl_avg(const T *__restrict__ x, T *
     }
 }
 
-template <typename T, int V>
+template <typename T>
 __global__ WK_LAUNCH_BOUNDS(PL_THREADS) void pl_max(const T *__restrict__ x, T *__restrict__ y,
                                                      uint32_t *__restrict__ idx, pl_args A, int64_t total)
 {
     typedef typename wk_type<T>::C C;
+    constexpr int V = 16 / sizeof(T);
     PL_STRIPS(s, total) {
         int64_t n, c, oh, ow0;
         pl_strip(A, s, V, &n, &c, &oh, &ow0);
@@ -151,10 +152,11 @@ WK_DEV int64_t pl_nearest_src(float scale, int64_t o, int64_t in, int64_t out)
     return i < in - 1 ? i : in - 1;
 }
 
-template <typename T, int V>
+template <typename T>
 __global__ WK_LAUNCH_BOUNDS(PL_THREADS) void pl_nearest(const T *__restrict__ x, T *__restrict__ y, pl_args A,
                                                          float sh, float sw, int one, int64_t total)
 {
+    constexpr int V = 16 / sizeof(T);
     PL_STRIPS(s, total) {
         int64_t n, c, oh, ow0;
         pl_strip(A, s, V, &n, &c, &oh, &ow0);
@@ -220,25 +222,7 @@ __global__ WK_LAUNCH_BOUNDS(PL_THREADS) void pl_bilinear(const T *__restrict__ x
     }
 }
 
-/* outputs per thread of the pools and nearest upsampling: a strip of 16
- * bytes (the default), or WICK_POOL_V=1 or 2 (tuning runs) */
-static int pl_width(wk_dtype dt)
-{
-    const char *e = getenv("WICK_POOL_V");
-    const int v = e && *e ? atoi(e) : 0;
-    return v == 1 || v == 2 ? v : 16 / (int)wk_gpu_dtype_size(dt);
-}
-
-/* launch KERN<T, V> for the strip width V of a call (1, 2 or 16 bytes' worth) */
-#define PL_LAUNCH(KERN, T, V, grid, ...)                                                   \
-    do {                                                                                  \
-        constexpr int VW_ = 16 / (int)sizeof(T);                                          \
-        if ((V) == 1) KERN<T, 1><<<grid, PL_THREADS, 0, c->stream>>>(__VA_ARGS__);         \
-        else if ((V) == 2 && VW_ != 2) KERN<T, 2><<<grid, PL_THREADS, 0, c->stream>>>(__VA_ARGS__); \
-        else KERN<T, VW_><<<grid, PL_THREADS, 0, c->stream>>>(__VA_ARGS__);               \
-    } while (0)
-
-static pl_args pl_args_of(const wk_op_args *a, int nsp, int V)
+static pl_args pl_args_of(const wk_op_args *a, int nsp)
 {
     const wk_view *x = a->src[0], *d = a->dst;
     pl_args A;
@@ -253,7 +237,8 @@ static pl_args pl_args_of(const wk_op_args *a, int nsp, int V)
     A.sc = x->strides[1];
     A.sh = nsp == 2 ? x->strides[2] : 0;
     A.sw = x->strides[nsp + 1];
-    /* strips of V outputs */
+    /* strips of V = 16 / element size outputs */
+    const int V = 16 / (int)wk_gpu_dtype_size(d->dtype);
     A.Ws = (A.Wo + V - 1) / V;
     const int64_t strips = A.Ws * A.Ho * x->dims[0] * A.C;
     A.small = strips <= (int64_t)UINT32_MAX;
@@ -262,7 +247,7 @@ static pl_args pl_args_of(const wk_op_args *a, int nsp, int V)
         A.dHo = wk_divmod32_make((uint32_t)A.Ho);
         A.dC = wk_divmod32_make((uint32_t)A.C);
     }
-    A.vec = A.Wo % V == 0 && wk_gpu_aligned(wk_gpu_view_ptr(d), (size_t)V * wk_gpu_dtype_size(d->dtype));
+    A.vec = A.Wo % V == 0 && wk_gpu_aligned(wk_gpu_view_ptr(d), 16);
     return A;
 }
 
@@ -287,8 +272,7 @@ wk_status wk_gpu_pool2d(void *ctx, const wk_op_args *a)
     if (!pl_dtype_ok(d->dtype))
         return wk_gpu_host->set_error(WK_ERR_DTYPE, "%s: dtype %s is not one of f16, bf16, f32, f64",
                                       wk_gpu_op_name(a->op), wk_gpu_dtype_name(d->dtype));
-    const int V = pl_width(d->dtype);
-    pl_args A = pl_args_of(a, 2, V);
+    pl_args A = pl_args_of(a, 2);
     A.kh = P->kernel[0], A.kw = P->kernel[1];
     A.s0 = P->stride[0], A.s1 = P->stride[1];
     A.p0 = P->padding[0], A.p1 = P->padding[1];
@@ -302,8 +286,8 @@ wk_status wk_gpu_pool2d(void *ctx, const wk_op_args *a)
     PL_DISPATCH(d->dtype, T, {
         const T *px = (const T *)x->base;
         T *py = (T *)d->base + d->offset;
-        if (mx) PL_LAUNCH(pl_max, T, V, grid, px, py, ip, A, total);
-        else PL_LAUNCH(pl_avg, T, V, grid, px, py, A, total);
+        if (mx) pl_max<T><<<grid, PL_THREADS, 0, c->stream>>>(px, py, ip, A, total);
+        else pl_avg<T><<<grid, PL_THREADS, 0, c->stream>>>(px, py, A, total);
     });
     WK_GPU_LAUNCH_CHECK(c, wk_gpu_op_name(a->op));
     return WK_OK;
@@ -332,8 +316,7 @@ wk_status wk_gpu_upsample(void *ctx, const wk_op_args *a)
     if (!pl_dtype_ok(d->dtype))
         return wk_gpu_host->set_error(WK_ERR_DTYPE, "%s: dtype %s is not one of f16, bf16, f32, f64",
                                       wk_gpu_op_name(a->op), wk_gpu_dtype_name(d->dtype));
-    const int V = a->op == WK_OP_UPSAMPLE_BILINEAR2D ? 16 / (int)wk_gpu_dtype_size(d->dtype) : pl_width(d->dtype);
-    const pl_args A = pl_args_of(a, nsp, V);
+    const pl_args A = pl_args_of(a, nsp);
     if (wk_gpu_numel(d) == 0) return WK_OK;
     WK_GPU_ENTER(c);
     const int64_t total = A.Ws * A.Ho * x->dims[0] * A.C;   /* strips */
@@ -350,7 +333,7 @@ wk_status wk_gpu_upsample(void *ctx, const wk_op_args *a)
         } else {
             const float sh = nsp == 1 ? 0.0f : pl_nearest_scale(a->p[0], A.H, A.Ho);
             const float sw = pl_nearest_scale(a->p[1], A.W, A.Wo);
-            PL_LAUNCH(pl_nearest, T, V, grid, px, py, A, sh, sw, nsp == 1 ? 1 : 0, total);
+            pl_nearest<T><<<grid, PL_THREADS, 0, c->stream>>>(px, py, A, sh, sw, nsp == 1 ? 1 : 0, total);
         }
     });
     WK_GPU_LAUNCH_CHECK(c, wk_gpu_op_name(a->op));
