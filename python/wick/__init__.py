@@ -244,11 +244,9 @@ def from_dlpack(x, *, device=None, copy=None):
     capsule from torch's C exporter, then wick's stream made to wait for
     torch's current stream by wick itself."""
     t = x if isinstance(x, Tensor) else _wick._from_torch(x)   # C: None unless a plain torch GPU tensor
-    if t is not None:
-        pass
-    elif type(x).__name__ == "PyCapsule":
+    if t is None and type(x).__name__ == "PyCapsule":
         t = _wick._from_capsule(x)
-    else:
+    elif t is None:
         if not hasattr(x, "__dlpack__"):
             raise TypeError("%s does not support DLPack (no __dlpack__)" % type(x).__name__)
         dev_type, dev_id = x.__dlpack_device__()
