@@ -130,6 +130,7 @@
  *    waves) is faster is for a run on an MI200/MI300 to say.
  */
 #include "gpu_internal.h"
+#include "mma.h"
 #include <stdlib.h>
 #include <mutex>
 
@@ -620,65 +621,16 @@ __global__ __launch_bounds__(AT_DNT) void at_combine_kernel(at_args a, const flo
 /* ------------------------------------------------------------------ */
 /* 1. mma path (NVIDIA sm_80+)                                         */
 
-#if defined(WK_GPU_CUDA) && !defined(WK_VIRTUAL_WAVE64) && !defined(WK_ATTN_PORTABLE)
+#if defined(WK_MMA_SM80) && !defined(WK_ATTN_PORTABLE)
 #define AT_HAVE_MMA 1
 #define AT_MBN 64
 
-template <typename T> WK_DEV void at_mma(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1);
-template <> WK_DEV void at_mma<wk_bf16_t>(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1)
-{
-    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-                 "{%0,%1,%2,%3};"
-                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
-template <> WK_DEV void at_mma<wk_f16_t>(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1)
-{
-    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-                 "{%0,%1,%2,%3};"
-                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
-/* two f32 -> one register of two 16-bit values (lo in the low half) */
-template <typename T> WK_DEV uint32_t at_pack(float lo, float hi);
-template <> WK_DEV uint32_t at_pack<wk_bf16_t>(float lo, float hi)
-{
-    uint32_t r;
-    asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
-    return r;
-}
-template <> WK_DEV uint32_t at_pack<wk_f16_t>(float lo, float hi)
-{
-    uint32_t r;
-    asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
-    return r;
-}
-WK_DEV void at_ldsm4(uint32_t (&r)[4], uint32_t addr)
-{
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
-                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-                 : "r"(addr));
-}
-WK_DEV void at_ldsm4t(uint32_t (&r)[4], uint32_t addr)
-{
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];"
-                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-                 : "r"(addr));
-}
-/* 16 bytes global -> shared, zero-filled past src_bytes (0 or 16) */
-WK_DEV void at_cp16(uint32_t saddr, const void *g, int src_bytes)
-{
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(saddr), "l"(g), "r"(src_bytes) : "memory");
-}
-WK_DEV void at_cp_commit(void) { asm volatile("cp.async.commit_group;" ::: "memory"); }
-WK_DEV void at_cp_wait_all(void) { asm volatile("cp.async.wait_group 0;" ::: "memory"); }
 WK_DEV float at_exp2(float x)
 {
     float y;
     asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
     return y;
 }
-WK_DEV uint32_t at_smem_u32(const void *p) { return (uint32_t)__cvta_generic_to_shared(p); }
 
 /* rows [row0, row0 + ROWS) of a [rows, D] operand (row stride st) into
  * shared memory [ROWS][DMAX + 8]; rows >= lim and columns >= D read as 0 */
@@ -694,7 +646,7 @@ WK_DEV void at_load_tile(uint32_t sm, const uint16_t *g, int64_t st, int row0, i
     for (int it = 0; it < NIT; it++) {
         const int r = r0 + it * RPP;
         const bool ok = cok && row0 + r < lim;
-        at_cp16(sm + (uint32_t)((r * LDS + c * 8) * 2), ok ? (const void *)src : (const void *)g, ok ? 16 : 0);
+        wk_cp16(sm + (uint32_t)((r * LDS + c * 8) * 2), ok ? (const void *)src : (const void *)g, ok ? 16 : 0);
         src += step;
     }
 }
@@ -712,7 +664,7 @@ __global__ __launch_bounds__(128, MT == 2 ? 2 : (DMAX >= 256 ? 2 : 3)) void at_m
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
     enum { BM = 64 * MT, BN = AT_MBN, LDS = DMAX + 8, NKS = DMAX / 16, NDT = DMAX / 8 };
     uint16_t *Qs = (uint16_t *)at_dsmem, *Ks = Qs + BM * LDS, *Vs = Ks + BN * LDS;
-    const uint32_t sQ = at_smem_u32(Qs), sK = at_smem_u32(Ks), sV = at_smem_u32(Vs);
+    const uint32_t sQ = wk_smem_u32(Qs), sK = wk_smem_u32(Ks), sV = wk_smem_u32(Vs);
     const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32, g = lane / 4, t = lane % 4;
     const int D = a.D;
     /* positions fit in 32 bits here (Tq, Tk < 2^30, checked by the host) */
@@ -740,7 +692,7 @@ __global__ __launch_bounds__(128, MT == 2 ? 2 : (DMAX >= 256 ? 2 : 3)) void at_m
 
     at_load_tile<BM, DMAX>(sQ, qp, a.qs[2], i0, a.Tq, D, tid);
     if (jt0 < jt1) at_load_tile<BN, DMAX>(sK, kp, a.ks[2], jt0 * BN, kend, D, tid);
-    at_cp_commit();
+    wk_cp_commit();
 
     float o[MT][NDT][4];
     float mrow[MT][2], lrow[MT][2];
@@ -755,10 +707,10 @@ __global__ __launch_bounds__(128, MT == 2 ? 2 : (DMAX >= 256 ? 2 : 3)) void at_m
 
     for (int jt = jt0; jt < jt1; jt++) {
         const int j0 = jt * BN;
-        at_cp_wait_all();
+        wk_cp_wait_all();
         __syncthreads();                         /* K[jt] (and Q) in place; V free */
         at_load_tile<BN, DMAX>(sV, vp, a.vs[2], j0, kend, D, tid);
-        at_cp_commit();
+        wk_cp_commit();
 
         float s[MT][BN / 8][4];
 #pragma unroll
@@ -771,16 +723,16 @@ __global__ __launch_bounds__(128, MT == 2 ? 2 : (DMAX >= 256 ? 2 : 3)) void at_m
             uint32_t qa[MT][4];
 #pragma unroll
             for (int mt = 0; mt < MT; mt++)
-                at_ldsm4(qa[mt], sQ + (uint32_t)(((wrow + mt * 16 + (lane % 16)) * LDS + ks * 16 + (lane / 16) * 8) * 2));
+                wk_ldsm4(qa[mt], sQ + (uint32_t)(((wrow + mt * 16 + (lane % 16)) * LDS + ks * 16 + (lane / 16) * 8) * 2));
 #pragma unroll
             for (int np = 0; np < BN / 16; np++) {
                 uint32_t kb[4];
-                at_ldsm4(kb, sK + (uint32_t)(((np * 16 + (lane % 8) + (lane / 16) * 8) * LDS + ks * 16 +
+                wk_ldsm4(kb, sK + (uint32_t)(((np * 16 + (lane % 8) + (lane / 16) * 8) * LDS + ks * 16 +
                                               ((lane / 8) % 2) * 8) * 2));
 #pragma unroll
                 for (int mt = 0; mt < MT; mt++) {
-                    at_mma<T>(s[mt][2 * np], qa[mt], kb[0], kb[1]);
-                    at_mma<T>(s[mt][2 * np + 1], qa[mt], kb[2], kb[3]);
+                    wk_mma<T>(s[mt][2 * np], qa[mt], kb[0], kb[1]);
+                    wk_mma<T>(s[mt][2 * np + 1], qa[mt], kb[2], kb[3]);
                 }
             }
         }
@@ -852,16 +804,16 @@ __global__ __launch_bounds__(128, MT == 2 ? 2 : (DMAX >= 256 ? 2 : 3)) void at_m
         for (int mt = 0; mt < MT; mt++)
 #pragma unroll
             for (int kk = 0; kk < BN / 16; kk++) {
-                pa[mt][kk][0] = at_pack<T>(s[mt][2 * kk][0], s[mt][2 * kk][1]);
-                pa[mt][kk][1] = at_pack<T>(s[mt][2 * kk][2], s[mt][2 * kk][3]);
-                pa[mt][kk][2] = at_pack<T>(s[mt][2 * kk + 1][0], s[mt][2 * kk + 1][1]);
-                pa[mt][kk][3] = at_pack<T>(s[mt][2 * kk + 1][2], s[mt][2 * kk + 1][3]);
+                pa[mt][kk][0] = wk_pack2<T>(s[mt][2 * kk][0], s[mt][2 * kk][1]);
+                pa[mt][kk][1] = wk_pack2<T>(s[mt][2 * kk][2], s[mt][2 * kk][3]);
+                pa[mt][kk][2] = wk_pack2<T>(s[mt][2 * kk + 1][0], s[mt][2 * kk + 1][1]);
+                pa[mt][kk][3] = wk_pack2<T>(s[mt][2 * kk + 1][2], s[mt][2 * kk + 1][3]);
             }
 
-        at_cp_wait_all();
+        wk_cp_wait_all();
         __syncthreads();                         /* V[jt] in place; K free */
         if (jt + 1 < jt1) at_load_tile<BN, DMAX>(sK, kp, a.ks[2], j0 + BN, kend, D, tid);
-        at_cp_commit();
+        wk_cp_commit();
 
 #pragma unroll
         for (int kk = 0; kk < BN / 16; kk++)
@@ -869,16 +821,16 @@ __global__ __launch_bounds__(128, MT == 2 ? 2 : (DMAX >= 256 ? 2 : 3)) void at_m
             for (int dp = 0; dp < NDT / 2; dp++) {
                 if (dp * 16 >= D) break;
                 uint32_t vb[4];
-                at_ldsm4t(vb, sV + (uint32_t)(((kk * 16 + (lane % 8) + ((lane / 8) % 2) * 8) * LDS + dp * 16 +
+                wk_ldsm4t(vb, sV + (uint32_t)(((kk * 16 + (lane % 8) + ((lane / 8) % 2) * 8) * LDS + dp * 16 +
                                                (lane / 16) * 8) * 2));
 #pragma unroll
                 for (int mt = 0; mt < MT; mt++) {
-                    at_mma<T>(o[mt][2 * dp], pa[mt][kk], vb[0], vb[1]);
-                    at_mma<T>(o[mt][2 * dp + 1], pa[mt][kk], vb[2], vb[3]);
+                    wk_mma<T>(o[mt][2 * dp], pa[mt][kk], vb[0], vb[1]);
+                    wk_mma<T>(o[mt][2 * dp + 1], pa[mt][kk], vb[2], vb[3]);
                 }
             }
     }
-    at_cp_wait_all();
+    wk_cp_wait_all();
 
     /* out = o / l (0 where no key was seen) */
     uint16_t *op = (uint16_t *)a.o + (int64_t)bh * a.Tq * D;
@@ -896,7 +848,7 @@ __global__ __launch_bounds__(128, MT == 2 ? 2 : (DMAX >= 256 ? 2 : 3)) void at_m
             for (int n = 0; n < NDT; n++) {
                 if (n * 8 >= D) break;
                 *(uint32_t *)(op + (int64_t)i * D + n * 8 + 2 * t) =
-                    at_pack<T>(o[mt][n][2 * hr] * inv, o[mt][n][2 * hr + 1] * inv);
+                    wk_pack2<T>(o[mt][n][2 * hr] * inv, o[mt][n][2 * hr + 1] * inv);
             }
         }
 #else
@@ -936,7 +888,7 @@ WK_DEV void at_load_ktile(uint32_t sm, const uint16_t *g, int64_t st, int row0, 
 #pragma unroll
     for (int it = 0; it < NIT; it++) {
         const bool ok = cok && row0 + r0 + it * RPP < lim;
-        at_cp16(sm + (uint32_t)(it * RPP * LDS * 2), ok ? (const void *)src : (const void *)g, ok ? 16 : 0);
+        wk_cp16(sm + (uint32_t)(it * RPP * LDS * 2), ok ? (const void *)src : (const void *)g, ok ? 16 : 0);
         src += RPP * st;
     }
 }
@@ -958,7 +910,7 @@ __global__ __launch_bounds__(128, DMAX <= 128 ? 2 : 1) void at_mma_decode_kernel
     blk /= nrg;
     const int hk = blk % a.Hkv, b = blk / a.Hkv;
     uint16_t *Qs = (uint16_t *)at_dsmem;
-    const uint32_t sQ = at_smem_u32(Qs);
+    const uint32_t sQ = wk_smem_u32(Qs);
     const uint32_t sW = sQ + (uint32_t)(RM * LDS * 2) + (uint32_t)(warp * NS * CF::stage);
 
     /* Q rows (zeros past R), then this chunk's keys */
@@ -968,9 +920,9 @@ __global__ __launch_bounds__(128, DMAX <= 128 ? 2 : 1) void at_mma_decode_kernel
         const bool ok = r < R && c * 8 < D;
         const uint16_t *src = (const uint16_t *)a.q;
         if (ok) src += b * a.qs[0] + (int64_t)(hk * a.G + r / a.Tq) * a.qs[1] + (int64_t)(r % a.Tq) * a.qs[2] + c * 8;
-        at_cp16(sQ + (uint32_t)((rr * LDS + c * 8) * 2), src, ok ? 16 : 0);
+        wk_cp16(sQ + (uint32_t)((rr * LDS + c * 8) * 2), src, ok ? 16 : 0);
     }
-    at_cp_commit();
+    wk_cp_commit();
     /* the rows' query positions: rows of one group are consecutive r */
     {
         const int r0 = rg * RM, r1 = (r0 + RM < R ? r0 + RM : R) - 1;
@@ -1025,7 +977,7 @@ __global__ __launch_bounds__(128, DMAX <= 128 ? 2 : 1) void at_mma_decode_kernel
             at_load_ktile<DMAX>(sK, kp, a.ks[2], j0, kend, D, lane);
             at_load_ktile<DMAX>(sV, vp, a.vs[2], j0, kend, D, lane);
         }
-        at_cp_commit();
+        wk_cp_commit();
     }
     asm volatile("cp.async.wait_group %0;" ::"n"(NS - 1) : "memory");   /* Q (the oldest group) */
     __syncthreads();
@@ -1036,7 +988,7 @@ __global__ __launch_bounds__(128, DMAX <= 128 ? 2 : 1) void at_mma_decode_kernel
     const uint32_t sQl = sQ + (uint32_t)(((lane % 16) * LDS + (lane / 16) * 8) * 2);
     if (QREG) {
 #pragma unroll
-        for (int ks = 0; ks < (QREG ? NKS : 1); ks++) at_ldsm4(qa[ks], sQl + (uint32_t)(ks * 32));
+        for (int ks = 0; ks < (QREG ? NKS : 1); ks++) wk_ldsm4(qa[ks], sQl + (uint32_t)(ks * 32));
     }
 
     float o[NDT][4];
@@ -1053,7 +1005,7 @@ __global__ __launch_bounds__(128, DMAX <= 128 ? 2 : 1) void at_mma_decode_kernel
                 at_load_ktile<DMAX>(sK, kp, a.ks[2], j0, kend, D, lane);
                 at_load_ktile<DMAX>(sV, vp, a.vs[2], j0, kend, D, lane);
             }
-            at_cp_commit();
+            wk_cp_commit();
         }
         asm volatile("cp.async.wait_group %0;" ::"n"(NS - 1) : "memory");
         __syncwarp();
@@ -1067,11 +1019,11 @@ __global__ __launch_bounds__(128, DMAX <= 128 ? 2 : 1) void at_mma_decode_kernel
         for (int ks = 0; ks < NKS; ks++) {
             if (ks * 16 >= D) break;
             uint32_t kb[4];
-            at_ldsm4(kb, sK + (uint32_t)((((lane % 8) + (lane / 16) * 8) * LDS + ks * 16 + ((lane / 8) % 2) * 8) * 2));
+            wk_ldsm4(kb, sK + (uint32_t)((((lane % 8) + (lane / 16) * 8) * LDS + ks * 16 + ((lane / 8) % 2) * 8) * 2));
             const uint32_t(&q4)[4] = qa[QREG ? ks : 0];
-            if (!QREG) at_ldsm4(qa[0], sQl + (uint32_t)(ks * 32));
-            at_mma<T>(s[0], q4, kb[0], kb[1]);
-            at_mma<T>(s[1], q4, kb[2], kb[3]);
+            if (!QREG) wk_ldsm4(qa[0], sQl + (uint32_t)(ks * 32));
+            wk_mma<T>(s[0], q4, kb[0], kb[1]);
+            wk_mma<T>(s[1], q4, kb[2], kb[3]);
         }
         /* scale folded into the exponent (sc) unless the scores were
          * made in log2 units here (masked tiles, soft-cap, mask) */
@@ -1120,21 +1072,21 @@ __global__ __launch_bounds__(128, DMAX <= 128 ? 2 : 1) void at_mma_decode_kernel
                 }
             }
         }
-        pa[0] = at_pack<T>(s[0][0], s[0][1]);
-        pa[1] = at_pack<T>(s[0][2], s[0][3]);
-        pa[2] = at_pack<T>(s[1][0], s[1][1]);
-        pa[3] = at_pack<T>(s[1][2], s[1][3]);
+        pa[0] = wk_pack2<T>(s[0][0], s[0][1]);
+        pa[1] = wk_pack2<T>(s[0][2], s[0][3]);
+        pa[2] = wk_pack2<T>(s[1][0], s[1][1]);
+        pa[3] = wk_pack2<T>(s[1][2], s[1][3]);
 #pragma unroll
         for (int dp = 0; dp < NDT / 2; dp++) {
             if (dp * 16 >= D) break;
             uint32_t vb[4];
-            at_ldsm4t(vb, sV + (uint32_t)((((lane % 8) + ((lane / 8) % 2) * 8) * LDS + dp * 16 + (lane / 16) * 8) * 2));
-            at_mma<T>(o[2 * dp], pa, vb[0], vb[1]);
-            at_mma<T>(o[2 * dp + 1], pa, vb[2], vb[3]);
+            wk_ldsm4t(vb, sV + (uint32_t)((((lane % 8) + ((lane / 8) % 2) * 8) * LDS + dp * 16 + (lane / 16) * 8) * 2));
+            wk_mma<T>(o[2 * dp], pa, vb[0], vb[1]);
+            wk_mma<T>(o[2 * dp + 1], pa, vb[2], vb[3]);
         }
         __syncwarp();                            /* this stage is refilled next */
     }
-    at_cp_wait_all();
+    wk_cp_wait_all();
     __syncthreads();                             /* every warp done with its stages */
 
     /* merge the warps: per warp m[16], l[16], o[16][D] (f32) over the stages */
@@ -1244,8 +1196,8 @@ __global__ __launch_bounds__(128, DMAX <= 128 ? 2 : 1) void at_mma_decode_kernel
         const int r = rg * RM + rr, h = hk * a.G + r / a.Tq, i = r % a.Tq;
         uint16_t *op = (uint16_t *)a.o + (((int64_t)b * a.Hq + h) * a.Tq + i) * D + d;
         uint2 pk;
-        pk.x = at_pack<T>((A.x + B.x) * iv, (A.y + B.y) * iv);
-        pk.y = at_pack<T>((A.z + B.z) * iv, (A.w + B.w) * iv);
+        pk.x = wk_pack2<T>((A.x + B.x) * iv, (A.y + B.y) * iv);
+        pk.y = wk_pack2<T>((A.z + B.z) * iv, (A.w + B.w) * iv);
         *(uint2 *)op = pk;
     }
 #else
@@ -1658,21 +1610,11 @@ __global__ __launch_bounds__(at_fcfg<DMAX>::NW_DEC * 64) void at_mfma_decode_ker
 /* Host                                                                */
 
 /* Raise a kernel's dynamic shared-memory limit once per device. */
-template <typename K> static wk_status at_smem_limit(wk_gpu_ctx *c, K kern, size_t bytes, unsigned *done_mask)
-{
-    if (bytes <= 48 * 1024) return WK_OK;
-    const unsigned bit = c->device < 32 ? 1u << c->device : 0u;
-    if (bit && (__atomic_load_n(done_mask, __ATOMIC_RELAXED) & bit)) return WK_OK;
-    WK_GPU_CHECK(hipFuncSetAttribute((const void *)kern, hipFuncAttributeMaxDynamicSharedMemorySize, (int)bytes));
-    if (bit) __atomic_fetch_or(done_mask, bit, __ATOMIC_RELAXED);
-    return WK_OK;
-}
-
 template <typename T, int DMAX> static wk_status at_run_portable(wk_gpu_ctx *c, const at_args &a)
 {
     static unsigned done;
     const size_t smem = at_portable_smem(DMAX, a.D);
-    wk_status st = at_smem_limit(c, at_portable_kernel<T, DMAX>, smem, &done);
+    wk_status st = wk_gpu_smem_limit(c, at_portable_kernel<T, DMAX>, smem, &done);
     if (st != WK_OK) return st;
     const int64_t BM = at_pcfg<DMAX>::BM;
     const int64_t nblk = (a.Tq + BM - 1) / BM * a.B * a.Hq;
@@ -1693,7 +1635,7 @@ template <typename T, int DMAX, int MT> static wk_status at_run_mma(wk_gpu_ctx *
 #if defined(AT_HAVE_MMA)
     static unsigned done;
     const size_t smem = at_mcfg<DMAX, MT>::smem;
-    wk_status st = at_smem_limit(c, at_mma_kernel<T, DMAX, MT>, smem, &done);
+    wk_status st = wk_gpu_smem_limit(c, at_mma_kernel<T, DMAX, MT>, smem, &done);
     if (st != WK_OK) return st;
     const int64_t BM = at_mcfg<DMAX, MT>::BM;
     const int64_t nblk = (a.Tq + BM - 1) / BM * a.B * a.Hq;
@@ -1708,7 +1650,7 @@ template <typename T, int DMAX, int MT> static wk_status at_run_mma(wk_gpu_ctx *
 }
 
 /* WICK_GPU_ATTN_MT=1|2 overrides the rows per warp (tuning runs) */
-template <typename T> static wk_status at_mma(wk_gpu_ctx *c, const at_args &a)
+template <typename T> static wk_status wk_mma(wk_gpu_ctx *c, const at_args &a)
 {
     const char *e = getenv("WICK_GPU_ATTN_MT");
     const int mt = e && e[0] == '1' ? 1 : e && e[0] == '2' ? 2 : 0;
@@ -1790,7 +1732,7 @@ template <typename T, int DMAX> static wk_status at_run_mma_decode(wk_gpu_ctx *c
     static unsigned done;
     static int per_sm;
     const size_t smem = at_dcfg<DMAX>::smem;
-    wk_status st = at_smem_limit(c, at_mma_decode_kernel<T, DMAX>, smem, &done);
+    wk_status st = wk_gpu_smem_limit(c, at_mma_decode_kernel<T, DMAX>, smem, &done);
     if (st != WK_OK) return st;
     if (per_sm <= 0) {
         int n = 0;
@@ -2064,7 +2006,7 @@ wk_status wk_gpu_attention(void *ctx, const wk_op_args *args)
         st = path == AT_DECODE        ? at_decode<wk_bf16_t>(c, a, hi - lo)
            : path == AT_MMA_DECODE  ? at_mma_decode<wk_bf16_t>(c, a, hi - lo)
            : path == AT_MFMA_DECODE ? at_mfma_decode<wk_bf16_t>(c, a, hi - lo)
-           : path == AT_MMA         ? at_mma<wk_bf16_t>(c, a)
+           : path == AT_MMA         ? wk_mma<wk_bf16_t>(c, a)
            : path == AT_MFMA        ? at_mfma<wk_bf16_t>(c, a)
                                     : at_portable<wk_bf16_t>(c, a);
         break;
@@ -2072,7 +2014,7 @@ wk_status wk_gpu_attention(void *ctx, const wk_op_args *args)
         st = path == AT_DECODE        ? at_decode<wk_f16_t>(c, a, hi - lo)
            : path == AT_MMA_DECODE  ? at_mma_decode<wk_f16_t>(c, a, hi - lo)
            : path == AT_MFMA_DECODE ? at_mfma_decode<wk_f16_t>(c, a, hi - lo)
-           : path == AT_MMA         ? at_mma<wk_f16_t>(c, a)
+           : path == AT_MMA         ? wk_mma<wk_f16_t>(c, a)
            : path == AT_MFMA        ? at_mfma<wk_f16_t>(c, a)
                                     : at_portable<wk_f16_t>(c, a);
         break;

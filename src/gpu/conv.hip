@@ -31,6 +31,7 @@
  * the tests run both on the same cases).
  */
 #include "gpu_internal.h"
+#include "mma.h"
 #include <stdlib.h>
 #include <string.h>
 
@@ -118,6 +119,62 @@ __global__ WK_LAUNCH_BOUNDS(CV_THREADS) void cv_direct(const T *__restrict__ x, 
     }
 }
 
+/* depthwise 3x3 (one input and one output channel a group, stride S in
+ * both dims, dilation 1, input rows contiguous): the direct path with the
+ * taps unrolled and the plane's 9 weights in registers; each thread makes
+ * V consecutive outputs of a row from one register copy of the inputs
+ * they share. The same sum in the same order as cv_direct (rows, then
+ * columns, the padding skipped), so the same result. */
+#define CV_DW_V 4
+template <typename T, int S>
+__global__ WK_LAUNCH_BOUNDS(CV_THREADS) void cv_dw3(const T *__restrict__ x, const T *__restrict__ w,
+                                                     const T *__restrict__ b, T *__restrict__ y, cv_args A)
+{
+    typedef typename wk_type<T>::C C;
+    constexpr int V = CV_DW_V, SPAN = (V - 1) * S + 3;
+    const int64_t planes = A.N * A.Cout;
+    const int Ho = (int)A.Ho, Wo = (int)A.Wo, H = A.iH, W = A.iW, p0 = A.ip0, p1 = A.ip1;
+    const int Ws = (Wo + V - 1) / V, L = Ho * Ws;
+    for (int64_t pl = blockIdx.x; pl < planes; pl += gridDim.x) {
+        const int64_t n = pl / A.Cout, co = pl - n * A.Cout;
+        const T *xc = x + A.xo + n * A.xsn + co * A.xsc;
+        const T *wc = w + A.wo + co * A.ws0;
+        C wt[9];
+#pragma unroll
+        for (int q = 0; q < 9; q++) wt[q] = (C)wk_load_c(wc[(q / 3) * A.wsh + (q % 3) * A.wsw]);
+        const C bias = b ? (C)wk_load_c(b[A.bo + co * A.bs]) : (C)0;
+        T *yp = y + pl * (int64_t)Ho * Wo;
+        for (int l = threadIdx.x; l < L; l += blockDim.x) {
+            const int oh = l / Ws, ow0 = (l - oh * Ws) * V, iw0 = ow0 * S - p1;
+            C acc[V];
+#pragma unroll
+            for (int j = 0; j < V; j++) acc[j] = 0;
+#pragma unroll
+            for (int ki = 0; ki < 3; ki++) {
+                const int ih = oh * S - p0 + ki;
+                if (ih < 0 || ih >= H) continue;
+                const T *xr = xc + (int64_t)ih * A.xsh;
+                C xv[SPAN];
+#pragma unroll
+                for (int t = 0; t < SPAN; t++) {
+                    const int iw = iw0 + t;
+                    xv[t] = iw >= 0 && iw < W ? (C)wk_load_c(xr[iw]) : (C)0;
+                }
+#pragma unroll
+                for (int j = 0; j < V; j++)
+#pragma unroll
+                    for (int kj = 0; kj < 3; kj++) {
+                        const int iw = iw0 + j * S + kj;
+                        if (iw >= 0 && iw < W) acc[j] += xv[j * S + kj] * wt[ki * 3 + kj];
+                    }
+            }
+#pragma unroll
+            for (int j = 0; j < V; j++)
+                if (ow0 + j < Wo) yp[oh * Wo + ow0 + j] = wk_to<T>(acc[j] + bias);
+        }
+    }
+}
+
 /* ---- GEMM path --------------------------------------------------------------- */
 
 /* wp [Cout, Kp]: row co is output channel co's weights (ci_l, ki, kj),
@@ -172,6 +229,186 @@ __global__ WK_LAUNCH_BOUNDS(CV_THREADS) void cv_im2col(const T *__restrict__ x, 
     }
 }
 
+/* ---- implicit GEMM path (NVIDIA sm_80+, f16 and bf16) ------------------------------ */
+
+/* D [Cout, P] = W [Cout, K] x X [K, P], P = N * Ho * Wo output positions,
+ * K = kh * kw * Cin ordered (ki, kj, ci): the weight is packed to rows of
+ * K (cv_pack_w_hwc) and the input is copied once to channels-last [N, H,
+ * W, Cin], so that for one position and one tap the Cin inputs are
+ * contiguous: the columns of X are never written, each block gathers its
+ * [BN positions, BK] slice straight from the input, 16 bytes (8 channels)
+ * per cp.async, padding zero-filled by the copy itself. With Cin a
+ * multiple of BK, a k slice lies within one tap.
+ *
+ * Block tile BM (output channels) x BN (positions) x BK, 8 warps each
+ * 64 x 32, mma.sync m16n8k16 with f32 accumulators fed by ldmatrix from
+ * shared rows padded to 80 bytes (conflict-free), CV_IG_STAGES k slices
+ * in flight (cp.async groups, one barrier per slice). The epilogue adds
+ * the bias in f32 and rounds each output once. */
+#if defined(WK_MMA_SM80)
+#define CV_HAVE_IGEMM 1
+#define CV_IG_BM 128
+#define CV_IG_BN 128
+#define CV_IG_BK 32
+#define CV_IG_LDS 40
+#define CV_IG_STAGES 4
+#define CV_IG_THREADS 256
+#define CV_IG_SMEM ((size_t)CV_IG_STAGES * (CV_IG_BM + CV_IG_BN) * CV_IG_LDS * 2)
+
+struct cv_ig_args {
+    const void *x;              /* channels-last input [N, H, W, Cin]       */
+    const void *w;              /* packed weight [Cout, K]                   */
+    const void *b;              /* bias (b[bo + co * bs]) or NULL            */
+    void *y;                    /* dst [N, Cout, Ho * Wo] at its offset      */
+    int H, W, Cin, Cout, L, kw, K, P, mtiles;
+    int s0, s1, p0, p1, d0, d1;
+    int64_t bo, bs;
+    wk_divmod32 dL, dWo;        /* p -> (n, l), l -> (oh, ow)                */
+};
+
+extern __shared__ uint4 cv_dsmem[];
+
+template <typename T>
+__global__ __launch_bounds__(CV_IG_THREADS, 2) void cv_igemm(cv_ig_args A)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    enum { BM = CV_IG_BM, BN = CV_IG_BN, BK = CV_IG_BK, LDS = CV_IG_LDS, NS = CV_IG_STAGES };
+    uint16_t *As = (uint16_t *)cv_dsmem, *Bs = As + NS * BM * LDS;
+    const uint32_t sA = wk_smem_u32(As), sB = wk_smem_u32(Bs);
+    const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, g = lane >> 2, t = lane & 3;
+    const int wm = warp & 1, wn = warp >> 1;
+    const int m0 = (int)(blockIdx.x % (unsigned)A.mtiles) * BM, n0 = (int)(blockIdx.x / (unsigned)A.mtiles) * BN;
+    const uint16_t *x = (const uint16_t *)A.x, *w = (const uint16_t *)A.w;
+
+    /* this thread's two rows of each tile (r0 and r0 + 64) and 16-byte chunk */
+    const int r0 = tid >> 2, ck = (tid & 3) * 8;
+    const uint16_t *wrow[2];
+    bool wok[2];
+    const uint16_t *xb[2];
+    int ih0[2], iw0[2];
+    bool pok[2];
+#pragma unroll
+    for (int i = 0; i < 2; i++) {
+        const int co = m0 + r0 + 64 * i;
+        wok[i] = co < A.Cout;
+        wrow[i] = w + (int64_t)(wok[i] ? co : 0) * A.K + ck;
+        const int p = n0 + r0 + 64 * i;
+        pok[i] = p < A.P;
+        const uint32_t pp = (uint32_t)(pok[i] ? p : 0), n = wk_divmod32_div(A.dL, pp), l = pp - n * A.dL.d;
+        const uint32_t oh = wk_divmod32_div(A.dWo, l), ow = l - oh * A.dWo.d;
+        xb[i] = x + (int64_t)n * A.H * A.W * A.Cin + ck;
+        ih0[i] = (int)oh * A.s0 - A.p0;
+        iw0[i] = (int)ow * A.s1 - A.p1;
+    }
+    /* the k slice the next load fetches: tap (lki, lkj), channels lci.. */
+    int lkt = 0, lki = 0, lkj = 0, lci = 0;
+    const int KT = A.K / BK;
+    auto load = [&](int stage) {
+#pragma unroll
+        for (int i = 0; i < 2; i++) {
+            const int r = r0 + 64 * i;
+            wk_cp16(sA + (uint32_t)(((stage * BM + r) * LDS + ck) * 2), wrow[i] + lkt * BK, wok[i] ? 16 : 0);
+            const int ih = ih0[i] + lki * A.d0, iw = iw0[i] + lkj * A.d1;
+            const bool ok = pok[i] && ih >= 0 && ih < A.H && iw >= 0 && iw < A.W;
+            const uint16_t *src = ok ? xb[i] + ((int64_t)ih * A.W + iw) * A.Cin + lci : x;
+            wk_cp16(sB + (uint32_t)(((stage * BN + r) * LDS + ck) * 2), src, ok ? 16 : 0);
+        }
+        lkt++;
+        lci += BK;
+        if (lci == A.Cin) {
+            lci = 0;
+            if (++lkj == A.kw) {
+                lkj = 0;
+                lki++;
+            }
+        }
+    };
+
+    float acc[4][4][4];
+#pragma unroll
+    for (int i = 0; i < 4; i++)
+#pragma unroll
+        for (int j = 0; j < 4; j++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) acc[i][j][e] = 0.0f;
+
+#pragma unroll
+    for (int s = 0; s < NS - 1; s++) {
+        if (lkt < KT) load(s);
+        wk_cp_commit();
+    }
+    for (int kt = 0; kt < KT; kt++) {
+        wk_cp_wait<NS - 2>();
+        __syncthreads();
+        if (lkt < KT) load((kt + NS - 1) % NS);
+        wk_cp_commit();
+        const int st = kt % NS;
+#pragma unroll
+        for (int kk = 0; kk < BK / 16; kk++) {
+            uint32_t af[4][4], bf[2][4];
+#pragma unroll
+            for (int mt = 0; mt < 4; mt++) {
+                const int row = wm * 64 + mt * 16 + (lane & 15), col = kk * 16 + (lane >> 4) * 8;
+                wk_ldsm4(af[mt], sA + (uint32_t)(((st * BM + row) * LDS + col) * 2));
+            }
+#pragma unroll
+            for (int np = 0; np < 2; np++) {
+                const int row = wn * 32 + np * 16 + (lane & 7) + ((lane >> 4) << 3);
+                const int col = kk * 16 + ((lane >> 3) & 1) * 8;
+                wk_ldsm4(bf[np], sB + (uint32_t)(((st * BN + row) * LDS + col) * 2));
+            }
+#pragma unroll
+            for (int mt = 0; mt < 4; mt++)
+#pragma unroll
+                for (int nt = 0; nt < 4; nt++)
+                    wk_mma<T>(acc[mt][nt], af[mt], bf[nt >> 1][(nt & 1) * 2], bf[nt >> 1][(nt & 1) * 2 + 1]);
+        }
+    }
+    wk_cp_wait_all();
+
+    /* epilogue: y[n, co, l] for p = n * L + l */
+    int64_t yo[4][2];
+#pragma unroll
+    for (int nt = 0; nt < 4; nt++)
+#pragma unroll
+        for (int j = 0; j < 2; j++) {
+            const int p = n0 + wn * 32 + nt * 8 + 2 * t + j;
+            const uint32_t n = wk_divmod32_div(A.dL, (uint32_t)p), l = (uint32_t)p - n * A.dL.d;
+            yo[nt][j] = p < A.P ? (int64_t)n * A.Cout * A.L + l : -1;
+        }
+    T *y = (T *)A.y;
+    const T *bias = (const T *)A.b;
+#pragma unroll
+    for (int mt = 0; mt < 4; mt++)
+#pragma unroll
+        for (int h = 0; h < 2; h++) {
+            const int co = m0 + wm * 64 + mt * 16 + g + 8 * h;
+            if (co >= A.Cout) continue;
+            const float bv = bias ? (float)wk_load_c(bias[A.bo + co * A.bs]) : 0.0f;
+            const int64_t cof = (int64_t)co * A.L;
+#pragma unroll
+            for (int nt = 0; nt < 4; nt++)
+#pragma unroll
+                for (int j = 0; j < 2; j++)
+                    if (yo[nt][j] >= 0) y[yo[nt][j] + cof] = wk_to<T>(acc[mt][nt][2 * h + j] + bv);
+        }
+#endif
+}
+#endif /* WK_MMA_SM80 */
+
+/* wp [Cout, K], K = kh * kw * Cin ordered (ki, kj, ci): the implicit
+ * GEMM's weight rows */
+template <typename T>
+__global__ WK_LAUNCH_BOUNDS(CV_THREADS) void cv_pack_w_hwc(const T *__restrict__ w, T *__restrict__ wp, cv_args A)
+{
+    const int64_t total = A.Cout * A.K;
+    WK_GPU_FOR(i, total) {
+        const int64_t co = i / A.K, r = i - co * A.K, q = r / A.Cin, ci = r - q * A.Cin;
+        const int64_t ki = q / A.kw, kj = q - ki * A.kw;
+        wp[i] = w[cv_woff(A, co, ci, ki, kj)];
+    }
+}
+
 static wk_view cv_mat(void *base, wk_dtype dt, int64_t offset, const int64_t *dims, const int64_t *strides)
 {
     wk_view v;
@@ -199,6 +436,88 @@ static int cv_threads(int64_t L)
     return L >= CV_THREADS ? CV_THREADS : (int)((L + 63) / 64 * 64);
 }
 
+#if defined(CV_HAVE_IGEMM)
+/* the implicit GEMM for f16/bf16 (the caller checked cv_igemm_ok) */
+template <typename T> static wk_status cv_run_igemm(wk_gpu_ctx *c, const wk_op_args *a, const cv_args &A)
+{
+    const wk_view *d = a->dst, *x = a->src[0];
+    const char *name = wk_gpu_op_name(a->op);
+    const int64_t es = (int64_t)sizeof(T);
+    void *xt = NULL, *wp = NULL;
+    wk_status st = wk_gpu_scratch_alloc(c, (size_t)(A.N * A.H * A.W * A.Cin * es), &xt);
+    if (st == WK_OK) st = wk_gpu_scratch_alloc(c, (size_t)(A.Cout * A.K * es), &wp);
+    if (st == WK_OK) {
+        /* the input, channels last: a batched transpose [C, H * W] -> [H * W, C]
+         * when each channel's plane is one run (copy.hip's tiled path), else
+         * the strided copy */
+        wk_view dv, sv;
+        memset(&dv, 0, sizeof dv);
+        dv.base = xt;
+        dv.dtype = d->dtype;
+        sv = dv;
+        sv.base = x->base;
+        sv.offset = x->offset;
+        const bool flat = A.xsw == 1 && (A.xsh == A.W || A.H == 1);
+        dv.rank = sv.rank = flat ? 3 : 4;
+        const int64_t dd3[3] = { A.N, A.H * A.W, A.Cin }, ds3[3] = { A.H * A.W * A.Cin, A.Cin, 1 },
+                      ss3[3] = { A.xsn, 1, A.xsc };
+        const int64_t dd4[4] = { A.N, A.H, A.W, A.Cin }, ds4[4] = { A.H * A.W * A.Cin, A.W * A.Cin, A.Cin, 1 },
+                      ss4[4] = { A.xsn, A.xsh, A.xsw, A.xsc };
+        for (int i = 0; i < dv.rank; i++) {
+            dv.dims[i] = sv.dims[i] = flat ? dd3[i] : dd4[i];
+            dv.strides[i] = flat ? ds3[i] : ds4[i];
+            sv.strides[i] = flat ? ss3[i] : ss4[i];
+        }
+        st = wk_gpu_copy(c, &dv, &sv);
+    }
+    if (st == WK_OK) {
+        cv_pack_w_hwc<T><<<wk_gpu_grid(c, A.Cout * A.K, CV_THREADS, 4), CV_THREADS, 0, c->stream>>>(
+            (const T *)a->src[1]->base, (T *)wp, A);
+        st = wk_gpu_launched(c, name, __FILE__, __LINE__);
+    }
+    static unsigned smem_done;
+    if (st == WK_OK) st = wk_gpu_smem_limit(c, cv_igemm<T>, CV_IG_SMEM, &smem_done);
+    if (st == WK_OK) {
+        cv_ig_args G;
+        memset(&G, 0, sizeof G);
+        G.x = xt;
+        G.w = wp;
+        G.b = a->src[2] ? a->src[2]->base : NULL;
+        G.y = (T *)d->base + d->offset;
+        G.H = (int)A.H, G.W = (int)A.W, G.Cin = (int)A.Cin, G.Cout = (int)A.Cout;
+        G.L = (int)(A.Ho * A.Wo), G.kw = (int)A.kw, G.K = (int)A.K, G.P = (int)(A.N * A.Ho * A.Wo);
+        G.mtiles = (int)((A.Cout + CV_IG_BM - 1) / CV_IG_BM);
+        G.s0 = A.is0, G.s1 = A.is1, G.p0 = A.ip0, G.p1 = A.ip1, G.d0 = A.id0, G.d1 = A.id1;
+        G.bo = A.bo, G.bs = A.bs;
+        G.dL = wk_divmod32_make((uint32_t)G.L);
+        G.dWo = A.dWo;
+        const int64_t blocks = (int64_t)G.mtiles * ((G.P + CV_IG_BN - 1) / CV_IG_BN);
+        cv_igemm<T><<<(unsigned)blocks, CV_IG_THREADS, CV_IG_SMEM, c->stream>>>(G);
+        st = wk_gpu_launched(c, name, __FILE__, __LINE__);
+    }
+    if (wp) wk_gpu_scratch_free(c, wp);
+    if (xt) wk_gpu_scratch_free(c, xt);
+    return st;
+}
+#endif
+
+/* the implicit GEMM takes the call: the plain CUDA build on sm_80+,
+ * f16/bf16, no groups, not transposed, Cin a multiple of its k slice
+ * (32), the positions and the sizes it indexes in 32 bits, the blocks
+ * in one grid dim */
+static bool cv_igemm_ok(const wk_gpu_ctx *c, wk_dtype dt, const cv_args &A)
+{
+#if defined(CV_HAVE_IGEMM)
+    const int64_t lim = (int64_t)1 << 30;
+    return (dt == WK_BF16 || dt == WK_F16) && c->cc_major >= 8 && !A.tr && A.G == 1 && A.Cin % CV_IG_BK == 0 &&
+           A.N * A.Ho * A.Wo < lim && A.K < lim && A.Cout < lim && A.N * A.H * A.W < lim &&
+           (A.Cout + CV_IG_BM - 1) / CV_IG_BM * ((A.N * A.Ho * A.Wo + CV_IG_BN - 1) / CV_IG_BN) < lim;
+#else
+    (void)c, (void)dt, (void)A;
+    return false;
+#endif
+}
+
 template <typename T>
 static wk_status cv_run(wk_gpu_ctx *c, const wk_op_args *a, const cv_args &A, bool direct)
 {
@@ -208,6 +527,18 @@ static wk_status cv_run(wk_gpu_ctx *c, const wk_op_args *a, const cv_args &A, bo
     T *y = (T *)d->base + d->offset;
     const char *name = wk_gpu_op_name(a->op);
     const int64_t L = A.Ho * A.Wo;
+    /* depthwise 3x3, stride 1 or 2, contiguous rows: the unrolled kernel
+     * (f16, bf16, f32; WICK_CONV_DW3=0 keeps the generic one) */
+    const bool dw3 = direct && sizeof(T) <= 4 && !A.tr && A.Cig == 1 && A.Cog == 1 && A.kh == 3 && A.kw == 3 &&
+                     A.d0 == 1 && A.d1 == 1 && A.s0 == A.s1 && (A.s0 == 1 || A.s0 == 2) && A.xsw == 1 &&
+                     !(getenv("WICK_CONV_DW3") && !strcmp(getenv("WICK_CONV_DW3"), "0"));
+    if (dw3) {
+        const int64_t Ls = A.Ho * ((A.Wo + CV_DW_V - 1) / CV_DW_V);
+        if (A.s0 == 1) cv_dw3<T, 1><<<cv_blocks(A.N * A.Cout), cv_threads(Ls), 0, c->stream>>>(x, w, b, y, A);
+        else cv_dw3<T, 2><<<cv_blocks(A.N * A.Cout), cv_threads(Ls), 0, c->stream>>>(x, w, b, y, A);
+        WK_GPU_LAUNCH_CHECK(c, name);
+        return WK_OK;
+    }
     if (direct) {
         cv_direct<T><<<cv_blocks(A.N * A.Cout), cv_threads(L), 0, c->stream>>>(x, w, b, y, A);
         WK_GPU_LAUNCH_CHECK(c, name);
@@ -305,6 +636,12 @@ wk_status wk_gpu_conv(void *ctx, const wk_op_args *a)
     if (mode && !strcmp(mode, "direct")) direct = true;
     else if (mode && !strcmp(mode, "gemm") && A.K > 0) direct = false;
     wk_status st = WK_OK;
+#if defined(CV_HAVE_IGEMM)
+    if (!direct && !(mode && !strcmp(mode, "gemm")) && cv_igemm_ok(c, dt, A)) {
+        if (dt == WK_BF16) return cv_run_igemm<wk_bf16_t>(c, a, A);
+        return cv_run_igemm<wk_f16_t>(c, a, A);
+    }
+#endif
     switch (dt) {
     WK_GPU_CASE_(WK_BF16, wk_bf16_t, T, st = cv_run<T>(c, a, A, direct))
     WK_GPU_CASE_(WK_F16, wk_f16_t, T, st = cv_run<T>(c, a, A, direct))

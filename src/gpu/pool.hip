@@ -15,6 +15,7 @@
  */
 #include "gpu_internal.h"
 #include <math.h>
+#include <stdlib.h>
 
 #define PL_THREADS 256
 
@@ -105,6 +106,59 @@ __global__ WK_LAUNCH_BOUNDS(PL_THREADS) void pl_avg(const T *__restrict__ x, T *
     }
 }
 
+/* avg_pool2d of a K x K window, stride S in both dims, on rows of
+ * contiguous elements (sw 1), sizes under 2^30 and under 2^32 strips
+ * (A.small): pl_avg with the window unrolled, 32-bit positions (the
+ * generic kernel spends most of its issue slots on 64-bit index
+ * arithmetic: bench/RESULTS-conv-sort.md) and each window row of the
+ * strip loaded once into registers (the V windows of a strip overlap).
+ * Padding cells are read as 0, and x + 0 is x, so the sum is the generic
+ * kernel's to the bit (same order: rows, then columns). */
+template <typename T, int K, int S>
+__global__ WK_LAUNCH_BOUNDS(PL_THREADS) void pl_avg_k(const T *__restrict__ x, T *__restrict__ y, pl_args A,
+                                                       int64_t total)
+{
+    typedef typename wk_type<T>::C C;
+    constexpr int V = 16 / sizeof(T), SPAN = (V - 1) * S + K;
+    const int H = (int)A.H, W = (int)A.W, Wo = (int)A.Wo, p0 = (int)A.p0, p1 = (int)A.p1;
+    PL_STRIPS(s, total) {
+        int64_t n, c, oh, ow0;
+        pl_strip(A, s, V, &n, &c, &oh, &ow0);
+        const T *xp = x + A.xo + n * A.sn + c * A.sc;
+        const int hs = (int)oh * S - p0, he = hs + K, iw0 = (int)ow0 * S - p1;
+        const int phe = he < H + p0 ? he : H + p0, h0 = hs < 0 ? 0 : hs, h1 = he < H ? he : H;
+        C sum[V];
+#pragma unroll
+        for (int j = 0; j < V; j++) sum[j] = 0;
+#pragma unroll
+        for (int dh = 0; dh < K; dh++) {
+            const int h = hs + dh;
+            if (h < 0 || h >= H) continue;
+            const T *xr = xp + (int64_t)h * A.sh;
+            C xv[SPAN];
+#pragma unroll
+            for (int t = 0; t < SPAN; t++) {
+                const int w = iw0 + t;
+                xv[t] = w >= 0 && w < W ? (C)wk_load_c(xr[w]) : (C)0;
+            }
+#pragma unroll
+            for (int j = 0; j < V; j++)
+#pragma unroll
+                for (int dw = 0; dw < K; dw++) sum[j] += xv[j * S + dw];
+        }
+        T o[V];
+#pragma unroll
+        for (int j = 0; j < V; j++) {
+            const int ow = (int)ow0 + j < Wo ? (int)ow0 + j : Wo - 1;
+            const int ws = ow * S - p1, we = ws + K;
+            const int pwe = we < W + p1 ? we : W + p1, w0 = ws < 0 ? 0 : ws, w1 = we < W ? we : W;
+            const int div = A.cip ? (phe - hs) * (pwe - ws) : (h1 - h0) * (w1 - w0);
+            o[j] = wk_to<T>(div > 0 ? sum[j] / (C)div : (C)NAN);
+        }
+        pl_put<T, V>(y + ((n * A.C + c) * A.Ho + oh) * A.Wo, ow0, A.Wo, A.vec != 0, o);
+    }
+}
+
 template <typename T>
 __global__ WK_LAUNCH_BOUNDS(PL_THREADS) void pl_max(const T *__restrict__ x, T *__restrict__ y,
                                                      uint32_t *__restrict__ idx, pl_args A, int64_t total)
@@ -172,6 +226,34 @@ __global__ WK_LAUNCH_BOUNDS(PL_THREADS) void pl_nearest(const T *__restrict__ x,
     }
 }
 
+/* upsample_nearest by exactly 2 along the rows (Wo = 2 W; the row
+ * index as pl_nearest_src gives it) on contiguous rows, sizes under 2^30
+ * and 2^32 strips: each strip of V outputs copies V / 2 consecutive
+ * inputs twice, with 32-bit positions (the generic kernel's per-output
+ * source index and 64-bit arithmetic bound it on issue) */
+template <typename T>
+__global__ WK_LAUNCH_BOUNDS(PL_THREADS) void pl_nearest_x2(const T *__restrict__ x, T *__restrict__ y, pl_args A,
+                                                            float sh, int one, int64_t total)
+{
+    constexpr int V = 16 / sizeof(T);
+    const int W = (int)A.W;
+    PL_STRIPS(s, total) {
+        int64_t n, c, oh, ow0;
+        pl_strip(A, s, V, &n, &c, &oh, &ow0);
+        const int64_t ih = one ? 0 : pl_nearest_src(sh, oh, A.H, A.Ho);
+        const T *xr = x + A.xo + n * A.sn + c * A.sc + ih * A.sh;
+        const int iw0 = (int)ow0 >> 1;
+        T o[V];
+#pragma unroll
+        for (int j = 0; j < V / 2; j++) {
+            const T v = xr[iw0 + j < W ? iw0 + j : W - 1];
+            o[2 * j] = v;
+            o[2 * j + 1] = v;
+        }
+        pl_put<T, V>(y + ((n * A.C + c) * A.Ho + oh) * A.Wo, ow0, A.Wo, A.vec != 0, o);
+    }
+}
+
 /* source index, its neighbour and the neighbour's weight (PyTorch's
  * area_pixel_compute_source_index), in C */
 template <typename C>
@@ -219,6 +301,18 @@ __global__ WK_LAUNCH_BOUNDS(PL_THREADS) void pl_bilinear(const T *__restrict__ x
             o[j] = wk_to<T>(l0 * (m0 * v00 + m1 * v01) + l1 * (m0 * v10 + m1 * v11));
         }
         pl_put<T, V>(y + ((n * A.C + c) * A.Ho + oh) * A.Wo, ow0, A.Wo, A.vec != 0, o);
+    }
+}
+
+/* pl_avg_k for window kind kern (1: 3x3 stride 2, 2: 2x2 stride 2, 3: 3x3
+ * stride 1); f16, bf16 and f32 only (kern is 0 for f64) */
+template <typename T>
+static void pl_avg_k_go(wk_gpu_ctx *c, int kern, unsigned grid, const T *x, T *y, const pl_args &A, int64_t total)
+{
+    if constexpr (sizeof(T) <= 4) {
+        if (kern == 1) pl_avg_k<T, 3, 2><<<grid, PL_THREADS, 0, c->stream>>>(x, y, A, total);
+        else if (kern == 2) pl_avg_k<T, 2, 2><<<grid, PL_THREADS, 0, c->stream>>>(x, y, A, total);
+        else pl_avg_k<T, 3, 1><<<grid, PL_THREADS, 0, c->stream>>>(x, y, A, total);
     }
 }
 
@@ -283,10 +377,19 @@ wk_status wk_gpu_pool2d(void *ctx, const wk_op_args *a)
     const unsigned grid = wk_gpu_grid(c, total, PL_THREADS, 4);
     const bool mx = a->op == WK_OP_MAX_POOL2D;
     uint32_t *ip = mx && iv ? (uint32_t *)iv->base + iv->offset : NULL;
+    /* avg_pool's unrolled kernels (pl_avg_k): 3x3 stride 2, 2x2 stride 2,
+     * 3x3 stride 1; f16, bf16, f32; contiguous rows; sizes under 2^30
+     * (WICK_POOL_GENERIC=1 keeps the generic kernel, for comparison) */
+    int kern = 0;
+    const int64_t big = (int64_t)1 << 30;
+    if (!mx && d->dtype != WK_F64 && A.sw == 1 && A.small && A.kh == A.kw && A.s0 == A.s1 && A.H < big &&
+        A.W < big && A.p0 < big && A.p1 < big && A.Wo < big && A.Ho < big && !getenv("WICK_POOL_GENERIC"))
+        kern = A.kh == 3 && A.s0 == 2 ? 1 : A.kh == 2 && A.s0 == 2 ? 2 : A.kh == 3 && A.s0 == 1 ? 3 : 0;
     PL_DISPATCH(d->dtype, T, {
         const T *px = (const T *)x->base;
         T *py = (T *)d->base + d->offset;
         if (mx) pl_max<T><<<grid, PL_THREADS, 0, c->stream>>>(px, py, ip, A, total);
+        else if (kern) pl_avg_k_go<T>(c, kern, grid, px, py, A, total);
         else pl_avg<T><<<grid, PL_THREADS, 0, c->stream>>>(px, py, A, total);
     });
     WK_GPU_LAUNCH_CHECK(c, wk_gpu_op_name(a->op));
@@ -322,6 +425,10 @@ wk_status wk_gpu_upsample(void *ctx, const wk_op_args *a)
     const int64_t total = A.Ws * A.Ho * x->dims[0] * A.C;   /* strips */
     const unsigned grid = wk_gpu_grid(c, total, PL_THREADS, 4);
     const bool align = a->p[2] != 0, f64 = d->dtype == WK_F64;
+    /* nearest, rows doubled exactly, contiguous: pl_nearest_x2
+     * (WICK_POOL_GENERIC=1 keeps the generic kernel) */
+    const bool x2 = a->op != WK_OP_UPSAMPLE_BILINEAR2D && A.Wo == 2 * A.W && A.sw == 1 && A.small &&
+                    A.W < ((int64_t)1 << 29) && !getenv("WICK_POOL_GENERIC");
     PL_DISPATCH(d->dtype, T, {
         typedef typename wk_type<T>::C C;
         const T *px = (const T *)x->base;
@@ -333,7 +440,8 @@ wk_status wk_gpu_upsample(void *ctx, const wk_op_args *a)
         } else {
             const float sh = nsp == 1 ? 0.0f : pl_nearest_scale(a->p[0], A.H, A.Ho);
             const float sw = pl_nearest_scale(a->p[1], A.W, A.Wo);
-            pl_nearest<T><<<grid, PL_THREADS, 0, c->stream>>>(px, py, A, sh, sw, nsp == 1 ? 1 : 0, total);
+            if (x2) pl_nearest_x2<T><<<grid, PL_THREADS, 0, c->stream>>>(px, py, A, sh, nsp == 1 ? 1 : 0, total);
+            else pl_nearest<T><<<grid, PL_THREADS, 0, c->stream>>>(px, py, A, sh, sw, nsp == 1 ? 1 : 0, total);
         }
     });
     WK_GPU_LAUNCH_CHECK(c, wk_gpu_op_name(a->op));

@@ -814,6 +814,14 @@ static void conv_ops(void)
         { "dw3_s1", 2, { 4, { 2, 24, 15, 17 } }, { 4, { 24, 1, 3, 3 } }, { 1, 1, 1, 1, 1, 1, 0, 0, 24 }, true, PK_CONTIG },
         { "dw3_s2", 2, { 4, { 1, 16, 14, 19 } }, { 4, { 16, 1, 3, 3 } }, { 2, 2, 1, 1, 1, 1, 0, 0, 16 }, false, PK_NARROWED },
         { "dw3_s1_nopad", 2, { 4, { 1, 8, 9, 10 } }, { 4, { 8, 1, 3, 3 } }, { 1, 1, 0, 0, 1, 1, 0, 0, 8 }, true, PK_CONTIG },
+        /* input channels a multiple of 32, no groups: the GPU's implicit GEMM
+         * (f16/bf16); positions and output channels no multiple of its
+         * 128 x 128 tiles, more than one tile of each, views */
+        { "ig_3x3", 2, { 4, { 3, 32, 13, 11 } }, { 4, { 40, 32, 3, 3 } }, { 1, 1, 1, 1, 1, 1, 0, 0, 1 }, true, PK_CONTIG },
+        { "ig_s2_dil", 2, { 4, { 2, 64, 17, 15 } }, { 4, { 136, 64, 3, 2 } }, { 2, 1, 2, 0, 2, 3, 0, 0, 1 }, false, PK_TRANSPOSED },
+        { "ig_1x1", 2, { 4, { 2, 32, 9, 7 } }, { 4, { 24, 32, 1, 1 } }, { 1, 1, 0, 0, 1, 1, 0, 0, 1 }, true, PK_NARROWED },
+        { "ig_7x7_s2", 2, { 4, { 1, 32, 20, 19 } }, { 4, { 16, 32, 7, 7 } }, { 2, 2, 3, 3, 1, 1, 0, 0, 1 }, true, PK_CONTIG },
+        { "ig_1d", 0, { 3, { 2, 32, 50 } }, { 3, { 48, 32, 5 } }, { 1, 0, 2, 0, 1, 0, 0, 0, 1 }, true, PK_CONTIG },
     };
     static const char *const conv_names[4] = { "conv1d", "conv_transpose1d", "conv2d", "conv_transpose2d" };
     for (int d = 0; d < 4; d++)
