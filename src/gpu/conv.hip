@@ -249,11 +249,10 @@ __global__ WK_LAUNCH_BOUNDS(CV_THREADS) void cv_im2col(const T *__restrict__ x, 
 #define CV_HAVE_IGEMM 1
 #define CV_IG_BM 128
 #define CV_IG_BN 128
-#define CV_IG_BK 32
-#define CV_IG_LDS 40
-#define CV_IG_STAGES 4
+#define CV_IG_BK 32            /* the smallest k slice: Cin must be a multiple */
 #define CV_IG_THREADS 256
-#define CV_IG_SMEM ((size_t)CV_IG_STAGES * (CV_IG_BM + CV_IG_BN) * CV_IG_LDS * 2)
+/* shared memory of a kernel with k slices of BK and NS stages */
+#define CV_IG_SMEM(BK, NS) ((size_t)(NS) * (CV_IG_BM + CV_IG_BN) * ((BK) + 8) * 2)
 
 struct cv_ig_args {
     const void *x;              /* channels-last input [N, H, W, Cin]       */
@@ -268,11 +267,11 @@ struct cv_ig_args {
 
 extern __shared__ uint4 cv_dsmem[];
 
-template <typename T>
+template <typename T, int BK, int NS>
 __global__ __launch_bounds__(CV_IG_THREADS, 2) void cv_igemm(cv_ig_args A)
 {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-    enum { BM = CV_IG_BM, BN = CV_IG_BN, BK = CV_IG_BK, LDS = CV_IG_LDS, NS = CV_IG_STAGES };
+    enum { BM = CV_IG_BM, BN = CV_IG_BN, LDS = BK + 8, CPR = BK / 8, RPI = CV_IG_THREADS / CPR, NIT = BM / RPI };
     uint16_t *As = (uint16_t *)cv_dsmem, *Bs = As + NS * BM * LDS;
     const uint32_t sA = wk_smem_u32(As), sB = wk_smem_u32(Bs);
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, g = lane >> 2, t = lane & 3;
@@ -280,19 +279,19 @@ __global__ __launch_bounds__(CV_IG_THREADS, 2) void cv_igemm(cv_ig_args A)
     const int m0 = (int)(blockIdx.x % (unsigned)A.mtiles) * BM, n0 = (int)(blockIdx.x / (unsigned)A.mtiles) * BN;
     const uint16_t *x = (const uint16_t *)A.x, *w = (const uint16_t *)A.w;
 
-    /* this thread's two rows of each tile (r0 and r0 + 64) and 16-byte chunk */
-    const int r0 = tid >> 2, ck = (tid & 3) * 8;
-    const uint16_t *wrow[2];
-    bool wok[2];
-    const uint16_t *xb[2];
-    int ih0[2], iw0[2];
-    bool pok[2];
+    /* this thread's rows of each tile (r0 + RPI i) and 16-byte chunk */
+    const int r0 = tid / CPR, ck = (tid % CPR) * 8;
+    const uint16_t *wrow[NIT];
+    bool wok[NIT];
+    const uint16_t *xb[NIT];
+    int ih0[NIT], iw0[NIT];
+    bool pok[NIT];
 #pragma unroll
-    for (int i = 0; i < 2; i++) {
-        const int co = m0 + r0 + 64 * i;
+    for (int i = 0; i < NIT; i++) {
+        const int co = m0 + r0 + RPI * i;
         wok[i] = co < A.Cout;
         wrow[i] = w + (int64_t)(wok[i] ? co : 0) * A.K + ck;
-        const int p = n0 + r0 + 64 * i;
+        const int p = n0 + r0 + RPI * i;
         pok[i] = p < A.P;
         const uint32_t pp = (uint32_t)(pok[i] ? p : 0), n = wk_divmod32_div(A.dL, pp), l = pp - n * A.dL.d;
         const uint32_t oh = wk_divmod32_div(A.dWo, l), ow = l - oh * A.dWo.d;
@@ -305,8 +304,8 @@ __global__ __launch_bounds__(CV_IG_THREADS, 2) void cv_igemm(cv_ig_args A)
     const int KT = A.K / BK;
     auto load = [&](int stage) {
 #pragma unroll
-        for (int i = 0; i < 2; i++) {
-            const int r = r0 + 64 * i;
+        for (int i = 0; i < NIT; i++) {
+            const int r = r0 + RPI * i;
             wk_cp16(sA + (uint32_t)(((stage * BM + r) * LDS + ck) * 2), wrow[i] + lkt * BK, wok[i] ? 16 : 0);
             const int ih = ih0[i] + lki * A.d0, iw = iw0[i] + lkj * A.d1;
             const bool ok = pok[i] && ih >= 0 && ih < A.H && iw >= 0 && iw < A.W;
@@ -437,6 +436,14 @@ static int cv_threads(int64_t L)
 }
 
 #if defined(CV_HAVE_IGEMM)
+template <typename T, int BK, int NS> static wk_status cv_igemm_go(wk_gpu_ctx *c, const cv_ig_args &G, unsigned blocks)
+{
+    static unsigned smem_done;
+    const wk_status st = wk_gpu_smem_limit(c, cv_igemm<T, BK, NS>, CV_IG_SMEM(BK, NS), &smem_done);
+    if (st == WK_OK) cv_igemm<T, BK, NS><<<blocks, CV_IG_THREADS, CV_IG_SMEM(BK, NS), c->stream>>>(G);
+    return st;
+}
+
 /* the implicit GEMM for f16/bf16 (the caller checked cv_igemm_ok) */
 template <typename T> static wk_status cv_run_igemm(wk_gpu_ctx *c, const wk_op_args *a, const cv_args &A)
 {
@@ -475,8 +482,6 @@ template <typename T> static wk_status cv_run_igemm(wk_gpu_ctx *c, const wk_op_a
             (const T *)a->src[1]->base, (T *)wp, A);
         st = wk_gpu_launched(c, name, __FILE__, __LINE__);
     }
-    static unsigned smem_done;
-    if (st == WK_OK) st = wk_gpu_smem_limit(c, cv_igemm<T>, CV_IG_SMEM, &smem_done);
     if (st == WK_OK) {
         cv_ig_args G;
         memset(&G, 0, sizeof G);
@@ -491,9 +496,15 @@ template <typename T> static wk_status cv_run_igemm(wk_gpu_ctx *c, const wk_op_a
         G.bo = A.bo, G.bs = A.bs;
         G.dL = wk_divmod32_make((uint32_t)G.L);
         G.dWo = A.dWo;
-        const int64_t blocks = (int64_t)G.mtiles * ((G.P + CV_IG_BN - 1) / CV_IG_BN);
-        cv_igemm<T><<<(unsigned)blocks, CV_IG_THREADS, CV_IG_SMEM, c->stream>>>(G);
-        st = wk_gpu_launched(c, name, __FILE__, __LINE__);
+        const unsigned blocks = (unsigned)((int64_t)G.mtiles * ((G.P + CV_IG_BN - 1) / CV_IG_BN));
+        const char *v = getenv("WICK_CONV_IG");
+        const int var = v ? atoi(v) : 0;
+        if (var == 1 && A.Cin % 64 == 0) st = cv_igemm_go<T, 64, 3>(c, G, blocks);
+        else if (var == 2) st = cv_igemm_go<T, 32, 5>(c, G, blocks);
+        else if (var == 3) st = cv_igemm_go<T, 32, 3>(c, G, blocks);
+        else if (var == 4 && A.Cin % 64 == 0) st = cv_igemm_go<T, 64, 2>(c, G, blocks);
+        else st = cv_igemm_go<T, 32, 4>(c, G, blocks);
+        if (st == WK_OK) st = wk_gpu_launched(c, name, __FILE__, __LINE__);
     }
     if (wp) wk_gpu_scratch_free(c, wp);
     if (xt) wk_gpu_scratch_free(c, xt);

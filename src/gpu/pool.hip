@@ -27,6 +27,7 @@ struct pl_args {
     int64_t Ws;                        /* strips per output row (set at launch)   */
     int small;                         /* under 2^32 strips: fast dividers        */
     int vec;                           /* dst rows are whole aligned vectors      */
+    int vin;                           /* x rows are whole aligned vectors (some kernels) */
     wk_divmod32 dWs, dHo, dC;
 };
 
@@ -106,26 +107,31 @@ __global__ WK_LAUNCH_BOUNDS(PL_THREADS) void pl_avg(const T *__restrict__ x, T *
     }
 }
 
-/* avg_pool2d of a K x K window, stride S in both dims, on rows of
- * contiguous elements (sw 1), sizes under 2^30 and under 2^32 strips
- * (A.small): pl_avg with the window unrolled, 32-bit positions (the
- * generic kernel spends most of its issue slots on 64-bit index
- * arithmetic: bench/RESULTS-conv-sort.md) and each window row of the
- * strip loaded once into registers (the V windows of a strip overlap).
- * Padding cells are read as 0, and x + 0 is x, so the sum is the generic
- * kernel's to the bit (same order: rows, then columns). */
-template <typename T, int K, int S>
+/* avg_pool2d of a K x K window, stride S in both dims, column padding P
+ * (0 or 1: PyTorch allows at most K / 2), rows of contiguous elements
+ * (sw 1), sizes under 2^30 and 2^32 strips (A.small): pl_avg with the
+ * window unrolled, 32-bit positions (the generic kernel spends most of its
+ * issue slots on 64-bit index arithmetic: bench/RESULTS-conv-sort.md), and
+ * each window row of the strip read once into registers (the V windows of
+ * a strip overlap): as 16-byte vectors when every row starts on one and W
+ * is a multiple of V (A.vin), else element by element. Padding cells are
+ * read as 0, and x + 0 is x, so the sum is the generic kernel's to the bit
+ * (same order: rows, then columns). */
+template <typename T, int K, int S, int P>
 __global__ WK_LAUNCH_BOUNDS(PL_THREADS) void pl_avg_k(const T *__restrict__ x, T *__restrict__ y, pl_args A,
                                                        int64_t total)
 {
     typedef typename wk_type<T>::C C;
     constexpr int V = 16 / sizeof(T), SPAN = (V - 1) * S + K;
-    const int H = (int)A.H, W = (int)A.W, Wo = (int)A.Wo, p0 = (int)A.p0, p1 = (int)A.p1;
+    /* vector reads: chunks from column ow0 * S - (P ? V : 0), the strip's
+     * first column OFF elements into them */
+    constexpr int OFF = P ? V - P : 0, NC = (OFF + SPAN + V - 1) / V;
+    const int H = (int)A.H, W = (int)A.W, Wo = (int)A.Wo, p0 = (int)A.p0;
     PL_STRIPS(s, total) {
         int64_t n, c, oh, ow0;
         pl_strip(A, s, V, &n, &c, &oh, &ow0);
         const T *xp = x + A.xo + n * A.sn + c * A.sc;
-        const int hs = (int)oh * S - p0, he = hs + K, iw0 = (int)ow0 * S - p1;
+        const int hs = (int)oh * S - p0, he = hs + K, iw0 = (int)ow0 * S - P;
         const int phe = he < H + p0 ? he : H + p0, h0 = hs < 0 ? 0 : hs, h1 = he < H ? he : H;
         C sum[V];
 #pragma unroll
@@ -136,10 +142,25 @@ __global__ WK_LAUNCH_BOUNDS(PL_THREADS) void pl_avg_k(const T *__restrict__ x, T
             if (h < 0 || h >= H) continue;
             const T *xr = xp + (int64_t)h * A.sh;
             C xv[SPAN];
+            if (A.vin) {
+                wk_vec<T, V> ch[NC];
+                const int c0 = iw0 - OFF;
 #pragma unroll
-            for (int t = 0; t < SPAN; t++) {
-                const int w = iw0 + t;
-                xv[t] = w >= 0 && w < W ? (C)wk_load_c(xr[w]) : (C)0;
+                for (int q = 0; q < NC; q++) {
+                    const int cs = c0 + q * V;
+                    if (cs >= 0 && cs + V <= W) ch[q] = *(const wk_vec<T, V> *)(xr + cs);
+                    else
+#pragma unroll
+                        for (int e = 0; e < V; e++) ch[q].v[e] = wk_to<T>(0.0f);
+                }
+#pragma unroll
+                for (int t = 0; t < SPAN; t++) xv[t] = (C)wk_load_c(ch[(OFF + t) / V].v[(OFF + t) % V]);
+            } else {
+#pragma unroll
+                for (int t = 0; t < SPAN; t++) {
+                    const int w = iw0 + t;
+                    xv[t] = w >= 0 && w < W ? (C)wk_load_c(xr[w]) : (C)0;
+                }
             }
 #pragma unroll
             for (int j = 0; j < V; j++)
@@ -150,8 +171,8 @@ __global__ WK_LAUNCH_BOUNDS(PL_THREADS) void pl_avg_k(const T *__restrict__ x, T
 #pragma unroll
         for (int j = 0; j < V; j++) {
             const int ow = (int)ow0 + j < Wo ? (int)ow0 + j : Wo - 1;
-            const int ws = ow * S - p1, we = ws + K;
-            const int pwe = we < W + p1 ? we : W + p1, w0 = ws < 0 ? 0 : ws, w1 = we < W ? we : W;
+            const int ws = ow * S - P, we = ws + K;
+            const int pwe = we < W + P ? we : W + P, w0 = ws < 0 ? 0 : ws, w1 = we < W ? we : W;
             const int div = A.cip ? (phe - hs) * (pwe - ws) : (h1 - h0) * (w1 - w0);
             o[j] = wk_to<T>(div > 0 ? sum[j] / (C)div : (C)NAN);
         }
@@ -229,8 +250,10 @@ __global__ WK_LAUNCH_BOUNDS(PL_THREADS) void pl_nearest(const T *__restrict__ x,
 /* upsample_nearest by exactly 2 along the rows (Wo = 2 W; the row
  * index as pl_nearest_src gives it) on contiguous rows, sizes under 2^30
  * and 2^32 strips: each strip of V outputs copies V / 2 consecutive
- * inputs twice, with 32-bit positions (the generic kernel's per-output
- * source index and 64-bit arithmetic bound it on issue) */
+ * inputs twice (read as one 8-byte vector when every row starts on one
+ * and W is a multiple of V / 2: A.vin), with 32-bit positions (the
+ * generic kernel's per-output source index and 64-bit arithmetic bound
+ * it on issue) */
 template <typename T>
 __global__ WK_LAUNCH_BOUNDS(PL_THREADS) void pl_nearest_x2(const T *__restrict__ x, T *__restrict__ y, pl_args A,
                                                             float sh, int one, int64_t total)
@@ -244,11 +267,17 @@ __global__ WK_LAUNCH_BOUNDS(PL_THREADS) void pl_nearest_x2(const T *__restrict__
         const T *xr = x + A.xo + n * A.sn + c * A.sc + ih * A.sh;
         const int iw0 = (int)ow0 >> 1;
         T o[V];
+        if (A.vin) {   /* V / 2 inputs as one vector (iw0 + V / 2 <= W) */
+            const wk_vec<T, V / 2> u = *(const wk_vec<T, V / 2> *)(xr + iw0);
 #pragma unroll
-        for (int j = 0; j < V / 2; j++) {
-            const T v = xr[iw0 + j < W ? iw0 + j : W - 1];
-            o[2 * j] = v;
-            o[2 * j + 1] = v;
+            for (int j = 0; j < V / 2; j++) o[2 * j] = o[2 * j + 1] = u.v[j];
+        } else {
+#pragma unroll
+            for (int j = 0; j < V / 2; j++) {
+                const T v = xr[iw0 + j < W ? iw0 + j : W - 1];
+                o[2 * j] = v;
+                o[2 * j + 1] = v;
+            }
         }
         pl_put<T, V>(y + ((n * A.C + c) * A.Ho + oh) * A.Wo, ow0, A.Wo, A.vec != 0, o);
     }
@@ -305,15 +334,35 @@ __global__ WK_LAUNCH_BOUNDS(PL_THREADS) void pl_bilinear(const T *__restrict__ x
 }
 
 /* pl_avg_k for window kind kern (1: 3x3 stride 2, 2: 2x2 stride 2, 3: 3x3
- * stride 1); f16, bf16 and f32 only (kern is 0 for f64) */
+ * stride 1) and column padding p (0 or 1); f16, bf16 and f32 only (kern
+ * is 0 for f64) */
+#define PL_AVGK_(K_, S_)                                                                       \
+    do {                                                                                       \
+        if (p) pl_avg_k<T, K_, S_, 1><<<grid, PL_THREADS, 0, c->stream>>>(x, y, A, total);     \
+        else pl_avg_k<T, K_, S_, 0><<<grid, PL_THREADS, 0, c->stream>>>(x, y, A, total);       \
+    } while (0)
 template <typename T>
-static void pl_avg_k_go(wk_gpu_ctx *c, int kern, unsigned grid, const T *x, T *y, const pl_args &A, int64_t total)
+static void pl_avg_k_go(wk_gpu_ctx *c, int kern, int p, unsigned grid, const T *x, T *y, const pl_args &A,
+                        int64_t total)
 {
     if constexpr (sizeof(T) <= 4) {
-        if (kern == 1) pl_avg_k<T, 3, 2><<<grid, PL_THREADS, 0, c->stream>>>(x, y, A, total);
-        else if (kern == 2) pl_avg_k<T, 2, 2><<<grid, PL_THREADS, 0, c->stream>>>(x, y, A, total);
-        else pl_avg_k<T, 3, 1><<<grid, PL_THREADS, 0, c->stream>>>(x, y, A, total);
+        if (kern == 1) PL_AVGK_(3, 2);
+        else if (kern == 2) PL_AVGK_(2, 2);
+        else PL_AVGK_(3, 1);
     }
+}
+#undef PL_AVGK_
+
+/* every row of x starts on a whole vector of g elements, and W is a
+ * multiple of g (rows of x read as vectors) */
+static bool pl_rows_aligned(const wk_view *x, int nsp, int64_t g)
+{
+    const int64_t W = x->dims[nsp + 1], esz = (int64_t)wk_gpu_dtype_size(x->dtype);
+    if (x->strides[nsp + 1] != 1 || W % g || x->offset % g || !wk_gpu_aligned(x->base, (size_t)(g * esz)))
+        return false;
+    for (int i = 0; i <= nsp; i++)
+        if (x->dims[i] > 1 && x->strides[i] % g) return false;
+    return true;
 }
 
 static pl_args pl_args_of(const wk_op_args *a, int nsp)
@@ -385,11 +434,13 @@ wk_status wk_gpu_pool2d(void *ctx, const wk_op_args *a)
     if (!mx && d->dtype != WK_F64 && A.sw == 1 && A.small && A.kh == A.kw && A.s0 == A.s1 && A.H < big &&
         A.W < big && A.p0 < big && A.p1 < big && A.Wo < big && A.Ho < big && !getenv("WICK_POOL_GENERIC"))
         kern = A.kh == 3 && A.s0 == 2 ? 1 : A.kh == 2 && A.s0 == 2 ? 2 : A.kh == 3 && A.s0 == 1 ? 3 : 0;
+    if (A.p1 > 1) kern = 0;
+    A.vin = kern && pl_rows_aligned(x, 2, 16 / (int64_t)wk_gpu_dtype_size(d->dtype));
     PL_DISPATCH(d->dtype, T, {
         const T *px = (const T *)x->base;
         T *py = (T *)d->base + d->offset;
         if (mx) pl_max<T><<<grid, PL_THREADS, 0, c->stream>>>(px, py, ip, A, total);
-        else if (kern) pl_avg_k_go<T>(c, kern, grid, px, py, A, total);
+        else if (kern) pl_avg_k_go<T>(c, kern, (int)A.p1, grid, px, py, A, total);
         else pl_avg<T><<<grid, PL_THREADS, 0, c->stream>>>(px, py, A, total);
     });
     WK_GPU_LAUNCH_CHECK(c, wk_gpu_op_name(a->op));
@@ -419,7 +470,7 @@ wk_status wk_gpu_upsample(void *ctx, const wk_op_args *a)
     if (!pl_dtype_ok(d->dtype))
         return wk_gpu_host->set_error(WK_ERR_DTYPE, "%s: dtype %s is not one of f16, bf16, f32, f64",
                                       wk_gpu_op_name(a->op), wk_gpu_dtype_name(d->dtype));
-    const pl_args A = pl_args_of(a, nsp);
+    pl_args A = pl_args_of(a, nsp);
     if (wk_gpu_numel(d) == 0) return WK_OK;
     WK_GPU_ENTER(c);
     const int64_t total = A.Ws * A.Ho * x->dims[0] * A.C;   /* strips */
@@ -429,6 +480,7 @@ wk_status wk_gpu_upsample(void *ctx, const wk_op_args *a)
      * (WICK_POOL_GENERIC=1 keeps the generic kernel) */
     const bool x2 = a->op != WK_OP_UPSAMPLE_BILINEAR2D && A.Wo == 2 * A.W && A.sw == 1 && A.small &&
                     A.W < ((int64_t)1 << 29) && !getenv("WICK_POOL_GENERIC");
+    A.vin = x2 && pl_rows_aligned(x, nsp, 8 / (int64_t)wk_gpu_dtype_size(d->dtype));
     PL_DISPATCH(d->dtype, T, {
         typedef typename wk_type<T>::C C;
         const T *px = (const T *)x->base;

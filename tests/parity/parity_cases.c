@@ -848,6 +848,10 @@ static void conv_ops(void)
         /* contiguous rows: the GPU's unrolled avg_pool kernels (3x3 s2 as in a ResNet stem) */
         { "k3s2p1", { 4, { 2, 6, 29, 30 } }, { 3, 3, 2, 2, 1, 1, 0, 0 }, PK_CONTIG },
         { "k3s2p1_ceil_excl", { 4, { 1, 4, 20, 23 } }, { 3, 3, 2, 2, 1, 1, 1, 1 }, PK_NARROWED },
+        /* rows of whole 16-byte vectors (W a multiple of 8): read as vectors */
+        { "k3s2p1_vec", { 4, { 2, 5, 17, 40 } }, { 3, 3, 2, 2, 1, 1, 0, 0 }, PK_CONTIG },
+        { "k2s2_vec_ceil", { 4, { 1, 3, 9, 16 } }, { 2, 2, 2, 2, 0, 0, 1, 0 }, PK_CONTIG },
+        { "k3s1p1_vec_excl", { 4, { 1, 2, 6, 24 } }, { 3, 3, 1, 1, 1, 1, 0, 1 }, PK_CONTIG },
     };
     static const char *const pool_names[3] = { "avg_pool2d", "max_pool2d", "max_pool2d" };
     for (int d = 0; d < 4; d++)
@@ -875,6 +879,12 @@ static void conv_ops(void)
         { "up_align", 2, { 4, { 2, 4, 9, 13 } }, 20, 31, 0, 0, 1 },
         { "down", 2, { 4, { 1, 3, 33, 17 } }, 7, 5, 0, 0, 0 },
         { "scales", 2, { 4, { 1, 2, 5, 6 } }, 12, 9, 2.5, 1.5, 0 },
+        /* rows doubled: the GPU's x2 kernel (odd widths element by element,
+         * else whole vectors; a transposed view takes the generic one) */
+        { "x2_odd", 1, { 4, { 1, 3, 5, 7 } }, 10, 14, 0, 0, 0 },
+        { "x2_t", 1, { 4, { 1, 2, 6, 8 } }, 12, 16, 0, 0, 0 },
+        { "x2_1d", 0, { 3, { 2, 3, 12 } }, 1, 24, 0, 0, 0 },
+        { "x2_wonly", 1, { 4, { 1, 3, 5, 16 } }, 5, 32, 0, 0, 0 },
     };
     static const char *const up_names[3] = { "upsample_nearest1d", "upsample_nearest2d", "upsample_bilinear2d" };
     for (int d = 0; d < 4; d++)
