@@ -3,9 +3,17 @@
  * passes it), for f16, bf16 and f32 (accumulating in f32) and f64, on
  * inputs of any strides; dst is contiguous.
  *
- * Two paths, both wick's own kernels:
+ * Three paths, all wick's own kernels:
  *
- *  - GEMM (the default): the weight is packed into a contiguous [G, Cout/G,
+ *  - implicit GEMM (NVIDIA sm_80+, plain CUDA build; f16/bf16, groups 1,
+ *    not transposed, Cin a multiple of 32): the input copied once to
+ *    channels-last, each block gathering its slice of the unfolded
+ *    columns straight into shared memory (cv_igemm below); mma.sync
+ *    tensor-core tiles. The 3x3 C=256 row of bench/RESULTS-conv-sort.md
+ *    went from 1.15 ms (im2col + cuBLAS) to 0.49 ms on an H200.
+ *
+ *  - GEMM (every other case with more than 4 output channels a group; the
+ *    AMD build's only GEMM path): the weight is packed into a contiguous [G, Cout/G,
  *    Kp] matrix of the op's dtype (K = Cin/G * kh * kw, rows (ci, ki, kj)),
  *    the input is unfolded (im2col) into columns [nb, G, Kp, Ho * Wo], and
  *    one batched matmul (matmul.hip: cuBLAS / rocBLAS when present, else
@@ -25,10 +33,14 @@
  *  - direct: one thread per output element, summing Cin/G * kh * kw
  *    products in f32 (f64); taken when Cout/G <= 4 (depthwise and
  *    grouped convolutions with few output channels per group, where a
- *    GEMM of so few rows wastes its tiles) or when K is 0.
+ *    GEMM of so few rows wastes its tiles) or when K is 0. Depthwise 3x3
+ *    convolutions of stride 1 or 2 on contiguous rows take an unrolled
+ *    form (cv_dw3: 4 outputs a thread; WICK_CONV_DW3=0 keeps the generic
+ *    kernel).
  *
  * WICK_CONV=direct or WICK_CONV=gemm forces one path for every call (so
- * the tests run both on the same cases).
+ * the tests run each on the same cases; gemm is im2col + matmul, the
+ * implicit GEMM being the default where it applies).
  */
 #include "gpu_internal.h"
 #include "mma.h"
@@ -281,16 +293,14 @@ __global__ __launch_bounds__(CV_IG_THREADS, 2) void cv_igemm(cv_ig_args A)
 
     /* this thread's rows of each tile (r0 + RPI i) and 16-byte chunk */
     const int r0 = tid / CPR, ck = (tid % CPR) * 8;
-    const uint16_t *wrow[NIT];
-    bool wok[NIT];
+    /* weight rows m0 + r0 + RPI i: from one pointer (registers are tight) */
+    const uint16_t *wrow0 = w + (int64_t)(m0 + r0) * A.K + ck;
+    const int64_t wstep = (int64_t)RPI * A.K;
     const uint16_t *xb[NIT];
     int ih0[NIT], iw0[NIT];
     bool pok[NIT];
 #pragma unroll
     for (int i = 0; i < NIT; i++) {
-        const int co = m0 + r0 + RPI * i;
-        wok[i] = co < A.Cout;
-        wrow[i] = w + (int64_t)(wok[i] ? co : 0) * A.K + ck;
         const int p = n0 + r0 + RPI * i;
         pok[i] = p < A.P;
         const uint32_t pp = (uint32_t)(pok[i] ? p : 0), n = wk_divmod32_div(A.dL, pp), l = pp - n * A.dL.d;
@@ -306,7 +316,9 @@ __global__ __launch_bounds__(CV_IG_THREADS, 2) void cv_igemm(cv_ig_args A)
 #pragma unroll
         for (int i = 0; i < NIT; i++) {
             const int r = r0 + RPI * i;
-            wk_cp16(sA + (uint32_t)(((stage * BM + r) * LDS + ck) * 2), wrow[i] + lkt * BK, wok[i] ? 16 : 0);
+            const bool wok = m0 + r < A.Cout;
+            wk_cp16(sA + (uint32_t)(((stage * BM + r) * LDS + ck) * 2), wok ? wrow0 + i * wstep + lkt * BK : w,
+                    wok ? 16 : 0);
             const int ih = ih0[i] + lki * A.d0, iw = iw0[i] + lkj * A.d1;
             const bool ok = pok[i] && ih >= 0 && ih < A.H && iw >= 0 && iw < A.W;
             const uint16_t *src = ok ? xb[i] + ((int64_t)ih * A.W + iw) * A.Cin + lci : x;
@@ -497,12 +509,10 @@ template <typename T> static wk_status cv_run_igemm(wk_gpu_ctx *c, const wk_op_a
         G.dL = wk_divmod32_make((uint32_t)G.L);
         G.dWo = A.dWo;
         const unsigned blocks = (unsigned)((int64_t)G.mtiles * ((G.P + CV_IG_BN - 1) / CV_IG_BN));
-        const char *v = getenv("WICK_CONV_IG");
-        const int var = v ? atoi(v) : 0;
-        if (var == 1 && A.Cin % 64 == 0) st = cv_igemm_go<T, 64, 3>(c, G, blocks);
-        else if (var == 2) st = cv_igemm_go<T, 32, 5>(c, G, blocks);
-        else if (var == 3) st = cv_igemm_go<T, 32, 3>(c, G, blocks);
-        else if (var == 4 && A.Cin % 64 == 0) st = cv_igemm_go<T, 64, 2>(c, G, blocks);
+        /* k slices of 64 in 3 stages where Cin allows (H200: 0.49 ms against
+         * 0.54 for slices of 32 in 4 stages, the 3x3 C=256 row; 5 or 3
+         * stages of 32 and 2 of 64 were no faster) */
+        if (A.Cin % 64 == 0) st = cv_igemm_go<T, 64, 3>(c, G, blocks);
         else st = cv_igemm_go<T, 32, 4>(c, G, blocks);
         if (st == WK_OK) st = wk_gpu_launched(c, name, __FILE__, __LINE__);
     }

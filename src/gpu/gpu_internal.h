@@ -25,8 +25,11 @@
  *   index.hip         index_select, gather, scatter, index_add
  *   nn.hip            softmax, log_softmax, rms_norm, layer_norm, ropes
  *   attention.hip     attention (flash attention, flash decoding)
- *   conv.hip          conv1d/2d and the transposed forms (im2col + matmul,
- *                     or direct for few output channels per group)
+ *   conv.hip          conv1d/2d and the transposed forms (implicit GEMM on
+ *                     NVIDIA tensor cores, im2col + matmul, or direct for
+ *                     few output channels per group)
+ *   mma.h             NVIDIA sm_80 matrix-core helpers (mma.sync,
+ *                     ldmatrix, cp.async) for attention.hip and conv.hip
  *   pool.hip          avg/max pool2d, upsample nearest1d/2d, bilinear2d
  *   sort.hip          arg_sort (bitonic in shared memory; segmented radix)
  *   quant.hip         GGUF block types: dequantize, qgather, qmatmul
