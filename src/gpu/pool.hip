@@ -136,53 +136,37 @@ __global__ WK_LAUNCH_BOUNDS(PL_THREADS) void pl_avg_k(const T *__restrict__ x, T
         C sum[V];
 #pragma unroll
         for (int j = 0; j < V; j++) sum[j] = 0;
-        /* every read of the strip issued before any sum: addresses clamped
-         * into the plane, cells outside the window rows and columns
-         * replaced by 0 after the read */
-        C xv[K][SPAN];
-        if (A.vin) {
-            const int c0 = iw0 - OFF;
-            wk_vec<T, V> ch[K][NC];
 #pragma unroll
-            for (int dh = 0; dh < K; dh++) {
-                const int h = hs + dh, hc = h < 0 ? 0 : h >= H ? H - 1 : h;
-                const T *xr = xp + (int64_t)hc * A.sh;
+        for (int dh = 0; dh < K; dh++) {
+            const int h = hs + dh;
+            if (h < 0 || h >= H) continue;
+            const T *xr = xp + (int64_t)h * A.sh;
+            C xv[SPAN];
+            if (A.vin) {
+                wk_vec<T, V> ch[NC];
+                const int c0 = iw0 - OFF;
 #pragma unroll
                 for (int q = 0; q < NC; q++) {
-                    const int cs = c0 + q * V, cc = cs < 0 ? 0 : cs + V > W ? W - V : cs;
-                    ch[dh][q] = *(const wk_vec<T, V> *)(xr + cc);
-                }
-            }
+                    const int cs = c0 + q * V;
+                    if (cs >= 0 && cs + V <= W) ch[q] = *(const wk_vec<T, V> *)(xr + cs);
+                    else
 #pragma unroll
-            for (int dh = 0; dh < K; dh++) {
-                const bool hin = hs + dh >= 0 && hs + dh < H;
+                        for (int e = 0; e < V; e++) ch[q].v[e] = wk_to<T>(0.0f);
+                }
+#pragma unroll
+                for (int t = 0; t < SPAN; t++) xv[t] = (C)wk_load_c(ch[(OFF + t) / V].v[(OFF + t) % V]);
+            } else {
 #pragma unroll
                 for (int t = 0; t < SPAN; t++) {
-                    const int cs = c0 + (OFF + t) / V * V;
-                    const bool in = hin && cs >= 0 && cs + V <= W;
-                    xv[dh][t] = in ? (C)wk_load_c(ch[dh][(OFF + t) / V].v[(OFF + t) % V]) : (C)0;
+                    const int w = iw0 + t;
+                    xv[t] = w >= 0 && w < W ? (C)wk_load_c(xr[w]) : (C)0;
                 }
             }
-        } else {
-#pragma unroll
-            for (int dh = 0; dh < K; dh++) {
-                const int h = hs + dh, hc = h < 0 ? 0 : h >= H ? H - 1 : h;
-                const T *xr = xp + (int64_t)hc * A.sh;
-                const bool hin = h >= 0 && h < H;
-#pragma unroll
-                for (int t = 0; t < SPAN; t++) {
-                    const int w = iw0 + t, wc = w < 0 ? 0 : w >= W ? W - 1 : w;
-                    const C v = (C)wk_load_c(xr[wc]);
-                    xv[dh][t] = hin && w >= 0 && w < W ? v : (C)0;
-                }
-            }
-        }
-#pragma unroll
-        for (int dh = 0; dh < K; dh++)
 #pragma unroll
             for (int j = 0; j < V; j++)
 #pragma unroll
-                for (int dw = 0; dw < K; dw++) sum[j] += xv[dh][j * S + dw];
+                for (int dw = 0; dw < K; dw++) sum[j] += xv[j * S + dw];
+        }
         T o[V];
 #pragma unroll
         for (int j = 0; j < V; j++) {
@@ -276,33 +260,26 @@ __global__ WK_LAUNCH_BOUNDS(PL_THREADS) void pl_nearest_x2(const T *__restrict__
 {
     constexpr int V = 16 / sizeof(T);
     const int W = (int)A.W;
-    const int64_t step = (int64_t)gridDim.x * blockDim.x;
-    /* two strips a round (s and s + step; the first again past the end),
-     * both read before either is stored: twice the reads in flight */
-    for (int64_t s = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; s < total; s += 2 * step) {
-        T o[2][V];
-        T *row[2];
-        int64_t ow0[2];
+    PL_STRIPS(s, total) {
+        int64_t n, c, oh, ow0;
+        pl_strip(A, s, V, &n, &c, &oh, &ow0);
+        const int64_t ih = one ? 0 : pl_nearest_src(sh, oh, A.H, A.Ho);
+        const T *xr = x + A.xo + n * A.sn + c * A.sc + ih * A.sh;
+        const int iw0 = (int)ow0 >> 1;
+        T o[V];
+        if (A.vin) {   /* V / 2 inputs as one vector (iw0 + V / 2 <= W) */
+            const wk_vec<T, V / 2> u = *(const wk_vec<T, V / 2> *)(xr + iw0);
 #pragma unroll
-        for (int u = 0; u < 2; u++) {
-            const int64_t su = u && s + step < total ? s + step : s;
-            int64_t n, c, oh;
-            pl_strip(A, su, V, &n, &c, &oh, &ow0[u]);
-            const int64_t ih = one ? 0 : pl_nearest_src(sh, oh, A.H, A.Ho);
-            const T *xr = x + A.xo + n * A.sn + c * A.sc + ih * A.sh;
-            row[u] = y + ((n * A.C + c) * A.Ho + oh) * A.Wo;
-            const int iw0 = (int)ow0[u] >> 1;
-            if (A.vin) {   /* V / 2 inputs as one vector (iw0 + V / 2 <= W) */
-                const wk_vec<T, V / 2> v = *(const wk_vec<T, V / 2> *)(xr + iw0);
+            for (int j = 0; j < V / 2; j++) o[2 * j] = o[2 * j + 1] = u.v[j];
+        } else {
 #pragma unroll
-                for (int j = 0; j < V / 2; j++) o[u][2 * j] = o[u][2 * j + 1] = v.v[j];
-            } else {
-#pragma unroll
-                for (int j = 0; j < V / 2; j++) o[u][2 * j] = o[u][2 * j + 1] = xr[iw0 + j < W ? iw0 + j : W - 1];
+            for (int j = 0; j < V / 2; j++) {
+                const T v = xr[iw0 + j < W ? iw0 + j : W - 1];
+                o[2 * j] = v;
+                o[2 * j + 1] = v;
             }
         }
-#pragma unroll
-        for (int u = 0; u < 2; u++) pl_put<T, V>(row[u], ow0[u], A.Wo, A.vec != 0, o[u]);
+        pl_put<T, V>(y + ((n * A.C + c) * A.Ho + oh) * A.Wo, ow0, A.Wo, A.vec != 0, o);
     }
 }
 
