@@ -2,8 +2,9 @@
 # run_gpu.sh — the GPU benchmark in one command, for a machine with an
 # NVIDIA GPU, nvcc and PyTorch: builds the library, the CUDA plugin and the
 # benchmark driver (make -j16 lib cuda build/wick-gpu-bench), then runs
-# bench/gpu_vs_torch.py. JSON, the results section and logs go to $OUT
-# (default build/bench-gpu/); the table is printed last.
+# bench/gpu_vs_torch.py, then the convolution, pool, upsampling and sort
+# rows (bench/conv_sort_vs_torch.py; CONV_SORT=0 skips them). JSON, the
+# results sections and logs go to $OUT (default build/bench-gpu/).
 #
 #   bench/run_gpu.sh [gpu_vs_torch.py options, e.g. --case exp_f32,add_f32]
 #   NCU_CASES=exp_f32,add_row_f32 bench/run_gpu.sh   # then profile those (ncu)
@@ -34,6 +35,20 @@ echo "built in $(( $(date +%s) - start )) s"
 set +e
 python3 bench/gpu_vs_torch.py "$@" 2>&1 | tee "$OUT/run.log"   # --out defaults to $OUT
 status=${PIPESTATUS[0]}
+
+# the convolution, pool, upsampling and sort rows (bench/RESULTS-conv-sort.md),
+# same GPU, same run; CONV_SORT=0 leaves them out
+if [ "${CONV_SORT:-1}" != 0 ]; then
+    if cc -O2 -Iinclude bench/conv_sort_bench.c build/libwick.a -lm -ldl -pthread -o build/conv-sort-bench \
+            >> "$OUT/build.log" 2>&1; then
+        python3 bench/conv_sort_vs_torch.py --bench build/conv-sort-bench --md "$OUT/conv-sort.md" 2>&1 \
+            | tee "$OUT/conv-sort.log"
+        [ "${PIPESTATUS[0]}" = 0 ] || status=1
+    else
+        echo "run_gpu.sh: conv_sort_bench.c did not build (see $OUT/build.log)"
+        status=1
+    fi
+fi
 
 # NCU_CASES=a,b,..: then profile those cases' kernels with Nsight Compute
 # (clocks as found): duration and DRAM bytes read and written per kernel,
