@@ -16,6 +16,7 @@
 #include "gpu_internal.h"
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #define PL_THREADS 256
 
@@ -28,6 +29,7 @@ struct pl_args {
     int small;                         /* under 2^32 strips: fast dividers        */
     int vec;                           /* dst rows are whole aligned vectors      */
     int vin;                           /* x rows are whole aligned vectors (some kernels) */
+    wk_divmod32 dHp;                   /* output row pairs (pl_avg_k2)            */
     wk_divmod32 dWs, dHo, dC;
 };
 
@@ -107,6 +109,54 @@ __global__ WK_LAUNCH_BOUNDS(PL_THREADS) void pl_avg(const T *__restrict__ x, T *
     }
 }
 
+/* one window row of a strip, SPAN inputs from column iw0 = ow0 * S - P
+ * into xv (0 outside the row); as 16-byte vectors when A.vin (chunks
+ * from column iw0 - OFF, whole vectors inside or outside the row) */
+template <typename T, int V, int SPAN, int P>
+WK_DEV void pl_row_span(const pl_args &A, const T *xr, int iw0, int W, typename wk_type<T>::C (&xv)[SPAN])
+{
+    typedef typename wk_type<T>::C C;
+    constexpr int OFF = P ? V - P : 0, NC = (OFF + SPAN + V - 1) / V;
+    if (A.vin) {
+        wk_vec<T, V> ch[NC];
+        const int c0 = iw0 - OFF;
+#pragma unroll
+        for (int q = 0; q < NC; q++) {
+            const int cs = c0 + q * V;
+            if (cs >= 0 && cs + V <= W) ch[q] = *(const wk_vec<T, V> *)(xr + cs);
+            else
+#pragma unroll
+                for (int e = 0; e < V; e++) ch[q].v[e] = wk_to<T>(0.0f);
+        }
+#pragma unroll
+        for (int t = 0; t < SPAN; t++) xv[t] = (C)wk_load_c(ch[(OFF + t) / V].v[(OFF + t) % V]);
+    } else {
+#pragma unroll
+        for (int t = 0; t < SPAN; t++) {
+            const int w = iw0 + t;
+            xv[t] = w >= 0 && w < W ? (C)wk_load_c(xr[w]) : (C)0;
+        }
+    }
+}
+
+/* the V outputs of a strip from their window sums (PyTorch's divisor) */
+template <typename T, int V, int K, int S, int P>
+WK_DEV void pl_avg_out(const pl_args &A, int hs, int ow0, int H, int W, int Wo, const typename wk_type<T>::C (&sum)[V],
+                       T (&o)[V])
+{
+    typedef typename wk_type<T>::C C;
+    const int p0 = (int)A.p0, he = hs + K;
+    const int phe = he < H + p0 ? he : H + p0, h0 = hs < 0 ? 0 : hs, h1 = he < H ? he : H;
+#pragma unroll
+    for (int j = 0; j < V; j++) {
+        const int ow = ow0 + j < Wo ? ow0 + j : Wo - 1;
+        const int ws = ow * S - P, we = ws + K;
+        const int pwe = we < W + P ? we : W + P, w0 = ws < 0 ? 0 : ws, w1 = we < W ? we : W;
+        const int div = A.cip ? (phe - hs) * (pwe - ws) : (h1 - h0) * (w1 - w0);
+        o[j] = wk_to<T>(div > 0 ? sum[j] / (C)div : (C)NAN);
+    }
+}
+
 /* avg_pool2d of a K x K window, stride S in both dims, column padding P
  * (0 or 1: PyTorch allows at most K / 2), rows of contiguous elements
  * (sw 1), sizes under 2^30 and 2^32 strips (A.small): pl_avg with the
@@ -123,16 +173,12 @@ __global__ WK_LAUNCH_BOUNDS(PL_THREADS) void pl_avg_k(const T *__restrict__ x, T
 {
     typedef typename wk_type<T>::C C;
     constexpr int V = 16 / sizeof(T), SPAN = (V - 1) * S + K;
-    /* vector reads: chunks from column ow0 * S - (P ? V : 0), the strip's
-     * first column OFF elements into them */
-    constexpr int OFF = P ? V - P : 0, NC = (OFF + SPAN + V - 1) / V;
     const int H = (int)A.H, W = (int)A.W, Wo = (int)A.Wo, p0 = (int)A.p0;
     PL_STRIPS(s, total) {
         int64_t n, c, oh, ow0;
         pl_strip(A, s, V, &n, &c, &oh, &ow0);
         const T *xp = x + A.xo + n * A.sn + c * A.sc;
-        const int hs = (int)oh * S - p0, he = hs + K, iw0 = (int)ow0 * S - P;
-        const int phe = he < H + p0 ? he : H + p0, h0 = hs < 0 ? 0 : hs, h1 = he < H ? he : H;
+        const int hs = (int)oh * S - p0, iw0 = (int)ow0 * S - P;
         C sum[V];
 #pragma unroll
         for (int j = 0; j < V; j++) sum[j] = 0;
@@ -140,43 +186,68 @@ __global__ WK_LAUNCH_BOUNDS(PL_THREADS) void pl_avg_k(const T *__restrict__ x, T
         for (int dh = 0; dh < K; dh++) {
             const int h = hs + dh;
             if (h < 0 || h >= H) continue;
-            const T *xr = xp + (int64_t)h * A.sh;
             C xv[SPAN];
-            if (A.vin) {
-                wk_vec<T, V> ch[NC];
-                const int c0 = iw0 - OFF;
-#pragma unroll
-                for (int q = 0; q < NC; q++) {
-                    const int cs = c0 + q * V;
-                    if (cs >= 0 && cs + V <= W) ch[q] = *(const wk_vec<T, V> *)(xr + cs);
-                    else
-#pragma unroll
-                        for (int e = 0; e < V; e++) ch[q].v[e] = wk_to<T>(0.0f);
-                }
-#pragma unroll
-                for (int t = 0; t < SPAN; t++) xv[t] = (C)wk_load_c(ch[(OFF + t) / V].v[(OFF + t) % V]);
-            } else {
-#pragma unroll
-                for (int t = 0; t < SPAN; t++) {
-                    const int w = iw0 + t;
-                    xv[t] = w >= 0 && w < W ? (C)wk_load_c(xr[w]) : (C)0;
-                }
-            }
+            pl_row_span<T, V, SPAN, P>(A, xp + (int64_t)h * A.sh, iw0, W, xv);
 #pragma unroll
             for (int j = 0; j < V; j++)
 #pragma unroll
                 for (int dw = 0; dw < K; dw++) sum[j] += xv[j * S + dw];
         }
         T o[V];
-#pragma unroll
-        for (int j = 0; j < V; j++) {
-            const int ow = (int)ow0 + j < Wo ? (int)ow0 + j : Wo - 1;
-            const int ws = ow * S - P, we = ws + K;
-            const int pwe = we < W + P ? we : W + P, w0 = ws < 0 ? 0 : ws, w1 = we < W ? we : W;
-            const int div = A.cip ? (phe - hs) * (pwe - ws) : (h1 - h0) * (w1 - w0);
-            o[j] = wk_to<T>(div > 0 ? sum[j] / (C)div : (C)NAN);
-        }
+        pl_avg_out<T, V, K, S, P>(A, hs, (int)ow0, H, W, Wo, sum, o);
         pl_put<T, V>(y + ((n * A.C + c) * A.Ho + oh) * A.Wo, ow0, A.Wo, A.vec != 0, o);
+    }
+}
+
+/* pl_avg_k for two output rows a thread (oh = 2 r and 2 r + 1; strips
+ * over row pairs, A.dHp): the S + K input rows of both windows read once,
+ * the rows they share added to both sums (each sum still in row order,
+ * so the result is pl_avg_k's) */
+template <typename T, int K, int S, int P>
+__global__ WK_LAUNCH_BOUNDS(PL_THREADS) void pl_avg_k2(const T *__restrict__ x, T *__restrict__ y, pl_args A,
+                                                        int64_t total)
+{
+    typedef typename wk_type<T>::C C;
+    constexpr int V = 16 / sizeof(T), SPAN = (V - 1) * S + K;
+    const int H = (int)A.H, W = (int)A.W, Wo = (int)A.Wo, Ho = (int)A.Ho, p0 = (int)A.p0;
+    PL_STRIPS(s, total) {
+        /* s = ((n * C + c) * Hp + r) * Ws + strip (A.small: 32-bit) */
+        uint32_t q = wk_divmod32_div(A.dWs, (uint32_t)s);
+        const int ow0 = (int)((uint32_t)s - q * A.dWs.d) * V;
+        uint32_t q2 = wk_divmod32_div(A.dHp, q);
+        const int oh = (int)(q - q2 * A.dHp.d) * 2;
+        const uint32_t nc = q2;   /* n * C + c */
+        const uint32_t n = wk_divmod32_div(A.dC, nc), c = nc - n * A.dC.d;
+        const T *xp = x + A.xo + (int64_t)n * A.sn + (int64_t)c * A.sc;
+        const int hs = oh * S - p0, iw0 = ow0 * S - P;
+        C sum0[V], sum1[V];
+#pragma unroll
+        for (int j = 0; j < V; j++) sum0[j] = sum1[j] = 0;
+#pragma unroll
+        for (int r = 0; r < S + K; r++) {
+            const int h = hs + r;
+            if (h < 0 || h >= H) continue;
+            C xv[SPAN];
+            pl_row_span<T, V, SPAN, P>(A, xp + (int64_t)h * A.sh, iw0, W, xv);
+            if (r < K)
+#pragma unroll
+                for (int j = 0; j < V; j++)
+#pragma unroll
+                    for (int dw = 0; dw < K; dw++) sum0[j] += xv[j * S + dw];
+            if (r >= S)
+#pragma unroll
+                for (int j = 0; j < V; j++)
+#pragma unroll
+                    for (int dw = 0; dw < K; dw++) sum1[j] += xv[j * S + dw];
+        }
+        T o[V];
+        T *yr = y + ((int64_t)nc * Ho + oh) * Wo;
+        pl_avg_out<T, V, K, S, P>(A, hs, ow0, H, W, Wo, sum0, o);
+        pl_put<T, V>(yr, ow0, Wo, A.vec != 0, o);
+        if (oh + 1 < Ho) {
+            pl_avg_out<T, V, K, S, P>(A, hs + S, ow0, H, W, Wo, sum1, o);
+            pl_put<T, V>(yr + Wo, ow0, Wo, A.vec != 0, o);
+        }
     }
 }
 
@@ -336,14 +407,16 @@ __global__ WK_LAUNCH_BOUNDS(PL_THREADS) void pl_bilinear(const T *__restrict__ x
 /* pl_avg_k for window kind kern (1: 3x3 stride 2, 2: 2x2 stride 2, 3: 3x3
  * stride 1) and column padding p (0 or 1); f16, bf16 and f32 only (kern
  * is 0 for f64) */
-#define PL_AVGK_(K_, S_)                                                                       \
-    do {                                                                                       \
-        if (p) pl_avg_k<T, K_, S_, 1><<<grid, PL_THREADS, 0, c->stream>>>(x, y, A, total);     \
-        else pl_avg_k<T, K_, S_, 0><<<grid, PL_THREADS, 0, c->stream>>>(x, y, A, total);       \
+#define PL_AVGK_(K_, S_)                                                                                     \
+    do {                                                                                                     \
+        if (rows2 && p) pl_avg_k2<T, K_, S_, 1><<<grid, PL_THREADS, 0, c->stream>>>(x, y, A, total);         \
+        else if (rows2) pl_avg_k2<T, K_, S_, 0><<<grid, PL_THREADS, 0, c->stream>>>(x, y, A, total);         \
+        else if (p) pl_avg_k<T, K_, S_, 1><<<grid, PL_THREADS, 0, c->stream>>>(x, y, A, total);              \
+        else pl_avg_k<T, K_, S_, 0><<<grid, PL_THREADS, 0, c->stream>>>(x, y, A, total);                     \
     } while (0)
 template <typename T>
-static void pl_avg_k_go(wk_gpu_ctx *c, int kern, int p, unsigned grid, const T *x, T *y, const pl_args &A,
-                        int64_t total)
+static void pl_avg_k_go(wk_gpu_ctx *c, int kern, int p, bool rows2, unsigned grid, const T *x, T *y,
+                        const pl_args &A, int64_t total)
 {
     if constexpr (sizeof(T) <= 4) {
         if (kern == 1) PL_AVGK_(3, 2);
@@ -436,11 +509,23 @@ wk_status wk_gpu_pool2d(void *ctx, const wk_op_args *a)
         kern = A.kh == 3 && A.s0 == 2 ? 1 : A.kh == 2 && A.s0 == 2 ? 2 : A.kh == 3 && A.s0 == 1 ? 3 : 0;
     if (A.p1 > 1 || A.H < 1 || A.W < 1) kern = 0;
     A.vin = kern && pl_rows_aligned(x, 2, 16 / (int64_t)wk_gpu_dtype_size(d->dtype));
+    /* two output rows a thread where the windows of neighbouring rows
+     * overlap (stride 1 or 3x3 stride 2; WICK_POOL_ROWS=1 keeps one) */
+    const char *rv = getenv("WICK_POOL_ROWS");
+    const bool rows2 = kern && kern != 2 && !(rv && !strcmp(rv, "1"));
+    int64_t total2 = total;
+    unsigned grid2 = grid;
+    if (rows2) {
+        const int64_t Hp = (A.Ho + 1) / 2;
+        A.dHp = wk_divmod32_make((uint32_t)Hp);
+        total2 = A.Ws * Hp * x->dims[0] * A.C;
+        grid2 = wk_gpu_grid(c, total2, PL_THREADS, 4);
+    }
     PL_DISPATCH(d->dtype, T, {
         const T *px = (const T *)x->base;
         T *py = (T *)d->base + d->offset;
         if (mx) pl_max<T><<<grid, PL_THREADS, 0, c->stream>>>(px, py, ip, A, total);
-        else if (kern) pl_avg_k_go<T>(c, kern, (int)A.p1, grid, px, py, A, total);
+        else if (kern) pl_avg_k_go<T>(c, kern, (int)A.p1, rows2, grid2, px, py, A, total2);
         else pl_avg<T><<<grid, PL_THREADS, 0, c->stream>>>(px, py, A, total);
     });
     WK_GPU_LAUNCH_CHECK(c, wk_gpu_op_name(a->op));
