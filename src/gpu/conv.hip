@@ -522,22 +522,19 @@ template <typename T> static wk_status cv_run_igemm(wk_gpu_ctx *c, const wk_op_a
 }
 #endif
 
+#if defined(CV_HAVE_IGEMM)
 /* the implicit GEMM takes the call: the plain CUDA build on sm_80+,
  * f16/bf16, no groups, not transposed, Cin a multiple of its k slice
  * (32), the positions and the sizes it indexes in 32 bits, the blocks
  * in one grid dim */
 static bool cv_igemm_ok(const wk_gpu_ctx *c, wk_dtype dt, const cv_args &A)
 {
-#if defined(CV_HAVE_IGEMM)
     const int64_t lim = (int64_t)1 << 30;
     return (dt == WK_BF16 || dt == WK_F16) && c->cc_major >= 8 && !A.tr && A.G == 1 && A.Cin % CV_IG_BK == 0 &&
            A.N * A.Ho * A.Wo < lim && A.K < lim && A.Cout < lim && A.N * A.H * A.W < lim &&
            (A.Cout + CV_IG_BM - 1) / CV_IG_BM * ((A.N * A.Ho * A.Wo + CV_IG_BN - 1) / CV_IG_BN) < lim;
-#else
-    (void)c, (void)dt, (void)A;
-    return false;
-#endif
 }
+#endif
 
 template <typename T>
 static wk_status cv_run(wk_gpu_ctx *c, const wk_op_args *a, const cv_args &A, bool direct)
