@@ -16,7 +16,6 @@
 #include "gpu_internal.h"
 #include <math.h>
 #include <stdlib.h>
-#include <string.h>
 
 #define PL_THREADS 256
 
@@ -29,8 +28,7 @@ struct pl_args {
     int small;                         /* under 2^32 strips: fast dividers        */
     int vec;                           /* dst rows are whole aligned vectors      */
     int vin;                           /* x rows are whole aligned vectors (some kernels) */
-    wk_divmod32 dHp;                   /* row pairs (pl_avg_k2), bands (pl_avg_tile) */
-    wk_divmod32 dWo;                   /* output position -> row (pl_avg_tile)    */
+    wk_divmod32 dHp;                   /* output row pairs (pl_avg_k2)            */
     wk_divmod32 dWs, dHo, dC;
 };
 
@@ -405,64 +403,6 @@ __global__ WK_LAUNCH_BOUNDS(PL_THREADS) void pl_bilinear(const T *__restrict__ x
     }
 }
 
-/* avg_pool2d through shared memory: one block per band of RB output rows
- * of one (n, c) plane (A.dHp: bands per plane). The band's input rows are
- * read once, whole, as 16-byte vectors (A.vin: rows start on one and W
- * is a multiple of V), all of a thread's reads in flight at once; then
- * each thread makes outputs of the band from shared memory, windows
- * unrolled (K x K, stride S, column padding P), the sum in row order
- * with the padding skipped and PyTorch's divisor: the generic kernel's
- * result. Dynamic shared memory: the band's rows, W elements each. */
-extern __shared__ uint4 pl_dsmem[];
-#define PL_TILE_BYTES (24 * 1024)
-template <typename T, int K, int S, int P>
-__global__ WK_LAUNCH_BOUNDS(PL_THREADS) void pl_avg_tile(const T *__restrict__ x, T *__restrict__ y, pl_args A,
-                                                          int RB, int64_t bands)
-{
-    typedef typename wk_type<T>::C C;
-    constexpr int V = 16 / sizeof(T);
-    T *tile = (T *)pl_dsmem;
-    const int H = (int)A.H, W = (int)A.W, Ho = (int)A.Ho, Wo = (int)A.Wo, p0 = (int)A.p0, WV = W / V;
-    for (int64_t b = blockIdx.x; b < bands; b += gridDim.x) {
-        const uint32_t pl = wk_divmod32_div(A.dHp, (uint32_t)b), band = (uint32_t)b - pl * A.dHp.d;
-        const uint32_t n = wk_divmod32_div(A.dC, pl), c = pl - n * A.dC.d;
-        const int oh0 = (int)band * RB, oh1 = oh0 + RB < Ho ? oh0 + RB : Ho;
-        int hlo = oh0 * S - p0, hhi = (oh1 - 1) * S - p0 + K;
-        hlo = hlo < 0 ? 0 : hlo;
-        hhi = hhi < H ? hhi : H;
-        const T *xp = x + A.xo + (int64_t)n * A.sn + (int64_t)c * A.sc;
-        __syncthreads();   /* the previous band's reads of the tile are done */
-        for (int i = threadIdx.x; i < (hhi - hlo) * WV; i += blockDim.x) {
-            const int r = i / WV, cv = i - r * WV;
-            *(wk_vec<T, V> *)(tile + r * W + cv * V) = *(const wk_vec<T, V> *)(xp + (int64_t)(hlo + r) * A.sh + cv * V);
-        }
-        __syncthreads();
-        T *yp = y + ((int64_t)pl * Ho + oh0) * Wo;
-        const int outs = (oh1 - oh0) * Wo;
-        for (int i = threadIdx.x; i < outs; i += blockDim.x) {
-            const int r = (int)wk_divmod32_div(A.dWo, (uint32_t)i), ow = i - r * Wo;
-            const int hs = (oh0 + r) * S - p0, ws = ow * S - P;
-            C sum = 0;
-#pragma unroll
-            for (int dh = 0; dh < K; dh++) {
-                const int h = hs + dh;
-                if (h < 0 || h >= H) continue;
-                const T *tr = tile + (h - hlo) * W;
-#pragma unroll
-                for (int dw = 0; dw < K; dw++) {
-                    const int w = ws + dw;
-                    if (w >= 0 && w < W) sum += (C)wk_load_c(tr[w]);
-                }
-            }
-            const int he = hs + K, we = ws + K;
-            const int phe = he < H + p0 ? he : H + p0, h0 = hs < 0 ? 0 : hs, h1 = he < H ? he : H;
-            const int pwe = we < W + P ? we : W + P, w0 = ws < 0 ? 0 : ws, w1 = we < W ? we : W;
-            const int div = A.cip ? (phe - hs) * (pwe - ws) : (h1 - h0) * (w1 - w0);
-            yp[i] = wk_to<T>(div > 0 ? sum / (C)div : (C)NAN);
-        }
-    }
-}
-
 /* pl_avg_k for window kind kern (1: 3x3 stride 2, 2: 2x2 stride 2, 3: 3x3
  * stride 1) and column padding p (0 or 1); f16, bf16 and f32 only (kern
  * is 0 for f64) */
@@ -484,24 +424,6 @@ static void pl_avg_k_go(wk_gpu_ctx *c, int kern, int p, bool rows2, unsigned gri
     }
 }
 #undef PL_AVGK_
-
-/* pl_avg_tile for window kind kern and column padding p: bands of RB
- * output rows (f16, bf16, f32) */
-template <typename T>
-static void pl_avg_tile_go(wk_gpu_ctx *c, int kern, int p, int RB, int64_t bands, const T *x, T *y, const pl_args &A)
-{
-    if constexpr (sizeof(T) <= 4) {
-        const unsigned g = (unsigned)(bands < ((int64_t)1 << 30) ? bands : ((int64_t)1 << 30));
-        const int rin = (RB - 1) * (kern == 3 ? 1 : 2) + (kern == 2 ? 2 : 3);
-        const size_t smem = (size_t)rin * (size_t)A.W * sizeof(T);
-        if (kern == 1 && p) pl_avg_tile<T, 3, 2, 1><<<g, PL_THREADS, smem, c->stream>>>(x, y, A, RB, bands);
-        else if (kern == 1) pl_avg_tile<T, 3, 2, 0><<<g, PL_THREADS, smem, c->stream>>>(x, y, A, RB, bands);
-        else if (kern == 2 && p) pl_avg_tile<T, 2, 2, 1><<<g, PL_THREADS, smem, c->stream>>>(x, y, A, RB, bands);
-        else if (kern == 2) pl_avg_tile<T, 2, 2, 0><<<g, PL_THREADS, smem, c->stream>>>(x, y, A, RB, bands);
-        else if (p) pl_avg_tile<T, 3, 1, 1><<<g, PL_THREADS, smem, c->stream>>>(x, y, A, RB, bands);
-        else pl_avg_tile<T, 3, 1, 0><<<g, PL_THREADS, smem, c->stream>>>(x, y, A, RB, bands);
-    }
-}
 
 /* every row of x starts on a whole vector of g elements, and W is a
  * multiple of g (rows of x read as vectors) */
@@ -592,24 +514,7 @@ wk_status wk_gpu_pool2d(void *ctx, const wk_op_args *a)
     const bool rows2 = kern && kern != 2;
     int64_t total2 = total;
     unsigned grid2 = grid;
-    /* the shared-memory tile (pl_avg_tile) where rows are whole vectors
-     * and K input rows fit its budget: bands of RB output rows whose input
-     * rows fit PL_TILE_BYTES, as even as the plane allows
-     * (WICK_POOL_TILE=0 keeps the register kernels) */
-    const int64_t es = (int64_t)wk_gpu_dtype_size(d->dtype), kS = kern == 3 ? 1 : 2, kK = kern == 2 ? 2 : 3;
-    const char *tv = getenv("WICK_POOL_TILE");
-    const bool tile = kern && A.vin && kK * A.W * es <= PL_TILE_BYTES && !(tv && !strcmp(tv, "0"));
-    int RB = 0;
-    int64_t bands = 0;
-    if (tile) {
-        const int64_t rbmax = (PL_TILE_BYTES / (A.W * es) - kK) / kS + 1;
-        const int64_t nb = (A.Ho + rbmax - 1) / rbmax;
-        RB = (int)((A.Ho + nb - 1) / nb);
-        const int64_t per = (A.Ho + RB - 1) / RB;
-        bands = per * x->dims[0] * A.C;
-        A.dHp = wk_divmod32_make((uint32_t)per);
-        A.dWo = wk_divmod32_make((uint32_t)A.Wo);
-    } else if (rows2) {
+    if (rows2) {
         const int64_t Hp = (A.Ho + 1) / 2;
         A.dHp = wk_divmod32_make((uint32_t)Hp);
         total2 = A.Ws * Hp * x->dims[0] * A.C;
@@ -619,7 +524,6 @@ wk_status wk_gpu_pool2d(void *ctx, const wk_op_args *a)
         const T *px = (const T *)x->base;
         T *py = (T *)d->base + d->offset;
         if (mx) pl_max<T><<<grid, PL_THREADS, 0, c->stream>>>(px, py, ip, A, total);
-        else if (tile) pl_avg_tile_go<T>(c, kern, (int)A.p1, RB, bands, px, py, A);
         else if (kern) pl_avg_k_go<T>(c, kern, (int)A.p1, rows2, grid2, px, py, A, total2);
         else pl_avg<T><<<grid, PL_THREADS, 0, c->stream>>>(px, py, A, total);
     });
