@@ -29,7 +29,6 @@ struct pl_args {
     int vec;                           /* dst rows are whole aligned vectors      */
     int vin;                           /* x rows are whole aligned vectors (some kernels) */
     wk_divmod32 dHp;                   /* output row pairs (pl_avg_k2)            */
-    int pf;                            /* A/B run only */
     wk_divmod32 dWs, dHo, dC;
 };
 
@@ -210,7 +209,6 @@ __global__ WK_LAUNCH_BOUNDS(PL_THREADS) void pl_avg_k2(const T *__restrict__ x, 
     typedef typename wk_type<T>::C C;
     constexpr int V = 16 / sizeof(T), SPAN = (V - 1) * S + K;
     const int H = (int)A.H, W = (int)A.W, Wo = (int)A.Wo, Ho = (int)A.Ho, p0 = (int)A.p0;
-    const bool pf = A.pf;
     PL_STRIPS(s, total) {
         /* s = ((n * C + c) * Hp + r) * Ws + strip (A.small: 32-bit) */
         uint32_t q = wk_divmod32_div(A.dWs, (uint32_t)s);
@@ -227,17 +225,9 @@ __global__ WK_LAUNCH_BOUNDS(PL_THREADS) void pl_avg_k2(const T *__restrict__ x, 
 #pragma unroll
         for (int r = 0; r < S + K; r++) {
             const int h = hs + r;
+            if (h < 0 || h >= H) continue;
             C xv[SPAN];
-            if (pf) {   /* for the A/B run: no branch around the reads (clamped row, zeros selected) */
-                const int hc = h < 0 ? 0 : h >= H ? H - 1 : h;
-                pl_row_span<T, V, SPAN, P>(A, xp + (int64_t)hc * A.sh, iw0, W, xv);
-                const bool in = h >= 0 && h < H;
-#pragma unroll
-                for (int t = 0; t < SPAN; t++) xv[t] = in ? xv[t] : (C)0;
-            } else {
-                if (h < 0 || h >= H) continue;
-                pl_row_span<T, V, SPAN, P>(A, xp + (int64_t)h * A.sh, iw0, W, xv);
-            }
+            pl_row_span<T, V, SPAN, P>(A, xp + (int64_t)h * A.sh, iw0, W, xv);
             if (r < K)
 #pragma unroll
                 for (int j = 0; j < V; j++)
@@ -522,7 +512,6 @@ wk_status wk_gpu_pool2d(void *ctx, const wk_op_args *a)
      * overlap (3x3 stride 1 or 2): H200, 3x3/2 bf16 row, 0.094-0.095 ms
      * against 0.096 for one row a thread, 14% fewer instructions */
     const bool rows2 = kern && kern != 2;
-    A.pf = getenv("WICK_POOL_PF") != NULL;
     int64_t total2 = total;
     unsigned grid2 = grid;
     if (rows2) {
