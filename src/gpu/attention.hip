@@ -1257,16 +1257,6 @@ WK_DEV uint64_t at_ld8(const uint16_t *p, bool vec)
 }
 
 #if defined(WK_MFMA_DEVICE)
-template <typename T> WK_DEV wk_f32x4 at_mf16(uint64_t a, uint64_t b, wk_f32x4 c);
-template <> WK_DEV wk_f32x4 at_mf16<wk_f16_t>(uint64_t a, uint64_t b, wk_f32x4 c)
-{
-    return wk_mfma_f32_16x16x16f16(a, b, c);
-}
-template <> WK_DEV wk_f32x4 at_mf16<wk_bf16_t>(uint64_t a, uint64_t b, wk_f32x4 c)
-{
-    return wk_mfma_f32_16x16x16bf16_1k(a, b, c);
-}
-
 /* one row of a lane: query i, mask offset, the keys [lo, hi) it sees */
 struct at_frow {
     int64_t i, mofs;
@@ -1339,7 +1329,7 @@ WK_DEV void at_fstep(const at_args &a, const uint16_t *Ks, const uint16_t *Vt, i
         for (int kb = 0; kb < NKB; kb++) {
             const uint64_t kf = *(const uint64_t *)(Ks + ((kb0 + kb) * 16 + c16) * KLD + ks * 16 + 4 * g);
 #pragma unroll
-            for (int mt = 0; mt < MT; mt++) s[mt][kb] = at_mf16<T>(kf, qf[mt][ks], s[mt][kb]);
+            for (int mt = 0; mt < MT; mt++) s[mt][kb] = wk_mfma16<T>(kf, qf[mt][ks], s[mt][kb]);
         }
     }
     uint64_t pf[MT][NKB];
@@ -1390,7 +1380,7 @@ WK_DEV void at_fstep(const at_args &a, const uint16_t *Ks, const uint16_t *Vt, i
         for (int kb = 0; kb < NKB; kb++) {
             const uint64_t vf = *(const uint64_t *)(Vt + (dn * 16 + c16) * VLD + (kb0 + kb) * 16 + 4 * g);
 #pragma unroll
-            for (int mt = 0; mt < MT; mt++) o[mt][dn] = at_mf16<T>(vf, pf[mt][kb], o[mt][dn]);
+            for (int mt = 0; mt < MT; mt++) o[mt][dn] = wk_mfma16<T>(vf, pf[mt][kb], o[mt][dn]);
         }
     }
 }

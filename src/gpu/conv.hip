@@ -257,7 +257,7 @@ __global__ WK_LAUNCH_BOUNDS(CV_THREADS) void cv_im2col(const T *__restrict__ x, 
  * shared rows padded to 80 bytes (conflict-free), CV_IG_STAGES k slices
  * in flight (cp.async groups, one barrier per slice). The epilogue adds
  * the bias in f32 and rounds each output once. */
-#if defined(WK_MMA_SM80)
+#if defined(WK_MMA_SM80) || defined(WK_GPU_HIP) || defined(WK_VIRTUAL_WAVE64)
 #define CV_HAVE_IGEMM 1
 #define CV_IG_BM 128
 #define CV_IG_BN 128
@@ -279,6 +279,65 @@ struct cv_ig_args {
 
 extern __shared__ uint4 cv_dsmem[];
 
+/* the thread's part of loading a k slice: rows r0 + RPI i of the weight
+ * tile and positions n0 + r0 + RPI i of the column tile, 16-byte chunk
+ * ck of each; the next slice's tap (ki, kj) and channels ci.. */
+template <int BK> struct cv_ig_loader {
+    enum { CPR = BK / 8, RPI = CV_IG_THREADS / CPR, NIT = CV_IG_BM / RPI };
+    int r0, ck, m0;
+    const uint16_t *wrow0;
+    int64_t wstep;
+    const uint16_t *xb[NIT];
+    int ih0[NIT], iw0[NIT];
+    bool pok[NIT];
+    int kt, ki, kj, ci;
+
+    WK_DEV void init(const cv_ig_args &A, int m0_, int n0, int tid)
+    {
+        r0 = tid / CPR, ck = (tid % CPR) * 8, m0 = m0_;
+        /* weight rows m0 + r0 + RPI i: from one pointer (registers are tight) */
+        wrow0 = (const uint16_t *)A.w + (int64_t)(m0 + r0) * A.K + ck;
+        wstep = (int64_t)RPI * A.K;
+#pragma unroll
+        for (int i = 0; i < NIT; i++) {
+            const int p = n0 + r0 + RPI * i;
+            pok[i] = p < A.P;
+            const uint32_t pp = (uint32_t)(pok[i] ? p : 0), n = wk_divmod32_div(A.dL, pp), l = pp - n * A.dL.d;
+            const uint32_t oh = wk_divmod32_div(A.dWo, l), ow = l - oh * A.dWo.d;
+            xb[i] = (const uint16_t *)A.x + (int64_t)n * A.H * A.W * A.Cin + ck;
+            ih0[i] = (int)oh * A.s0 - A.p0;
+            iw0[i] = (int)ow * A.s1 - A.p1;
+        }
+        kt = ki = kj = ci = 0;
+    }
+    /* chunk i of the weight tile (NULL: zeros) */
+    WK_DEV const uint16_t *wsrc(const cv_ig_args &A, int i) const
+    {
+        return m0 + r0 + RPI * i < A.Cout ? wrow0 + i * wstep + kt * BK : NULL;
+    }
+    /* chunk i of the column tile (NULL: padding or past the positions) */
+    WK_DEV const uint16_t *xsrc(const cv_ig_args &A, int i) const
+    {
+        const int ih = ih0[i] + ki * A.d0, iw = iw0[i] + kj * A.d1;
+        const bool ok = pok[i] && ih >= 0 && ih < A.H && iw >= 0 && iw < A.W;
+        return ok ? xb[i] + ((int64_t)ih * A.W + iw) * A.Cin + ci : NULL;
+    }
+    WK_DEV void next(const cv_ig_args &A)
+    {
+        kt++;
+        ci += BK;
+        if (ci == A.Cin) {
+            ci = 0;
+            if (++kj == A.kw) {
+                kj = 0;
+                ki++;
+            }
+        }
+    }
+};
+#endif /* CV_HAVE_IGEMM */
+
+#if defined(WK_MMA_SM80)
 template <typename T, int BK, int NS>
 __global__ __launch_bounds__(CV_IG_THREADS, 2) void cv_igemm(cv_ig_args A)
 {
@@ -289,50 +348,18 @@ __global__ __launch_bounds__(CV_IG_THREADS, 2) void cv_igemm(cv_ig_args A)
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, g = lane >> 2, t = lane & 3;
     const int wm = warp & 1, wn = warp >> 1;
     const int m0 = (int)(blockIdx.x % (unsigned)A.mtiles) * BM, n0 = (int)(blockIdx.x / (unsigned)A.mtiles) * BN;
-    const uint16_t *x = (const uint16_t *)A.x, *w = (const uint16_t *)A.w;
-
-    /* this thread's rows of each tile (r0 + RPI i) and 16-byte chunk */
-    const int r0 = tid / CPR, ck = (tid % CPR) * 8;
-    /* weight rows m0 + r0 + RPI i: from one pointer (registers are tight) */
-    const uint16_t *wrow0 = w + (int64_t)(m0 + r0) * A.K + ck;
-    const int64_t wstep = (int64_t)RPI * A.K;
-    const uint16_t *xb[NIT];
-    int ih0[NIT], iw0[NIT];
-    bool pok[NIT];
-#pragma unroll
-    for (int i = 0; i < NIT; i++) {
-        const int p = n0 + r0 + RPI * i;
-        pok[i] = p < A.P;
-        const uint32_t pp = (uint32_t)(pok[i] ? p : 0), n = wk_divmod32_div(A.dL, pp), l = pp - n * A.dL.d;
-        const uint32_t oh = wk_divmod32_div(A.dWo, l), ow = l - oh * A.dWo.d;
-        xb[i] = x + (int64_t)n * A.H * A.W * A.Cin + ck;
-        ih0[i] = (int)oh * A.s0 - A.p0;
-        iw0[i] = (int)ow * A.s1 - A.p1;
-    }
-    /* the k slice the next load fetches: tap (lki, lkj), channels lci.. */
-    int lkt = 0, lki = 0, lkj = 0, lci = 0;
+    cv_ig_loader<BK> ld;
+    ld.init(A, m0, n0, tid);
     const int KT = A.K / BK;
     auto load = [&](int stage) {
 #pragma unroll
         for (int i = 0; i < NIT; i++) {
-            const int r = r0 + RPI * i;
-            const bool wok = m0 + r < A.Cout;
-            wk_cp16(sA + (uint32_t)(((stage * BM + r) * LDS + ck) * 2), wok ? wrow0 + i * wstep + lkt * BK : w,
-                    wok ? 16 : 0);
-            const int ih = ih0[i] + lki * A.d0, iw = iw0[i] + lkj * A.d1;
-            const bool ok = pok[i] && ih >= 0 && ih < A.H && iw >= 0 && iw < A.W;
-            const uint16_t *src = ok ? xb[i] + ((int64_t)ih * A.W + iw) * A.Cin + lci : x;
-            wk_cp16(sB + (uint32_t)(((stage * BN + r) * LDS + ck) * 2), src, ok ? 16 : 0);
+            const int r = ld.r0 + RPI * i;
+            const uint16_t *ws = ld.wsrc(A, i), *xs = ld.xsrc(A, i);
+            wk_cp16(sA + (uint32_t)(((stage * BM + r) * LDS + ld.ck) * 2), ws ? ws : (const uint16_t *)A.w, ws ? 16 : 0);
+            wk_cp16(sB + (uint32_t)(((stage * BN + r) * LDS + ld.ck) * 2), xs ? xs : (const uint16_t *)A.x, xs ? 16 : 0);
         }
-        lkt++;
-        lci += BK;
-        if (lci == A.Cin) {
-            lci = 0;
-            if (++lkj == A.kw) {
-                lkj = 0;
-                lki++;
-            }
-        }
+        ld.next(A);
     };
 
     float acc[4][4][4];
@@ -345,13 +372,13 @@ __global__ __launch_bounds__(CV_IG_THREADS, 2) void cv_igemm(cv_ig_args A)
 
 #pragma unroll
     for (int s = 0; s < NS - 1; s++) {
-        if (lkt < KT) load(s);
+        if (ld.kt < KT) load(s);
         wk_cp_commit();
     }
     for (int kt = 0; kt < KT; kt++) {
         wk_cp_wait<NS - 2>();
         __syncthreads();
-        if (lkt < KT) load((kt + NS - 1) % NS);
+        if (ld.kt < KT) load((kt + NS - 1) % NS);
         wk_cp_commit();
         const int st = kt % NS;
 #pragma unroll
@@ -407,6 +434,106 @@ __global__ __launch_bounds__(CV_IG_THREADS, 2) void cv_igemm(cv_ig_args A)
 }
 #endif /* WK_MMA_SM80 */
 
+#if !defined(WK_MMA_SM80) && defined(CV_HAVE_IGEMM)
+/* The implicit GEMM on AMD's matrix cores (gfx90a, gfx94x; and in the
+ * virtual-wave64 build on NVIDIA, through compat.h's software MFMA, which
+ * is how it is tested): the same block tile, loader and epilogue as
+ * cv_igemm; 4 waves of 64 lanes, each a 64 x 64 quarter of the tile in
+ * 4 x 4 MFMA 16x16x16 steps per 16 of k. Lane l holds row l % 16 of its
+ * A (weights) and column l % 16 of its B (positions), each at k = 4 (l /
+ * 16) .. + 3: 8-byte reads of rows of shared memory, both operands being
+ * k-contiguous there. No cp.async on AMD: each k slice is read into
+ * registers while the previous one is multiplied, then stored to the
+ * other of two shared buffers (one barrier a slice). */
+template <typename T>
+__global__ __launch_bounds__(CV_IG_THREADS) void cv_igemm_mfma(cv_ig_args A)
+{
+#if defined(WK_MFMA_DEVICE)
+    enum { BM = CV_IG_BM, BN = CV_IG_BN, BK = CV_IG_BK, LDS = BK + 8, RPI = cv_ig_loader<BK>::RPI,
+           NIT = cv_ig_loader<BK>::NIT };
+    uint16_t *As = (uint16_t *)cv_dsmem, *Bs = As + 2 * BM * LDS;
+    const int tid = threadIdx.x, wave = tid / 64, lane = tid % 64, c16 = lane % 16, g = lane / 16;
+    const int wm = wave & 1, wn = wave >> 1;
+    const int m0 = (int)(blockIdx.x % (unsigned)A.mtiles) * BM, n0 = (int)(blockIdx.x / (unsigned)A.mtiles) * BN;
+    cv_ig_loader<BK> ld;
+    ld.init(A, m0, n0, tid);
+    const int KT = A.K / BK;
+    uint4 ra[NIT], rb[NIT];
+    auto fetch = [&]() {
+#pragma unroll
+        for (int i = 0; i < NIT; i++) {
+            const uint16_t *ws = ld.wsrc(A, i), *xs = ld.xsrc(A, i);
+            ra[i] = ws ? *(const uint4 *)ws : make_uint4(0u, 0u, 0u, 0u);
+            rb[i] = xs ? *(const uint4 *)xs : make_uint4(0u, 0u, 0u, 0u);
+        }
+        ld.next(A);
+    };
+    auto put = [&](int buf) {
+#pragma unroll
+        for (int i = 0; i < NIT; i++) {
+            const int r = ld.r0 + RPI * i;
+            *(uint4 *)(As + (buf * BM + r) * LDS + ld.ck) = ra[i];
+            *(uint4 *)(Bs + (buf * BN + r) * LDS + ld.ck) = rb[i];
+        }
+    };
+    wk_f32x4 acc[4][4];
+#pragma unroll
+    for (int mt = 0; mt < 4; mt++)
+#pragma unroll
+        for (int nt = 0; nt < 4; nt++) acc[mt][nt] = wk_f32x4{ 0.0f, 0.0f, 0.0f, 0.0f };
+    fetch();
+    put(0);
+    __syncthreads();
+    for (int kt = 0; kt < KT; kt++) {
+        const int buf = kt & 1;
+        if (kt + 1 < KT) fetch();               /* in flight while this slice is multiplied */
+#pragma unroll
+        for (int kk = 0; kk < BK / 16; kk++) {
+            uint64_t af[4], bf[4];
+#pragma unroll
+            for (int mt = 0; mt < 4; mt++)
+                af[mt] = *(const uint64_t *)(As + (buf * BM + wm * 64 + mt * 16 + c16) * LDS + kk * 16 + 4 * g);
+#pragma unroll
+            for (int nt = 0; nt < 4; nt++)
+                bf[nt] = *(const uint64_t *)(Bs + (buf * BN + wn * 64 + nt * 16 + c16) * LDS + kk * 16 + 4 * g);
+#pragma unroll
+            for (int mt = 0; mt < 4; mt++)
+#pragma unroll
+                for (int nt = 0; nt < 4; nt++) acc[mt][nt] = wk_mfma16<T>(af[mt], bf[nt], acc[mt][nt]);
+        }
+        if (kt + 1 < KT) put(buf ^ 1);
+        __syncthreads();
+    }
+
+    /* epilogue: lane l has position column l % 16 and output channels
+     * 4 (l / 16) .. + 3 of each 16 x 16 tile */
+    T *y = (T *)A.y;
+    const T *bias = (const T *)A.b;
+#pragma unroll
+    for (int nt = 0; nt < 4; nt++) {
+        const int p = n0 + wn * 64 + nt * 16 + c16;
+        if (p >= A.P) continue;
+        const uint32_t n = wk_divmod32_div(A.dL, (uint32_t)p), l = (uint32_t)p - n * A.dL.d;
+        const int64_t yo = (int64_t)n * A.Cout * A.L + l;
+#pragma unroll
+        for (int mt = 0; mt < 4; mt++)
+#pragma unroll
+            for (int r = 0; r < 4; r++) {
+                const int co = m0 + wm * 64 + mt * 16 + 4 * g + r;
+                if (co >= A.Cout) continue;
+                const float bv = bias ? (float)wk_load_c(bias[A.bo + co * A.bs]) : 0.0f;
+                y[yo + (int64_t)co * A.L] = wk_to<T>(acc[mt][nt][r] + bv);
+            }
+    }
+#else
+    (void)A;
+#if defined(__HIP_DEVICE_COMPILE__)
+    __builtin_trap();                            /* the host launches it where wk_mfma_arch says only */
+#endif
+#endif
+}
+#endif
+
 /* wp [Cout, K], K = kh * kw * Cin ordered (ki, kj, ci): the implicit
  * GEMM's weight rows */
 template <typename T>
@@ -447,7 +574,7 @@ static int cv_threads(int64_t L)
     return L >= CV_THREADS ? CV_THREADS : (int)((L + 63) / 64 * 64);
 }
 
-#if defined(CV_HAVE_IGEMM)
+#if defined(WK_MMA_SM80)
 template <typename T, int BK, int NS> static wk_status cv_igemm_go(wk_gpu_ctx *c, const cv_ig_args &G, unsigned blocks)
 {
     static unsigned smem_done;
@@ -456,6 +583,9 @@ template <typename T, int BK, int NS> static wk_status cv_igemm_go(wk_gpu_ctx *c
     return st;
 }
 
+#endif
+
+#if defined(CV_HAVE_IGEMM)
 /* the implicit GEMM for f16/bf16 (the caller checked cv_igemm_ok) */
 template <typename T> static wk_status cv_run_igemm(wk_gpu_ctx *c, const wk_op_args *a, const cv_args &A)
 {
@@ -512,8 +642,12 @@ template <typename T> static wk_status cv_run_igemm(wk_gpu_ctx *c, const wk_op_a
         /* k slices of 64 in 3 stages where Cin allows (H200: 0.49 ms against
          * 0.54 for slices of 32 in 4 stages, the 3x3 C=256 row; 5 or 3
          * stages of 32 and 2 of 64 were no faster) */
+#if defined(WK_MMA_SM80)
         if (A.Cin % 64 == 0) st = cv_igemm_go<T, 64, 3>(c, G, blocks);
         else st = cv_igemm_go<T, 32, 4>(c, G, blocks);
+#else
+        cv_igemm_mfma<T><<<blocks, CV_IG_THREADS, 2 * (CV_IG_BM + CV_IG_BN) * (CV_IG_BK + 8) * 2, c->stream>>>(G);
+#endif
         if (st == WK_OK) st = wk_gpu_launched(c, name, __FILE__, __LINE__);
     }
     if (wp) wk_gpu_scratch_free(c, wp);
@@ -523,14 +657,19 @@ template <typename T> static wk_status cv_run_igemm(wk_gpu_ctx *c, const wk_op_a
 #endif
 
 #if defined(CV_HAVE_IGEMM)
-/* the implicit GEMM takes the call: the plain CUDA build on sm_80+,
- * f16/bf16, no groups, not transposed, Cin a multiple of its k slice
+/* the implicit GEMM takes the call: the plain CUDA build on sm_80+, or
+ * an AMD GPU with MFMA (and the virtual-wave64 build), f16/bf16, no groups, not transposed, Cin a multiple of its k slice
  * (32), the positions and the sizes it indexes in 32 bits, the blocks
  * in one grid dim */
 static bool cv_igemm_ok(const wk_gpu_ctx *c, wk_dtype dt, const cv_args &A)
 {
     const int64_t lim = (int64_t)1 << 30;
-    return (dt == WK_BF16 || dt == WK_F16) && c->cc_major >= 8 && !A.tr && A.G == 1 && A.Cin % CV_IG_BK == 0 &&
+#if defined(WK_MMA_SM80)
+    const bool mc = c->cc_major >= 8;
+#else
+    const bool mc = c->warp_size == 64 && wk_mfma_arch(c->arch);
+#endif
+    return (dt == WK_BF16 || dt == WK_F16) && mc && !A.tr && A.G == 1 && A.Cin % CV_IG_BK == 0 &&
            A.N * A.Ho * A.Wo < lim && A.K < lim && A.Cout < lim && A.N * A.H * A.W < lim &&
            (A.Cout + CV_IG_BM - 1) / CV_IG_BM * ((A.N * A.Ho * A.Wo + CV_IG_BN - 1) / CV_IG_BN) < lim;
 }

@@ -3,6 +3,9 @@
  *
  *  - wk_gpu_smem_limit: raise a kernel's dynamic shared-memory limit past
  *    48 KiB once per device (every build);
+ *  - wk_mfma16<T>: AMD's 16x16x16 matrix-core step for f16/bf16 (where
+ *    compat.h's WK_MFMA_DEVICE is defined: gfx90a/gfx94x device passes and
+ *    the virtual-wave64 build's software twin);
  *  - on the plain CUDA build (WK_MMA_SM80 defined; not the virtual-wave64
  *    build, whose kernels must run the AMD path): NVIDIA's sm_80+
  *    instructions as small device functions: mma.sync m16n8k16 with f32
@@ -88,4 +91,19 @@ template <int N> WK_DEV void wk_cp_wait(void) { asm volatile("cp.async.wait_grou
 WK_DEV uint32_t wk_smem_u32(const void *p) { return (uint32_t)__cvta_generic_to_shared(p); }
 
 #endif /* WK_GPU_CUDA && !WK_VIRTUAL_WAVE64 */
+
+/* AMD's matrix cores (and their software twin in the virtual-wave64
+ * build: compat.h): D = A B + C for a 16x16x16 tile of T (f16 or bf16),
+ * one 64-lane wave together; inside kernel bodies only */
+#if defined(WK_MFMA_DEVICE)
+template <typename T> WK_DEV wk_f32x4 wk_mfma16(uint64_t a, uint64_t b, wk_f32x4 c);
+template <> WK_DEV wk_f32x4 wk_mfma16<wk_f16_t>(uint64_t a, uint64_t b, wk_f32x4 c)
+{
+    return wk_mfma_f32_16x16x16f16(a, b, c);
+}
+template <> WK_DEV wk_f32x4 wk_mfma16<wk_bf16_t>(uint64_t a, uint64_t b, wk_f32x4 c)
+{
+    return wk_mfma_f32_16x16x16bf16_1k(a, b, c);
+}
+#endif
 #endif /* WICK_GPU_MMA_H */
