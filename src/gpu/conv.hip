@@ -5,15 +5,18 @@
  *
  * Three paths, all wick's own kernels:
  *
- *  - implicit GEMM (NVIDIA sm_80+, plain CUDA build; f16/bf16, groups 1,
- *    not transposed, Cin a multiple of 32): the input copied once to
- *    channels-last, each block gathering its slice of the unfolded
- *    columns straight into shared memory (cv_igemm below); mma.sync
- *    tensor-core tiles. The 3x3 C=256 row of bench/RESULTS-conv-sort.md
- *    went from 1.15 ms (im2col + cuBLAS) to 0.49 ms on an H200.
+ *  - implicit GEMM (f16/bf16, groups 1, not transposed, Cin a multiple
+ *    of 32; NVIDIA sm_80+ in the plain CUDA build, AMD GPUs with MFMA:
+ *    gfx90a/gfx94x): the input copied once to channels-last, each block
+ *    gathering its slice of the unfolded columns straight into shared
+ *    memory; mma.sync tensor-core tiles (cv_igemm) or MFMA steps
+ *    (cv_igemm_mfma, which the virtual-wave64 build runs through
+ *    compat.h's software MFMA). The 3x3 C=256 row of
+ *    bench/RESULTS-conv-sort.md went from 1.15 ms (im2col + cuBLAS) to
+ *    0.49 ms on an H200.
  *
- *  - GEMM (every other case with more than 4 output channels a group; the
- *    AMD build's only GEMM path): the weight is packed into a contiguous [G, Cout/G,
+ *  - GEMM (every other case with more than 4 output channels a group,
+ *    and every case on gfx1030): the weight is packed into a contiguous [G, Cout/G,
  *    Kp] matrix of the op's dtype (K = Cin/G * kh * kw, rows (ci, ki, kj)),
  *    the input is unfolded (im2col) into columns [nb, G, Kp, Ho * Wo], and
  *    one batched matmul (matmul.hip: cuBLAS / rocBLAS when present, else
