@@ -12,6 +12,14 @@
  * weights exactly as the cpu does (nearest in f32, bilinear in f32, f64
  * for f64): this file is compiled without a*b+c contraction (gpu.mk), so
  * every index comes out the same on both.
+ *
+ * The generic kernels (pl_avg, pl_max, pl_nearest, pl_bilinear) take any
+ * strides with 64-bit positions. The common shapes on contiguous rows
+ * have their own, with the same results: avg_pool2d 3x3 stride 1 or 2
+ * and 2x2 stride 2 (pl_avg_k, and pl_avg_k2 with two output rows a
+ * thread where windows overlap), and nearest upsampling that doubles the
+ * rows (pl_nearest_x2). WICK_POOL_GENERIC=1 keeps the generic ones.
+ * Measurements and what limits each: bench/RESULTS-conv-sort.md.
  */
 #include "gpu_internal.h"
 #include <math.h>
