@@ -244,7 +244,7 @@ __global__ WK_LAUNCH_BOUNDS(CV_THREADS) void cv_im2col(const T *__restrict__ x, 
     }
 }
 
-/* ---- implicit GEMM path (NVIDIA sm_80+, f16 and bf16) ------------------------------ */
+/* ---- implicit GEMM path (f16 and bf16; NVIDIA sm_80+, AMD MFMA) ----------------------- */
 
 /* D [Cout, P] = W [Cout, K] x X [K, P], P = N * Ho * Wo output positions,
  * K = kh * kw * Cin ordered (ki, kj, ci): the weight is packed to rows of
@@ -255,11 +255,12 @@ __global__ WK_LAUNCH_BOUNDS(CV_THREADS) void cv_im2col(const T *__restrict__ x, 
  * per cp.async, padding zero-filled by the copy itself. With Cin a
  * multiple of BK, a k slice lies within one tap.
  *
- * Block tile BM (output channels) x BN (positions) x BK, 8 warps each
- * 64 x 32, mma.sync m16n8k16 with f32 accumulators fed by ldmatrix from
- * shared rows padded to 80 bytes (conflict-free), CV_IG_STAGES k slices
- * in flight (cp.async groups, one barrier per slice). The epilogue adds
- * the bias in f32 and rounds each output once. */
+ * Block tile BM (output channels) x BN (positions) x BK. NVIDIA
+ * (cv_igemm): 8 warps each 64 x 32, mma.sync m16n8k16 with f32
+ * accumulators fed by ldmatrix from shared rows padded to 16 bytes
+ * (conflict-free), NS k slices in flight (cp.async groups, one barrier
+ * per slice). AMD (cv_igemm_mfma, below): 4 waves each 64 x 64. Both
+ * add the bias in f32 in the epilogue and round each output once. */
 #if defined(WK_MMA_SM80) || defined(WK_GPU_HIP) || defined(WK_VIRTUAL_WAVE64)
 #define CV_HAVE_IGEMM 1
 #define CV_IG_BM 128
