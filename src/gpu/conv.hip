@@ -13,7 +13,7 @@
  *    (cv_igemm_mfma, which the virtual-wave64 build runs through
  *    compat.h's software MFMA). The 3x3 C=256 row of
  *    bench/RESULTS-conv-sort.md went from 1.15 ms (im2col + cuBLAS) to
- *    0.49 ms on an H200.
+ *    0.49-0.51 ms on H200s (0.52-0.61x cuDNN).
  *
  *  - GEMM (every other case with more than 4 output channels a group,
  *    and every case on gfx1030): the weight is packed into a contiguous [G, Cout/G,
