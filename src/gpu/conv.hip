@@ -9,7 +9,7 @@
  *    of 32; NVIDIA sm_80+ in the plain CUDA build, AMD GPUs with MFMA:
  *    gfx90a/gfx94x): the input copied once to channels-last, each block
  *    gathering its slice of the unfolded columns straight into shared
- *    memory; mma.sync tensor-core tiles (cv_igemm) or MFMA steps
+ *    memory; mma.sync tensor-core tiles (cv_mma_igemm) or MFMA steps
  *    (cv_igemm_mfma, which the virtual-wave64 build runs through
  *    compat.h's software MFMA). The 3x3 C=256 row of
  *    bench/RESULTS-conv-sort.md went from 1.15 ms (im2col + cuBLAS) to
@@ -256,7 +256,7 @@ __global__ WK_LAUNCH_BOUNDS(CV_THREADS) void cv_im2col(const T *__restrict__ x, 
  * multiple of BK, a k slice lies within one tap.
  *
  * Block tile BM (output channels) x BN (positions) x BK. NVIDIA
- * (cv_igemm): 8 warps each 64 x 32, mma.sync m16n8k16 with f32
+ * (cv_mma_igemm): 8 warps each 64 x 32, mma.sync m16n8k16 with f32
  * accumulators fed by ldmatrix from shared rows padded to 16 bytes
  * (conflict-free), NS k slices in flight (cp.async groups, one barrier
  * per slice). AMD (cv_igemm_mfma, below): 4 waves each 64 x 64. Both
@@ -343,7 +343,7 @@ template <int BK> struct cv_ig_loader {
 
 #if defined(WK_MMA_SM80)
 template <typename T, int BK, int NS>
-__global__ __launch_bounds__(CV_IG_THREADS, 2) void cv_igemm(cv_ig_args A)
+__global__ __launch_bounds__(CV_IG_THREADS, 2) void cv_mma_igemm(cv_ig_args A)
 {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
     enum { BM = CV_IG_BM, BN = CV_IG_BN, LDS = BK + 8, CPR = BK / 8, RPI = CV_IG_THREADS / CPR, NIT = BM / RPI };
@@ -442,7 +442,7 @@ __global__ __launch_bounds__(CV_IG_THREADS, 2) void cv_igemm(cv_ig_args A)
 /* The implicit GEMM on AMD's matrix cores (gfx90a, gfx94x; and in the
  * virtual-wave64 build on NVIDIA, through compat.h's software MFMA, which
  * is how it is tested): the same block tile, loader and epilogue as
- * cv_igemm; 4 waves of 64 lanes, each a 64 x 64 quarter of the tile in
+ * cv_mma_igemm; 4 waves of 64 lanes, each a 64 x 64 quarter of the tile in
  * 4 x 4 MFMA 16x16x16 steps per 16 of k. Lane l holds row l % 16 of its
  * A (weights) and column l % 16 of its B (positions), each at k = 4 (l /
  * 16) .. + 3: 8-byte reads of rows of shared memory, both operands being
@@ -582,8 +582,8 @@ static int cv_threads(int64_t L)
 template <typename T, int BK, int NS> static wk_status cv_igemm_go(wk_gpu_ctx *c, const cv_ig_args &G, unsigned blocks)
 {
     static unsigned smem_done;
-    const wk_status st = wk_gpu_smem_limit(c, cv_igemm<T, BK, NS>, CV_IG_SMEM(BK, NS), &smem_done);
-    if (st == WK_OK) cv_igemm<T, BK, NS><<<blocks, CV_IG_THREADS, CV_IG_SMEM(BK, NS), c->stream>>>(G);
+    const wk_status st = wk_gpu_smem_limit(c, cv_mma_igemm<T, BK, NS>, CV_IG_SMEM(BK, NS), &smem_done);
+    if (st == WK_OK) cv_mma_igemm<T, BK, NS><<<blocks, CV_IG_THREADS, CV_IG_SMEM(BK, NS), c->stream>>>(G);
     return st;
 }
 
