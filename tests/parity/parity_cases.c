@@ -852,7 +852,7 @@ static void conv_ops(void)
         { "k3s2p1_vec", { 4, { 2, 5, 17, 40 } }, { 3, 3, 2, 2, 1, 1, 0, 0 }, PK_CONTIG },
         { "k2s2_vec_ceil", { 4, { 1, 3, 9, 16 } }, { 2, 2, 2, 2, 0, 0, 1, 0 }, PK_CONTIG },
         { "k3s1p1_vec_excl", { 4, { 1, 2, 6, 24 } }, { 3, 3, 1, 1, 1, 1, 0, 1 }, PK_CONTIG },
-        /* long rows: the GPU's shared-memory tile takes bands of a few output rows */
+        /* long rows (kB each), many output rows: the two-row kernels over a whole plane */
         { "k3s2p1_bands", { 4, { 1, 2, 40, 1024 } }, { 3, 3, 2, 2, 1, 1, 1, 0 }, PK_CONTIG },
         { "k3s1p1_bands_excl", { 4, { 1, 1, 30, 2048 } }, { 3, 3, 1, 1, 1, 1, 0, 1 }, PK_CONTIG },
     };
