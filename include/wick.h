@@ -201,6 +201,10 @@ wk_tensor *wk_from_host(wk_device *dev, wk_dtype dt, wk_shape shape, const void 
 /* Copies the tensor (any view) to host memory, row-major, synchronizing.
  * bytes must be at least wk_tensor_nbytes(t). */
 wk_status wk_to_host(const wk_tensor *t, void *dst, size_t bytes);
+/* Copies host memory (row-major, wk_tensor_nbytes of t; bytes must be at
+ * least that) into an existing tensor (any view), in place. Returns once
+ * the host data has been read; the copy is ordered with the device's ops. */
+wk_status wk_write(wk_tensor *t, const void *src, size_t bytes);
 /* One element as a double (for tests and scalars). */
 wk_status wk_item(const wk_tensor *t, const int64_t *index, double *out);
 wk_tensor *wk_to_device(const wk_tensor *t, wk_device *dev);
@@ -282,6 +286,44 @@ wk_status wk_event_synchronize(wk_event *ev);
  * end's mark comes first. Both must be recorded (WK_ERR_ARGUMENT) and of
  * the same device (WK_ERR_DEVICE). */
 wk_status wk_event_elapsed_ms(const wk_event *start, const wk_event *end, double *ms);
+
+/* ------------------------------------------------------------------ */
+/* graphs: a stretch of a device's work recorded once, replayed often   */
+
+/* Between wk_graph_begin and wk_graph_end the ops called on a GPU device
+ * are recorded instead of run (CUDA/HIP graphs); wk_graph_launch then
+ * queues the whole stretch again at the cost of one launch, on the
+ * device's stream like any op. A replay reads and writes the same
+ * memory the recording did: the inputs it reads are tensors to refill
+ * (wk_write) before a launch, its outputs are tensors made while
+ * recording, which keep being rewritten by every replay. Parameters the
+ * host passes to an op (shapes, offsets, scalars) are frozen in the
+ * graph; what must change between replays has to come from device
+ * memory (wk_rope_at, wk_index_copy, wk_attention_opts.kv_len).
+ *
+ *   wk_graph_begin(dev);  y = f(x);  wk_graph *g = wk_graph_end(dev);
+ *   for (...) { wk_write(x, host);  wk_graph_launch(g);  wk_to_host(y, ...); }
+ *   wk_graph_free(g);  // then free y
+ *
+ * While recording, one thread calls ops on the device; host transfers,
+ * synchronizations and ops that would wait for the device (an index op's
+ * check of its ids, which inside a graph is not made: a read through an
+ * out-of-range id gives zeros, a write through one writes nothing) are
+ * refused or skipped. Memory the recorded ops allocate or free stays
+ * with the graph until wk_graph_free, so the tensors of the recorded
+ * stretch may be freed as usual. wk_supports(dev, "graph", dt) says
+ * whether dev records (GPUs; not the cpu). */
+typedef struct wk_graph wk_graph;
+
+/* Start recording dev's work on this thread. */
+wk_status wk_graph_begin(wk_device *dev);
+/* Stop recording: the graph, or NULL + error (an op failed or was not
+ * recordable; the recording is dropped either way). */
+wk_graph *wk_graph_end(wk_device *dev);
+/* Queue one replay (returns before it runs, as ops do). */
+wk_status wk_graph_launch(wk_graph *g);
+/* NULL is fine. Waits for the graph's replays queued so far. */
+void wk_graph_free(wk_graph *g);
 
 /* ------------------------------------------------------------------ */
 /* views (share storage) and layout ops                                */
@@ -615,6 +657,7 @@ wk_status wk_copy2d(wk_tensor *dst, const wk_tensor *src, int64_t rows, int64_t 
 
 /* Whether the device's backend implements op (an operation name such as
  * "exp", "add", "matmul", "index_select"; see wk_op_names) for dtype.
+ * "graph" (any dtype): whether dev records graphs (wk_graph_begin).
  * "rtc" (any dtype): whether dev compiles kernels at run time
  * (wick_ext.h: custom ops and run-time compiled kernels). "all_reduce",
  * "all_gather", "broadcast": whether dev has collectives for dtype

@@ -49,8 +49,9 @@ extern "C" {
  *      rtc_compiler says whether it opens; collectives (comm_available
  *      .. comm_run) appended; stream_order after stream
  *   6  the fused collective WK_COLL_ALL_REDUCE_ADD_RMS_NORM and
- *      comm_fuses, appended */
-#define WK_BACKEND_ABI 6
+ *      comm_fuses, appended
+ *   7  graphs (graph_begin .. graph_free), appended */
+#define WK_BACKEND_ABI 7
 #define WK_BACKEND_ENTRY wk_backend_entry_v1
 
 /* ------------------------------------------------------------------ */
@@ -427,6 +428,19 @@ typedef struct wk_backend_iface {
      * plain ones) on this comm; false sets no error. Every rank of a comm
      * answers alike for the same arguments. */
     bool (*comm_fuses)(void *comm, const wk_coll_args *a);
+
+    /* ---- graphs (ABI 7; NULL: the backend records none) ---- */
+    /* From graph_begin to graph_end, the work ops queue on ctx's stream
+     * is recorded instead of run (one thread records; host transfers and
+     * synchronizations fail meanwhile). Memory allocated, or freed,
+     * while recording belongs to the graph until graph_free: a replay
+     * finds it as the recording left it. graph_end always ends the
+     * recording; on failure *graph is NULL and what was recorded is
+     * dropped. graph_launch queues one replay on ctx's stream. */
+    wk_status (*graph_begin)(void *ctx);
+    wk_status (*graph_end)(void *ctx, void **graph);
+    wk_status (*graph_launch)(void *ctx, void *graph);
+    void (*graph_free)(void *ctx, void *graph);
 } wk_backend_iface;
 
 /* A plugin's one exported symbol. Returns NULL (after set_error) when the

@@ -10,11 +10,14 @@
  *   cat/stack  along first, middle, last and negative dims, mixed
  *              layouts, empty pieces, rank-0 pieces for stack
  *   create     zeros, ones, full, arange, from_host/to_host, item,
- *              to_device (cpu to cpu)
+ *              to_device (cpu to cpu), write (into a contiguous tensor
+ *              and into a transposed view of a poisoned storage; a short
+ *              buffer and a NULL source refused)
  * Case names: copy_into/..., copy2d/..., const_set/..., cat/..., stack/...,
  * create/....
  */
 #include <stdlib.h>
+#include <string.h>
 #include "test.h"
 
 static const t_layout dst_lays[] = {
@@ -186,6 +189,36 @@ static void create_cases(wk_dtype dt)
         wk_status st = wk_to_host(x, small, 4);
         T_CHECK(st != WK_OK, "to_host accepted a 4-byte buffer for 12 elements");
         wk_clear_error();
+    }
+    if (t_case("create/write/%s", dn)) {
+        /* row-major host values into a contiguous tensor and into a
+           transposed view; the rest of the view's storage keeps its poison */
+        const size_t es = wk_dtype_size(dt);
+        t_arr src = t_arr_new(dt, WK_SHAPE(5, 7)), poison = t_arr_new(dt, WK_SHAPE(7, 9));
+        t_fill(dt, src.p, src.n, T_GEN(G_UNIFORM, -50, 50));
+        t_fill(dt, poison.p, poison.n, T_GEN(G_FULL, 0, 0));
+        wk_tensor *c = t_own(wk_zeros(t_dev(), dt, WK_SHAPE(5, 7)));
+        if (c) {
+            T_OK(wk_write(c, src.p, (size_t)src.n * es));
+            t_check_exact("write contiguous", c, src.shape, dt, src.p);
+        }
+        wk_tensor *store = t_own(wk_from_host(t_dev(), dt, WK_SHAPE(7, 9), poison.p));
+        wk_tensor *view = store ? t_own(wk_transpose(wk_narrow(store, 1, 2, 5), 0, 1)) : NULL;   /* [5, 7] */
+        if (view) {
+            T_OK(wk_write(view, src.p, (size_t)src.n * es));
+            t_arr want = t_arr_new(dt, WK_SHAPE(7, 9));
+            memcpy(want.p, poison.p, (size_t)poison.n * es);   /* bytes: exact for i64 too */
+            for (int64_t r = 0; r < 5; r++)
+                for (int64_t k = 0; k < 7; k++)
+                    memcpy((char *)want.p + (k * 9 + 2 + r) * (int64_t)es, (const char *)src.p + (r * 7 + k) * (int64_t)es, es);
+            t_check_exact("write transposed view", store, want.shape, dt, want.p);
+        }
+        if (c) {
+            T_CHECK(wk_write(c, src.p, (size_t)src.n * es - 1) == WK_ERR_ARGUMENT, "write took a short buffer");
+            T_CHECK(wk_write(c, NULL, (size_t)src.n * es) == WK_ERR_ARGUMENT, "write took a NULL source");
+            T_CHECK(wk_write(NULL, src.p, 8) == WK_ERR_ARGUMENT, "write took a NULL tensor");
+            wk_clear_error();
+        }
     }
 }
 

@@ -74,6 +74,8 @@ struct wk_device {
 
 wk_device *wk_device_retain(wk_device *dev);
 void wk_device_release(wk_device *dev);
+/* graph.c: whether dev's backend records graphs (no error set). */
+bool wk_graph_supported(wk_device *dev);
 /* Reserve n Philox blocks of the device's generator: returns the offset
  * to use and advances it (thread-safe). */
 uint64_t wk_device_rng_take(wk_device *dev, uint64_t blocks, uint64_t *seed);

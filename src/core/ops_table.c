@@ -112,6 +112,7 @@ bool wk_supports(wk_device *dev, const char *op, wk_dtype dt)
 {
     if (!dev || !op || !wk_dtype_valid(dt)) return false;
     if (strcmp(op, "rtc") == 0) return wk_rtc_available(dev);   /* kernels compiled at run time */
+    if (strcmp(op, "graph") == 0) return wk_graph_supported(dev);   /* recorded work (graph.c) */
     if (strcmp(op, "all_reduce") == 0) return wk_comm_supports(dev, dt);   /* collectives (wick_comm.h) */
     if (strcmp(op, "all_gather") == 0 || strcmp(op, "broadcast") == 0)
         return !wk_dtype_is_quantized(dt) && wk_comm_available(dev);

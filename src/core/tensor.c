@@ -420,6 +420,35 @@ wk_status wk_to_host(const wk_tensor *t, void *dst, size_t bytes)
     return st;
 }
 
+wk_status wk_write(wk_tensor *t, const void *src, size_t bytes)
+{
+    WK_ENTER("write");
+    wk_status st = WK_OK;
+    int64_t nb = 0;
+    if (!t) st = wk_error(WK_ERR_ARGUMENT, "NULL tensor");
+    else if (!wk_dt_bytes(t->dtype, wk_numel(t->rank, t->dims), &nb))
+        st = wk_error(WK_ERR_ARGUMENT, "the tensor takes more than 2^63 bytes");
+    else if (bytes < (size_t)nb)
+        st = wk_error(WK_ERR_ARGUMENT, "buffer of %zu bytes is smaller than the %lld the tensor holds", bytes,
+                      (long long)nb);
+    else if (nb && !src) st = wk_error(WK_ERR_ARGUMENT, "NULL source");
+    if (st == WK_OK && nb) {
+        wk_device *dev = t->st->dev;
+        if (wk_tensor_is_contiguous(t)) {
+            st = dev->be->write(dev->ctx, (char *)t->st->ptr + wk_dt_bytes_of(t->dtype, t->offset), src, (size_t)nb);
+        } else {   /* a view with gaps: through a contiguous copy */
+            wk_shape s;
+            s.rank = t->rank;
+            for (int d = 0; d < t->rank; d++) s.dims[d] = t->dims[d];
+            wk_tensor *c = wk_from_host(dev, t->dtype, s, src);
+            st = c ? wk_copy_into(t, c) : wk_last_status();
+            wk_release(c);
+        }
+    }
+    WK_LEAVE();
+    return st;
+}
+
 static double decode(const void *p, wk_dtype dt)
 {
     switch (dt) {

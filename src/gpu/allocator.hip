@@ -46,7 +46,16 @@ typedef struct al_block {
     size_t size;              /* rounded size actually allocated     */
     int cls;                  /* size class; -1 for large blocks      */
     struct al_block *next;
+    struct wk_gpu_graph_mem *graph;   /* the graph record owning it, or NULL */
+    bool held;                /* freed, kept for its graph (in no list) */
 } al_block;
+
+/* A graph's blocks (wk_gpu_mem_capture_begin): every one it owns, live
+ * or held. */
+struct wk_gpu_graph_mem {
+    al_block **v;
+    size_t n, cap;
+};
 
 struct wk_gpu_pool {
     pthread_mutex_t lock;
@@ -55,6 +64,7 @@ struct wk_gpu_pool {
     al_block **live;          /* hash of blocks in use, by pointer    */
     size_t live_cap, live_n;
     uint64_t cached, in_use;
+    struct wk_gpu_graph_mem *capture;   /* the recording's record, or NULL */
 };
 
 struct wk_gpu_staging {
@@ -63,6 +73,8 @@ struct wk_gpu_staging {
     void *buf[2];
     hipEvent_t ev[2];
 };
+
+static bool al_graph_own(struct wk_gpu_graph_mem *g, al_block *b);
 
 /* ---- size classes ------------------------------------------------------ */
 
@@ -227,6 +239,8 @@ wk_status wk_gpu_mem_alloc(wk_gpu_ctx *c, size_t bytes, void **ptr)
         }
         b->size = r;
         b->cls = cls;
+        b->graph = NULL;
+        b->held = false;
         /* only a miss calls the runtime, so only a miss makes the device
          * current (rt_alloc does not enter); hipSetDevice, which also
          * makes its primary context current, where the memory must be */
@@ -262,6 +276,14 @@ wk_status wk_gpu_mem_alloc(wk_gpu_ctx *c, size_t bytes, void **ptr)
             return wk_gpu_fail(c, e, "hipMalloc(&b->ptr, r)", __FILE__, __LINE__);
         }
     }
+    if (pl->capture && !al_graph_own(pl->capture, b)) {
+        al_block **head = b->cls < 0 ? &pl->free_large : &pl->free_cls[b->cls];
+        b->next = *head;
+        *head = b;
+        pl->cached += b->size;
+        pthread_mutex_unlock(&pl->lock);
+        return wk_gpu_host->set_error(WK_ERR_MEMORY, "out of host memory in the device allocator");
+    }
     size_t h = al_hash(b->ptr, pl->live_cap);
     b->next = pl->live[h];
     pl->live[h] = b;
@@ -280,15 +302,89 @@ void wk_gpu_mem_free(wk_gpu_ctx *c, void *ptr)
     al_block *b = al_live_take(pl, ptr);
     if (b) {
         pl->in_use -= b->size;
+        /* a graph's block, or one freed while recording (the recorded
+           work may still use it at every replay): kept for the graph */
+        if (!b->graph && pl->capture && !al_graph_own(pl->capture, b)) {
+            /* no host memory to record it: lost, rather than handed out
+               while the graph may still write it */
+            pthread_mutex_unlock(&pl->lock);
+            return;
+        }
+        if (b->graph) {
+            b->held = true;
+        } else {
+            pl->cached += b->size;
+            al_block **head = b->cls < 0 ? &pl->free_large : &pl->free_cls[b->cls];
+            b->next = *head;
+            *head = b;
+        }
+    }
+    pthread_mutex_unlock(&pl->lock);
+    if (!b)
+        wk_gpu_host->set_error(WK_ERR_ARGUMENT, "free of %p, which %s:%d did not allocate (or freed already)", ptr,
+                               WK_GPU_PLATFORM, c->device);
+}
+
+/* ---- graphs' blocks ---------------------------------------------------------- */
+
+/* Add b to g (the caller holds the pool's lock); false when out of host memory. */
+static bool al_graph_own(struct wk_gpu_graph_mem *g, al_block *b)
+{
+    if (g->n == g->cap) {
+        const size_t cap = g->cap ? 2 * g->cap : 256;
+        al_block **v = (al_block **)realloc(g->v, cap * sizeof *v);
+        if (!v) return false;
+        g->v = v, g->cap = cap;
+    }
+    g->v[g->n++] = b;
+    b->graph = g;
+    return true;
+}
+
+wk_status wk_gpu_mem_capture_begin(wk_gpu_ctx *c)
+{
+    wk_gpu_pool *pl = c->pool;
+    struct wk_gpu_graph_mem *g = (struct wk_gpu_graph_mem *)calloc(1, sizeof *g);
+    if (!g) return wk_gpu_host->set_error(WK_ERR_MEMORY, "out of host memory for a graph");
+    pthread_mutex_lock(&pl->lock);
+    const bool busy = pl->capture != NULL;
+    if (!busy) pl->capture = g;
+    pthread_mutex_unlock(&pl->lock);
+    if (busy) {
+        free(g);
+        return wk_gpu_host->set_error(WK_ERR_ARGUMENT, "%s:%d is recording a graph already", WK_GPU_PLATFORM, c->device);
+    }
+    return WK_OK;
+}
+
+struct wk_gpu_graph_mem *wk_gpu_mem_capture_end(wk_gpu_ctx *c)
+{
+    wk_gpu_pool *pl = c->pool;
+    pthread_mutex_lock(&pl->lock);
+    struct wk_gpu_graph_mem *g = pl->capture;
+    pl->capture = NULL;
+    pthread_mutex_unlock(&pl->lock);
+    return g;
+}
+
+void wk_gpu_mem_graph_release(wk_gpu_ctx *c, struct wk_gpu_graph_mem *g)
+{
+    if (!g) return;
+    wk_gpu_pool *pl = c->pool;
+    pthread_mutex_lock(&pl->lock);
+    for (size_t i = 0; i < g->n; i++) {
+        al_block *b = g->v[i];
+        b->graph = NULL;
+        if (!b->held) continue;            /* still in use: an ordinary block now */
+        b->held = false;
         pl->cached += b->size;
         al_block **head = b->cls < 0 ? &pl->free_large : &pl->free_cls[b->cls];
         b->next = *head;
         *head = b;
     }
     pthread_mutex_unlock(&pl->lock);
-    if (!b)
-        wk_gpu_host->set_error(WK_ERR_ARGUMENT, "free of %p, which %s:%d did not allocate (or freed already)", ptr,
-                               WK_GPU_PLATFORM, c->device);
+    free(g->v);
+    free(g);
 }
 
 wk_status wk_gpu_mem_trim(wk_gpu_ctx *c)
@@ -467,6 +563,7 @@ wk_status wk_gpu_write(void *ctx, void *dst, const void *host, size_t bytes)
 {
     wk_gpu_ctx *c = (wk_gpu_ctx *)ctx;
     if (bytes == 0) return WK_OK;
+    WK_GPU_NOT_RECORDING(c, "a copy from the host");
     WK_GPU_ENTER(c);
     if (al_is_pinned(host, bytes)) {         /* one DMA from the caller's block */
         WK_GPU_CHECK_C(c, hipMemcpyAsync(dst, host, bytes, hipMemcpyHostToDevice, c->stream));
@@ -511,6 +608,7 @@ wk_status wk_gpu_read(void *ctx, void *host, const void *src, size_t bytes)
 {
     wk_gpu_ctx *c = (wk_gpu_ctx *)ctx;
     if (bytes == 0) return WK_OK;
+    WK_GPU_NOT_RECORDING(c, "a copy to the host");
     WK_GPU_ENTER(c);
     if (al_is_pinned(host, bytes)) {         /* one DMA into the caller's block */
         WK_GPU_CHECK_C(c, hipMemcpyAsync(host, src, bytes, hipMemcpyDeviceToHost, c->stream));

@@ -149,7 +149,14 @@ static wk_status comm_fail(const comm_lib_t *L, const char *call, comm_res r)
  * in call e, and it reaches call e + 2 only after this rank's call e + 1
  * sent it data, that is after this rank's call e read the slot. On AMD
  * the buffers are fine-grained memory (coherent across GPUs while kernels
- * run). */
+ * run).
+ *   The epoch lives in device memory, after the rank's receive buffer:
+ * a call reads the last call's epoch and adds one, and the last of its
+ * blocks to finish stores the new one (a count of finished blocks beside
+ * it), so the next call on the stream finds it. Nothing of a call depends
+ * on the host then, and a recorded graph (graph.hip) replays the calls
+ * with fresh epochs. Every rank makes the same calls in the same order,
+ * so the ranks' epochs agree. */
 #define P2P_MAX_RANKS 8
 #define P2P_THREADS 256
 #define P2P_MAX_WORDS 65536   /* 256 KiB of data per call */
@@ -165,8 +172,30 @@ struct p2p_args {
     int64_t count;                 /* elements of x */
     void *recv[P2P_MAX_RANKS];
     int n, rank;
-    uint32_t epoch;
+    uint32_t *ep;                  /* the rank's [last epoch, blocks done] */
 };
+
+/* Bytes of a rank's receive buffer (its epoch words follow). */
+#define P2P_RECV_BYTES(n) (2 * (size_t)(n) * P2P_MAX_WORDS * 8)
+
+/* This call's epoch: the last one's plus one (0 is the zeroed buffer's:
+ * skipped to 2, which keeps the parity). */
+__device__ inline uint32_t p2p_epoch(const uint32_t *ep)
+{
+    const uint32_t e = *(const volatile uint32_t *)ep + 1u;
+    return e == 0u ? 2u : e;
+}
+/* The block is done with the call (every thread of the block calls it):
+ * the last block to get here stores the call's epoch for the next call.
+ * Every block read the old epoch before it counted itself. */
+__device__ inline void p2p_done(uint32_t *ep, uint32_t e)
+{
+    __syncthreads();
+    if (threadIdx.x == 0 && atomicAdd(&ep[1], 1u) == gridDim.x - 1) {
+        ep[1] = 0u;
+        *(volatile uint32_t *)ep = e;
+    }
+}
 
 /* One (data, epoch) pair: a single 8-byte store / load at system scope. */
 __device__ inline void p2p_put(void *p, uint32_t data, uint32_t epoch)
@@ -232,16 +261,19 @@ template <typename T> __global__ __launch_bounds__(P2P_THREADS) void p2p_all_red
     typedef p2p_word<T> W;
     const int64_t words = (a.count + W::per - 1) / W::per;
     const int64_t w = (int64_t)blockIdx.x * P2P_THREADS + threadIdx.x;
-    if (w >= words) return;
-    const int64_t row = P2P_MAX_WORDS, slot = (int64_t)(a.epoch & 1u) * a.n * row;
-    T *x = (T *)a.x;
-    const uint32_t mine = W::load(x, w, a.count);
-    for (int p = 0; p < a.n; p++)
-        if (p != a.rank) p2p_put((uint2 *)a.recv[p] + slot + a.rank * row + w, mine, a.epoch);
-    float acc[2] = { 0.0f, 0.0f };
-    for (int p = 0; p < a.n; p++)
-        W::add(acc, p == a.rank ? mine : p2p_take((const uint2 *)a.recv[a.rank] + slot + p * row + w, a.epoch));
-    W::store(x, w, a.count, acc);
+    const uint32_t epoch = p2p_epoch(a.ep);
+    if (w < words) {
+        const int64_t row = P2P_MAX_WORDS, slot = (int64_t)(epoch & 1u) * a.n * row;
+        T *x = (T *)a.x;
+        const uint32_t mine = W::load(x, w, a.count);
+        for (int p = 0; p < a.n; p++)
+            if (p != a.rank) p2p_put((uint2 *)a.recv[p] + slot + a.rank * row + w, mine, epoch);
+        float acc[2] = { 0.0f, 0.0f };
+        for (int p = 0; p < a.n; p++)
+            W::add(acc, p == a.rank ? mine : p2p_take((const uint2 *)a.recv[a.rank] + slot + p * row + w, epoch));
+        W::store(x, w, a.count, acc);
+    }
+    p2p_done(a.ep, epoch);
 }
 
 /* ---- all_reduce fused with the residual add and rms_norm -------------
@@ -300,7 +332,8 @@ template <typename T> __global__ __launch_bounds__(P2P_NORM_THREADS) void p2p_al
     __shared__ float part[NT];
     const int tid = (int)threadIdx.x;
     const int64_t D = a.D, wpr = D / W::per, base = (int64_t)blockIdx.x * wpr;
-    const int64_t row = P2P_MAX_WORDS, slot = (int64_t)(a.m.epoch & 1u) * a.m.n * row;
+    const uint32_t epoch = p2p_epoch(a.m.ep);
+    const int64_t row = P2P_MAX_WORDS, slot = (int64_t)(epoch & 1u) * a.m.n * row;
     uint32_t *x = (uint32_t *)a.m.x + base, *s = (uint32_t *)a.sum + base, *o = (uint32_t *)a.norm + base;
     const uint32_t *r = (const uint32_t *)a.r + base, *w = (const uint32_t *)a.w;
     uint32_t mine[NW], res[NW], wt[NW], sv[NW];
@@ -316,7 +349,7 @@ template <typename T> __global__ __launch_bounds__(P2P_NORM_THREADS) void p2p_al
         const int64_t i = tid + (int64_t)k * NT;
         if (i < wpr)
             for (int p = 0; p < a.m.n; p++)
-                if (p != a.m.rank) p2p_put((uint2 *)a.m.recv[p] + slot + a.m.rank * row + base + i, mine[k], a.m.epoch);
+                if (p != a.m.rank) p2p_put((uint2 *)a.m.recv[p] + slot + a.m.rank * row + base + i, mine[k], epoch);
     }
     float ss = 0.0f;
 #pragma unroll
@@ -326,7 +359,7 @@ template <typename T> __global__ __launch_bounds__(P2P_NORM_THREADS) void p2p_al
         if (i >= wpr) continue;
         float acc[2] = { 0.0f, 0.0f };
         for (int p = 0; p < a.m.n; p++)
-            W::add(acc, p == a.m.rank ? mine[k] : p2p_take((const uint2 *)a.m.recv[a.m.rank] + slot + p * row + base + i, a.m.epoch));
+            W::add(acc, p == a.m.rank ? mine[k] : p2p_take((const uint2 *)a.m.recv[a.m.rank] + slot + p * row + base + i, epoch));
         const uint32_t xw = E::pack(acc);
         float z[2] = { 0.0f, 0.0f };
         for (int j = 0; j < W::per; j++) z[j] = E::get(xw, j) + E::get(res[k], j);
@@ -356,6 +389,7 @@ template <typename T> __global__ __launch_bounds__(P2P_NORM_THREADS) void p2p_al
         }
         o[i] = E::pack(v);
     }
+    p2p_done(a.m.ep, epoch);
 }
 
 static void p2p_free_group(p2p_group *g)
@@ -407,8 +441,9 @@ static p2p_group *p2p_make(void *const *ctxs, int n)
             hipError_t e = hipDeviceEnablePeerAccess(g->dev[j], 0);
             ok = e == hipSuccess || e == hipErrorPeerAccessAlreadyEnabled;
         }
-        /* epochs start at 1: a zeroed buffer holds no call's data */
-        const size_t bytes = 2 * (size_t)n * P2P_MAX_WORDS * 8;
+        /* epochs start at 1: a zeroed buffer holds no call's data; the
+           epoch words after the buffer start at 0 */
+        const size_t bytes = P2P_RECV_BYTES(n) + 256;
         ok = ok && p2p_alloc(&g->recv[i], bytes) == hipSuccess &&
              hipMemsetAsync(g->recv[i], 0, bytes, ((wk_gpu_ctx *)ctxs[i])->stream) == hipSuccess &&
              hipStreamSynchronize(((wk_gpu_ctx *)ctxs[i])->stream) == hipSuccess;
@@ -430,10 +465,9 @@ struct comm_rank_t {
     wk_gpu_ctx *c;
     p2p_group *g;
     int rank;
-    uint32_t epoch;
 };
 
-/* The next call's message arguments: x = a->recv, the next epoch. */
+/* A call's message arguments: x = a->recv; the rank's epoch words. */
 static p2p_args p2p_message(comm_rank_t *k, const wk_coll_args *a)
 {
     p2p_args pa;
@@ -442,8 +476,7 @@ static p2p_args p2p_message(comm_rank_t *k, const wk_coll_args *a)
     pa.count = (int64_t)a->count;
     pa.n = k->g->n;
     pa.rank = k->rank;
-    if (++k->epoch == 0) k->epoch = 2;   /* 0 is the zeroed buffer's; 2 keeps the parity */
-    pa.epoch = k->epoch;
+    pa.ep = (uint32_t *)((char *)k->g->recv[k->rank] + P2P_RECV_BYTES(pa.n));
     for (int i = 0; i < pa.n; i++) pa.recv[i] = k->g->recv[i];
     return pa;
 }
@@ -549,7 +582,7 @@ static wk_status comm_wrap(comm_handle h, wk_gpu_ctx *c, void **out)
         comm_lib.destroy(h);
         return wk_gpu_host->set_error(WK_ERR_MEMORY, "out of host memory");
     }
-    k->h = h, k->c = c, k->g = NULL, k->rank = 0, k->epoch = 0;
+    k->h = h, k->c = c, k->g = NULL, k->rank = 0;
     *out = k;
     return WK_OK;
 }

@@ -137,6 +137,15 @@ typedef cudaDeviceProp hipDeviceProp_t;
 #define hipEventQuery                    cudaEventQuery
 #define hipEventElapsedTime              cudaEventElapsedTime
 #define hipEventDestroy                  cudaEventDestroy
+typedef cudaGraph_t hipGraph_t;
+typedef cudaGraphExec_t hipGraphExec_t;
+#define hipStreamBeginCapture            cudaStreamBeginCapture
+#define hipStreamEndCapture              cudaStreamEndCapture
+#define hipStreamCaptureModeRelaxed      cudaStreamCaptureModeRelaxed
+#define hipGraphInstantiateWithFlags     cudaGraphInstantiateWithFlags
+#define hipGraphLaunch                   cudaGraphLaunch
+#define hipGraphDestroy                  cudaGraphDestroy
+#define hipGraphExecDestroy              cudaGraphExecDestroy
 
 #define hipMalloc                        cudaMalloc
 #define hipFree                          cudaFree

@@ -36,6 +36,8 @@ typedef struct wk_gpu_ctx {
     char model[128];
     int sync_launches;           /* WICK_GPU_SYNC=1: sync after launches  */
     int multi_device;            /* the process sees more than one device */
+    int recording;               /* a graph is being recorded on stream
+                                    (graph.hip): no host waits          */
     const char *last_op;         /* op of the last launch, for errors that
                                     surface later: a string constant (the
                                     core's op name, else the kernel's);
@@ -123,6 +125,15 @@ wk_status wk_gpu_enter(wk_gpu_ctx *c);
         }                                                                    \
     } while (0)
 
+/* What cannot happen while c records a graph (host transfers and
+ * waits): a clear error instead of the runtime's invalidated capture. */
+#define WK_GPU_NOT_RECORDING(c, what)                                        \
+    do {                                                                     \
+        if ((c)->recording)                                                  \
+            return wk_gpu_host->set_error(WK_ERR_ARGUMENT, "%s on %s:%d while it records a graph (wk_graph_begin)", \
+                                          (what), WK_GPU_PLATFORM, (c)->device); \
+    } while (0)
+
 /* ------------------------------------------------------------------ */
 /* Memory (allocator.hip)                                              */
 
@@ -138,6 +149,15 @@ wk_status wk_gpu_mem_trim(wk_gpu_ctx *c);
 /* Bytes held in the cache, free for reuse. */
 uint64_t wk_gpu_mem_cached(wk_gpu_ctx *c);
 wk_status wk_gpu_pool_create(wk_gpu_ctx *c);
+/* Graphs (graph.hip): between capture_begin and capture_end every block
+ * allocated, and every block freed, belongs to the recording's record,
+ * and a block of a record goes back to the cache only at graph_release
+ * (a replay rewrites what the recording used; nothing else may get it
+ * meanwhile). Blocks still live at release become ordinary ones. */
+struct wk_gpu_graph_mem;
+wk_status wk_gpu_mem_capture_begin(wk_gpu_ctx *c);
+struct wk_gpu_graph_mem *wk_gpu_mem_capture_end(wk_gpu_ctx *c);
+void wk_gpu_mem_graph_release(wk_gpu_ctx *c, struct wk_gpu_graph_mem *g);
 void wk_gpu_pool_destroy(wk_gpu_ctx *c);
 
 /* Scratch for an op: the same memory, named for intent. Free it right

@@ -89,6 +89,11 @@ wk_status wk_gpu_rtc_load(void *ctx, const void *code, size_t size, const char *
 void wk_gpu_rtc_unload(void *ctx, void *fn);
 wk_status wk_gpu_rtc_launch(void *ctx, void *fn, const unsigned grid[3], const unsigned block[3],
                             unsigned shared_bytes, void *stream, void **args);
+/* graph.hip: recorded work (backend.h's graph_* members) */
+wk_status wk_gpu_graph_begin(void *ctx);
+wk_status wk_gpu_graph_end(void *ctx, void **graph);
+wk_status wk_gpu_graph_launch(void *ctx, void *graph);
+void wk_gpu_graph_free(void *ctx, void *graph);
 
 #ifdef __cplusplus
 }

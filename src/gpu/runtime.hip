@@ -49,7 +49,7 @@ wk_status wk_gpu_launched(wk_gpu_ctx *c, const char *what, const char *file, int
         snprintf(call, sizeof call, "launch of %s", what);
         return wk_gpu_fail(NULL, e, call, file, line);
     }
-    if (c->sync_launches) {
+    if (c->sync_launches && !c->recording) {   /* (a graph's kernels run at its launch) */
         e = hipStreamSynchronize(c->stream);
         if (e != hipSuccess) {
             char call[96];
@@ -198,6 +198,7 @@ static wk_status rt_info(void *ctx, wk_device_info *out)
 static wk_status rt_synchronize(void *ctx)
 {
     wk_gpu_ctx *c = (wk_gpu_ctx *)ctx;
+    WK_GPU_NOT_RECORDING(c, "a synchronization");
     WK_GPU_ENTER(c);
     WK_GPU_CHECK_C(c, hipStreamSynchronize(c->stream));
     if (wk_gpu_counting)
@@ -348,6 +349,10 @@ static void rt_fill_iface(wk_backend_iface *f)
     f->rtc_load = wk_gpu_rtc_load;
     f->rtc_unload = wk_gpu_rtc_unload;
     f->rtc_launch = wk_gpu_rtc_launch;
+    f->graph_begin = wk_gpu_graph_begin;
+    f->graph_end = wk_gpu_graph_end;
+    f->graph_launch = wk_gpu_graph_launch;
+    f->graph_free = wk_gpu_graph_free;
 }
 
 extern "C" __attribute__((visibility("default"))) const wk_backend_iface *WK_BACKEND_ENTRY(const wk_host_api *host)

@@ -403,6 +403,8 @@ static wk_llm *load_one(const char *path, wk_device *dev, const wk_llm_options *
     m->chunk = o.prefill_chunk ? o.prefill_chunk : 512;
     const char *tenv = getenv("WICK_LLM_TIMING");
     m->timing = !tenv || !tenv[0] || !strcmp(tenv, "0") ? 0 : !strcmp(tenv, "2") ? 2 : 1;
+    const char *genv = getenv("WICK_LLM_GRAPH");
+    m->graph_off = genv && !strcmp(genv, "0");
     wk_status st = open_source(m, path);
     if (!st) st = llm_read_hparams(m, path);
     if (st) goto fail;
@@ -555,6 +557,7 @@ void wk_llm_free(wk_llm *m)
                      1e3 * (m->t_issue_ms + m->t_wait_ms) / (double)m->t_steps);
         fputs(line, stderr);
     }
+    llm_graphs_free(m);
     if (m->t_ev) {
         for (int64_t i = 0; i < LLM_EVENTS(m); i++) wk_event_free(m->t_ev[i]);
         free(m->t_ev);
@@ -666,10 +669,27 @@ static wk_tensor *norm(const wk_llm *m, const wk_tensor *x, const wk_tensor *w)
     return m->hp.gemma_norm ? wk_rms_norm_gemma(x, w, m->info.norm_eps) : wk_rms_norm(x, w, m->info.norm_eps);
 }
 
-/* [1, T, H, D] -> rotated [1, H, T, D] */
-static wk_tensor *rope(const wk_llm *m, const wk_tensor *x, bool local, int64_t pos)
+/* What a recorded decode step (graphs, below) reads from device memory
+ * instead of taking from the host: the position, the rope tables' rows
+ * there, and masks over a fixed stretch of the cache. NULL: an eager pass
+ * (the host's pos). */
+typedef struct llm_dyn {
+    const wk_tensor *pos;                    /* u32 [1]                         */
+    const wk_tensor *cos, *sin, *cos_l, *sin_l;   /* [1, D/2] rows at pos (local: gemma3) */
+    const wk_tensor *mask, *wmask;           /* f32 [1, 1, 1, cap]: 0 for a key the
+                                                query sees, -1e30 for one it does
+                                                not (wmask: the sliding window's) */
+    int64_t cap;                             /* keys the attention spans        */
+} llm_dyn;
+
+/* [1, T, H, D] -> rotated [1, H, T, D]; dy: T is 1, at dy's position */
+static wk_tensor *rope(const wk_llm *m, const wk_tensor *x, bool local, int64_t pos, const llm_dyn *dy)
 {
     const wk_tensor *c = local ? m->cos_local : m->cos, *s = local ? m->sin_local : m->sin;
+    if (dy) {
+        c = local ? dy->cos_l : dy->cos, s = local ? dy->sin_l : dy->sin;
+        pos = 0;
+    }
     if (m->info.rope_interleaved) return wk_rope_i(wk_transpose(x, 1, 2), c, s, pos);
     return wk_transpose(wk_rope_thd(x, c, s, pos), 1, 2);
 }
@@ -719,43 +739,40 @@ static double in_dtype(double v, wk_dtype dt)
     return f;
 }
 
-/* Tokens [T] at positions pos .. pos+T-1 through the model; rows of logits
- * (f32) for tokens first_out .. T-1 into out (NULL: none); or, with
- * best non-NULL (and out NULL), the index of the last token's largest
- * logit, found on the device, so that 4 bytes come back instead of the
- * row. */
-static wk_status forward(wk_llm *m, const int32_t *tokens, int64_t T, int64_t first_out, float *out, int32_t *best)
+/* What a pass gives back: rows of logits (f32) of tokens first_out ..
+ * T-1, the last token's argmax (u32 [1], taken on the device, so that 4
+ * bytes come back instead of a row), or nothing. */
+enum { LLM_OUT_NONE, LLM_OUT_LOGITS, LLM_OUT_BEST };
+
+/* The rank's rows of the token ids (the ids outside its vocabulary share
+ * look up the share's last row, zeros); ids [T]. */
+static void local_ids(const wk_llm *m, const int32_t *tokens, int64_t T, uint32_t *ids)
+{
+    for (int64_t i = 0; i < T; i++) {
+        if (!m->tp.comm) {
+            ids[i] = (uint32_t)tokens[i];
+            continue;
+        }
+        const int64_t li = tokens[i] - m->tp.voc0;
+        ids[i] = (uint32_t)(li >= 0 && li < m->tp.n_voc ? li : m->tp.n_voc);
+    }
+}
+
+/* The pass of tokens tid (u32 [T], the rank's ids) at positions pos ..
+ * pos+T-1 (dy: at dy's position, T 1), up to the output `want` asks for:
+ * a tensor of the current scope (LLM_OUT_NONE: x, the residual), NULL +
+ * error on failure. Events between the parts when `parts`. */
+static wk_tensor *pass(wk_llm *m, const wk_tensor *tid, int64_t T, int64_t pos, int64_t first_out, int want,
+                       const llm_dyn *dy, bool parts)
 {
     const wk_llm_info *in = &m->info;
     const llm_hparams *hp = &m->hp;
     /* this rank's heads and FFN width (the whole model's without tensor parallel) */
-    const int64_t E = in->n_embd, H = m->tp.n_head, Hkv = m->tp.n_kv, D = in->head_dim, pos = m->pos;
+    const int64_t H = m->tp.n_head, Hkv = m->tp.n_kv, D = in->head_dim;
     const int64_t QD = H * D, KD = Hkv * D, F = m->tp.n_ff;
     wk_comm *comm = m->tp.comm;
     const wk_dtype act = in->act_dtype;
-    wk_status st = WK_OK;
-    uint32_t *ids = malloc((size_t)T * sizeof *ids);
-    if (!ids) return wk_merr(WK_ERR_MEMORY, "out of memory");
-    for (int64_t i = 0; i < T; i++) ids[i] = (uint32_t)tokens[i];
-    if (comm)   /* the rank's vocabulary rows; ids outside them look up the share's last row, zeros */
-        for (int64_t i = 0; i < T; i++) {
-            const int64_t li = tokens[i] - m->tp.voc0;
-            ids[i] = (uint32_t)(li >= 0 && li < m->tp.n_voc ? li : m->tp.n_voc);
-        }
-
-    const double t0 = m->timing ? llm_now_ms() : 0;
-    double t1 = 0;
-    /* WICK_LLM_TIMING=2: events between the parts of one-token passes */
-    if (m->timing == 2 && T == 1 && !m->t_ev) {
-        const int64_t n = LLM_EVENTS(m);
-        m->t_ev = calloc((size_t)n, sizeof *m->t_ev);
-        for (int64_t i = 0; m->t_ev && i < n; i++) m->t_ev[i] = wk_event_new(m->dev);
-    }
-    const bool parts = m->timing == 2 && T == 1 && m->t_ev;
 #define PART(i) do { if (parts) part_mark(m, (i)); } while (0)
-    PART(0);
-    wk_scope_begin();
-    wk_tensor *tid = wk_from_host(m->dev, WK_U32, WK_SHAPE(T), ids);
     wk_tensor *x = wk_dtype_is_quantized(wk_tensor_dtype(m->tok_embd)) ? wk_qgather(m->tok_embd, tid, act)
                                                                       : wk_index_select(m->tok_embd, tid, 0);
     /* every token's row comes from the rank that holds it (the others add zeros) */
@@ -774,7 +791,8 @@ static wk_status forward(wk_llm *m, const int32_t *tokens, int64_t T, int64_t fi
         if (y->wqkv) {   /* one matmul; q, k, v are column ranges of its rows */
             wk_tensor *qkv = linear(h, y->wqkv, y->bqkv);
             if (!hp->qk_norm) {   /* q and k rotated in one launch */
-                wk_tensor *r = rope(m, wk_reshape(wk_narrow(qkv, 1, 0, QD + KD), WK_SHAPE(1, T, H + Hkv, D)), local, pos);
+                wk_tensor *r = rope(m, wk_reshape(wk_narrow(qkv, 1, 0, QD + KD), WK_SHAPE(1, T, H + Hkv, D)), local,
+                                    pos, dy);
                 q = wk_narrow(r, 1, 0, H);
                 k = wk_narrow(r, 1, H, Hkv);
                 roped = true;
@@ -793,23 +811,33 @@ static wk_status forward(wk_llm *m, const int32_t *tokens, int64_t T, int64_t fi
             k = norm(m, k, y->k_norm);
         }
         if (!roped) {
-            q = rope(m, q, local, pos);
-            k = rope(m, k, local, pos);
+            q = rope(m, q, local, pos, dy);
+            k = rope(m, k, local, pos, dy);
         }
         wk_tensor *a = NULL;
-        /* the cache's slot of position pos, and the first position read:
-           a window cache holds from sw_base and the window needs from
-           pos - W + 1 (window caches, above) */
-        const bool win = windowed(m, y);
-        const int64_t base = win ? m->sw_base : 0;
-        const int64_t lo = win && pos - in->sliding_window + 1 > base ? pos - in->sliding_window + 1 : base;
-        if (q && k && v &&
-            wk_copy_into(wk_narrow(y->k_cache, 2, pos - base, T), k) == WK_OK &&
-            wk_copy_into(wk_narrow(y->v_cache, 2, pos - base, T), wk_transpose(v, 1, 2)) == WK_OK) {
-            wk_attention_opts ao = { .scale = hp->attn_scale, .causal = true,
-                                     .window = y->sliding ? in->sliding_window : 0, .softcap = hp->attn_softcap };
-            a = wk_attention(q, wk_narrow(y->k_cache, 2, lo - base, pos + T - lo),
-                             wk_narrow(y->v_cache, 2, lo - base, pos + T - lo), &ao);
+        wk_attention_opts ao = { .scale = hp->attn_scale, .causal = true,
+                                 .window = y->sliding ? in->sliding_window : 0, .softcap = hp->attn_softcap };
+        if (dy && q && k && v) {
+            /* the cache's row at the device's position, then the keys of
+               the stretch the graph spans, masked past the position */
+            wk_tensor *at = wk_broadcast_as(wk_reshape(dy->pos, WK_SHAPE(1, 1, 1, 1)), WK_SHAPE(1, Hkv, 1, D));
+            if (at && wk_scatter_set(y->k_cache, at, k, 2) == WK_OK &&
+                wk_scatter_set(y->v_cache, at, wk_transpose(v, 1, 2), 2) == WK_OK) {
+                ao.causal = false, ao.window = 0;
+                ao.mask = y->sliding && in->sliding_window > 0 ? dy->wmask : dy->mask;
+                a = wk_attention(q, wk_narrow(y->k_cache, 2, 0, dy->cap), wk_narrow(y->v_cache, 2, 0, dy->cap), &ao);
+            }
+        } else if (q && k && v) {
+            /* the cache's slot of position pos, and the first position
+               read: a window cache holds from sw_base and the window needs
+               from pos - W + 1 (window caches, above) */
+            const bool win = windowed(m, y);
+            const int64_t base = win ? m->sw_base : 0;
+            const int64_t lo = win && pos - in->sliding_window + 1 > base ? pos - in->sliding_window + 1 : base;
+            if (wk_copy_into(wk_narrow(y->k_cache, 2, pos - base, T), k) == WK_OK &&
+                wk_copy_into(wk_narrow(y->v_cache, 2, pos - base, T), wk_transpose(v, 1, 2)) == WK_OK)
+                a = wk_attention(q, wk_narrow(y->k_cache, 2, lo - base, pos + T - lo),
+                                 wk_narrow(y->v_cache, 2, lo - base, pos + T - lo), &ao);
         }
         PART(2 + l * LLM_PARTS);
         a = a ? linear(wk_reshape(wk_transpose(a, 1, 2), WK_SHAPE(T, H * D)), y->wo, NULL) : NULL;
@@ -849,48 +877,223 @@ static wk_status forward(wk_llm *m, const int32_t *tokens, int64_t T, int64_t fi
         wk_scope_end();
     }
     PART(1 + in->n_layer * LLM_PARTS);
-    if (h && best && !out) {   /* greedy: the argmax on the device */
-        wk_tensor *xl = NULL;
-        wk_tensor *hn = f ? wk_add_rms_norm(wk_narrow(f, 0, T - 1, 1), wk_narrow(x, 0, T - 1, 1), m->out_norm,
-                                            in->norm_eps, hp->gemma_norm, &xl)
-                          : NULL;
-        wk_tensor *lg = hn ? logits_of(m, hn) : NULL;
-        if (lg && hp->final_softcap > 0)   /* monotonic, but keep the rounding of the logits that eval returns */
-            lg = wk_affine(wk_tanh(wk_affine(lg, 1.0 / hp->final_softcap, 0.0)), hp->final_softcap, 0.0);
-        wk_tensor *am = lg ? wk_argmax(lg, 1, false) : NULL;
-        uint32_t b = 0;
-        PART(2 + in->n_layer * LLM_PARTS);
-        if (m->timing) t1 = llm_now_ms();
-        if (!am || wk_to_host(am, &b, sizeof b) != WK_OK) h = NULL;
-        *best = (int32_t)b;
-    } else if (h && out) {
-        const int64_t rows = T - first_out;
-        wk_tensor *xl = NULL;   /* x + f and the final norm in one op */
-        wk_tensor *hn = f ? wk_add_rms_norm(wk_narrow(f, 0, first_out, rows), wk_narrow(x, 0, first_out, rows),
-                                            m->out_norm, in->norm_eps, hp->gemma_norm, &xl)
-                          : NULL;
-        wk_tensor *lg = hn ? logits_of(m, hn) : NULL;
-        if (lg && hp->final_softcap > 0)
-            lg = wk_affine(wk_tanh(wk_affine(lg, 1.0 / hp->final_softcap, 0.0)), hp->final_softcap, 0.0);
-        if (lg && act != WK_F32) lg = wk_to_dtype(lg, WK_F32);
-        PART(2 + in->n_layer * LLM_PARTS);
-        if (m->timing) t1 = llm_now_ms();
-        if (!lg || wk_to_host(lg, out, (size_t)(rows * in->n_vocab) * sizeof(float)) != WK_OK) h = NULL;
-    } else if (h) {
-        /* no logits wanted: make sure the work is done and errors surface */
-        if (wk_device_synchronize(m->dev) != WK_OK) h = NULL;
-    }
-    if (!h) st = wk_merr_core("forward pass at position %lld (%lld tokens)", (long long)pos, (long long)T);
+    if (!h || want == LLM_OUT_NONE) return h ? x : NULL;
+    /* x + f and the final norm of the rows wanted in one op; the logits */
+    const int64_t r0 = want == LLM_OUT_BEST ? T - 1 : first_out;
+    wk_tensor *xl = NULL;
+    wk_tensor *hn = f ? wk_add_rms_norm(wk_narrow(f, 0, r0, T - r0), wk_narrow(x, 0, r0, T - r0), m->out_norm,
+                                        in->norm_eps, hp->gemma_norm, &xl)
+                      : NULL;
+    wk_tensor *lg = hn ? logits_of(m, hn) : NULL;
+    if (lg && hp->final_softcap > 0)   /* monotonic, but the argmax keeps the rounding of the logits eval returns */
+        lg = wk_affine(wk_tanh(wk_affine(lg, 1.0 / hp->final_softcap, 0.0)), hp->final_softcap, 0.0);
+    wk_tensor *o = want == LLM_OUT_BEST ? (lg ? wk_argmax(lg, 1, false) : NULL)
+                   : lg && act != WK_F32 ? wk_to_dtype(lg, WK_F32) : lg;
+    PART(2 + in->n_layer * LLM_PARTS);
 #undef PART
-    if (m->timing && T == 1 && t1 > 0) {
-        if (parts && h) parts_add(m);
+    return o;
+}
+
+/* ---- recorded decode steps ------------------------------------------------------
+ * On a device that records graphs (wk_graph_begin: the GPUs), a one-token
+ * pass is recorded once and replayed: the ~10 launches of each layer cost
+ * the host one graph launch, and the device runs them without the gaps
+ * between launches. What changes from step to step comes from device
+ * memory (llm_dyn): the token's id and the position (one u32 pair the
+ * host writes before each replay), the rope tables' rows at the position
+ * (two index_selects at the start of the graph), the KV cache's row (a
+ * scatter along the cache's position dim at that position), and the keys
+ * attention reads: a fixed stretch of the cache, [0, cap), with an
+ * additive mask the host writes (0 up to the position, -1e30 past it and,
+ * for sliding-window layers, before the window). cap is the position + 1
+ * rounded up to LLM_GRAPH_STEP, so a graph serves LLM_GRAPH_STEP positions
+ * and is recorded again past them (then the attention reads at most
+ * LLM_GRAPH_STEP - 1 masked keys, a small part of a decode step's reads).
+ * One graph per kind of output (logits, argmax). Not used: WICK_LLM_GRAPH=0,
+ * WICK_LLM_TIMING=2 (its events between the parts), window caches (they
+ * move). A split model records on every rank: the ranks make the same
+ * calls in the same order, collectives included (the peer-memory
+ * all_reduce keeps its epochs in device memory for that). */
+#define LLM_GRAPH_STEP 256
+
+struct llm_graphs {
+    wk_tensor *in;               /* u32 [2]: the token's id (the rank's row), the position */
+    wk_tensor *mask, *wmask;     /* f32 [1, 1, 1, context]                        */
+    float *host_mask;            /* the host's copy, [2][context]                  */
+    struct {
+        wk_graph *g;
+        wk_tensor *out;          /* what the replay writes: logits or argmax        */
+        int64_t cap;
+    } k[2];                      /* LLM_OUT_LOGITS - 1, LLM_OUT_BEST - 1           */
+};
+
+static bool graph_usable(const wk_llm *m)
+{
+    if (m->graph_off || m->timing == 2 || m->sw_cap > 0) return false;
+    return wk_supports(m->dev, "graph", WK_F32);
+}
+
+void llm_graphs_free(wk_llm *m)
+{
+    llm_graphs *G = m->graphs;
+    if (!G) return;
+    for (int i = 0; i < 2; i++) {
+        wk_graph_free(G->k[i].g);
+        wk_release(G->k[i].out);
+    }
+    wk_release(G->in);
+    wk_release(G->mask);
+    wk_release(G->wmask);
+    free(G->host_mask);
+    free(G);
+    m->graphs = NULL;
+}
+
+/* The persistent inputs, made once (outside any recording: they are
+ * written from the host). */
+static wk_status graphs_init(wk_llm *m)
+{
+    if (m->graphs) return WK_OK;
+    const int64_t C = m->info.context;
+    llm_graphs *G = calloc(1, sizeof *G);
+    if (!G || !(G->host_mask = malloc((size_t)(2 * C) * sizeof(float)))) {
+        free(G);
+        return wk_merr(WK_ERR_MEMORY, "out of host memory for the decode graphs' inputs");
+    }
+    m->graphs = G;
+    wk_scope_begin();
+    G->in = wk_retain(wk_zeros(m->dev, WK_U32, WK_SHAPE(2)));
+    G->mask = wk_retain(wk_zeros(m->dev, WK_F32, WK_SHAPE(1, 1, 1, C)));
+    G->wmask = wk_retain(wk_zeros(m->dev, WK_F32, WK_SHAPE(1, 1, 1, C)));
+    wk_scope_end();
+    if (!G->in || !G->mask || !G->wmask) {
+        llm_graphs_free(m);
+        return wk_merr_core("the decode graphs' inputs");
+    }
+    return WK_OK;
+}
+
+/* Record the one-token pass for output `want` over keys [0, cap). */
+static wk_status graph_record(wk_llm *m, int want, int64_t cap)
+{
+    llm_graphs *G = m->graphs;
+    const int i = want - 1;
+    wk_graph_free(G->k[i].g);
+    wk_release(G->k[i].out);
+    G->k[i].g = NULL, G->k[i].out = NULL, G->k[i].cap = 0;
+    if (wk_graph_begin(m->dev) != WK_OK) return wk_merr_core("recording a decode step");
+    wk_scope_begin();
+    llm_dyn dy = { .pos = wk_narrow(G->in, 0, 1, 1), .mask = wk_narrow(G->mask, 3, 0, cap),
+                   .wmask = wk_narrow(G->wmask, 3, 0, cap), .cap = cap };
+    dy.cos = wk_index_select(m->cos, dy.pos, 0);
+    dy.sin = wk_index_select(m->sin, dy.pos, 0);
+    dy.cos_l = m->cos_local ? wk_index_select(m->cos_local, dy.pos, 0) : NULL;
+    dy.sin_l = m->sin_local ? wk_index_select(m->sin_local, dy.pos, 0) : NULL;
+    wk_tensor *out = dy.cos && dy.sin ? pass(m, wk_narrow(G->in, 0, 0, 1), 1, 0, 0, want, &dy, false) : NULL;
+    if (out) wk_retain(out);
+    wk_scope_end();
+    wk_graph *g = wk_graph_end(m->dev);   /* ends the recording whatever happened */
+    if (!g || !out) {
+        wk_graph_free(g);
+        wk_release(out);
+        return wk_merr_core("recording a decode step");
+    }
+    G->k[i].g = g, G->k[i].out = out, G->k[i].cap = cap;
+    return WK_OK;
+}
+
+/* The replay of the one-token pass of token `token` at m->pos: its output
+ * into out (logits) or best (argmax). *used false (and nothing done) when
+ * the model does not record. */
+static wk_status graph_step(wk_llm *m, int32_t token, float *out, int32_t *best, bool *used)
+{
+    *used = false;
+    if (!graph_usable(m) || (!out && !best)) return WK_OK;
+    const int want = out ? LLM_OUT_LOGITS : LLM_OUT_BEST;
+    const int64_t pos = m->pos, C = m->info.context, W = m->info.sliding_window;
+    int64_t cap = (pos + 1 + LLM_GRAPH_STEP - 1) / LLM_GRAPH_STEP * LLM_GRAPH_STEP;
+    if (cap > C) cap = C;
+    wk_status st = graphs_init(m);
+    llm_graphs *G = m->graphs;
+    if (st == WK_OK && G->k[want - 1].cap != cap) st = graph_record(m, want, cap);
+    if (st != WK_OK) return st;
+    *used = true;
+    const double t0 = m->timing ? llm_now_ms() : 0;
+    uint32_t in[2];
+    local_ids(m, &token, 1, &in[0]);
+    in[1] = (uint32_t)pos;
+    float *mk = G->host_mask, *wmk = G->host_mask + C;
+    for (int64_t j = 0; j < cap; j++) {
+        mk[j] = j <= pos ? 0.0f : -1e30f;
+        wmk[j] = j <= pos && (W <= 0 || j > pos - W) ? 0.0f : -1e30f;
+    }
+    st = wk_write(G->in, in, sizeof in);
+    if (st == WK_OK) st = wk_write(wk_narrow(G->mask, 3, 0, cap), mk, (size_t)cap * sizeof(float));
+    if (st == WK_OK && W > 0) st = wk_write(wk_narrow(G->wmask, 3, 0, cap), wmk, (size_t)cap * sizeof(float));
+    if (st == WK_OK) st = wk_graph_launch(G->k[want - 1].g);
+    const double t1 = m->timing ? llm_now_ms() : 0;
+    uint32_t b = 0;
+    if (st == WK_OK)
+        st = out ? wk_to_host(G->k[want - 1].out, out, (size_t)m->info.n_vocab * sizeof(float))
+                 : wk_to_host(G->k[want - 1].out, &b, sizeof b);
+    if (best && st == WK_OK) *best = (int32_t)b;
+    if (m->timing && st == WK_OK) {
+        m->t_steps++;
+        m->t_issue_ms += t1 - t0;
+        m->t_wait_ms += llm_now_ms() - t1;
+    }
+    return st == WK_OK ? WK_OK : wk_merr_core("replaying the decode step at position %lld", (long long)pos);
+}
+
+/* Tokens [T] at positions pos .. pos+T-1 through the model; rows of logits
+ * (f32) for tokens first_out .. T-1 into out (NULL: none); or, with
+ * best non-NULL (and out NULL), the index of the last token's largest
+ * logit, found on the device. One-token passes replay a recorded graph
+ * where the device records (above). */
+static wk_status forward(wk_llm *m, const int32_t *tokens, int64_t T, int64_t first_out, float *out, int32_t *best)
+{
+    const int64_t pos = m->pos;
+    bool used = false;
+    if (T == 1) {
+        wk_status st = graph_step(m, tokens[0], out, best, &used);
+        if (used || st != WK_OK) return st;
+    }
+    uint32_t *ids = malloc((size_t)T * sizeof *ids);
+    if (!ids) return wk_merr(WK_ERR_MEMORY, "out of memory");
+    local_ids(m, tokens, T, ids);
+
+    const double t0 = m->timing ? llm_now_ms() : 0;
+    double t1 = 0;
+    /* WICK_LLM_TIMING=2: events between the parts of one-token passes */
+    if (m->timing == 2 && T == 1 && !m->t_ev) {
+        const int64_t n = LLM_EVENTS(m);
+        m->t_ev = calloc((size_t)n, sizeof *m->t_ev);
+        for (int64_t i = 0; m->t_ev && i < n; i++) m->t_ev[i] = wk_event_new(m->dev);
+    }
+    const bool parts = m->timing == 2 && T == 1 && m->t_ev;
+    if (parts) part_mark(m, 0);
+    wk_scope_begin();
+    const int want = out ? LLM_OUT_LOGITS : best ? LLM_OUT_BEST : LLM_OUT_NONE;
+    wk_tensor *tid = wk_from_host(m->dev, WK_U32, WK_SHAPE(T), ids);
+    wk_tensor *o = tid ? pass(m, tid, T, pos, first_out, want, NULL, parts) : NULL;
+    if (m->timing) t1 = llm_now_ms();
+    wk_status st = WK_OK;
+    uint32_t b = 0;
+    if (!o) st = WK_ERR_BACKEND;
+    else if (want == LLM_OUT_LOGITS)
+        st = wk_to_host(o, out, (size_t)((T - first_out) * m->info.n_vocab) * sizeof(float));
+    else if (want == LLM_OUT_BEST) st = wk_to_host(o, &b, sizeof b);
+    else st = wk_device_synchronize(m->dev);   /* no logits wanted: the work is done and errors surface */
+    if (want == LLM_OUT_BEST && st == WK_OK) *best = (int32_t)b;
+    if (st != WK_OK) st = wk_merr_core("forward pass at position %lld (%lld tokens)", (long long)pos, (long long)T);
+    if (m->timing && T == 1 && st == WK_OK && want != LLM_OUT_NONE) {
+        if (parts) parts_add(m);
         m->t_steps++;
         m->t_issue_ms += t1 - t0;
         m->t_wait_ms += llm_now_ms() - t1;
     }
     wk_scope_end();
     free(ids);
-    (void)E;
     return st;
 }
 

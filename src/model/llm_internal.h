@@ -65,6 +65,10 @@ struct wk_llm {
        also the device's time by part of the pass, from events recorded
        between the parts (LLM_PARTS per layer, then the output head) */
     int timing;
+    /* recorded decode steps (llm.c, "recorded decode steps"); graph_off:
+       WICK_LLM_GRAPH=0 */
+    struct llm_graphs *graphs;
+    bool graph_off;
     int64_t t_steps;
     double t_issue_ms, t_wait_ms;
     struct wk_event **t_ev;       /* LLM_EVENTS(m) events (llm.c)         */
@@ -88,6 +92,11 @@ const wk_file_tensor *llm_find(const wk_llm *m, const char *gguf_name, const cha
  * counts as the largest there, where the sampler skips it). For greedy
  * generation (llm_text.c). */
 wk_status llm_eval_greedy(wk_llm *m, const int32_t *tokens, int64_t n, int32_t *next);
+
+/* llm.c: the recorded decode steps' graphs and inputs, freed (at free,
+ * and wherever what they recorded stops holding). */
+typedef struct llm_graphs llm_graphs;
+void llm_graphs_free(wk_llm *m);
 
 /* llm_text.c: tokenizer and end-of-generation tokens, set up at load. */
 wk_status llm_text_init(wk_llm *m);

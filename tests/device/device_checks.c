@@ -20,6 +20,13 @@
  *    back, rows narrowed, made contiguous and concatenated on the device,
  *    bit for bit against the host's bytes; ops that do not take them fail
  *    with an error naming the dtype;
+ *  - graphs: a recorded stretch of ops (temporaries freed inside it,
+ *    an index read with an out-of-range id, a scatter at a position
+ *    read from device memory) replayed after its inputs are rewritten
+ *    with wk_write and after the cache has handed out many blocks, each
+ *    replay checked against values computed here; what a recording
+ *    refuses (host reads, synchronizations, a second begin); the cpu
+ *    says it records none;
  *  - tensors of more than 2^31 elements (64-bit indexing in every kernel
  *    family): contiguous and strided elementwise ops, a transposed copy,
  *    reductions over either dim, argmax over everything, const_set through
@@ -304,6 +311,113 @@ static void check_quant(wk_device *dev, wk_device *cpu)
     }
 }
 
+/* Graphs (wk_graph_*): record, rewrite the inputs, replay, check. */
+static void check_graph(wk_device *dev)
+{
+    if (!wk_supports(dev, "graph", WK_F32)) {
+        const wk_status st = wk_graph_begin(dev);
+        check("graph_unsupported", st == WK_ERR_UNSUPPORTED, st, WK_ERR_UNSUPPORTED);
+        check("graph_end_unsupported", !wk_graph_end(dev) && wk_last_status() == WK_ERR_UNSUPPORTED, 0, 0);
+        wk_clear_error();
+        return;
+    }
+    enum { N = 100003 };
+    float *h = malloc(N * sizeof *h), *o = malloc(N * sizeof *o);
+    if (!h || !o) {
+        check("graph_host_memory", false, 0, 1);
+        free(h), free(o);
+        return;
+    }
+    wk_scope_begin();
+    for (int i = 0; i < N; i++) h[i] = (float)(i % 97);
+    float tabh[8 * 4];
+    for (int i = 0; i < 32; i++) tabh[i] = (float)(i + 1);
+    uint32_t idh[3] = { 2, 0, 7 }, posh[1] = { 3 };
+    wk_tensor *x = wk_from_host(dev, WK_F32, WK_SHAPE(N), h);
+    wk_tensor *tab = wk_from_host(dev, WK_F32, WK_SHAPE(8, 4), tabh);
+    wk_tensor *ids = wk_from_host(dev, WK_U32, WK_SHAPE(3), idh);
+    wk_tensor *pos = wk_from_host(dev, WK_U32, WK_SHAPE(1), posh);
+    wk_tensor *cache = wk_zeros(dev, WK_F32, WK_SHAPE(1, 2, 6, 4));
+    wk_tensor *row = wk_affine(wk_ones(dev, WK_F32, WK_SHAPE(1, 2, 1, 4)), 5.0, 0.0);
+    check("graph_inputs", x && tab && ids && pos && cache && row, 0, 0);
+
+    check("graph_begin", wk_graph_begin(dev) == WK_OK, 0, 0);
+    check("graph_second_begin_refused", wk_graph_begin(dev) != WK_OK, 0, 0);
+    wk_scope_begin();
+    wk_tensor *y = wk_add(wk_affine(x, 2.0, 1.0), x);      /* 3x + 1; the affine's result is freed below */
+    wk_tensor *sel = wk_index_select(tab, ids, 0);
+    wk_tensor *at = wk_broadcast_as(wk_reshape(pos, WK_SHAPE(1, 1, 1, 1)), WK_SHAPE(1, 2, 1, 4));
+    const wk_status sc = wk_scatter_set(cache, at, row, 2);
+    float one = 0;
+    const wk_status rd = wk_to_host(y, &one, sizeof one);
+    check("graph_refuses_host_read", rd != WK_OK && strstr(wk_last_error(), "graph"), rd, 1);
+    const wk_status sy = wk_device_synchronize(dev);
+    check("graph_refuses_synchronize", sy != WK_OK && strstr(wk_last_error(), "graph"), sy, 1);
+    if (y) wk_retain(y);
+    if (sel) wk_retain(sel);
+    wk_scope_end();
+    wk_graph *g = wk_graph_end(dev);
+    check("graph_recorded", g && y && sel && sc == WK_OK, 0, 0);
+    check("graph_end_twice_refused", !wk_graph_end(dev), 0, 0);
+    /* the cache hands out blocks: none of them may be the graph's */
+    for (int k = 0; k < 16; k++) wk_full(dev, WK_F32, WK_SHAPE(N), -1.0);
+    wk_tensor *fresh = wk_full(dev, WK_F32, WK_SHAPE(2 * N), -2.0);
+    for (int rep = 0; g && rep < 3; rep++) {
+        for (int i = 0; i < N; i++) h[i] = (float)(i % 97 + 10 * rep);
+        uint32_t id2[3] = { (uint32_t)rep, (uint32_t)(7 - rep), 8 }, p2[1] = { (uint32_t)(3 + rep) };  /* 8: out of range */
+        bool ok = wk_write(x, h, N * sizeof *h) == WK_OK && wk_write(ids, id2, sizeof id2) == WK_OK &&
+                  wk_write(pos, p2, sizeof p2) == WK_OK && wk_graph_launch(g) == WK_OK &&
+                  wk_to_host(y, o, N * sizeof *o) == WK_OK;
+        int bad = -1;
+        for (int i = 0; ok && i < N && bad < 0; i++)
+            if (o[i] != 3 * h[i] + 1) bad = i;
+        char what[64];
+        snprintf(what, sizeof what, "graph_replay_%d_values", rep);
+        check(what, ok && bad < 0, bad >= 0 ? o[bad] : -1, bad >= 0 ? 3 * h[bad] + 1 : 0);
+        float s3[12];
+        ok = wk_to_host(sel, s3, sizeof s3) == WK_OK;
+        for (int j = 0; ok && j < 4; j++)
+            ok = s3[j] == tabh[4 * rep + j] && s3[4 + j] == tabh[4 * (7 - rep) + j] && s3[8 + j] == 0.0f;
+        snprintf(what, sizeof what, "graph_replay_%d_index_read", rep);
+        check(what, ok, s3[0], tabh[4 * rep]);
+        float ch[48];
+        ok = wk_to_host(cache, ch, sizeof ch) == WK_OK;
+        for (int hh = 0; ok && hh < 2; hh++)
+            for (int p = 0; p < 6; p++)
+                for (int j = 0; j < 4; j++) {
+                    const float want = p >= 3 && p <= 3 + rep ? 5.0f : 0.0f;
+                    if (ch[(hh * 6 + p) * 4 + j] != want) ok = false;
+                }
+        snprintf(what, sizeof what, "graph_replay_%d_scatter_at_device_pos", rep);
+        check(what, ok, 0, 0);
+    }
+    /* a position past the cache: the write is skipped */
+    uint32_t past[1] = { 6 };
+    float ch[48];
+    bool ok = g && wk_write(pos, past, sizeof past) == WK_OK && wk_graph_launch(g) == WK_OK &&
+              wk_to_host(cache, ch, sizeof ch) == WK_OK;
+    int fives = 0;
+    for (int i = 0; ok && i < 48; i++) fives += ch[i] == 5.0f;
+    check("graph_scatter_out_of_range_skipped", ok && fives == 2 * 3 * 4, fives, 24);
+    float fr = 0;
+    check("graph_left_other_blocks_alone", fresh && wk_to_host(wk_narrow(fresh, 0, 2 * N - 1, 1), &fr, sizeof fr) == WK_OK &&
+                                             fr == -2.0f, fr, -2.0);
+    wk_graph_free(g);
+    wk_release(y);
+    wk_release(sel);
+    /* after a refused op the recording still ends, and the device works */
+    check("graph_begin_again", wk_graph_begin(dev) == WK_OK, 0, 0);
+    (void)wk_from_host(dev, WK_F32, WK_SHAPE(4), h);   /* refused: a host transfer */
+    wk_graph *g2 = wk_graph_end(dev);
+    wk_graph_free(g2);
+    wk_tensor *z = wk_affine(x, 1.0, 1.0);
+    check("graph_device_usable_after", z && wk_to_host(z, o, N * sizeof *o) == WK_OK && o[5] == h[5] + 1, o[5], h[5] + 1);
+    wk_scope_end();
+    free(h);
+    free(o);
+    wk_clear_error();
+}
+
 int main(int argc, char **argv)
 {
     const char *name = "cpu";
@@ -404,8 +518,9 @@ int main(int argc, char **argv)
         wk_device_close(cpu0);
     }
 
-    /* ---- events and pinned host memory ---- */
+    /* ---- events, graphs and pinned host memory ---- */
     check_events(dev, name);
+    check_graph(dev);
     check_pinned(dev);
 
     /* ---- the current device ---- */
