@@ -349,7 +349,7 @@ static void check_graph(wk_device *dev)
     wk_tensor *at = wk_broadcast_as(wk_reshape(pos, WK_SHAPE(1, 1, 1, 1)), WK_SHAPE(1, 2, 1, 4));
     const wk_status sc = wk_scatter_set(cache, at, row, 2);
     float one = 0;
-    const wk_status rd = wk_to_host(y, &one, sizeof one);
+    const wk_status rd = wk_to_host(y ? wk_narrow(y, 0, 0, 1) : NULL, &one, sizeof one);
     check("graph_refuses_host_read", rd != WK_OK && strstr(wk_last_error(), "graph"), rd, 1);
     const wk_status sy = wk_device_synchronize(dev);
     check("graph_refuses_synchronize", sy != WK_OK && strstr(wk_last_error(), "graph"), sy, 1);
