@@ -478,6 +478,22 @@ wk_tensor *wk_rope(const wk_tensor *x, const wk_tensor *cos, const wk_tensor *si
 wk_tensor *wk_rope_i(const wk_tensor *x, const wk_tensor *cos, const wk_tensor *sin, int64_t pos_offset);
 wk_tensor *wk_rope_thd(const wk_tensor *x, const wk_tensor *cos, const wk_tensor *sin, int64_t pos_offset);
 
+/* A decoding step's rotary embedding and KV-cache append in one launch.
+ * qkv [B, T, Hq + 2 Hkv, D] holds each token's n_q query heads, then its
+ * key heads, then its value heads (one fused q/k/v projection's output,
+ * reshaped; any strides with the last 1). The query and key heads rotate
+ * as wk_rope_thd's (interleaved false: halves) or wk_rope_i's (true:
+ * adjacent pairs) at positions p .. p + T - 1; the rotated keys and the
+ * values are written to rows p .. p + T - 1 of k_cache and v_cache
+ * [B, Hkv, C, D] (any views with the last stride 1); the rotated queries
+ * are returned, [B, T, Hq, D] contiguous. p is pos_offset, or, when pos is
+ * given, its value read on the device (a u32 or i64 tensor of one
+ * element: a recorded graph's position, wk_graph_begin): then a row whose
+ * position is past the tables or the caches writes no cache row and
+ * gives zero queries; pos_offset out of range is an error. */
+wk_tensor *wk_rope_kv(const wk_tensor *qkv, int64_t n_q, const wk_tensor *cos, const wk_tensor *sin, int64_t pos_offset,
+                      const wk_tensor *pos, bool interleaved, wk_tensor *k_cache, wk_tensor *v_cache);
+
 typedef enum wk_rope_scaling_type {
     WK_ROPE_SCALING_NONE,
     WK_ROPE_SCALING_LINEAR,   /* positions divided by factor                  */

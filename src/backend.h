@@ -140,6 +140,17 @@ typedef enum wk_op_family {
                                 stable order of each row of src[0] [rows, n] (any strides,
                                 any dense dtype); p[0] = 1: descending. NaN is above
                                 +inf, -0 equals +0                                   */
+    WK_FAMILY_ROPE_KV,       /* rope of q and k and the KV-cache append, one launch:
+                                src[0] qkv [B, T, Hq + 2 Hkv, D] (last stride 1, others
+                                any), src[1] cos and src[2] sin as ROPE, src[3] the
+                                position: u32 or i64, one element (device memory), or
+                                NULL for p[0]; params: wk_rope_kv_params. Query and key
+                                heads rotate at table row pos + t (halves, or pairs
+                                when interleaved); dst [B, T, Hq, D] contiguous gets the
+                                queries, rows pos + t of the caches the keys and the
+                                values. A row whose position is past the tables or the
+                                caches (possible only for src[3]; the core checks p[0])
+                                writes no cache row and zero queries.                */
     WK_FAMILY_RESERVED,      /* named for a layer still to come; no front-end yet    */
     WK_FAMILY_COUNT
 } wk_op_family;
@@ -199,6 +210,15 @@ typedef struct wk_op_args {
     const void *value;           /* CONST_SET: one element of dst's dtype (host memory) */
     const void *params;          /* op-specific parameters, for ops that need more */
 } wk_op_args;
+
+/* The parameters of a ROPE_KV op (wk_op_args.params): the caches
+ * [B, Hkv, C, D] (any strides, the last 1; written in place), the query
+ * heads Hq (qkv's heads are Hq + 2 Hkv), the pair layout. */
+typedef struct wk_rope_kv_params {
+    const wk_view *k_cache, *v_cache;
+    int64_t n_q;
+    int interleaved;
+} wk_rope_kv_params;
 
 /* The options of an ATTENTION op (wk_op_args.params). A key j is visible
  * to query i when (with pos = i + Tk - Tq, its position among the keys)

@@ -118,6 +118,7 @@
     X(O, DEQUANTIZE, "dequantize", QCONVERT, WK_DT_QUANTS)                         \
     X(O, QUANTIZE, "quantize", QCONVERT, WK_DT_QUANTS)                             \
     X(O, QGATHER, "qgather", QGATHER, WK_DT_QUANTS)                                \
+    X(O, ROPE_KV, "rope_kv", ROPE_KV, WK_DT_NN)                                    \
     /* append new ops above this line */
 
 /* Family of an entry (a wk_op_family value): WK_OP_FAMILY(K, P) */

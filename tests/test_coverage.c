@@ -213,7 +213,7 @@ static int reduce_of(const char *op)
 static const char *const other_ops[] = {
     "affine", "powf", "elu", "where_cond", "matmul", "index_select", "gather", "scatter_set", "scatter_add",
     "index_add", "copy", "copy2d", "const_set", "rand_uniform", "rand_normal", "softmax", "log_softmax",
-    "rms_norm", "layer_norm", "add_rms_norm", "rope", "rope_i", "rope_thd", "silu_mul", "attention",
+    "rms_norm", "layer_norm", "add_rms_norm", "rope", "rope_i", "rope_thd", "rope_kv", "silu_mul", "attention",
     "dequantize", "quantize", "qmatmul", "qgather",
     "conv1d", "conv_transpose1d", "conv2d", "conv_transpose2d", "avg_pool2d", "max_pool2d",
     "upsample_nearest1d", "upsample_nearest2d", "upsample_bilinear2d", "arg_sort",
@@ -392,6 +392,17 @@ static int run_op(const char *op, wk_dtype dt, char *why, size_t n)
         wk_tensor *r = !strcmp(op, "rope") ? wk_rope(x4, c, s, 2) : !strcmp(op, "rope_i") ? wk_rope_i(x4, c, s, 2)
                                                                                          : wk_rope_thd(x4, c, s, 5);
         return tensor_result(r, dt, s4, why, n);
+    }
+    if (!strcmp(op, "rope_kv")) {
+        wk_tensor *c = NULL, *s = NULL;
+        wk_status st = wk_rope_tables(t_dev(), 4, 10000, 8, NULL, &c, &s);
+        t_own(c);
+        t_own(s);
+        if (st != WK_OK) return status_result(st, why, n);
+        wk_tensor *qkv = as_shape(small(dt, 8, 4), WK_SHAPE(1, 2, 4, 4));   /* 2 query heads, 1 key, 1 value */
+        wk_tensor *kc = t_own(wk_zeros(t_dev(), dt, WK_SHAPE(1, 1, 5, 4))), *vc = t_own(wk_zeros(t_dev(), dt, WK_SHAPE(1, 1, 5, 4)));
+        if (!qkv || !kc || !vc) return 1;
+        return tensor_result(wk_rope_kv(qkv, 2, c, s, 3, NULL, false, kc, vc), dt, WK_SHAPE(1, 2, 2, 4), why, n);
     }
     if (!strcmp(op, "attention")) {
         wk_tensor *q = as_shape(small(dt, 6, 4), WK_SHAPE(1, 2, 3, 4));

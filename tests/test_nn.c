@@ -413,6 +413,88 @@ static void rope_case(wk_dtype dt, int op, wk_shape s, in_layout lay, int64_t of
     t_check_close(rope_names[op], y, s, dt, ref, t_bound_acc(dt));
 }
 
+/* ---- rope_kv: rope of q and k, k and v appended to caches ----------------------------------- */
+
+/* qkv [B, T, Hq + 2 Hkv, D] in layout lay; caches [B, Hkv, C, D] of random
+ * values (what rope_kv must leave alone outside rows off .. off + T - 1);
+ * devpos: 0 host offset, 1 a u32 device position, 2 an i64 one; rows past
+ * the tables or caches (devpos only) write nothing and give zero queries. */
+static void rope_kv_case(wk_dtype dt, int64_t B, int64_t T, int64_t Hq, int64_t Hkv, int64_t D, int64_t C, int64_t off,
+                         int64_t npos, in_layout lay, bool inter, int devpos, t_layout_kind cache_lay)
+{
+    const int64_t H = Hq + 2 * Hkv, half = D / 2;
+    double *x = NULL, *cs = NULL, *sn = NULL, *k0 = NULL, *v0 = NULL;
+    wk_tensor *tx = mk_in(dt, lay, WK_SHAPE(B, T, H, D), -2, 2, &x);
+    wk_tensor *tc = mk(WK_F32, LK_CONTIG, WK_SHAPE(npos, half), -1, 1, &cs);
+    wk_tensor *ts = mk(WK_F32, LK_CONTIG, WK_SHAPE(npos, half), -1, 1, &sn);
+    wk_tensor *kc = mk(dt, cache_lay, WK_SHAPE(B, Hkv, C, D), -9, 9, &k0);
+    wk_tensor *vc = mk(dt, cache_lay, WK_SHAPE(B, Hkv, C, D), -9, 9, &v0);
+    if (!tx || !tc || !ts || !kc || !vc || !x || !cs || !sn || !k0 || !v0) return;
+    wk_tensor *pt = NULL;
+    if (devpos == 1) pt = t_own(wk_from_host(t_dev(), WK_U32, WK_SHAPE(1), &(uint32_t){ (uint32_t)off }));
+    if (devpos == 2) pt = t_own(wk_from_host(t_dev(), WK_I64, WK_SHAPE(1), &(int64_t){ off }));
+    t_cover("rope_kv", dt);
+    wk_tensor *y = t_own(wk_rope_kv(tx, Hq, tc, ts, devpos ? 0 : off, pt, inter, kc, vc));
+    if (!y) {
+        t_fail("rope_kv returned NULL: %s", wk_last_error());
+        return;
+    }
+    const int64_t nq = B * T * Hq * D, nc = B * Hkv * C * D;
+    double *rq = t_mem((size_t)nq * sizeof(double) + 8), *rk = t_mem((size_t)nc * sizeof(double) + 8),
+           *rv = t_mem((size_t)nc * sizeof(double) + 8);
+    for (int64_t i = 0; i < nc; i++) rk[i] = k0[i], rv[i] = v0[i];
+    for (int64_t b = 0; b < B; b++)
+        for (int64_t t = 0; t < T; t++)
+            for (int64_t h = 0; h < H; h++) {
+                const int64_t p = off + t;
+                const bool in = p < npos && p < C;
+                const double *xr = x + ((b * T + t) * H + h) * D;
+                double row[512];
+                for (int64_t d = 0; d < D; d++) row[d] = xr[d];
+                if (in && h < Hq + Hkv)
+                    for (int64_t i = 0; i < half; i++) {
+                        const int64_t i0 = inter ? 2 * i : i, i1 = inter ? 2 * i + 1 : i + half;
+                        const double c = cs[p * half + i], sv = sn[p * half + i];
+                        row[i0] = xr[i0] * c - xr[i1] * sv;
+                        row[i1] = xr[i0] * sv + xr[i1] * c;
+                    }
+                if (h < Hq) {
+                    for (int64_t d = 0; d < D; d++) rq[((b * T + t) * Hq + h) * D + d] = in ? row[d] : 0.0;
+                } else if (in) {
+                    double *dst = h < Hq + Hkv ? rk : rv;
+                    const int64_t hh = h < Hq + Hkv ? h - Hq : h - Hq - Hkv;
+                    for (int64_t d = 0; d < D; d++) dst[((b * Hkv + hh) * C + p) * D + d] = row[d];
+                }
+            }
+    t_check_close("rope_kv queries", y, WK_SHAPE(B, T, Hq, D), dt, rq, t_bound_acc(dt));
+    t_check_close("rope_kv k_cache", kc, WK_SHAPE(B, Hkv, C, D), dt, rk, t_bound_acc(dt));
+    t_check_close("rope_kv v_cache", vc, WK_SHAPE(B, Hkv, C, D), dt, rv, t_bound_acc(dt));
+}
+
+static void rope_kv_errors(void)
+{
+    wk_tensor *qkv = t_own(wk_zeros(t_dev(), WK_F32, WK_SHAPE(1, 1, 8, 4)));
+    wk_tensor *c = t_own(wk_zeros(t_dev(), WK_F32, WK_SHAPE(4, 2)));
+    wk_tensor *kc = t_own(wk_zeros(t_dev(), WK_F32, WK_SHAPE(1, 2, 3, 4)));
+    wk_tensor *vc = t_own(wk_zeros(t_dev(), WK_F32, WK_SHAPE(1, 2, 3, 4)));
+    wk_tensor *fp = t_own(wk_zeros(t_dev(), WK_F32, WK_SHAPE(1)));
+    if (!qkv || !c || !kc || !vc || !fp) return;
+    T_CHECK(!wk_rope_kv(qkv, 3, c, c, 0, NULL, false, kc, vc) && wk_last_status() == WK_ERR_SHAPE,
+            "8 heads as 3 query heads + 2 x 2.5 accepted");
+    T_CHECK(!wk_rope_kv(qkv, 4, c, c, 3, NULL, false, kc, vc) && wk_last_status() == WK_ERR_INDEX,
+            "position 3 of a 3-row cache accepted");
+    T_CHECK(!wk_rope_kv(qkv, 4, c, c, 0, fp, false, kc, vc) && wk_last_status() == WK_ERR_ARGUMENT,
+            "an f32 position accepted");
+    T_CHECK(!wk_rope_kv(qkv, 4, c, c, 0, NULL, false, kc, kc) && wk_last_status() == WK_ERR_ARGUMENT,
+            "one tensor as both caches accepted");
+    T_CHECK(!wk_rope_kv(qkv, 4, c, c, 0, NULL, false, kc, NULL) && wk_last_status() == WK_ERR_ARGUMENT,
+            "a NULL cache accepted");
+    wk_tensor *kt = t_own(wk_zeros(t_dev(), WK_F32, WK_SHAPE(1, 2, 4, 3)));
+    T_CHECK(kt && !wk_rope_kv(qkv, 4, c, c, 0, NULL, false, t_own(wk_transpose(kt, 2, 3)), vc) && wk_last_status() == WK_ERR_SHAPE,
+            "a cache whose last stride is not 1 accepted");
+    wk_clear_error();
+}
+
 /* ---- rope tables -------------------------------------------------------------------------- */
 
 static double ref_inv_freq(int64_t i, int64_t D, double base, const wk_rope_scaling *sc)
@@ -904,9 +986,27 @@ T_SUITE(nn)
                                          : WK_SHAPE(rc[c].B, rc[c].H, rc[c].T, rc[c].D);
                     rope_case(dt, op, s, rc[c].lay, rc[c].off, rc[c].tables);
                 }
+        /* rope_kv: decode shapes, prefill rows, interleaved pairs, device positions (u32, i64) with rows past
+           the caches or the tables, strided qkv and cache views */
+        static const struct { const char *name; int64_t B, T, Hq, Hkv, D, C, off, npos; in_layout lay; bool inter;
+                              int devpos; t_layout_kind clay; } kc[] = {
+            { "decode_hq32_hkv8_d128", 1, 1, 32, 8, 128, 9, 5, 12, IN_CONTIG, false, 0, LK_CONTIG },
+            { "decode_devpos_u32", 1, 1, 4, 2, 64, 7, 6, 9, IN_CONTIG, false, 1, LK_CONTIG },
+            { "decode_devpos_i64_pairs", 2, 1, 6, 3, 16, 5, 2, 9, IN_CONTIG, true, 2, LK_NARROWED },
+            { "prefill_t13_off3", 2, 13, 4, 2, 32, 17, 3, 20, IN_SWAP12, false, 0, LK_CONTIG },
+            { "prefill_pairs_narrow", 1, 7, 2, 1, 8, 9, 1, 9, IN_NARROW, true, 0, LK_NARROWED },
+            { "devpos_past_cache", 1, 3, 2, 1, 8, 4, 2, 9, IN_CONTIG, false, 1, LK_CONTIG },
+            { "devpos_past_tables", 1, 3, 2, 1, 8, 9, 3, 4, IN_CONTIG, true, 2, LK_CONTIG },
+            { "last_strided", 1, 2, 2, 1, 6, 3, 0, 3, IN_LAST, false, 0, LK_CONTIG },
+        };
+        for (int c = 0; c < N_(kc); c++)
+            if (t_case("nn/rope_kv/%s/%s", dn, kc[c].name))
+                rope_kv_case(dt, kc[c].B, kc[c].T, kc[c].Hq, kc[c].Hkv, kc[c].D, kc[c].C, kc[c].off, kc[c].npos, kc[c].lay,
+                             kc[c].inter, kc[c].devpos, kc[c].clay);
         for (int c = 0; c < N_(acases); c++)
             if (t_case("nn/attention/%s/%s", dn, acases[c].name)) attention_case(dt, &acases[c]);
     }
+    if (t_case("nn/rope_kv/errors")) rope_kv_errors();
     static const struct { const char *name; int64_t D; double base; int64_t npos; wk_rope_scaling sc; bool has; } tc[] = {
         { "none_d128", 128, 10000, 4097, { 0 }, false },
         { "none_explicit_d64", 64, 1e6, 1023, { WK_ROPE_SCALING_NONE, 0, 0, 0, 0 }, true },

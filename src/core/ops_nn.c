@@ -327,6 +327,97 @@ wk_tensor *wk_rope_i(const wk_tensor *x, const wk_tensor *cos, const wk_tensor *
 wk_tensor *wk_rope_thd(const wk_tensor *x, const wk_tensor *cos, const wk_tensor *sin, int64_t pos_offset)
     WK_API(wk_tensor *, "rope_thd", rope_impl(WK_OP_ROPE_THD, x, cos, sin, pos_offset))
 
+/* a KV cache for rope_kv: [B, Hkv, C, D] of qkv's dtype and device, last
+ * stride 1, no overlapping elements */
+static bool rope_kv_cache(const wk_tensor *qkv, const wk_tensor *c, const char *name, int64_t Hkv)
+{
+    if (!c) return wk_error(WK_ERR_ARGUMENT, "%s is NULL", name), false;
+    if (c->st->dev != qkv->st->dev)
+        return wk_error(WK_ERR_DEVICE, "qkv is on %s but %s is on %s", qkv->st->dev->name, name, c->st->dev->name), false;
+    if (c->dtype != qkv->dtype)
+        return wk_error(WK_ERR_DTYPE, "%s is %s, qkv %s", name, wk_dtype_name(c->dtype), wk_dtype_name(qkv->dtype)), false;
+    if (c->rank != 4 || c->dims[0] != qkv->dims[0] || c->dims[1] != Hkv || c->dims[3] != qkv->dims[3])
+        return wk_error(WK_ERR_SHAPE, "%s must be [%lld, %lld, C, %lld] (batch, KV heads, positions, head dim)", name,
+                        (long long)qkv->dims[0], (long long)Hkv, (long long)qkv->dims[3]), false;
+    if (c->dims[3] > 1 && c->strides[3] != 1) return wk_error(WK_ERR_SHAPE, "%s's last stride must be 1", name), false;
+    if (wk_view_overlaps(c->rank, c->dims, c->strides))
+        return wk_error(WK_ERR_SHAPE, "%s has overlapping elements (a broadcast view)", name), false;
+    return true;
+}
+
+static wk_tensor *rope_kv_impl(const wk_tensor *qkv, int64_t n_q, const wk_tensor *cos, const wk_tensor *sin,
+                               int64_t pos, const wk_tensor *pt, bool inter, wk_tensor *kc, wk_tensor *vc)
+{
+    if (!nn_check_x(qkv, WK_OP_ROPE_KV, 4, "qkv")) return NULL;
+    if (qkv->rank != 4) {
+        wk_error(WK_ERR_SHAPE, "qkv must be rank 4 ([B, T, Hq + 2 Hkv, D]), got rank %d", qkv->rank);
+        return NULL;
+    }
+    const int64_t B = qkv->dims[0], T = qkv->dims[1], D = qkv->dims[3], Hkv = (qkv->dims[2] - n_q) / 2;
+    if (n_q < 1 || Hkv < 1 || n_q + 2 * Hkv != qkv->dims[2]) {
+        wk_error(WK_ERR_SHAPE, "qkv's %lld heads are not %lld query heads and two equal numbers of key and value heads",
+                 (long long)qkv->dims[2], (long long)n_q);
+        return NULL;
+    }
+    if (D % 2) {
+        wk_error(WK_ERR_SHAPE, "head dim D must be even, got %lld", (long long)D);
+        return NULL;
+    }
+    if (!rope_kv_cache(qkv, kc, "k_cache", Hkv) || !rope_kv_cache(qkv, vc, "v_cache", Hkv)) return NULL;
+    if (wk_tensor_same_storage(kc, qkv) || wk_tensor_same_storage(vc, qkv) ||
+        (wk_tensor_same_storage(kc, vc) && kc->offset == vc->offset)) {
+        wk_error(WK_ERR_ARGUMENT, "the caches must not share qkv's storage, nor be one view");
+        return NULL;
+    }
+    if (pt) {
+        if (pt->st->dev != qkv->st->dev) {
+            wk_error(WK_ERR_DEVICE, "qkv is on %s but pos is on %s", qkv->st->dev->name, pt->st->dev->name);
+            return NULL;
+        }
+        if ((pt->dtype != WK_U32 && pt->dtype != WK_I64) || wk_numel(pt->rank, pt->dims) != 1) {
+            wk_error(WK_ERR_ARGUMENT, "pos must be one u32 or i64 element (%s with %lld elements given)",
+                     wk_dtype_name(pt->dtype), (long long)wk_numel(pt->rank, pt->dims));
+            return NULL;
+        }
+        pos = 0;
+    } else if (pos < 0 || pos > kc->dims[2] - T || pos > vc->dims[2] - T) {
+        wk_error(WK_ERR_INDEX, "positions %lld .. %lld are not all in the caches (%lld positions)", (long long)pos,
+                 (long long)(pos + T - 1), (long long)kc->dims[2]);
+        return NULL;
+    }
+    wk_tensor *hc = rope_table(qkv, cos, "cos", D / 2);
+    wk_tensor *hs = hc ? rope_table(qkv, sin, "sin", D / 2) : NULL;
+    wk_tensor *out = NULL;
+    if (hs && hc->dims[0] != hs->dims[0])
+        wk_error(WK_ERR_SHAPE, "cos has %lld positions but sin has %lld", (long long)hc->dims[0], (long long)hs->dims[0]);
+    else if (hs && !pt && pos > hc->dims[0] - T)
+        wk_error(WK_ERR_INDEX, "positions %lld .. %lld are not all in the tables (%lld positions)", (long long)pos,
+                 (long long)(pos + T - 1), (long long)hc->dims[0]);
+    else if (hs)
+        out = wk_tensor_alloc(qkv->st->dev, qkv->dtype, 4, (const int64_t[]){ B, T, n_q, D });
+    wk_tensor *hx = out ? nn_usable(qkv, D <= 1 || qkv->strides[3] == 1) : NULL;
+    if (out && !hx) out = wk_finish(wk_last_status(), out);
+    if (out && wk_numel(4, qkv->dims) > 0) {
+        wk_view vx = wk_view_of(hx), vo = wk_view_of(out), vcs = wk_view_of(hc), vsn = wk_view_of(hs), vk = wk_view_of(kc),
+                vv = wk_view_of(vc), vp;
+        if (pt) vp = wk_view_of(pt);
+        wk_rope_kv_params rp = { .k_cache = &vk, .v_cache = &vv, .n_q = n_q, .interleaved = inter };
+        wk_op_args a = { .op = WK_OP_ROPE_KV, .dst = &vo, .src = { &vx, &vcs, &vsn, pt ? &vp : NULL },
+                         .p = { (double)pos }, .params = &rp };
+        wk_status st = wk_run(qkv->st->dev, &a);
+        if (st == WK_OK) WK_FAULT(WK_OP_ROPE_KV, out);
+        out = wk_finish(st, out);
+    }
+    wk_release(hx);
+    wk_release(hc);
+    wk_release(hs);
+    return out;
+}
+
+wk_tensor *wk_rope_kv(const wk_tensor *qkv, int64_t n_q, const wk_tensor *cos, const wk_tensor *sin, int64_t pos_offset,
+                      const wk_tensor *pos, bool interleaved, wk_tensor *k_cache, wk_tensor *v_cache)
+    WK_API(wk_tensor *, "rope_kv", rope_kv_impl(qkv, n_q, cos, sin, pos_offset, pos, interleaved, k_cache, v_cache))
+
 /* inverse frequency i of a head of dim D, scaled as asked */
 static double rope_inv_freq(int64_t i, int64_t D, double base, const wk_rope_scaling *sc)
 {

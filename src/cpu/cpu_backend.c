@@ -84,6 +84,7 @@ static wk_status run_rand(void *ctx, const wk_op_args *a)
 #define FAMILY_RUN_SOFTMAX wk_cpu_softmax
 #define FAMILY_RUN_NORM wk_cpu_norm
 #define FAMILY_RUN_ROPE wk_cpu_rope
+#define FAMILY_RUN_ROPE_KV wk_cpu_rope_kv
 #define FAMILY_RUN_ATTENTION wk_cpu_attention
 #define FAMILY_RUN_QCONVERT wk_cpu_qconvert
 #define FAMILY_RUN_QMATMUL wk_cpu_qmatmul

@@ -91,6 +91,7 @@ void wk_cpu_st_row_d(void *base, wk_dtype dt, int64_t off, int64_t st, int64_t n
 wk_status wk_cpu_softmax(void *ctx, const wk_op_args *a);
 wk_status wk_cpu_norm(void *ctx, const wk_op_args *a);
 wk_status wk_cpu_rope(void *ctx, const wk_op_args *a);
+wk_status wk_cpu_rope_kv(void *ctx, const wk_op_args *a);
 /* cpu_attention.c: the ATTENTION family */
 wk_status wk_cpu_attention(void *ctx, const wk_op_args *a);
 /* cpu_quant.c: the block-quantized families QCONVERT (dequantize,

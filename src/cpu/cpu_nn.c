@@ -6,6 +6,8 @@
  *     add_rms_norm (family NORM): rows [rows, D] with strides [rs, 1];
  *     add_rms_norm writes x + residual rounded to the dtype into src[3]
  *     and normalises that rounded sum, as a separate add then rms_norm.
+ *   rope_kv (q and k rotated as rope_thd / rope_i, k and v written to the
+ *     caches at the position: one row of qkv per task item)
  *   rope (halves, [B, H, T, D]), rope_i (interleaved pairs) and rope_thd
  *     (halves, [B, T, H, D]) (family ROPE): f32 [n_pos, D/2] tables, row
  *     t + p[0] for position t.
@@ -425,5 +427,95 @@ wk_status wk_cpu_rope(void *ctx, const wk_op_args *a)
     if (atomic_load(&j.oom))
         return WK_CPU_ERROR(WK_ERR_MEMORY, "%s: out of memory for a row buffer of %lld values", wk_op_name(a->op),
                             (long long)D);
+    return WK_OK;
+}
+
+/* ======================================================================
+ * rope_kv
+ * ==================================================================== */
+
+typedef struct rope_kv_job {
+    const wk_op_args *a;
+    int64_t pos, Hkv;
+    atomic_int oom;
+} rope_kv_job;
+
+#define DEF_ROPE_KV(S, CT)                                                     \
+    static void rope_kv_chunk_##S(void *arg, int64_t begin, int64_t end)       \
+    {                                                                          \
+        rope_kv_job *j = arg;                                                  \
+        const wk_op_args *a = j->a;                                            \
+        const wk_rope_kv_params *rp = a->params;                               \
+        const wk_view *x = a->src[0], *cv = a->src[1], *sv = a->src[2], *o = a->dst; \
+        const int64_t T = x->dims[1], HH = x->dims[2], D = x->dims[3], half = D / 2; \
+        const int64_t nq = rp->n_q, Hkv = j->Hkv, C = rp->k_cache->dims[2]; \
+        CT *xb = malloc((size_t)(2 * D) * sizeof(CT));                         \
+        if (!xb) {                                                             \
+            atomic_store(&j->oom, 1);                                          \
+            return;                                                            \
+        }                                                                      \
+        CT *yb = xb + D;                                                       \
+        const float *cb = (const float *)cv->base, *sb = (const float *)sv->base; \
+        for (int64_t r = begin; r < end; r++) {                                \
+            const int64_t b = r / (T * HH), t = (r / HH) % T, h = r % HH, p = j->pos + t; \
+            const bool in = p >= 0 && p < cv->dims[0] && p < C && p < rp->v_cache->dims[2]; \
+            const wk_view *to = h < nq ? o : h < nq + Hkv ? rp->k_cache : rp->v_cache; \
+            const int64_t hh = h < nq ? h : h < nq + Hkv ? h - nq : h - nq - Hkv; \
+            const int64_t off = h < nq ? to->offset + b * to->strides[0] + t * to->strides[1] + hh * to->strides[2] \
+                                       : to->offset + b * to->strides[0] + hh * to->strides[1] + p * to->strides[2]; \
+            if (!in) {                                                         \
+                if (h < nq) {                                                  \
+                    for (int64_t i = 0; i < D; i++) yb[i] = 0;                 \
+                    wk_cpu_st_row_##S(to->base, a->dst->dtype, off, 1, D, yb); \
+                }                                                              \
+                continue;                                                      \
+            }                                                                  \
+            wk_cpu_ld_row_##S(x->base, x->dtype, x->offset + b * x->strides[0] + t * x->strides[1] + h * x->strides[2], \
+                              1, D, xb);                                       \
+            if (h >= nq + Hkv) {                                               \
+                wk_cpu_st_row_##S(to->base, to->dtype, off, 1, D, xb);         \
+                continue;                                                      \
+            }                                                                  \
+            const float *cr = cb + cv->offset + p * cv->strides[0], *sr = sb + sv->offset + p * sv->strides[0]; \
+            for (int64_t i = 0; i < half; i++) {                               \
+                const CT c = (CT)cr[i], s = (CT)sr[i];                         \
+                const int64_t i0 = rp->interleaved ? 2 * i : i, i1 = rp->interleaved ? 2 * i + 1 : i + half; \
+                const CT a0 = xb[i0], a1 = xb[i1];                             \
+                yb[i0] = a0 * c - a1 * s;                                      \
+                yb[i1] = a0 * s + a1 * c;                                      \
+            }                                                                  \
+            wk_cpu_st_row_##S(to->base, to->dtype, off, 1, D, yb);             \
+        }                                                                      \
+        free(xb);                                                              \
+    }
+DEF_ROPE_KV(f, float)
+DEF_ROPE_KV(d, double)
+
+wk_status wk_cpu_rope_kv(void *ctx, const wk_op_args *a)
+{
+    (void)ctx;
+    const wk_view *x = a->src[0], *c = a->src[1], *s = a->src[2], *pv = a->src[3], *d = a->dst;
+    const wk_rope_kv_params *rp = a->params;
+    if (a->op != WK_OP_ROPE_KV || !rp || !rp->k_cache || !rp->v_cache)
+        return WK_CPU_ERROR(WK_ERR_UNSUPPORTED, "op %s is not rope_kv (or has no caches)", wk_op_name(a->op));
+    if (d->dtype != x->dtype || !(WK_DT_NN & WK_DT_BIT(x->dtype)) || rp->k_cache->dtype != x->dtype ||
+        rp->v_cache->dtype != x->dtype || c->dtype != WK_F32 || s->dtype != WK_F32)
+        return WK_CPU_ERROR(WK_ERR_DTYPE, "rope_kv takes qkv, caches and result of one of f16, bf16, f32, f64 and f32 tables");
+    if (x->rank != 4 || x->dims[3] % 2 || (x->dims[3] > 1 && x->strides[3] != 1) || c->dims[1] != x->dims[3] / 2 ||
+        s->dims[1] != x->dims[3] / 2)
+        return WK_CPU_ERROR(WK_ERR_SHAPE, "rope_kv expects qkv [B, T, H, D] (D even, last stride 1) and tables [n, D/2]");
+    int64_t pos = (int64_t)a->p[0];
+    if (pv) {
+        if (pv->dtype == WK_U32) pos = ((const uint32_t *)pv->base)[pv->offset];
+        else if (pv->dtype == WK_I64) pos = ((const int64_t *)pv->base)[pv->offset];
+        else return WK_CPU_ERROR(WK_ERR_DTYPE, "rope_kv: pos must be u32 or i64");
+    }
+    const int64_t rows = x->dims[0] * x->dims[1] * x->dims[2];
+    if (rows == 0 || x->dims[3] == 0) return WK_OK;
+    rope_kv_job j = { .a = a, .pos = pos, .Hkv = (x->dims[2] - rp->n_q) / 2 };
+    atomic_init(&j.oom, 0);
+    wk_parallel_tasks(rows, (double)x->dims[3] * 3, x->dtype == WK_F64 ? rope_kv_chunk_d : rope_kv_chunk_f, &j);
+    if (atomic_load(&j.oom))
+        return WK_CPU_ERROR(WK_ERR_MEMORY, "rope_kv: out of memory for a row buffer of %lld values", (long long)x->dims[3]);
     return WK_OK;
 }

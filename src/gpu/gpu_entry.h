@@ -54,6 +54,7 @@ wk_status wk_gpu_index_add(void *ctx, const wk_view *dst, const wk_view *ids, co
 wk_status wk_gpu_softmax(void *ctx, const wk_op_args *a);
 wk_status wk_gpu_norm(void *ctx, const wk_op_args *a);
 wk_status wk_gpu_rope(void *ctx, const wk_op_args *a);
+wk_status wk_gpu_rope_kv(void *ctx, const wk_op_args *a);
 wk_status wk_gpu_attention(void *ctx, const wk_op_args *a);
 /* conv.hip: the convolutions; pool.hip: pools and upsampling; sort.hip:
  * arg_sort (wk_op_args as backend.h's CONV, POOL, UPSAMPLE and SORT

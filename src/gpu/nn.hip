@@ -616,6 +616,61 @@ nn_rope(const T *__restrict__ x, T *__restrict__ dst, const float *__restrict__ 
     }
 }
 
+/* rope_kv: one thread per pair (i, i + D/2) or (2i, 2i + 1) of a head of
+ * a (b, t) row of qkv; query pairs go to dst, key pairs (rotated) and
+ * value pairs (as they are) to row p = pos + t of the caches. The
+ * position is read from device memory when ppos is set (a recorded
+ * graph's). A decode step's qkv is a few thousand pairs: the launch, not
+ * the bytes, is its cost, which is what doing the three moves in one
+ * launch saves. */
+struct nn_rope_kv_args {
+    int64_t n;                        /* B * T * H * half                      */
+    int64_t T, H, half, nq, hkv;
+    int64_t xb, xt, xh;               /* qkv strides                           */
+    int64_t kb, kh, kp, vb, vh, vp;   /* cache strides of b, head, position    */
+    int64_t rows;                     /* positions below: table rows and both caches' */
+    int64_t pos0;
+    const void *ppos;                 /* the position (u32 or i64) or NULL      */
+    int pos64, inter;
+};
+
+template <typename T>
+__global__ void __launch_bounds__(NN_ROPE_BLOCK)
+nn_rope_kv(const T *__restrict__ x, T *__restrict__ q, T *__restrict__ kc, T *__restrict__ vc,
+           const float *__restrict__ ctab, const float *__restrict__ stab, nn_rope_kv_args a)
+{
+    typedef typename wk_type<T>::C C;
+    int64_t p0 = a.pos0;
+    if (a.ppos) p0 += a.pos64 ? *(const int64_t *)a.ppos : (int64_t)*(const uint32_t *)a.ppos;
+    WK_GPU_FOR(e, a.n) {
+        int64_t r = e / a.half;
+        const int64_t i = e - r * a.half, h = r % a.H;
+        r /= a.H;
+        const int64_t t = r % a.T, b = r / a.T, p = p0 + t;
+        const bool in = p >= 0 && p < a.rows;
+        const int64_t i0 = a.inter ? 2 * i : i, i1 = a.inter ? 2 * i + 1 : i + a.half;
+        T *o;
+        if (h < a.nq) o = q + ((b * a.T + t) * a.nq + h) * 2 * a.half;
+        else if (!in) continue;
+        else if (h < a.nq + a.hkv) o = kc + b * a.kb + (h - a.nq) * a.kh + p * a.kp;
+        else o = vc + b * a.vb + (h - a.nq - a.hkv) * a.vh + p * a.vp;
+        if (!in) {   /* a query past the tables or the caches: zeros */
+            o[i0] = wk_to<T>((C)0);
+            o[i1] = wk_to<T>((C)0);
+            continue;
+        }
+        const T *xr = x + b * a.xb + t * a.xt + h * a.xh;
+        C x0 = nn_c(xr[i0]), x1 = nn_c(xr[i1]);
+        if (h < a.nq + a.hkv) {
+            const C c = (C)ctab[p * a.half + i], sn = (C)stab[p * a.half + i];
+            const C y0 = x0 * c - x1 * sn, y1 = x0 * sn + x1 * c;
+            x0 = y0, x1 = y1;
+        }
+        o[i0] = wk_to<T>(x0);
+        o[i1] = wk_to<T>(x1);
+    }
+}
+
 /* ------------------------------------------------------------------ */
 /* Host                                                                */
 
@@ -951,5 +1006,53 @@ wk_status wk_gpu_rope(void *ctx, const wk_op_args *a)
         }
     })
     WK_GPU_LAUNCH_CHECK(c, wk_gpu_op_name(op));
+    return WK_OK;
+}
+
+wk_status wk_gpu_rope_kv(void *ctx, const wk_op_args *a)
+{
+    wk_gpu_ctx *c = (wk_gpu_ctx *)ctx;
+    const wk_rope_kv_params *rp = (const wk_rope_kv_params *)a->params;
+    if (a->op != WK_OP_ROPE_KV || !rp || !rp->k_cache || !rp->v_cache) return nn_bad(a, "not a rope_kv with caches");
+    const wk_view *x = a->src[0], *d = a->dst, *cv = a->src[1], *sv = a->src[2], *pv = a->src[3];
+    const wk_view *kv = rp->k_cache, *vv = rp->v_cache;
+    const wk_dtype dt = x->dtype;
+    if (!nn_dtype_ok(dt) || d->dtype != dt || kv->dtype != dt || vv->dtype != dt)
+        return wk_gpu_host->set_error(WK_ERR_DTYPE, "rope_kv: dtype %s is not one of f16, bf16, f32, f64 (or the "
+                                                    "caches and result differ)", wk_gpu_dtype_name(dt));
+    if (x->rank != 4 || kv->rank != 4 || vv->rank != 4 || !wk_gpu_is_contiguous(d)) return nn_bad(a, "shapes");
+    const int64_t B = x->dims[0], T = x->dims[1], H = x->dims[2], D = x->dims[3], half = D / 2, nq = rp->n_q;
+    const int64_t hkv = (H - nq) / 2;
+    if (D % 2 || (D > 1 && (x->strides[3] != 1 || kv->strides[3] != 1 || vv->strides[3] != 1)))
+        return nn_bad(a, "the head dim must be even, with last strides 1");
+    if (cv->dtype != WK_F32 || sv->dtype != WK_F32 || cv->dims[1] != half || !wk_gpu_is_contiguous(cv) ||
+        !wk_gpu_is_contiguous(sv))
+        return nn_bad(a, "cos and sin must be contiguous f32 [n_pos, D/2]");
+    if (pv && pv->dtype != WK_U32 && pv->dtype != WK_I64) return nn_bad(a, "pos must be u32 or i64");
+    const int64_t n = B * T * H * half;
+    if (n == 0) return WK_OK;
+    WK_GPU_ENTER(c);
+    nn_rope_kv_args ra;
+    memset(&ra, 0, sizeof ra);
+    ra.n = n, ra.T = T, ra.H = H, ra.half = half, ra.nq = nq, ra.hkv = hkv;
+    ra.xb = x->strides[0], ra.xt = x->strides[1], ra.xh = x->strides[2];
+    ra.kb = kv->strides[0], ra.kh = kv->strides[1], ra.kp = kv->strides[2];
+    ra.vb = vv->strides[0], ra.vh = vv->strides[1], ra.vp = vv->strides[2];
+    int64_t rows = cv->dims[0] < sv->dims[0] ? cv->dims[0] : sv->dims[0];
+    if (kv->dims[2] < rows) rows = kv->dims[2];
+    if (vv->dims[2] < rows) rows = vv->dims[2];
+    ra.rows = rows;
+    ra.pos0 = (int64_t)a->p[0];
+    ra.ppos = pv ? (const void *)wk_gpu_view_ptr(pv) : NULL;
+    ra.pos64 = pv && pv->dtype == WK_I64;
+    ra.inter = rp->interleaved != 0;
+    const unsigned grid = wk_gpu_grid(c, n, NN_ROPE_BLOCK, 4);
+    const float *pc = (const float *)wk_gpu_view_ptr(cv), *ps = (const float *)wk_gpu_view_ptr(sv);
+    NN_DISPATCH(dt, T_, {
+        nn_rope_kv<T_><<<grid, NN_ROPE_BLOCK, 0, c->stream>>>((const T_ *)wk_gpu_view_ptr(x), (T_ *)wk_gpu_view_ptr(d),
+                                                              (T_ *)wk_gpu_view_ptr(kv), (T_ *)wk_gpu_view_ptr(vv), pc, ps,
+                                                              ra);
+    })
+    WK_GPU_LAUNCH_CHECK(c, "rope_kv");
     return WK_OK;
 }

@@ -74,6 +74,7 @@ static wk_status ot_rand(void *ctx, const wk_op_args *a)
 #define OT_FAMILY_SOFTMAX wk_gpu_softmax
 #define OT_FAMILY_NORM wk_gpu_norm
 #define OT_FAMILY_ROPE wk_gpu_rope
+#define OT_FAMILY_ROPE_KV wk_gpu_rope_kv
 #define OT_FAMILY_ATTENTION wk_gpu_attention
 /* block-quantized ops (quant.hip); quantize is cleared below */
 #define OT_FAMILY_QCONVERT wk_gpu_qconvert

@@ -786,11 +786,19 @@ static wk_tensor *pass(wk_llm *m, const wk_tensor *tid, int64_t T, int64_t pos, 
         PART(1 + l * LLM_PARTS);
         /* attention */
         const bool local = in->arch == WK_LLM_GEMMA3 && y->sliding;
-        wk_tensor *q, *k, *v;
-        bool roped = false;
+        wk_tensor *q = NULL, *k = NULL, *v = NULL;
+        bool roped = false, cached = false;   /* cached: k and v are in the cache already */
         if (y->wqkv) {   /* one matmul; q, k, v are column ranges of its rows */
             wk_tensor *qkv = linear(h, y->wqkv, y->bqkv);
-            if (!hp->qk_norm) {   /* q and k rotated in one launch */
+            if (!hp->qk_norm && (dy || !windowed(m, y))) {
+                /* rope of q and k and both cache writes in one launch, at
+                   the host's position or the graph's */
+                const wk_tensor *c = local ? m->cos_local : m->cos, *s = local ? m->sin_local : m->sin;
+                wk_tensor *r = wk_rope_kv(wk_reshape(qkv, WK_SHAPE(1, T, H + 2 * Hkv, D)), H, c, s, dy ? 0 : pos,
+                                          dy ? dy->pos : NULL, m->info.rope_interleaved, y->k_cache, y->v_cache);
+                q = wk_transpose(r, 1, 2);
+                roped = cached = q != NULL;
+            } else if (!hp->qk_norm) {   /* q and k rotated in one launch */
                 wk_tensor *r = rope(m, wk_reshape(wk_narrow(qkv, 1, 0, QD + KD), WK_SHAPE(1, T, H + Hkv, D)), local,
                                     pos, dy);
                 q = wk_narrow(r, 1, 0, H);
@@ -800,7 +808,7 @@ static wk_tensor *pass(wk_llm *m, const wk_tensor *tid, int64_t T, int64_t pos, 
                 q = wk_reshape(wk_narrow(qkv, 1, 0, QD), WK_SHAPE(1, T, H, D));
                 k = wk_reshape(wk_narrow(qkv, 1, QD, KD), WK_SHAPE(1, T, Hkv, D));
             }
-            v = wk_reshape(wk_narrow(qkv, 1, QD + KD, KD), WK_SHAPE(1, T, Hkv, D));
+            if (!cached) v = wk_reshape(wk_narrow(qkv, 1, QD + KD, KD), WK_SHAPE(1, T, Hkv, D));
         } else {
             q = wk_reshape(linear(h, y->wq, y->bq), WK_SHAPE(1, T, H, D));
             k = wk_reshape(linear(h, y->wk, y->bk), WK_SHAPE(1, T, Hkv, D));
@@ -817,25 +825,27 @@ static wk_tensor *pass(wk_llm *m, const wk_tensor *tid, int64_t T, int64_t pos, 
         wk_tensor *a = NULL;
         wk_attention_opts ao = { .scale = hp->attn_scale, .causal = true,
                                  .window = y->sliding ? in->sliding_window : 0, .softcap = hp->attn_softcap };
-        if (dy && q && k && v) {
+        const bool have = q && (cached || (k && v));
+        if (dy && have) {
             /* the cache's row at the device's position, then the keys of
                the stretch the graph spans, masked past the position */
-            wk_tensor *at = wk_broadcast_as(wk_reshape(dy->pos, WK_SHAPE(1, 1, 1, 1)), WK_SHAPE(1, Hkv, 1, D));
-            if (at && wk_scatter_set(y->k_cache, at, k, 2) == WK_OK &&
-                wk_scatter_set(y->v_cache, at, wk_transpose(v, 1, 2), 2) == WK_OK) {
+            wk_tensor *at = cached ? NULL
+                                   : wk_broadcast_as(wk_reshape(dy->pos, WK_SHAPE(1, 1, 1, 1)), WK_SHAPE(1, Hkv, 1, D));
+            if (cached || (at && wk_scatter_set(y->k_cache, at, k, 2) == WK_OK &&
+                           wk_scatter_set(y->v_cache, at, wk_transpose(v, 1, 2), 2) == WK_OK)) {
                 ao.causal = false, ao.window = 0;
                 ao.mask = y->sliding && in->sliding_window > 0 ? dy->wmask : dy->mask;
                 a = wk_attention(q, wk_narrow(y->k_cache, 2, 0, dy->cap), wk_narrow(y->v_cache, 2, 0, dy->cap), &ao);
             }
-        } else if (q && k && v) {
+        } else if (have) {
             /* the cache's slot of position pos, and the first position
                read: a window cache holds from sw_base and the window needs
                from pos - W + 1 (window caches, above) */
             const bool win = windowed(m, y);
             const int64_t base = win ? m->sw_base : 0;
             const int64_t lo = win && pos - in->sliding_window + 1 > base ? pos - in->sliding_window + 1 : base;
-            if (wk_copy_into(wk_narrow(y->k_cache, 2, pos - base, T), k) == WK_OK &&
-                wk_copy_into(wk_narrow(y->v_cache, 2, pos - base, T), wk_transpose(v, 1, 2)) == WK_OK)
+            if (cached || (wk_copy_into(wk_narrow(y->k_cache, 2, pos - base, T), k) == WK_OK &&
+                           wk_copy_into(wk_narrow(y->v_cache, 2, pos - base, T), wk_transpose(v, 1, 2)) == WK_OK))
                 a = wk_attention(q, wk_narrow(y->k_cache, 2, lo - base, pos + T - lo),
                                  wk_narrow(y->v_cache, 2, lo - base, pos + T - lo), &ao);
         }
@@ -985,10 +995,13 @@ static wk_status graph_record(wk_llm *m, int want, int64_t cap)
     wk_scope_begin();
     llm_dyn dy = { .pos = wk_narrow(G->in, 0, 1, 1), .mask = wk_narrow(G->mask, 3, 0, cap),
                    .wmask = wk_narrow(G->wmask, 3, 0, cap), .cap = cap };
-    dy.cos = wk_index_select(m->cos, dy.pos, 0);
-    dy.sin = wk_index_select(m->sin, dy.pos, 0);
-    dy.cos_l = m->cos_local ? wk_index_select(m->cos_local, dy.pos, 0) : NULL;
-    dy.sin_l = m->sin_local ? wk_index_select(m->sin_local, dy.pos, 0) : NULL;
+    /* the tables' rows at the position, for ropes apart from rope_kv (q/k norms, separate projections) */
+    bool rows = m->hp.qk_norm;
+    for (int64_t l = 0; l < m->info.n_layer; l++) rows = rows || !m->layers[l].wqkv;
+    dy.cos = rows ? wk_index_select(m->cos, dy.pos, 0) : m->cos;
+    dy.sin = rows ? wk_index_select(m->sin, dy.pos, 0) : m->sin;
+    dy.cos_l = rows && m->cos_local ? wk_index_select(m->cos_local, dy.pos, 0) : NULL;
+    dy.sin_l = rows && m->sin_local ? wk_index_select(m->sin_local, dy.pos, 0) : NULL;
     wk_tensor *out = dy.cos && dy.sin ? pass(m, wk_narrow(G->in, 0, 0, 1), 1, 0, 0, want, &dy, false) : NULL;
     if (out) wk_retain(out);
     wk_scope_end();

@@ -62,6 +62,10 @@ typedef enum p_family {
                           compared is stack(norm, sum): both outputs          */
     PF_SILU_MUL,
     PF_ROPE,           /* in: x, cos, sin; sub 0 rope, 1 rope_i, 2 rope_thd   */
+    PF_ROPE_KV,        /* in: qkv, cos, sin, both caches [2, B, Hkv, C, D]; opt[0]
+                          Hq; p0 the position; sub bit 0 interleaved, bit 1 the
+                          position from a u32 device tensor; compared: the
+                          queries and both caches, flattened and joined      */
     PF_ATTENTION,      /* in: q, k, v, mask (nin 4) or none; p0 scale, p1
                           softcap, causal, window                            */
     /* block-quantized ops: in[0] is f32 [rows, cols] quantized on the cpu

@@ -603,6 +603,38 @@ static void nn_silu_rope(void)
             }
 }
 
+/* rope_kv: decode rows (the llm's shapes), a device position (with rows
+ * past the cache), interleaved pairs, prefill rows, strided qkv */
+static void nn_rope_kv(void)
+{
+    static const struct { const char *name; int64_t B, T, Hq, Hkv, D, C, off; int sub; p_kind kind; } kc[] = {
+        { "decode_hq32_hkv8_d128", 1, 1, 32, 8, 128, 600, 511, 0, PK_CONTIG },
+        { "decode_devpos", 1, 1, 16, 4, 128, 600, 377, 2, PK_CONTIG },
+        { "decode_devpos_pairs", 1, 1, 8, 2, 64, 64, 63, 3, PK_CONTIG },
+        { "devpos_past_cache", 1, 5, 4, 2, 64, 20, 17, 2, PK_CONTIG },
+        { "prefill_t33", 2, 33, 8, 2, 64, 40, 3, 0, PK_SWAP12 },
+        { "prefill_t7_pairs_narrow", 1, 7, 4, 1, 80, 9, 2, 1, PK_NARROWED },
+        { "last_strided", 1, 3, 2, 1, 16, 5, 1, 0, PK_TRANSPOSED },
+    };
+    for (int d = 0; d < 4; d++)
+        for (int k = 0; k < N_(kc); k++) {
+            const wk_dtype dt = nn_dts[d];
+            p_case c = start("rope_kv", dt, PF_ROPE_KV);
+            snprintf(c.name, sizeof c.name, "rope_kv/%s/%s", wk_dtype_name(dt), kc[k].name);
+            c.sub = kc[k].sub;
+            c.p0 = (double)kc[k].off;
+            c.opt[0] = kc[k].Hq;
+            const int64_t H = kc[k].Hq + 2 * kc[k].Hkv;
+            const wk_shape ts = WK_SHAPE(kc[k].C + 1, kc[k].D / 2);
+            c.nin = 4;
+            c.in[0] = IN(dt, WK_SHAPE(kc[k].B, kc[k].T, H, kc[k].D), kc[k].kind, PG_UNIFORM, -2, 2);
+            c.in[1] = IN(WK_F32, ts, PK_CONTIG, PG_UNIFORM, -1, 1);
+            c.in[2] = IN(WK_F32, ts, PK_CONTIG, PG_UNIFORM, -1, 1);
+            c.in[3] = IN(dt, WK_SHAPE(2, kc[k].B, kc[k].Hkv, kc[k].C, kc[k].D), PK_CONTIG, PG_UNIFORM, -9, 9);
+            go(&c);
+        }
+}
+
 /* mask shapes of attention: [Tq, Tk], [1, Hq, Tq, Tk], [B, 1, 1, Tk] */
 enum { AM_NONE, AM_TQTK, AM_1HTT, AM_B11TK };
 
@@ -966,6 +998,7 @@ void p_all_cases(void)
     randoms();
     nn_softmax_norms();
     nn_silu_rope();
+    nn_rope_kv();
     nn_attention();
     quant_ops();
     conv_ops();

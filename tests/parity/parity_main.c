@@ -232,6 +232,21 @@ static wk_tensor *run_on(wk_device *dev, const p_case *c, void *const *host, uin
         r = c->sub == 0 ? wk_rope(x, y, z, off) : c->sub == 1 ? wk_rope_i(x, y, z, off) : wk_rope_thd(x, y, z, off);
         break;
     }
+    case PF_ROPE_KV: {
+        wk_tensor *kv = b[3].view, *pos = NULL;
+        const int64_t *sh = c->in[3].shape.dims;
+        const wk_shape cs = WK_SHAPE(sh[1], sh[2], sh[3], sh[4]);
+        wk_tensor *kc = wk_reshape(wk_narrow(kv, 0, 0, 1), cs), *vc = wk_reshape(wk_narrow(kv, 0, 1, 1), cs);
+        if (c->sub & 2) pos = wk_from_host(dev, WK_U32, WK_SHAPE(1), &(uint32_t){ (uint32_t)c->p0 });
+        wk_tensor *q = kc && vc && (pos || !(c->sub & 2))
+                           ? wk_rope_kv(x, c->opt[0], y, z, (c->sub & 2) ? 0 : (int64_t)c->p0, pos, c->sub & 1, kc, vc)
+                           : NULL;
+        wk_tensor *fq = q ? wk_reshape(q, WK_SHAPE(-1)) : NULL, *fk = q ? wk_reshape(kc, WK_SHAPE(-1)) : NULL,
+                  *fv = q ? wk_reshape(vc, WK_SHAPE(-1)) : NULL;
+        if (fq && fk && fv) r = wk_cat((wk_tensor *const[]){ fq, fk, fv }, 3, 0);
+        wk_release(fq), wk_release(fk), wk_release(fv), wk_release(q), wk_release(kc), wk_release(vc), wk_release(pos);
+        break;
+    }
     case PF_ATTENTION: {
         const wk_attention_opts o = { .scale = c->p0, .softcap = c->p1, .causal = c->causal, .window = c->window,
                                       .mask = c->nin > 3 ? b[3].view : NULL };
