@@ -898,6 +898,7 @@ __global__ __launch_bounds__(128, DMAX <= 128 ? 2 : 1) void at_mma_decode_kernel
                                                                                 unsigned *cnt, int nsplit,
                                                                                 int64_t chunk, int nrg)
 {
+    wk_pdl_wait();
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
     typedef at_dcfg<DMAX> CF;
     enum { LDS = CF::LDS, NS = CF::NS, NKS = DMAX / 16, NDT = DMAX / 8, RM = 16 };
@@ -1744,7 +1745,8 @@ template <typename T, int DMAX> static wk_status at_run_mma_decode(wk_gpu_ctx *c
     float *part = NULL;
     st = wk_gpu_scratch_alloc(c, sizeof(float) * (size_t)nb * 16 * (size_t)(a.D + 2), (void **)&part);
     if (st != WK_OK) return st;
-    at_mma_decode_kernel<T, DMAX><<<(unsigned)nb, 128, smem, c->stream>>>(a, part, cnt, (int)nsplit, chunk, nrg);
+    WK_LAUNCH_PDL(c->cc_major >= 9, (at_mma_decode_kernel<T, DMAX>), (unsigned)nb, 128, smem, c->stream, a, part, cnt,
+                  (int)nsplit, chunk, nrg);
     st = wk_gpu_launched(c, "attention", __FILE__, __LINE__);
     wk_gpu_scratch_free(c, part);
     return st;

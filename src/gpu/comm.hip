@@ -259,6 +259,7 @@ template <typename T> struct p2p_word {
 template <typename T> __global__ __launch_bounds__(P2P_THREADS) void p2p_all_reduce_kernel(p2p_args a)
 {
     typedef p2p_word<T> W;
+    wk_pdl_wait();
     const int64_t words = (a.count + W::per - 1) / W::per;
     const int64_t w = (int64_t)blockIdx.x * P2P_THREADS + threadIdx.x;
     const uint32_t epoch = p2p_epoch(a.ep);
@@ -330,6 +331,7 @@ template <typename T> __global__ __launch_bounds__(P2P_NORM_THREADS) void p2p_al
     typedef p2p_elems<T> E;
     constexpr int NT = P2P_NORM_THREADS, NW = P2P_NORM_WORDS;
     __shared__ float part[NT];
+    wk_pdl_wait();
     const int tid = (int)threadIdx.x;
     const int64_t D = a.D, wpr = D / W::per, base = (int64_t)blockIdx.x * wpr;
     const uint32_t epoch = p2p_epoch(a.m.ep);
@@ -504,9 +506,9 @@ static wk_status p2p_all_reduce(comm_rank_t *k, const wk_coll_args *a)
     const unsigned blocks = (unsigned)((words + P2P_THREADS - 1) / P2P_THREADS);
     wk_gpu_ctx *c = k->c;
     switch (a->dtype) {
-    case WK_F32: p2p_all_reduce_kernel<float><<<blocks, P2P_THREADS, 0, c->stream>>>(pa); break;
-    case WK_F16: p2p_all_reduce_kernel<wk_f16_t><<<blocks, P2P_THREADS, 0, c->stream>>>(pa); break;
-    default: p2p_all_reduce_kernel<wk_bf16_t><<<blocks, P2P_THREADS, 0, c->stream>>>(pa); break;
+    case WK_F32: WK_LAUNCH_PDL(c->cc_major >= 9, p2p_all_reduce_kernel<float>, blocks, P2P_THREADS, 0, c->stream, pa); break;
+    case WK_F16: WK_LAUNCH_PDL(c->cc_major >= 9, p2p_all_reduce_kernel<wk_f16_t>, blocks, P2P_THREADS, 0, c->stream, pa); break;
+    default: WK_LAUNCH_PDL(c->cc_major >= 9, p2p_all_reduce_kernel<wk_bf16_t>, blocks, P2P_THREADS, 0, c->stream, pa); break;
     }
     WK_GPU_LAUNCH_CHECK(c, "all_reduce");
     return WK_OK;
@@ -521,9 +523,9 @@ static wk_status p2p_all_reduce_norm(comm_rank_t *k, const wk_coll_args *a)
     const unsigned blocks = (unsigned)a->rows;
     wk_gpu_ctx *c = k->c;
     switch (a->dtype) {
-    case WK_F32: p2p_all_reduce_norm_kernel<float><<<blocks, P2P_NORM_THREADS, 0, c->stream>>>(na); break;
-    case WK_F16: p2p_all_reduce_norm_kernel<wk_f16_t><<<blocks, P2P_NORM_THREADS, 0, c->stream>>>(na); break;
-    default: p2p_all_reduce_norm_kernel<wk_bf16_t><<<blocks, P2P_NORM_THREADS, 0, c->stream>>>(na); break;
+    case WK_F32: WK_LAUNCH_PDL(c->cc_major >= 9, p2p_all_reduce_norm_kernel<float>, blocks, P2P_NORM_THREADS, 0, c->stream, na); break;
+    case WK_F16: WK_LAUNCH_PDL(c->cc_major >= 9, p2p_all_reduce_norm_kernel<wk_f16_t>, blocks, P2P_NORM_THREADS, 0, c->stream, na); break;
+    default: WK_LAUNCH_PDL(c->cc_major >= 9, p2p_all_reduce_norm_kernel<wk_bf16_t>, blocks, P2P_NORM_THREADS, 0, c->stream, na); break;
     }
     WK_GPU_LAUNCH_CHECK(c, "all_reduce_add_rms_norm");
     return WK_OK;

@@ -79,6 +79,7 @@ typedef unsigned long long uint64_t;
 #define WK_GPU_CUDA 1
 #define WK_GPU_PLATFORM "cuda"
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 #include <cuda_runtime.h>
 
@@ -484,6 +485,26 @@ WK_DEV wk_f32x4 wk_mfma_f32_16x16x16bf16_1k(uint64_t a, uint64_t b, wk_f32x4 c) 
 #endif /* !WK_GPU_RTC */
 
 /* ------------------------------------------------------------------ */
+/* Programmatic dependent launch (NVIDIA sm_90 and later)              */
+
+/* A kernel launched by WK_LAUNCH_PDL may be started by the device before
+ * the kernel ahead of it on the stream has finished (its blocks placed as
+ * the other's leave, instead of after the whole grid has drained and the
+ * next launch has been processed): it must call wk_pdl_wait() before its
+ * first access to memory that earlier work writes or reads, which waits
+ * until that work is complete and its writes visible. A no-op where the
+ * launch did not ask for it, before sm_90 and on AMD (where
+ * WK_LAUNCH_PDL is a plain launch). In a recorded graph the dependency
+ * is kept (a programmatic edge). A decode step is ~10 small kernels a
+ * layer back to back, where this gap is a good part of each. */
+WK_DEV void wk_pdl_wait(void)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+
+/* ------------------------------------------------------------------ */
 /* Launches where the host's time per launch counts                    */
 
 /* WK_LAUNCH_LIGHT(kernel, grid, block, stream, args...): kernel<<<grid,
@@ -540,8 +561,34 @@ static inline void wk_launch_light_(void (*)(P...), std::index_sequence<I...>, d
     wk_launch_light_<kernel>(kernel, std::make_index_sequence<wk_nparams_(kernel)>(), dim3(grid), dim3(block), \
                              stream, __VA_ARGS__)
 template <typename... P> constexpr size_t wk_nparams_(void (*)(P...)) { return sizeof...(P); }
+/* WK_LAUNCH_PDL(on, kernel, grid, block, smem, stream, args...): kernel
+ * launched for programmatic dependent launch (above) when `on` (the
+ * device is sm_90 or later) and WICK_GPU_PDL is not 0; else, or if that
+ * launch fails, <<<>>>. The kernel calls wk_pdl_wait() first. */
+template <typename... P, typename... A>
+static inline void wk_launch_pdl_(bool on, void (*k)(P...), dim3 g, dim3 b, size_t smem, cudaStream_t s, A... args)
+{
+    static const bool env_on = [] {
+        const char *e = getenv("WICK_GPU_PDL");
+        return !(e && e[0] == '0' && !e[1]);
+    }();
+    if (on && env_on) {
+        cudaLaunchAttribute at[1];
+        at[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+        at[0].val.programmaticStreamSerializationAllowed = 1;
+        cudaLaunchConfig_t cfg = {};
+        cfg.gridDim = g, cfg.blockDim = b, cfg.dynamicSmemBytes = smem, cfg.stream = s, cfg.attrs = at, cfg.numAttrs = 1;
+        if (cudaLaunchKernelEx(&cfg, k, ((P)args)...) == cudaSuccess) return;
+        (void)cudaGetLastError();
+    }
+    k<<<g, b, smem, s>>>(args...);
+}
+#define WK_LAUNCH_PDL(on, kernel, grid, block, smem, stream, ...)            \
+    wk_launch_pdl_((on), kernel, dim3(grid), dim3(block), (size_t)(smem), (stream), __VA_ARGS__)
 #else
 #define WK_LAUNCH_LIGHT(kernel, grid, block, stream, ...) kernel<<<(grid), (block), 0, (stream)>>>(__VA_ARGS__)
+#define WK_LAUNCH_PDL(on, kernel, grid, block, smem, stream, ...)            \
+    ((void)(on), kernel<<<(grid), (block), (smem), (stream)>>>(__VA_ARGS__))
 #endif
 
 #endif /* WICK_GPU_COMPAT_H */

@@ -483,6 +483,7 @@ template <typename T>
 __global__ void __launch_bounds__(WK_GPU_EW_MAX_BLOCK)
 ew_arith_contig(const T *a, const T *b, T *dst, int64_t n, int op, int vec)
 {
+    wk_pdl_wait();
     switch (op) {
 #define EW_C_(OP) case OP: ew_binary_contig_run<false, OP, T, T>(a, b, dst, n, vec); break;
     EW_ARITH_CASES(EW_C_)
@@ -652,8 +653,8 @@ wk_status wk_gpu_binary(void *ctx, wk_op op, const wk_view *dst, const wk_view *
                 ew_cmp_contig<T><<<grid, sblock, 0, c->stream>>>((const T *)pa, (const T *)pb, (uint8_t *)d, n,
                                                                  (int)op, vec);
             else
-                ew_arith_contig<T><<<grid, sblock, 0, c->stream>>>((const T *)pa, (const T *)pb, (T *)d, n,
-                                                                   (int)op, vec);
+                WK_LAUNCH_PDL(c->cc_major >= 9, ew_arith_contig<T>, grid, sblock, 0, c->stream, (const T *)pa,
+                              (const T *)pb, (T *)d, n, (int)op, vec);
         })
     } else if (!cmp && ew_bcast_launch(c, op, dst, a, b, n, block)) {
         /* launched */

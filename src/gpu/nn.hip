@@ -382,6 +382,7 @@ __global__ void __launch_bounds__(NN_MAX_BLOCK) nn_norm_rows(nn_norm_args<T> a)
     typedef wk_vec<T, V> U;
     constexpr int NV = nn_norm_cache<T, V, OP>();
     __shared__ C sh[NN_MAX_WARPS];
+    wk_pdl_wait();
     const int G = a.G, tid = (int)threadIdx.x, t = tid % G, R = (int)blockDim.x / G;
     const int64_t nu = a.D / V;
     const C invD = (C)1 / (C)a.D, eps = (C)a.eps;
@@ -640,6 +641,7 @@ nn_rope_kv(const T *__restrict__ x, T *__restrict__ q, T *__restrict__ kc, T *__
            const float *__restrict__ ctab, const float *__restrict__ stab, nn_rope_kv_args a)
 {
     typedef typename wk_type<T>::C C;
+    wk_pdl_wait();
     int64_t p0 = a.pos0;
     if (a.ppos) p0 += a.pos64 ? *(const int64_t *)a.ppos : (int64_t)*(const uint32_t *)a.ppos;
     WK_GPU_FOR(e, a.n) {
@@ -824,11 +826,11 @@ static void nn_norm_launch(wk_gpu_ctx *c, nn_norm_args<T> args, bool vec)
     if (vec) {
         const nn_rows_plan p = nn_plan_rows(c, args.rows, args.D / V, nn_norm_cache<T, V, OP>());
         args.G = p.G;
-        nn_norm_rows<T, W, V, OP><<<p.grid, p.block, 0, c->stream>>>(args);
+        WK_LAUNCH_PDL(c->cc_major >= 9, (nn_norm_rows<T, W, V, OP>), p.grid, p.block, 0, c->stream, args);
     } else {
         const nn_rows_plan p = nn_plan_rows(c, args.rows, args.D, nn_norm_cache<T, 1, OP>());
         args.G = p.G;
-        nn_norm_rows<T, W, 1, OP><<<p.grid, p.block, 0, c->stream>>>(args);
+        WK_LAUNCH_PDL(c->cc_major >= 9, (nn_norm_rows<T, W, 1, OP>), p.grid, p.block, 0, c->stream, args);
     }
 }
 
@@ -1049,9 +1051,8 @@ wk_status wk_gpu_rope_kv(void *ctx, const wk_op_args *a)
     const unsigned grid = wk_gpu_grid(c, n, NN_ROPE_BLOCK, 4);
     const float *pc = (const float *)wk_gpu_view_ptr(cv), *ps = (const float *)wk_gpu_view_ptr(sv);
     NN_DISPATCH(dt, T_, {
-        nn_rope_kv<T_><<<grid, NN_ROPE_BLOCK, 0, c->stream>>>((const T_ *)wk_gpu_view_ptr(x), (T_ *)wk_gpu_view_ptr(d),
-                                                              (T_ *)wk_gpu_view_ptr(kv), (T_ *)wk_gpu_view_ptr(vv), pc, ps,
-                                                              ra);
+        WK_LAUNCH_PDL(c->cc_major >= 9, nn_rope_kv<T_>, grid, NN_ROPE_BLOCK, 0, c->stream, (const T_ *)wk_gpu_view_ptr(x),
+                      (T_ *)wk_gpu_view_ptr(d), (T_ *)wk_gpu_view_ptr(kv), (T_ *)wk_gpu_view_ptr(vv), pc, ps, ra);
     })
     WK_GPU_LAUNCH_CHECK(c, "rope_kv");
     return WK_OK;
