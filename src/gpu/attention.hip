@@ -1736,7 +1736,13 @@ template <typename T, int DMAX> static wk_status at_run_mma_decode(wk_gpu_ctx *c
     const int R = a.G * a.Tq, nrg = (R + 15) / 16;
     const int64_t groups = (int64_t)a.B * a.Hkv * nrg;
     int64_t chunk;
-    const int64_t nsplit = at_nsplit(c, per_sm, groups, range, 4 * AT_DKT, AT_DMAXSPLIT, &chunk);
+    /* keys a split takes at least (4 tiles; WICK_ATTN_DECODE_KEYS, a multiple of 64, for tuning runs) */
+    static const int64_t least = [] {
+        const char *e = getenv("WICK_ATTN_DECODE_KEYS");
+        const long long v = e ? atoll(e) : 0;
+        return v >= 4 * AT_DKT && v % (4 * AT_DKT) == 0 ? (int64_t)v : (int64_t)(4 * AT_DKT);
+    }();
+    const int64_t nsplit = at_nsplit(c, per_sm, groups, range, least, AT_DMAXSPLIT, &chunk);
     const int64_t nb = groups * nsplit;
     if (nb > INT32_MAX) return wk_gpu_host->set_error(WK_ERR_UNSUPPORTED, "attention: too many heads and batches");
     unsigned *cnt = NULL;

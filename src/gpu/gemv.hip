@@ -8,11 +8,16 @@
  * (split-K and its reduce kernel, a grid of a few dozen tiles), against
  * 4.3 for the 235 MB gate/up matrix. Here one warp owns one row: its
  * lanes read the row in 16-byte vectors, GV_UNROLL loads each in flight
- * before any is used, the block's x in shared memory (loaded once per
- * block of GV_BLOCK / W rows), f32 sums folded across the warp at the
- * end. Every row's reads are issued at once across the device (a 3072-row
- * W is one wave of blocks), so the time is the bytes over the read rate
- * plus one memory latency, with no second kernel.
+ * before any is used, each beside the same 16 bytes of x (read through
+ * the caches: every warp of a multiprocessor reads the same x), f32 sums
+ * folded across the warp at the end. Every row's reads are issued at
+ * once across the device (a 3072-row W is one wave of blocks), so the
+ * time is the bytes over the read rate plus one memory latency, with no
+ * second kernel. Staging x in shared memory first (one block-wide wait
+ * before the first load of W) measured slower on every shape but the
+ * 14336-wide ones (H200, in a graph: W [3072, 4096] 8.1 us staged, 7.6
+ * read beside; [4096, 2048] 6.1 and 5.6; [4096, 7168] 16.3 and 16.6;
+ * the 8B decode split in two 314 and 321 tokens/s).
  *
  * Launched for programmatic dependent launch (compat.h): the first
  * instruction waits for the work before it.
@@ -25,7 +30,6 @@
 
 #define GV_BLOCK 256
 #define GV_UNROLL 8
-#define GV_MAX_K 24576          /* x in shared memory: 48 KiB of 16-bit values */
 
 template <typename T> WK_DEV float gv_dot8(const uint4 &a, const uint4 &b)
 {
@@ -40,27 +44,25 @@ template <typename T, int W>
 __global__ void __launch_bounds__(GV_BLOCK)
 gv_kernel(const T *__restrict__ w, int64_t w_rs, const T *__restrict__ x, T *__restrict__ y, int64_t n, int64_t k)
 {
-    extern __shared__ uint4 gv_x[];
     wk_pdl_wait();
     const int64_t kv = k / 8;                  /* 16-byte vectors of a row */
-    for (int64_t i = threadIdx.x; i < kv; i += GV_BLOCK) gv_x[i] = ((const uint4 *)x)[i];
-    __syncthreads();
+    const uint4 *__restrict__ xv = (const uint4 *)x;
     const int lane = (int)threadIdx.x % W;
     const int64_t row = (int64_t)blockIdx.x * (GV_BLOCK / W) + (int)threadIdx.x / W;
     if (row >= n) return;                      /* the whole warp */
     const uint4 *__restrict__ wr = (const uint4 *)(w + row * w_rs);
     float acc = 0.0f;
     for (int64_t base = 0; base < kv; base += (int64_t)W * GV_UNROLL) {
-        uint4 v[GV_UNROLL];
+        uint4 v[GV_UNROLL], xs[GV_UNROLL];
 #pragma unroll
         for (int u = 0; u < GV_UNROLL; u++) {
             const int64_t i = base + u * W + lane;
-            if (i < kv) v[u] = wr[i];
+            if (i < kv) v[u] = wr[i], xs[u] = xv[i];
         }
 #pragma unroll
         for (int u = 0; u < GV_UNROLL; u++) {
             const int64_t i = base + u * W + lane;
-            if (i < kv) acc += gv_dot8<T>(v[u], gv_x[i]);
+            if (i < kv) acc += gv_dot8<T>(v[u], xs[u]);
         }
     }
     acc = wk_warp_sum<W>(acc);
@@ -68,22 +70,21 @@ gv_kernel(const T *__restrict__ w, int64_t w_rs, const T *__restrict__ x, T *__r
 }
 
 /* y = x . W^T for one row x when the layout allows it (f16/bf16, W rows
- * and x 16-byte aligned, k a multiple of 8 up to GV_MAX_K, y contiguous);
+ * and x 16-byte aligned, k a multiple of 8, y contiguous);
  * *done false otherwise (nothing launched). w_rs: W's row stride in
  * elements. */
 wk_status wk_gpu_gemv(wk_gpu_ctx *c, wk_dtype dt, const void *w, int64_t w_rs, const void *x, void *y,
                                  int64_t n, int64_t k, bool *done)
 {
     *done = false;
-    if ((dt != WK_BF16 && dt != WK_F16) || k < 8 || k % 8 || k > GV_MAX_K || n < 1 || (w_rs * 2) % 16 ||
+    if ((dt != WK_BF16 && dt != WK_F16) || k < 8 || k % 8 || n < 1 || (w_rs * 2) % 16 ||
         !wk_gpu_aligned(w, 16) || !wk_gpu_aligned(x, 16) || n > (int64_t)INT32_MAX * (GV_BLOCK / 64))
         return WK_OK;
     *done = true;
     const int rows = GV_BLOCK / c->warp_size;
     const unsigned grid = (unsigned)((n + rows - 1) / rows);
-    const size_t smem = (size_t)k * 2;
 #define GV_GO_(T_, W_)                                                                                      \
-    WK_LAUNCH_PDL(c->cc_major >= 9, (gv_kernel<T_, W_>), grid, GV_BLOCK, smem, c->stream, (const T_ *)w, w_rs, \
+    WK_LAUNCH_PDL(c->cc_major >= 9, (gv_kernel<T_, W_>), grid, GV_BLOCK, 0, c->stream, (const T_ *)w, w_rs, \
                   (const T_ *)x, (T_ *)y, n, k)
     if (dt == WK_BF16) {
         if (c->warp_size == 64) GV_GO_(wk_bf16_t, 64);
