@@ -358,6 +358,23 @@ typedef struct rope_job {
     atomic_int oom;
 } rope_job;
 
+/* y = x rotated: the pairs (x[i], x[i + half]) or, interleaved,
+ * (x[2i], x[2i + 1]) by the table row's angles (strides cs, ss) */
+#define DEF_ROPE_PAIRS(S, CT)                                                  \
+    static void rope_pairs_##S(const CT *xb, CT *yb, const float *cr, int64_t cs, const float *sr, int64_t ss, \
+                               int64_t half, bool inter)                       \
+    {                                                                          \
+        for (int64_t i = 0; i < half; i++) {                                   \
+            const CT c = (CT)cr[i * cs], s = (CT)sr[i * ss];                   \
+            const int64_t i0 = inter ? 2 * i : i, i1 = inter ? 2 * i + 1 : i + half; \
+            const CT a0 = xb[i0], a1 = xb[i1];                                 \
+            yb[i0] = a0 * c - a1 * s;                                          \
+            yb[i1] = a0 * s + a1 * c;                                          \
+        }                                                                      \
+    }
+DEF_ROPE_PAIRS(f, float)
+DEF_ROPE_PAIRS(d, double)
+
 #define DEF_ROPE(S, CT)                                                        \
     static void rope_chunk_##S(void *arg, int64_t begin, int64_t end)          \
     {                                                                          \
@@ -379,21 +396,7 @@ typedef struct rope_job {
             const float *sr = sb + sv->offset + t * sv->strides[0];            \
             wk_cpu_ld_row_##S(x->base, j->dt, x->offset + i0 * x->strides[0] + i1 * x->strides[1] + i2 * x->strides[2], \
                        D > 1 ? x->strides[3] : 1, D, xb);                      \
-            if (j->op == WK_OP_ROPE_I) {                                       \
-                for (int64_t i = 0; i < half; i++) {                           \
-                    const CT c = (CT)cr[i * cs1], s = (CT)sr[i * ss1];         \
-                    const CT a0 = xb[2 * i], a1 = xb[2 * i + 1];               \
-                    yb[2 * i] = a0 * c - a1 * s;                               \
-                    yb[2 * i + 1] = a0 * s + a1 * c;                           \
-                }                                                              \
-            } else {                                                           \
-                for (int64_t i = 0; i < half; i++) {                           \
-                    const CT c = (CT)cr[i * cs1], s = (CT)sr[i * ss1];         \
-                    const CT a0 = xb[i], a1 = xb[i + half];                    \
-                    yb[i] = a0 * c - a1 * s;                                   \
-                    yb[i + half] = a0 * s + a1 * c;                            \
-                }                                                              \
-            }                                                                  \
+            rope_pairs_##S(xb, yb, cr, cs1, sr, ss1, half, j->op == WK_OP_ROPE_I); \
             wk_cpu_st_row_##S(o->base, j->dt, o->offset + i0 * o->strides[0] + i1 * o->strides[1] + i2 * o->strides[2], 1, D, \
                        yb);                                                    \
         }                                                                      \
@@ -477,13 +480,8 @@ typedef struct rope_kv_job {
                 continue;                                                      \
             }                                                                  \
             const float *cr = cb + cv->offset + p * cv->strides[0], *sr = sb + sv->offset + p * sv->strides[0]; \
-            for (int64_t i = 0; i < half; i++) {                               \
-                const CT c = (CT)cr[i], s = (CT)sr[i];                         \
-                const int64_t i0 = rp->interleaved ? 2 * i : i, i1 = rp->interleaved ? 2 * i + 1 : i + half; \
-                const CT a0 = xb[i0], a1 = xb[i1];                             \
-                yb[i0] = a0 * c - a1 * s;                                      \
-                yb[i1] = a0 * s + a1 * c;                                      \
-            }                                                                  \
+            rope_pairs_##S(xb, yb, cr, half > 1 ? cv->strides[1] : 1, sr, half > 1 ? sv->strides[1] : 1, half, \
+                           rp->interleaved != 0);                              \
             wk_cpu_st_row_##S(to->base, to->dtype, off, 1, D, yb);             \
         }                                                                      \
         free(xb);                                                              \
