@@ -910,9 +910,10 @@ static wk_tensor *pass(wk_llm *m, const wk_tensor *tid, int64_t T, int64_t pos, 
  * the host one graph launch, and the device runs them without the gaps
  * between launches. What changes from step to step comes from device
  * memory (llm_dyn): the token's id and the position (one u32 pair the
- * host writes before each replay), the rope tables' rows at the position
- * (two index_selects at the start of the graph), the KV cache's row (a
- * scatter along the cache's position dim at that position), and the keys
+ * host writes before each replay), the rope and the KV cache's row
+ * (wk_rope_kv reading the position; for layers with q/k norms the rope
+ * tables' rows selected at the position and a scatter along the cache's
+ * position dim), and the keys
  * attention reads: a fixed stretch of the cache, [0, cap), with an
  * additive mask the host writes (0 up to the position, -1e30 past it and,
  * for sliding-window layers, before the window). cap is the position + 1
@@ -1033,7 +1034,12 @@ static wk_status graph_step(wk_llm *m, int32_t token, float *out, int32_t *best,
     wk_status st = graphs_init(m);
     llm_graphs *G = m->graphs;
     if (st == WK_OK && G->k[want - 1].cap != cap) st = graph_record(m, want, cap);
-    if (st != WK_OK) return st;
+    if (st != WK_OK) {   /* not recordable here (a library that cannot be captured): the eager pass from now on */
+        m->graph_off = true;
+        llm_graphs_free(m);
+        wk_model_clear_error();
+        return WK_OK;
+    }
     *used = true;
     const double t0 = m->timing ? llm_now_ms() : 0;
     uint32_t in[2];
