@@ -492,7 +492,9 @@ WK_DEV wk_f32x4 wk_mfma_f32_16x16x16bf16_1k(uint64_t a, uint64_t b, wk_f32x4 c) 
  * the other's leave, instead of after the whole grid has drained and the
  * next launch has been processed): it must call wk_pdl_wait() before its
  * first access to memory that earlier work writes or reads, which waits
- * until that work is complete and its writes visible. A no-op where the
+ * until that work is complete and its writes visible, then lets the
+ * next such launch be scheduled (its blocks wait in their own
+ * wk_pdl_wait until this grid completes). A no-op where the
  * launch did not ask for it, before sm_90 and on AMD (where
  * WK_LAUNCH_PDL is a plain launch). In a recorded graph the dependency
  * is kept (a programmatic edge). A decode step is ~10 small kernels a
@@ -501,6 +503,10 @@ WK_DEV void wk_pdl_wait(void)
 {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     asm volatile("griddepcontrol.wait;" ::: "memory");
+    /* and let the next PDL launch be scheduled now: its blocks wait in
+       their own wk_pdl_wait until this grid is complete, so this is
+       always safe; it lets the launch overlap this kernel's run */
+    asm volatile("griddepcontrol.launch_dependents;" :::);
 #endif
 }
 
