@@ -105,6 +105,31 @@ def test_rope(dt, kind, rng):
     check(r, ref, dt, tol=_tol(dt))
 
 
+@pytest.mark.parametrize("dt", NN_DT)
+@pytest.mark.parametrize("interleaved", [False, True])
+@pytest.mark.parametrize("devpos", [False, True])
+def test_rope_kv(dt, interleaved, devpos, rng):
+    B, T, Hq, Hkv, D, C, off = 1, 3, 4, 2, 8, 9, 5
+    npos = C + 2
+    qkv = rand_np((B, T, Hq + 2 * Hkv, D), dt, rng)
+    cos, sin = wick.nn.rope_tables(D, 10000.0, npos)
+    k0, v0 = rand_np((B, Hkv, C, D), dt, rng), rand_np((B, Hkv, C, D), dt, rng)
+    kc, vc = wick.asarray(k0), wick.asarray(v0)
+    pos = wick.asarray(np.array([off], dtype=np.uint32)) if devpos else None
+    q = wick.nn.rope_kv(wick.asarray(qkv), Hq, cos, sin, kc, vc, pos_offset=0 if devpos else off, pos=pos,
+                        interleaved=interleaved)
+    x = ref32(qkv)
+    rot = _rope_ref(x[:, :, : Hq + Hkv], ref32(cos.numpy()), ref32(sin.numpy()), off, interleaved, True)
+    check(q, rot[:, :, :Hq], dt, tol=_tol(dt))
+    kref, vref = ref32(k0).copy(), ref32(v0).copy()
+    kref[:, :, off:off + T] = rot[:, :, Hq:].transpose(0, 2, 1, 3)
+    vref[:, :, off:off + T] = x[:, :, Hq + Hkv:].transpose(0, 2, 1, 3)
+    check(kc, kref, dt, tol=_tol(dt))
+    check(vc, vref, dt, tol=_tol(dt))
+    with pytest.raises(IndexError):
+        wick.nn.rope_kv(wick.asarray(qkv), Hq, cos, sin, kc, vc, pos_offset=C)   # rows past the cache
+
+
 def test_rope_tables_scaling():
     c, s = wick.nn.rope_tables(8, 10000.0, 4, "linear", factor=2.0)
     inv = 10000.0 ** (-np.arange(0, 8, 2) / 8)

@@ -60,6 +60,7 @@ from ._wick import (  # noqa: F401
     rms_norm,
     rope,
     rope_i,
+    rope_kv,
     rope_tables,
     rope_thd,
     silu_mul,

@@ -10,6 +10,8 @@ tensors on the inputs' device.
     rope(x, cos, sin, pos_offset=0)       x [B, H, T, D], halves (Llama/NeoX)
     rope_i(x, cos, sin, pos_offset=0)     x [B, H, T, D], interleaved (GPT-J)
     rope_thd(x, cos, sin, pos_offset=0)   x [B, T, H, D], halves
+    rope_kv(qkv, n_q, cos, sin, k_cache, v_cache, pos_offset=0, pos=None, interleaved=False)
+                                          rope of q and k and the KV-cache append in one launch
     rope_tables(head_dim, base, n_pos, scaling=None, ...) -> (cos, sin)
     attention(q, k, v, *, scale=None, causal=False, window=0, softcap=0.0, mask=None)
 
@@ -23,6 +25,7 @@ from ._wick import (  # noqa: F401
     rms_norm,
     rope,
     rope_i,
+    rope_kv,
     rope_tables,
     rope_thd,
     silu_mul,
@@ -31,5 +34,5 @@ from ._wick import (  # noqa: F401
 
 __all__ = [
     "softmax", "log_softmax", "rms_norm", "add_rms_norm", "layer_norm", "silu_mul",
-    "rope", "rope_i", "rope_thd", "rope_tables", "attention",
+    "rope", "rope_i", "rope_thd", "rope_kv", "rope_tables", "attention",
 ]
