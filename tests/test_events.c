@@ -5,8 +5,10 @@
  * mark; errors for NULL arguments and events never recorded; an event
  * keeps its device open. Events of two devices are checked on a GPU
  * machine by tests/device/device_checks.c (the cpu is one device).
+ * Graphs (wk_graph_*): the cpu records none and says so; NULL arguments.
+ * Their recording and replay are checked on GPUs by device_checks.c.
  *
- * Case names: events/<what>, events/<device>/<what>.
+ * Case names: events/<what>, events/<device>/<what>, graphs/<what>.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -188,6 +190,23 @@ T_SUITE(events)
             T_CHECK(ms == 0, "elapsed(a, a) = %g", ms);
         }
         wk_event_free(a);
+    }
+    if (t_case("graphs/cpu_records_none")) {
+        T_CHECK(!wk_supports(t_dev(), "graph", WK_F32), "wk_supports(cpu, \"graph\") is true");
+        const wk_status st = wk_graph_begin(t_dev());
+        T_CHECK(st == WK_ERR_UNSUPPORTED && strstr(wk_last_error(), "graph"), "graph_begin on the cpu gave %s: %s",
+                wk_status_name(st), wk_last_error());
+        wk_tensor *x = t_own(wk_ones(t_dev(), WK_F32, WK_SHAPE(4)));   /* ops still run at once */
+        T_CHECK(x != NULL, "an op after the refused begin failed: %s", wk_last_error());
+        T_CHECK(!wk_graph_end(t_dev()) && wk_last_status() == WK_ERR_UNSUPPORTED, "graph_end on the cpu");
+        wk_clear_error();
+    }
+    if (t_case("graphs/errors/null")) {
+        T_CHECK(wk_graph_begin(NULL) == WK_ERR_ARGUMENT, "graph_begin(NULL)");
+        T_CHECK(!wk_graph_end(NULL) && wk_last_status() == WK_ERR_ARGUMENT, "graph_end(NULL)");
+        T_CHECK(wk_graph_launch(NULL) == WK_ERR_ARGUMENT, "graph_launch(NULL)");
+        wk_graph_free(NULL);
+        wk_clear_error();
     }
 
     t_each_gpu(on_gpu, NULL);                 /* the same on every GPU device */
