@@ -1050,16 +1050,18 @@ static wk_status graph_step(wk_llm *m, int32_t token, float *out, int32_t *best,
         mk[j] = j <= pos ? 0.0f : -1e30f;
         wmk[j] = j <= pos && (W <= 0 || j > pos - W) ? 0.0f : -1e30f;
     }
+    wk_scope_begin();   /* the narrowed views below */
     st = wk_write(G->in, in, sizeof in);
     if (st == WK_OK) st = wk_write(wk_narrow(G->mask, 3, 0, cap), mk, (size_t)cap * sizeof(float));
     if (st == WK_OK && W > 0) st = wk_write(wk_narrow(G->wmask, 3, 0, cap), wmk, (size_t)cap * sizeof(float));
+    wk_scope_end();
     if (st == WK_OK) st = wk_graph_launch(G->k[want - 1].g);
     const double t1 = m->timing ? llm_now_ms() : 0;
     uint32_t b = 0;
     if (st == WK_OK)
         st = out ? wk_to_host(G->k[want - 1].out, out, (size_t)m->info.n_vocab * sizeof(float))
                  : wk_to_host(G->k[want - 1].out, &b, sizeof b);
-    if (best && st == WK_OK) *best = (int32_t)b;
+    if (!out && best && st == WK_OK) *best = (int32_t)b;
     if (m->timing && st == WK_OK) {
         m->t_steps++;
         m->t_issue_ms += t1 - t0;
