@@ -203,7 +203,7 @@ static void create_cases(wk_dtype dt)
             t_check_exact("write contiguous", c, src.shape, dt, src.p);
         }
         wk_tensor *store = t_own(wk_from_host(t_dev(), dt, WK_SHAPE(7, 9), poison.p));
-        wk_tensor *view = store ? t_own(wk_transpose(wk_narrow(store, 1, 2, 5), 0, 1)) : NULL;   /* [5, 7] */
+        wk_tensor *view = store ? t_own(wk_transpose(t_own(wk_narrow(store, 1, 2, 5)), 0, 1)) : NULL;   /* [5, 7] */
         if (view) {
             T_OK(wk_write(view, src.p, (size_t)src.n * es));
             t_arr want = t_arr_new(dt, WK_SHAPE(7, 9));
