@@ -11,20 +11,11 @@ import argparse
 
 import torch
 
+from conv_sort_vs_torch import time_torch   # beside this file
+
 
 def median_s(fn, reps=20, warmup=3):
-    for _ in range(warmup):
-        fn()
-    ts = []
-    for _ in range(reps):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        fn()
-        b.record()
-        b.synchronize()
-        ts.append(a.elapsed_time(b) / 1e3)
-    ts.sort()
-    return ts[len(ts) // 2]
+    return time_torch(fn, reps, warmup) / 1e3   # the same event timing as the conv/pool rows
 
 
 def main():
