@@ -23,14 +23,16 @@
  * broadcast, not materialised). The tiled kernel takes every layout as it
  * is.
  *
- * Dense matvec: a 2-d f16/bf16 product with m <= 8 whose b is the
- * transposed view of a row-major W (x . W^T, decode's weight matvec), x
- * contiguous along k and W of at most 8 MiB runs on quant.hip's
- * qmvq_kernel, x read in place (wk_gpu_dense_matvec): there a BLAS call's
- * host cost outweighs its kernel's edge. Larger W go to the BLAS, which
- * reads them faster (cuBLAS 86-92% of the copy rate on an H100, wick's
- * kernel 84-86%: docs/quantization.md). WICK_MATVEC=wick|blas takes one
- * side for every size, WICK_MATVEC_MAX_KIB moves the line.
+ * Dense matvec: a 2-d f16/bf16 product whose b is the transposed view of
+ * a row-major W (x . W^T, decode's weight matvec), x contiguous along k
+ * (wk_gpu_dense_matvec in quant.hip): one row (m = 1) runs on gemv.hip's
+ * kernel at every size (it reads W faster than cuBLAS's split-K on the
+ * 16-120 MB matrices of a decode step; WICK_GEMV=0 or WICK_MATVEC=blas
+ * turn it off); m <= 8 with W of at most 8 MiB on quant.hip's
+ * qmvq_kernel, x read in place, where a BLAS call's host cost outweighs
+ * its kernel's edge. Larger W go to the BLAS (cuBLAS 86-92% of the copy
+ * rate on an H100, qmvq 84-86%: docs/quantization.md). WICK_MATVEC=wick|blas
+ * takes one side for every size, WICK_MATVEC_MAX_KIB moves the line.
  */
 #include "gpu_internal.h"
 #include <dlfcn.h>
@@ -398,7 +400,7 @@ wk_status wk_gpu_matmul(void *ctx, const wk_view *dst, const wk_view *a, const w
         const uint64_t zero = 0;
         return wk_gpu_const_set(ctx, dst, &zero);
     }
-    if (r == 2) {   /* f16/bf16 matvec, m <= 8, x . W^T (quant.hip; W up to 8 MiB) */
+    if (r == 2) {   /* f16/bf16 matvec, m <= 8, x . W^T (gemv.hip for one row; quant.hip) */
         bool mv = false;
         wk_status mst = wk_gpu_dense_matvec(c, dst, a, b, &mv);
         if (mv || mst != WK_OK) return mst;

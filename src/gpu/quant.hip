@@ -1491,9 +1491,10 @@ wk_status wk_gpu_gemv(wk_gpu_ctx *c, wk_dtype dt, const void *w, int64_t w_rs, c
 
 /* the dense matvec: dst [m, n] = a [m, k] . b [k, n] for f16/bf16 with
  * m <= 8 and b the transposed view of a row-major W [n, k] (b's strides
- * (1, row stride), rows 16-byte aligned, k a multiple of 32), a
- * contiguous along k: qmvq_kernel with plain 16-bit rows, x read in
- * place. By default only for W of at most 8 MiB (below): on an H100 it
+ * (1, row stride)), a contiguous along k. One row: gemv.hip's kernel,
+ * any size. Else (rows 16-byte aligned, k a multiple of 32) qmvq_kernel
+ * with plain 16-bit rows, x read in place, by default only for W of at
+ * most 8 MiB (below): on an H100 it
  * reads large W at 84-86% of the copy rate at best, cuBLAS at 86-92%
  * (docs/quantization.md), but a small W's product is bound by the host,
  * where a launch costs less than a BLAS call. *done false: not taken. */
