@@ -920,7 +920,7 @@ static wk_tensor *pass(wk_llm *m, const wk_tensor *tid, int64_t T, int64_t pos, 
  * rounded up to LLM_GRAPH_STEP, so a graph serves LLM_GRAPH_STEP positions
  * and is recorded again past them (then the attention reads at most
  * LLM_GRAPH_STEP - 1 masked keys, a small part of a decode step's reads).
- * Steps that return logits only (graph_step says why). Not used: WICK_LLM_GRAPH=0,
+ * Steps that return logits only (graph_step says why); one graph. Not used: WICK_LLM_GRAPH=0,
  * WICK_LLM_TIMING=2 (its events between the parts), window caches (they
  * move). A split model records on every rank: the ranks make the same
  * calls in the same order, collectives included (the peer-memory
@@ -931,11 +931,9 @@ struct llm_graphs {
     wk_tensor *in;               /* u32 [2]: the token's id (the rank's row), the position */
     wk_tensor *mask, *wmask;     /* f32 [1, 1, 1, context]                        */
     float *host_mask;            /* the host's copy, [2][context]                  */
-    struct {
-        wk_graph *g;
-        wk_tensor *out;          /* what the replay writes: logits or argmax        */
-        int64_t cap;
-    } k[2];                      /* LLM_OUT_LOGITS - 1, LLM_OUT_BEST - 1           */
+    wk_graph *g;                 /* the recorded step (logits of the token)       */
+    wk_tensor *out;              /* what its replay writes: f32 logits [1, vocab]  */
+    int64_t cap;                 /* keys its attention spans (0: none recorded)    */
 };
 
 static bool graph_usable(const wk_llm *m)
@@ -949,8 +947,8 @@ void llm_graphs_free(wk_llm *m)
     llm_graphs *G = m->graphs;
     if (!G) return;
     for (int i = 0; i < 2; i++) {
-        wk_graph_free(G->k[i].g);
-        wk_release(G->k[i].out);
+        wk_graph_free(G->g);
+        wk_release(G->out);
     }
     wk_release(G->in);
     wk_release(G->mask);
@@ -984,14 +982,13 @@ static wk_status graphs_init(wk_llm *m)
     return WK_OK;
 }
 
-/* Record the one-token pass for output `want` over keys [0, cap). */
-static wk_status graph_record(wk_llm *m, int want, int64_t cap)
+/* Record the one-token pass, to its logits, over keys [0, cap). */
+static wk_status graph_record(wk_llm *m, int64_t cap)
 {
     llm_graphs *G = m->graphs;
-    const int i = want - 1;
-    wk_graph_free(G->k[i].g);
-    wk_release(G->k[i].out);
-    G->k[i].g = NULL, G->k[i].out = NULL, G->k[i].cap = 0;
+    wk_graph_free(G->g);
+    wk_release(G->out);
+    G->g = NULL, G->out = NULL, G->cap = 0;
     if (wk_graph_begin(m->dev) != WK_OK) return wk_merr_core("recording a decode step");
     wk_scope_begin();
     llm_dyn dy = { .pos = wk_narrow(G->in, 0, 1, 1), .mask = wk_narrow(G->mask, 3, 0, cap),
@@ -1003,7 +1000,7 @@ static wk_status graph_record(wk_llm *m, int want, int64_t cap)
     dy.sin = rows ? wk_index_select(m->sin, dy.pos, 0) : m->sin;
     dy.cos_l = rows && m->cos_local ? wk_index_select(m->cos_local, dy.pos, 0) : NULL;
     dy.sin_l = rows && m->sin_local ? wk_index_select(m->sin_local, dy.pos, 0) : NULL;
-    wk_tensor *out = dy.cos && dy.sin ? pass(m, wk_narrow(G->in, 0, 0, 1), 1, 0, 0, want, &dy, false) : NULL;
+    wk_tensor *out = dy.cos && dy.sin ? pass(m, wk_narrow(G->in, 0, 0, 1), 1, 0, 0, LLM_OUT_LOGITS, &dy, false) : NULL;
     if (out) wk_retain(out);
     wk_scope_end();
     wk_graph *g = wk_graph_end(m->dev);   /* ends the recording whatever happened */
@@ -1012,28 +1009,26 @@ static wk_status graph_record(wk_llm *m, int want, int64_t cap)
         wk_release(out);
         return wk_merr_core("recording a decode step");
     }
-    G->k[i].g = g, G->k[i].out = out, G->k[i].cap = cap;
+    G->g = g, G->out = out, G->cap = cap;
     return WK_OK;
 }
 
-/* The replay of the one-token pass of token `token` at m->pos: its output
- * into out (logits) or best (argmax). *used false (and nothing done) when
- * the model does not record. */
-static wk_status graph_step(wk_llm *m, int32_t token, float *out, int32_t *best, bool *used)
+/* The replay of the one-token pass of token `token` at m->pos, its logits
+ * into out. *used false (and nothing done) when the model does not
+ * record. Only logits: the argmax step (greedy generation) replayed
+ * measured slower than issued (H200, 8B bf16 at 512: 214 against 219
+ * tokens/s on one GPU, 300-308 against 332 split in two; not understood
+ * yet), so it keeps the eager pass. */
+static wk_status graph_step(wk_llm *m, int32_t token, float *out, bool *used)
 {
     *used = false;
-    /* logits only: the argmax step (greedy generation) replayed measured
-       slower than issued (H200, 8B bf16 at 512: 214 against 219 tokens/s
-       on one GPU, 300-308 against 332 split in two; not understood yet),
-       so it keeps the eager pass */
-    if (!graph_usable(m) || !out) return WK_OK;
-    const int want = out ? LLM_OUT_LOGITS : LLM_OUT_BEST;
+    if (!graph_usable(m)) return WK_OK;
     const int64_t pos = m->pos, C = m->info.context, W = m->info.sliding_window;
     int64_t cap = (pos + 1 + LLM_GRAPH_STEP - 1) / LLM_GRAPH_STEP * LLM_GRAPH_STEP;
     if (cap > C) cap = C;
     wk_status st = graphs_init(m);
     llm_graphs *G = m->graphs;
-    if (st == WK_OK && G->k[want - 1].cap != cap) st = graph_record(m, want, cap);
+    if (st == WK_OK && G->cap != cap) st = graph_record(m, cap);
     if (st != WK_OK) {   /* not recordable here (a library that cannot be captured): the eager pass from now on */
         m->graph_off = true;
         llm_graphs_free(m);
@@ -1046,22 +1041,16 @@ static wk_status graph_step(wk_llm *m, int32_t token, float *out, int32_t *best,
     local_ids(m, &token, 1, &in[0]);
     in[1] = (uint32_t)pos;
     float *mk = G->host_mask, *wmk = G->host_mask + C;
-    for (int64_t j = 0; j < cap; j++) {
-        mk[j] = j <= pos ? 0.0f : -1e30f;
-        wmk[j] = j <= pos && (W <= 0 || j > pos - W) ? 0.0f : -1e30f;
-    }
+    for (int64_t j = 0; j < cap; j++) mk[j] = j <= pos ? 0.0f : -1e30f;
+    for (int64_t j = 0; W > 0 && j < cap; j++) wmk[j] = j <= pos && j > pos - W ? 0.0f : -1e30f;
     wk_scope_begin();   /* the narrowed views below */
     st = wk_write(G->in, in, sizeof in);
     if (st == WK_OK) st = wk_write(wk_narrow(G->mask, 3, 0, cap), mk, (size_t)cap * sizeof(float));
     if (st == WK_OK && W > 0) st = wk_write(wk_narrow(G->wmask, 3, 0, cap), wmk, (size_t)cap * sizeof(float));
     wk_scope_end();
-    if (st == WK_OK) st = wk_graph_launch(G->k[want - 1].g);
+    if (st == WK_OK) st = wk_graph_launch(G->g);
     const double t1 = m->timing ? llm_now_ms() : 0;
-    uint32_t b = 0;
-    if (st == WK_OK)
-        st = out ? wk_to_host(G->k[want - 1].out, out, (size_t)m->info.n_vocab * sizeof(float))
-                 : wk_to_host(G->k[want - 1].out, &b, sizeof b);
-    if (!out && best && st == WK_OK) *best = (int32_t)b;
+    if (st == WK_OK) st = wk_to_host(G->out, out, (size_t)m->info.n_vocab * sizeof(float));
     if (m->timing && st == WK_OK) {
         m->t_steps++;
         m->t_issue_ms += t1 - t0;
@@ -1079,8 +1068,8 @@ static wk_status forward(wk_llm *m, const int32_t *tokens, int64_t T, int64_t fi
 {
     const int64_t pos = m->pos;
     bool used = false;
-    if (T == 1) {
-        wk_status st = graph_step(m, tokens[0], out, best, &used);
+    if (T == 1 && out) {
+        wk_status st = graph_step(m, tokens[0], out, &used);
         if (used || st != WK_OK) return st;
     }
     uint32_t *ids = malloc((size_t)T * sizeof *ids);
