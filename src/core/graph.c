@@ -10,18 +10,18 @@ struct wk_graph {
     void *be;                /* the backend's graph */
 };
 
-static bool graphs_supported(wk_device *dev)
-{
-    const wk_backend_iface *be = dev->be;
-    if (be->graph_begin && be->graph_end && be->graph_launch && be->graph_free) return true;
-    wk_error(WK_ERR_UNSUPPORTED, "device %s does not record graphs", dev->name);
-    return false;
-}
-
 bool wk_graph_supported(wk_device *dev)
 {
     const wk_backend_iface *be = dev->be;
     return be->graph_begin && be->graph_end && be->graph_launch && be->graph_free;
+}
+
+/* wk_graph_supported, with an error when not */
+static bool graphs_supported(wk_device *dev)
+{
+    if (wk_graph_supported(dev)) return true;
+    wk_error(WK_ERR_UNSUPPORTED, "device %s does not record graphs", dev->name);
+    return false;
 }
 
 wk_status wk_graph_begin(wk_device *dev)
