@@ -437,10 +437,7 @@ wk_status wk_write(wk_tensor *t, const void *src, size_t bytes)
         if (wk_tensor_is_contiguous(t)) {
             st = dev->be->write(dev->ctx, (char *)t->st->ptr + wk_dt_bytes_of(t->dtype, t->offset), src, (size_t)nb);
         } else {   /* a view with gaps: through a contiguous copy */
-            wk_shape s;
-            s.rank = t->rank;
-            for (int d = 0; d < t->rank; d++) s.dims[d] = t->dims[d];
-            wk_tensor *c = wk_from_host(dev, t->dtype, s, src);
+            wk_tensor *c = wk_from_host(dev, t->dtype, wk_tensor_shape(t), src);
             st = c ? wk_copy_into(t, c) : wk_last_status();
             wk_release(c);
         }
