@@ -946,10 +946,8 @@ void llm_graphs_free(wk_llm *m)
 {
     llm_graphs *G = m->graphs;
     if (!G) return;
-    for (int i = 0; i < 2; i++) {
-        wk_graph_free(G->g);
-        wk_release(G->out);
-    }
+    wk_graph_free(G->g);
+    wk_release(G->out);
     wk_release(G->in);
     wk_release(G->mask);
     wk_release(G->wmask);
