@@ -191,7 +191,9 @@ __device__ inline uint32_t p2p_epoch(const uint32_t *ep)
 __device__ inline void p2p_done(uint32_t *ep, uint32_t e)
 {
     __syncthreads();
-    if (threadIdx.x == 0 && atomicAdd(&ep[1], 1u) == gridDim.x - 1) {
+    if (threadIdx.x != 0) return;
+    if (gridDim.x == 1) *(volatile uint32_t *)ep = e;   /* the only block (a decode step's norm): no count */
+    else if (atomicAdd(&ep[1], 1u) == gridDim.x - 1) {
         ep[1] = 0u;
         *(volatile uint32_t *)ep = e;
     }
@@ -288,8 +290,9 @@ template <typename T> __global__ __launch_bounds__(P2P_THREADS) void p2p_all_red
  * only memory reads left between the exchange's volatile accesses (each
  * of which orders every memory access around it). In the block: the sum
  * rounded to T (written back to x), + residual rounded to T (written to
- * sum), the sum of its squares (a fixed tree in shared memory: every rank
- * adds in the same order, whatever the wave width), then the normed row
+ * sum), the sum of its squares (xor shuffles within groups of 32 threads,
+ * then across the 32 groups: every rank adds in the same order, whatever
+ * the wave width), then the normed row
  * (s * rsqrt(mean + eps) * w, or * (1 + w) in the Gemma form, as nn.hip
  * computes it). */
 #define P2P_NORM_THREADS 1024
@@ -330,7 +333,8 @@ template <typename T> __global__ __launch_bounds__(P2P_NORM_THREADS) void p2p_al
     typedef p2p_word<T> W;
     typedef p2p_elems<T> E;
     constexpr int NT = P2P_NORM_THREADS, NW = P2P_NORM_WORDS;
-    __shared__ float part[NT];
+    __shared__ float part[NT / 32 + 1];
+    static_assert(NT == 32 * 32, "the fold below: 32 groups of 32 threads");
     wk_pdl_wait();
     const int tid = (int)threadIdx.x;
     const int64_t D = a.D, wpr = D / W::per, base = (int64_t)blockIdx.x * wpr;
@@ -373,13 +377,20 @@ template <typename T> __global__ __launch_bounds__(P2P_NORM_THREADS) void p2p_al
         x[i] = xw;
         s[i] = sv[k];
     }
-    part[tid] = ss;
+    /* groups of 32 threads fold by xor shuffles within the group (the
+       same order on 32- and 64-wide waves), then one group the groups' sums */
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) ss += wk_shfl_xor<32>(ss, o, 32);
+    if (tid % 32 == 0) part[tid / 32] = ss;
     __syncthreads();
-    for (int k = NT / 2; k > 0; k >>= 1) {
-        if (tid < k) part[tid] += part[tid + k];
-        __syncthreads();
+    if (tid < 32) {
+        float t = part[tid];
+#pragma unroll
+        for (int o = 16; o > 0; o >>= 1) t += wk_shfl_xor<32>(t, o, 32);
+        if (tid == 0) part[NT / 32] = t;
     }
-    const float inv = rsqrtf(part[0] * (1.0f / (float)D) + a.eps);
+    __syncthreads();
+    const float inv = rsqrtf(part[NT / 32] * (1.0f / (float)D) + a.eps);
 #pragma unroll
     for (int k = 0; k < NW; k++) {
         const int64_t i = tid + (int64_t)k * NT;
