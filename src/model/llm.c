@@ -404,7 +404,9 @@ static wk_llm *load_one(const char *path, wk_device *dev, const wk_llm_options *
     const char *tenv = getenv("WICK_LLM_TIMING");
     m->timing = !tenv || !tenv[0] || !strcmp(tenv, "0") ? 0 : !strcmp(tenv, "2") ? 2 : 1;
     const char *genv = getenv("WICK_LLM_GRAPH");
+    const long long gstep = genv && *genv ? atoll(genv) : 0;
     m->graph_off = genv && !strcmp(genv, "0");
+    m->graph_step = gstep >= 16 && gstep % 16 == 0 ? gstep : LLM_GRAPH_STEP;
     wk_status st = open_source(m, path);
     if (!st) st = llm_read_hparams(m, path);
     if (st) goto fail;
@@ -917,16 +919,15 @@ static wk_tensor *pass(wk_llm *m, const wk_tensor *tid, int64_t T, int64_t pos, 
  * attention reads: a fixed stretch of the cache, [0, cap), with an
  * additive mask the host writes (0 up to the position, -1e30 past it and,
  * for sliding-window layers, before the window). cap is the position + 1
- * rounded up to LLM_GRAPH_STEP, so a graph serves LLM_GRAPH_STEP positions
- * and is recorded again past them (then the attention reads at most
- * LLM_GRAPH_STEP - 1 masked keys, a small part of a decode step's reads).
+ * rounded up to m->graph_step (LLM_GRAPH_STEP unless WICK_LLM_GRAPH=N
+ * says), so a graph serves that many positions and is recorded again past
+ * them (then the attention reads at most graph_step - 1 masked keys, a
+ * small part of a decode step's reads).
  * Steps that return logits only (graph_step says why); one graph. Not used: WICK_LLM_GRAPH=0,
  * WICK_LLM_TIMING=2 (its events between the parts), window caches (they
  * move). A split model records on every rank: the ranks make the same
  * calls in the same order, collectives included (the peer-memory
  * all_reduce keeps its epochs in device memory for that). */
-#define LLM_GRAPH_STEP 256
-
 struct llm_graphs {
     wk_tensor *in;               /* u32 [2]: the token's id (the rank's row), the position */
     wk_tensor *mask, *wmask;     /* f32 [1, 1, 1, context]                        */
@@ -1022,7 +1023,8 @@ static wk_status graph_step(wk_llm *m, int32_t token, float *out, bool *used)
     *used = false;
     if (!graph_usable(m)) return WK_OK;
     const int64_t pos = m->pos, C = m->info.context, W = m->info.sliding_window;
-    int64_t cap = (pos + 1 + LLM_GRAPH_STEP - 1) / LLM_GRAPH_STEP * LLM_GRAPH_STEP;
+    const int64_t step = m->graph_step;
+    int64_t cap = (pos + 1 + step - 1) / step * step;
     if (cap > C) cap = C;
     wk_status st = graphs_init(m);
     llm_graphs *G = m->graphs;
