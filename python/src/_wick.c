@@ -133,6 +133,7 @@ PyObject *wrap(wk_tensor *t)
     o->t = t;
     o->raw = 0;
     o->weakrefs = NULL;
+    wkpy_graph_keep((PyObject *)o, t);   /* made while a Graph records: the Graph keeps it too */
     return (PyObject *)o;
 }
 
@@ -1455,6 +1456,30 @@ static PyObject *T_tobytes(TensorObject *self, PyObject *unused)
     return b;
 }
 
+/* write(data): data's bytes (row-major, exactly the tensor's) into the
+ * tensor's memory, in place (any view), ordered with the device's ops:
+ * new input for a recorded Graph between replays. */
+static PyObject *T_write(TensorObject *self, PyObject *data)
+{
+    Py_buffer b;
+    if (PyObject_GetBuffer(data, &b, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) return NULL;
+    const size_t need = wk_tensor_nbytes(self->t), es = wk_dtype_size(wk_tensor_dtype(self->t));
+    const bool raw = !b.format || !strcmp(b.format, "B") || !strcmp(b.format, "b") || !strcmp(b.format, "c");
+    PyObject *r = NULL;
+    if ((size_t)b.len != need)
+        PyErr_Format(PyExc_ValueError, "write: %zd bytes given, the %s tensor holds %zu", b.len,
+                     wk_dtype_name(wk_tensor_dtype(self->t)), need);
+    else if (!raw && es && (size_t)b.itemsize != es)
+        PyErr_Format(PyExc_TypeError, "write: elements of %zd bytes given for a %s tensor (%zu bytes each)",
+                     b.itemsize, wk_dtype_name(wk_tensor_dtype(self->t)), es);
+    else if (CALLS(wk_write(self->t, b.buf, (size_t)b.len)) != WK_OK)
+        raise_wk();
+    else
+        r = Py_None, Py_INCREF(Py_None);
+    PyBuffer_Release(&b);
+    return r;
+}
+
 /* a second handle on the same tensor whose buffer shows raw bits */
 static PyObject *T_raw(TensorObject *self, PyObject *unused)
 {
@@ -2330,6 +2355,8 @@ static PyMethodDef Tensor_methods[] = {
     M0(tolist, "tolist() -> nested lists of Python ints or floats"),
     M0(item, "item() -> the one element as a Python int or float"),
     M0(tobytes, "tobytes() -> the elements row-major as bytes (GGUF blocks for a quantized dtype)"),
+    M1(write, "write(data) -> None: data's bytes (a buffer of exactly the tensor's bytes, row-major) into the tensor "
+              "in place, e.g. a recorded Graph's input between replays"),
     { "numpy", (PyCFunction)(void (*)(void))T_numpy, METH_VARARGS | METH_KEYWORDS,
       "numpy() -> numpy.ndarray: shares memory on the cpu (a copy from a GPU); bf16/f8e4m3 need ml_dtypes" },
     { "__array__", (PyCFunction)(void (*)(void))T_array, METH_VARARGS | METH_KEYWORDS, "numpy's array protocol" },
@@ -3173,7 +3200,7 @@ PyMODINIT_FUNC PyInit__wick(void)
     PyModule_AddIntConstant(m, "VERSION_MINOR", WK_VERSION_MINOR);
     PyModule_AddIntConstant(m, "VERSION_PATCH", WK_VERSION_PATCH);
     PyModule_AddIntConstant(m, "MAX_RANK", WK_MAX_RANK);
-    if (wkpy_model_init(m) < 0 || wkpy_comm_init(m) < 0) {
+    if (wkpy_model_init(m) < 0 || wkpy_comm_init(m) < 0 || wkpy_graph_init(m) < 0) {
         Py_DECREF(m);
         return NULL;
     }

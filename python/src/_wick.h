@@ -1,6 +1,7 @@
 /* _wick.h — what the extension's C files share: _wick.c (tensors,
  * ops, errors, devices) lends its helpers to model.c (models, tokenizers
- * and text generation) and comm.c (collectives), which register their
+ * and text generation), comm.c (collectives) and graph.c (recorded
+ * graphs), which register their
  * types and functions into the same module. Hidden symbols: nothing here is exported from the module.
  */
 #ifndef WICK_PY_INTERNAL_H
@@ -33,5 +34,11 @@ WKPY_HIDDEN wk_tensor *wkpy_tensor_of(PyObject *o);
 struct wk_comm;
 WKPY_HIDDEN int wkpy_comm_init(PyObject *module);
 WKPY_HIDDEN struct wk_comm *wkpy_comm_of(PyObject *o);
+
+/* graph.c: adds Graph; -1 with an exception set. wkpy_graph_keep: wrap()
+ * hands it every new Tensor, which the Graph recording now (if any, on
+ * t's device) keeps alive with it. */
+WKPY_HIDDEN int wkpy_graph_init(PyObject *module);
+WKPY_HIDDEN void wkpy_graph_keep(PyObject *tensor, const wk_tensor *t);
 
 #endif

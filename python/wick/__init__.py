@@ -25,6 +25,7 @@ from . import _wick
 from ._wick import (  # noqa: F401
     Comm,
     Event,
+    Graph,
     Tensor,
     add_rms_norm,
     arange,
