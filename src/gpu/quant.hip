@@ -1186,68 +1186,66 @@ struct qx_params {
 WK_DEV void qx_group(const qx_params &p, int64_t i, int64_t b, int8_t *xq, float2 *xd)
 {
     const int64_t nb = p.k / 32;
-    {
-        float v[32];
-        if (i >= p.m) {
+    float v[32];
+    if (i >= p.m) {
 #pragma unroll
-            for (int j = 0; j < 32; j++) v[j] = 0.0f;
-        } else if (p.vec && p.x_dt == WK_F32) {
-            const float4 *src = (const float4 *)((const float *)p.x + i * p.x_s0 + 32 * b);
-            float4 f[8];
+        for (int j = 0; j < 32; j++) v[j] = 0.0f;
+    } else if (p.vec && p.x_dt == WK_F32) {
+        const float4 *src = (const float4 *)((const float *)p.x + i * p.x_s0 + 32 * b);
+        float4 f[8];
 #pragma unroll
-            for (int c = 0; c < 8; c++) f[c] = src[c];
-#pragma unroll
-            for (int c = 0; c < 8; c++) {
-                v[4 * c] = f[c].x;
-                v[4 * c + 1] = f[c].y;
-                v[4 * c + 2] = f[c].z;
-                v[4 * c + 3] = f[c].w;
-            }
-        } else if (p.vec) {
-            const uint4 *src = (const uint4 *)((const uint16_t *)p.x + i * p.x_s0 + 32 * b);
-            uint4 h[4];
-#pragma unroll
-            for (int c = 0; c < 4; c++) h[c] = src[c];
-            const bool bf = p.x_dt == WK_BF16;
-#pragma unroll
-            for (int c = 0; c < 4; c++) {
-                const uint32_t w[4] = { h[c].x, h[c].y, h[c].z, h[c].w };
-#pragma unroll
-                for (int e = 0; e < 4; e++) {
-                    v[8 * c + 2 * e] = bf ? qu_dense<true>::lo(w[e]) : qu_dense<false>::lo(w[e]);
-                    v[8 * c + 2 * e + 1] = bf ? qu_dense<true>::hi(w[e]) : qu_dense<false>::hi(w[e]);
-                }
-            }
-        } else {
-#pragma unroll
-            for (int j = 0; j < 32; j++) v[j] = qmv_ld(p.x, p.x_dt, i * p.x_s0 + (32 * b + j) * p.x_s1);
-        }
-        float amax = 0.0f;
-#pragma unroll
-        for (int j = 0; j < 32; j++) amax = fmaxf(amax, fabsf(v[j]));
-        const float d = amax / 127.0f, id = d != 0.0f ? 1.0f / d : 0.0f;
-        uint32_t w[8];
-        int qsum = 0;
+        for (int c = 0; c < 8; c++) f[c] = src[c];
 #pragma unroll
         for (int c = 0; c < 8; c++) {
-            uint32_t o = 0;
-#pragma unroll
-            for (int j = 0; j < 4; j++) {
-                int q = (int)rintf(v[4 * c + j] * id);
-                q = q > 127 ? 127 : q < -127 ? -127 : q;
-                qsum += q;
-                o |= ((uint32_t)q & 0xFFu) << (8 * j);
-            }
-            w[c] = o;
+            v[4 * c] = f[c].x;
+            v[4 * c + 1] = f[c].y;
+            v[4 * c + 2] = f[c].z;
+            v[4 * c + 3] = f[c].w;
         }
-        uint4 *dst = (uint4 *)(xq + i * p.k + 32 * b);
-        dst[0] = make_uint4(w[0], w[1], w[2], w[3]);
-        dst[1] = make_uint4(w[4], w[5], w[6], w[7]);
-        /* the sum of the rounded values, so that the offsets and mins of W
-         * (q4_0's 8, the k types' mins) meet the same x as its codes: the
-         * result is then exactly W . (x rounded) up to f32 rounding */
-        xd[i * nb + b] = make_float2(d, d * (float)qsum);
+    } else if (p.vec) {
+        const uint4 *src = (const uint4 *)((const uint16_t *)p.x + i * p.x_s0 + 32 * b);
+        uint4 h[4];
+#pragma unroll
+        for (int c = 0; c < 4; c++) h[c] = src[c];
+        const bool bf = p.x_dt == WK_BF16;
+#pragma unroll
+        for (int c = 0; c < 4; c++) {
+            const uint32_t w[4] = { h[c].x, h[c].y, h[c].z, h[c].w };
+#pragma unroll
+            for (int e = 0; e < 4; e++) {
+                v[8 * c + 2 * e] = bf ? qu_dense<true>::lo(w[e]) : qu_dense<false>::lo(w[e]);
+                v[8 * c + 2 * e + 1] = bf ? qu_dense<true>::hi(w[e]) : qu_dense<false>::hi(w[e]);
+            }
+        }
+    } else {
+#pragma unroll
+        for (int j = 0; j < 32; j++) v[j] = qmv_ld(p.x, p.x_dt, i * p.x_s0 + (32 * b + j) * p.x_s1);
     }
+    float amax = 0.0f;
+#pragma unroll
+    for (int j = 0; j < 32; j++) amax = fmaxf(amax, fabsf(v[j]));
+    const float d = amax / 127.0f, id = d != 0.0f ? 1.0f / d : 0.0f;
+    uint32_t w[8];
+    int qsum = 0;
+#pragma unroll
+    for (int c = 0; c < 8; c++) {
+        uint32_t o = 0;
+#pragma unroll
+        for (int j = 0; j < 4; j++) {
+            int q = (int)rintf(v[4 * c + j] * id);
+            q = q > 127 ? 127 : q < -127 ? -127 : q;
+            qsum += q;
+            o |= ((uint32_t)q & 0xFFu) << (8 * j);
+        }
+        w[c] = o;
+    }
+    uint4 *dst = (uint4 *)(xq + i * p.k + 32 * b);
+    dst[0] = make_uint4(w[0], w[1], w[2], w[3]);
+    dst[1] = make_uint4(w[4], w[5], w[6], w[7]);
+    /* the sum of the rounded values, so that the offsets and mins of W
+     * (q4_0's 8, the k types' mins) meet the same x as its codes: the
+     * result is then exactly W . (x rounded) up to f32 rounding */
+    xd[i * nb + b] = make_float2(d, d * (float)qsum);
 }
 
 __global__ void qx_kernel(qx_params p)

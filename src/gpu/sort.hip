@@ -102,6 +102,31 @@ struct st_src {
 
 /* ---- short rows: bitonic sort in shared memory -------------------------------- */
 
+/* Sorts pairs (key, index) in shared memory ascending by (key, index):
+ * `active` pairs as independent segments of P (a power of two) each,
+ * every thread of the block taking part; ends with a barrier. st_short
+ * sorts a row per segment, st_select its candidates as one. */
+template <typename K> WK_DEV void st_bitonic(K *key, uint32_t *ix, int P, int active)
+{
+    for (int kk = 2; kk <= P; kk <<= 1)
+        for (int j = kk >> 1; j > 0; j >>= 1) {
+            for (int p = threadIdx.x; p < active / 2; p += blockDim.x) {
+                const int i = ((p & ~(j - 1)) << 1) | (p & (j - 1)), l = i + j;
+                const bool asc = kk == P || (i & kk) == 0;   /* the last merge of a segment: ascending */
+                const K ka = key[i], kb = key[l];
+                const uint32_t ia = ix[i], ib = ix[l];
+                const bool gt = ka > kb || (ka == kb && ia > ib);
+                if (gt == asc) {
+                    key[i] = kb;
+                    key[l] = ka;
+                    ix[i] = ib;
+                    ix[l] = ia;
+                }
+            }
+            __syncthreads();
+        }
+}
+
 template <typename K>
 __global__ WK_LAUNCH_BOUNDS(ST_THREADS) void st_short(st_src S, int64_t rows, int64_t n, int logP, int64_t k, K flip,
                                                        uint32_t *__restrict__ dst)
@@ -124,23 +149,7 @@ __global__ WK_LAUNCH_BOUNDS(ST_THREADS) void st_short(st_src S, int64_t rows, in
         }
     }
     __syncthreads();
-    for (int kk = 2; kk <= P; kk <<= 1)
-        for (int j = kk >> 1; j > 0; j >>= 1) {
-            for (int p = threadIdx.x; p < active / 2; p += blockDim.x) {
-                const int i = ((p & ~(j - 1)) << 1) | (p & (j - 1)), l = i + j;
-                const bool asc = kk == P || (i & kk) == 0;
-                const K ka = key[i], kb = key[l];
-                const uint32_t ia = ix[i], ib = ix[l];
-                const bool gt = ka > kb || (ka == kb && ia > ib);
-                if (gt == asc) {
-                    key[i] = kb;
-                    key[l] = ka;
-                    ix[i] = ib;
-                    ix[l] = ia;
-                }
-            }
-            __syncthreads();
-        }
+    st_bitonic<K>(key, ix, P, active);
     const int64_t outs = (int64_t)rr * k;
     for (int64_t t = threadIdx.x; t < outs; t += blockDim.x) {
         const int64_t r = t / k, j = t - r * k;
@@ -519,23 +528,7 @@ __global__ WK_LAUNCH_BOUNDS(SEL_THREADS) void st_select(st_src S, int64_t n, int
             ci[t] = 0xFFFFFFFFu;
         }
     __syncthreads();
-    for (int kk = 2; kk <= P; kk <<= 1)
-        for (int j = kk >> 1; j > 0; j >>= 1) {
-            for (int q = tid; q < P / 2; q += blockDim.x) {
-                const int i = ((q & ~(j - 1)) << 1) | (q & (j - 1)), l = i + j;
-                const bool asc = (i & kk) == 0;
-                const K ka = ck[i], kb = ck[l];
-                const uint32_t ia = ci[i], ib = ci[l];
-                const bool gt = ka > kb || (ka == kb && ia > ib);
-                if (gt == asc) {
-                    ck[i] = kb;
-                    ck[l] = ka;
-                    ci[i] = ib;
-                    ci[l] = ia;
-                }
-            }
-            __syncthreads();
-        }
+    st_bitonic<K>(ck, ci, P, P);
     for (int64_t t = tid; t < k; t += blockDim.x) dst[row * k + t] = ci[t];
 }
 
