@@ -56,7 +56,7 @@ PyObject *exc_for(wk_status s)
 }
 
 /* Raise wick's last error of this thread; returns NULL. */
-static PyObject *raise_wk(void)
+PyObject *raise_wk(void)
 {
     wk_status s = wk_last_status();
     const char *m = wk_last_error();

@@ -15,6 +15,9 @@
 
 /* The Python exception class for a wick status. */
 WKPY_HIDDEN PyObject *exc_for(wk_status s);
+/* Raise wick's last error of this thread (unless an exception is set
+ * already); returns NULL. */
+WKPY_HIDDEN PyObject *raise_wk(void);
 /* A device by name (a str, a Tensor's device, torch.device, None: the
  * cpu), opened once and kept; NULL with an exception set. */
 WKPY_HIDDEN wk_device *device_of(PyObject *o);

@@ -16,18 +16,9 @@ typedef struct {
 
 static PyTypeObject Comm_Type;
 
-static PyObject *raise_last(void)
-{
-    if (!PyErr_Occurred()) {
-        const char *m = wk_last_error();
-        PyErr_SetString(exc_for(wk_last_status()), m && *m ? m : "wick call failed");
-    }
-    return NULL;
-}
-
 static PyObject *comm_wrap(wk_comm *c)
 {
-    if (!c) return raise_last();
+    if (!c) return raise_wk();
     CommObject *o = PyObject_New(CommObject, &Comm_Type);
     if (!o) {
         wk_comm_free(c);
@@ -101,7 +92,7 @@ static PyObject *Comm_all_reduce(CommObject *self, PyObject *arg)
     if (!t) return NULL;
     wk_status st;
     Py_BEGIN_ALLOW_THREADS st = wk_all_reduce(self->c, t);
-    Py_END_ALLOW_THREADS if (st != WK_OK) return raise_last();
+    Py_END_ALLOW_THREADS if (st != WK_OK) return raise_wk();
     Py_INCREF(arg);
     return arg;
 }
@@ -129,7 +120,7 @@ static PyObject *Comm_broadcast(CommObject *self, PyObject *args, PyObject *kw)
     if (!x) return NULL;
     wk_status st;
     Py_BEGIN_ALLOW_THREADS st = wk_broadcast(self->c, x, root);
-    Py_END_ALLOW_THREADS if (st != WK_OK) return raise_last();
+    Py_END_ALLOW_THREADS if (st != WK_OK) return raise_wk();
     Py_INCREF(xo);
     return xo;
 }
@@ -149,7 +140,7 @@ static PyObject *Comm_all_reduce_add_rms_norm(CommObject *self, PyObject *args, 
     if (!r || (wo != Py_None && !w)) return NULL;
     wk_tensor *h, *sum = NULL;
     Py_BEGIN_ALLOW_THREADS h = wk_all_reduce_add_rms_norm(self->c, x, r, w, eps, gemma != 0, &sum);
-    Py_END_ALLOW_THREADS if (!h) return raise_last();
+    Py_END_ALLOW_THREADS if (!h) return raise_wk();
     PyObject *ho = wrap(h), *so = ho ? wrap(sum) : NULL;
     if (!so) {
         if (!ho) wk_release(sum);
@@ -269,7 +260,7 @@ static PyObject *m_comm_init_all(PyObject *mod, PyObject *arg)
     wk_status st;
     Py_BEGIN_ALLOW_THREADS st = wk_comm_init_all(devs, (int)n, cs);
     Py_END_ALLOW_THREADS if (st != WK_OK) {
-        raise_last();
+        raise_wk();
         goto done;
     }
     out = PyList_New(n);
@@ -300,7 +291,7 @@ static PyObject *m_comm_unique_id(PyObject *mod, PyObject *args)
     wk_comm_id id;
     wk_status st;
     Py_BEGIN_ALLOW_THREADS st = wk_comm_unique_id(dev, &id);
-    Py_END_ALLOW_THREADS if (st != WK_OK) return raise_last();
+    Py_END_ALLOW_THREADS if (st != WK_OK) return raise_wk();
     return PyBytes_FromStringAndSize((const char *)id.bytes, WK_COMM_ID_BYTES);
 }
 

@@ -43,15 +43,6 @@ void wkpy_graph_keep(PyObject *tensor, const wk_tensor *t)
     if (PyList_Append(r->keep, tensor) < 0) PyErr_Clear();   /* out of memory: the block stays the caller's */
 }
 
-static PyObject *raise_last(void)
-{
-    if (!PyErr_Occurred()) {
-        const char *m = wk_last_error();
-        PyErr_SetString(exc_for(wk_last_status()), m && *m ? m : "wick call failed");
-    }
-    return NULL;
-}
-
 static PyObject *Graph_new(PyTypeObject *type, PyObject *args, PyObject *kw)
 {
     static char *kwlist[] = { "device", NULL };
@@ -111,7 +102,7 @@ static PyObject *Graph_enter(GraphObject *self, PyObject *unused)
     Py_END_ALLOW_THREADS if (st != WK_OK)
     {
         Py_DECREF(keep);
-        return raise_last();
+        return raise_wk();
     }
     Py_XSETREF(self->keep, keep);
     self->recording = 1;
@@ -141,7 +132,7 @@ static PyObject *Graph_exit(GraphObject *self, PyObject *args)
     }
     if (!g) {
         Py_CLEAR(self->keep);
-        return raise_last();
+        return raise_wk();
     }
     self->g = g;
     Py_RETURN_FALSE;
@@ -158,7 +149,7 @@ static PyObject *Graph_launch(GraphObject *self, PyObject *unused)
     }
     wk_status st;
     Py_BEGIN_ALLOW_THREADS st = wk_graph_launch(self->g);
-    Py_END_ALLOW_THREADS if (st != WK_OK) return raise_last();
+    Py_END_ALLOW_THREADS if (st != WK_OK) return raise_wk();
     Py_RETURN_NONE;
 }
 
