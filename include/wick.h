@@ -299,7 +299,9 @@ wk_status wk_event_elapsed_ms(const wk_event *start, const wk_event *end, double
  * recording, which keep being rewritten by every replay. Parameters the
  * host passes to an op (shapes, offsets, scalars) are frozen in the
  * graph; what must change between replays has to come from device
- * memory (wk_rope_at, wk_index_copy, wk_attention_opts.kv_len).
+ * memory: a position as wk_rope_kv's pos tensor, rows picked by
+ * wk_index_select / wk_scatter_set with device ids, the keys attention
+ * sees as wk_attention_opts.mask.
  *
  *   wk_graph_begin(dev);  y = f(x);  wk_graph *g = wk_graph_end(dev);
  *   for (...) { wk_write(x, host);  wk_graph_launch(g);  wk_to_host(y, ...); }
