@@ -358,6 +358,15 @@ typedef struct rope_job {
     atomic_int oom;
 } rope_job;
 
+/* A task's two row buffers (x's row, then y's: 2 D values of es bytes),
+ * or NULL with *oom set. */
+static void *rope_rows(int64_t D, size_t es, atomic_int *oom)
+{
+    void *p = malloc((size_t)(2 * D) * es);
+    if (!p) atomic_store(oom, 1);
+    return p;
+}
+
 /* y = x rotated: the pairs (x[i], x[i + half]) or, interleaved,
  * (x[2i], x[2i + 1]) by the table row's angles (strides cs, ss) */
 #define DEF_ROPE_PAIRS(S, CT)                                                  \
@@ -381,11 +390,8 @@ DEF_ROPE_PAIRS(d, double)
         rope_job *j = arg;                                                     \
         const wk_view *x = j->x, *o = j->dst, *cv = j->c, *sv = j->s;          \
         const int64_t d1 = x->dims[1], d2 = x->dims[2], D = x->dims[3], half = D / 2; \
-        CT *xb = malloc((size_t)(2 * D) * sizeof(CT));                         \
-        if (!xb) {                                                             \
-            atomic_store(&j->oom, 1);                                          \
-            return;                                                            \
-        }                                                                      \
+        CT *xb = rope_rows(D, sizeof(CT), &j->oom);                            \
+        if (!xb) return;                                                       \
         CT *yb = xb + D;                                                       \
         const float *cb = (const float *)cv->base, *sb = (const float *)sv->base; \
         const int64_t cs1 = half > 1 ? cv->strides[1] : 1, ss1 = half > 1 ? sv->strides[1] : 1; \
@@ -452,11 +458,8 @@ typedef struct rope_kv_job {
         const wk_view *x = a->src[0], *cv = a->src[1], *sv = a->src[2], *o = a->dst; \
         const int64_t T = x->dims[1], HH = x->dims[2], D = x->dims[3], half = D / 2; \
         const int64_t nq = rp->n_q, Hkv = j->Hkv, C = rp->k_cache->dims[2]; \
-        CT *xb = malloc((size_t)(2 * D) * sizeof(CT));                         \
-        if (!xb) {                                                             \
-            atomic_store(&j->oom, 1);                                          \
-            return;                                                            \
-        }                                                                      \
+        CT *xb = rope_rows(D, sizeof(CT), &j->oom);                            \
+        if (!xb) return;                                                       \
         CT *yb = xb + D;                                                       \
         const float *cb = (const float *)cv->base, *sb = (const float *)sv->base; \
         for (int64_t r = begin; r < end; r++) {                                \
