@@ -906,6 +906,15 @@ static wk_tensor *pass(wk_llm *m, const wk_tensor *tid, int64_t T, int64_t pos, 
     return o;
 }
 
+/* WICK_LLM_TIMING: one one-token step more, issued from t0 to t1 (ms),
+ * its result back now. */
+static void timing_add(wk_llm *m, double t0, double t1)
+{
+    m->t_steps++;
+    m->t_issue_ms += t1 - t0;
+    m->t_wait_ms += llm_now_ms() - t1;
+}
+
 /* ---- recorded decode steps ------------------------------------------------------
  * On a device that records graphs (wk_graph_begin: the GPUs), a one-token
  * pass is recorded once and replayed: the ~10 launches of each layer cost
@@ -1051,11 +1060,7 @@ static wk_status graph_step(wk_llm *m, int32_t token, float *out, bool *used)
     if (st == WK_OK) st = wk_graph_launch(G->g);
     const double t1 = m->timing ? llm_now_ms() : 0;
     if (st == WK_OK) st = wk_to_host(G->out, out, (size_t)m->info.n_vocab * sizeof(float));
-    if (m->timing && st == WK_OK) {
-        m->t_steps++;
-        m->t_issue_ms += t1 - t0;
-        m->t_wait_ms += llm_now_ms() - t1;
-    }
+    if (m->timing && st == WK_OK) timing_add(m, t0, t1);
     return st == WK_OK ? WK_OK : wk_merr_core("replaying the decode step at position %lld", (long long)pos);
 }
 
@@ -1102,9 +1107,7 @@ static wk_status forward(wk_llm *m, const int32_t *tokens, int64_t T, int64_t fi
     if (st != WK_OK) st = wk_merr_core("forward pass at position %lld (%lld tokens)", (long long)pos, (long long)T);
     if (m->timing && T == 1 && st == WK_OK && want != LLM_OUT_NONE) {
         if (parts) parts_add(m);
-        m->t_steps++;
-        m->t_issue_ms += t1 - t0;
-        m->t_wait_ms += llm_now_ms() - t1;
+        timing_add(m, t0, t1);
     }
     wk_scope_end();
     free(ids);
