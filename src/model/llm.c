@@ -560,6 +560,11 @@ void wk_llm_free(wk_llm *m)
         fputs(line, stderr);
     }
     llm_graphs_free(m);
+    if (m->timing && m->t_gn)
+        fprintf(stderr, "wick: %lld replayed steps: the device's time %.1f us writing the step's inputs, %.1f us "
+                        "running the step (mean)\n",
+                (long long)m->t_gn, 1e3 * m->t_gw_ms / (double)m->t_gn, 1e3 * m->t_gg_ms / (double)m->t_gn);
+    for (int i = 0; i < 3; i++) wk_event_free(m->t_gev[i]);
     if (m->t_ev) {
         for (int64_t i = 0; i < LLM_EVENTS(m); i++) wk_event_free(m->t_ev[i]);
         free(m->t_ev);
@@ -1052,15 +1057,28 @@ static wk_status graph_step(wk_llm *m, int32_t token, float *out, bool *used)
     float *mk = G->host_mask, *wmk = G->host_mask + C;
     for (int64_t j = 0; j < cap; j++) mk[j] = j <= pos ? 0.0f : -1e30f;
     for (int64_t j = 0; W > 0 && j < cap; j++) wmk[j] = j <= pos && j > pos - W ? 0.0f : -1e30f;
+    /* WICK_LLM_TIMING: the device's time of the writes and of the replay */
+    for (int i = 0; m->timing && i < 3; i++)
+        if (!m->t_gev[i]) m->t_gev[i] = wk_event_new(m->dev);
+    const bool ev = m->timing && m->t_gev[0] && m->t_gev[1] && m->t_gev[2];
+    if (ev) (void)wk_event_record(m->t_gev[0]);
     wk_scope_begin();   /* the narrowed views below */
     st = wk_write(G->in, in, sizeof in);
     if (st == WK_OK) st = wk_write(wk_narrow(G->mask, 3, 0, cap), mk, (size_t)cap * sizeof(float));
     if (st == WK_OK && W > 0) st = wk_write(wk_narrow(G->wmask, 3, 0, cap), wmk, (size_t)cap * sizeof(float));
     wk_scope_end();
+    if (ev) (void)wk_event_record(m->t_gev[1]);
     if (st == WK_OK) st = wk_graph_launch(G->g);
+    if (ev) (void)wk_event_record(m->t_gev[2]);
     const double t1 = m->timing ? llm_now_ms() : 0;
     if (st == WK_OK) st = wk_to_host(G->out, out, (size_t)m->info.n_vocab * sizeof(float));
-    if (m->timing && st == WK_OK) timing_add(m, t0, t1);
+    if (m->timing && st == WK_OK) {
+        timing_add(m, t0, t1);
+        double w = 0, g = 0;
+        if (ev && wk_event_elapsed_ms(m->t_gev[0], m->t_gev[1], &w) == WK_OK &&
+            wk_event_elapsed_ms(m->t_gev[1], m->t_gev[2], &g) == WK_OK)
+            m->t_gn++, m->t_gw_ms += w, m->t_gg_ms += g;
+    }
     return st == WK_OK ? WK_OK : wk_merr_core("replaying the decode step at position %lld", (long long)pos);
 }
 

@@ -76,6 +76,11 @@ struct wk_llm {
     double t_issue_ms, t_wait_ms;
     struct wk_event **t_ev;       /* LLM_EVENTS(m) events (llm.c)         */
     double t_part_ms[7];          /* per part (llm.c), over steps, layers  */
+    /* WICK_LLM_TIMING=1 with recorded steps: events before the step's
+       input writes, before and after the replay; their device times */
+    struct wk_event *t_gev[3];
+    double t_gw_ms, t_gg_ms;
+    int64_t t_gn;
     /* text: token strings from the file (GGUF) for EOG detection and,
        when a tokenizer is built in, the tokenizer */
     char *chat_template;
