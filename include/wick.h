@@ -467,6 +467,13 @@ wk_tensor *wk_layer_norm(const wk_tensor *x, const wk_tensor *weight, const wk_t
 
 /* silu(a) * b (the SwiGLU gate); a and b broadcast as wk_binary. */
 wk_tensor *wk_silu_mul(const wk_tensor *a, const wk_tensor *b);
+/* A SwiGLU feed-forward's first half in one call: w [2F, K] holds the
+ * gate projection's F rows, then the up projection's F rows (any row
+ * stride, last stride 1), x is [..., K], and the result [..., F] is
+ * wk_silu_mul(x . w[:F]^T, x . w[F:]^T), each product as wk_matmul makes
+ * it (a dense w has x's dtype; the result is x's dtype) or, for a
+ * block-quantized w, as wk_qmatmul does; the same bits as those calls. */
+wk_tensor *wk_linear_silu_mul(const wk_tensor *x, const wk_tensor *w);
 
 /* Rotary embeddings. x is [B, H, T, D] (wk_rope, wk_rope_i) or
  * [B, T, H, D] (wk_rope_thd), D even; cos and sin are [n_pos, D/2]

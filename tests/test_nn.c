@@ -378,6 +378,50 @@ static void silu_mul_case(wk_dtype dt, const bcase *C)
     t_check_close("silu_mul", y, so, dt, ref, t_bound(dt));
 }
 
+/* ---- linear_silu_mul: x . w^T, then silu of the gate half times the up half --------------------------- */
+
+/* x [rows.., K] against w [2F, K]: dense (wlay: contiguous, a window of a
+ * wider matrix, or w's rows as a view with a row stride), or q8_0
+ * (quant); the reference in double from the values the tensors hold, the
+ * two products rounded to x's dtype as the product's result is */
+static void linear_silu_mul_case(wk_dtype dt, wk_shape xs, int64_t F, t_layout_kind xlay, t_layout_kind wlay,
+                                 bool quant)
+{
+    const int64_t K = xs.dims[xs.rank - 1], rows = t_numel(xs) / (K ? K : 1);
+    double *xv = NULL, *wv = NULL;
+    wk_tensor *x = mk(dt, xlay, xs, -1, 1, &xv);
+    wk_tensor *w = NULL;
+    if (quant) {
+        double *w32;
+        wk_tensor *wf = mk(WK_F32, LK_CONTIG, WK_SHAPE(2 * F, K), -1, 1, &w32);
+        (void)w32;
+        w = wf ? T_NEED(wk_quantize(wf, WK_Q8_0)) : NULL;
+        wk_tensor *wd = w ? T_NEED(wk_dequantize(w, WK_F32)) : NULL;
+        bool ok = wd != NULL;
+        t_arr a = ok ? t_read(wd, &ok) : (t_arr){ 0 };
+        if (!ok) return;
+        wv = as_doubles(&a);
+    } else {
+        w = mk(dt, wlay, WK_SHAPE(2 * F, K), -1, 1, &wv);
+    }
+    if (!x || !w || !xv || !wv) return;
+    wk_tensor *y = t_own(wk_linear_silu_mul(x, w));
+    wk_shape so = xs;
+    so.dims[so.rank - 1] = F;
+    double *ref = t_mem((size_t)(rows * F) * sizeof(double) + 8);
+    for (int64_t r = 0; r < rows; r++)
+        for (int64_t j = 0; j < F; j++) {
+            double g = 0, u = 0;
+            for (int64_t k = 0; k < K; k++) {
+                g += xv[r * K + k] * wv[j * K + k];
+                u += xv[r * K + k] * wv[(F + j) * K + k];
+            }
+            g = t_round_to(dt, g), u = t_round_to(dt, u);
+            ref[r * F + j] = g / (1 + exp(-g)) * u;
+        }
+    t_check_close("linear_silu_mul", y, so, dt, ref, t_bound_acc(dt));
+}
+
 /* ---- rope ------------------------------------------------------------------------------ */
 
 static const char *const rope_names[3] = { "rope", "rope_i", "rope_thd" };
@@ -846,6 +890,22 @@ static void errors(void)
             NUL(wk_silu_mul(NULL, a), WK_ERR_ARGUMENT, "silu_mul", NULL);
         }
     }
+    if (t_case("nn/errors/linear_silu_mul")) {
+        wk_tensor *x = T_NEED(wk_zeros(dev, WK_F32, WK_SHAPE(3, 8)));
+        wk_tensor *w = T_NEED(wk_zeros(dev, WK_F32, WK_SHAPE(6, 8)));
+        wk_tensor *w_odd = T_NEED(wk_zeros(dev, WK_F32, WK_SHAPE(5, 8)));
+        wk_tensor *w_k = T_NEED(wk_zeros(dev, WK_F32, WK_SHAPE(6, 9)));
+        wk_tensor *w1 = T_NEED(wk_zeros(dev, WK_F32, WK_SHAPE(8)));
+        wk_tensor *w16 = T_NEED(wk_zeros(dev, WK_F16, WK_SHAPE(6, 8)));
+        if (x && w && w_odd && w_k && w1 && w16) {
+            NUL(wk_linear_silu_mul(x, w_odd), WK_ERR_SHAPE, "linear_silu_mul", "[2F, K]");
+            NUL(wk_linear_silu_mul(x, w_k), WK_ERR_SHAPE, "linear_silu_mul", "last dim 8");
+            NUL(wk_linear_silu_mul(x, w1), WK_ERR_SHAPE, "linear_silu_mul", "rank 1");
+            NUL(wk_linear_silu_mul(x, w16), WK_ERR_DTYPE, "linear_silu_mul", "f16");
+            NUL(wk_linear_silu_mul(NULL, w), WK_ERR_ARGUMENT, "linear_silu_mul", NULL);
+            NUL(wk_linear_silu_mul(x, NULL), WK_ERR_ARGUMENT, "linear_silu_mul", NULL);
+        }
+    }
     if (t_case("nn/errors/rope")) {
         wk_tensor *x = T_NEED(wk_zeros(dev, WK_F32, WK_SHAPE(1, 2, 3, 8)));
         wk_tensor *xodd = T_NEED(wk_zeros(dev, WK_F32, WK_SHAPE(1, 2, 3, 7)));
@@ -963,6 +1023,20 @@ T_SUITE(nn)
         }
         for (int c = 0; c < N_(bcases); c++)
             if (t_case("nn/silu_mul/%s/%s", dn, bcases[c].name)) silu_mul_case(dt, &bcases[c]);
+        /* linear_silu_mul: one row (a decode step), rows of a batch, a vector, odd sizes, views, q8_0 weights */
+        static const struct { const char *name; wk_shape xs; int64_t F; t_layout_kind xl, wl; bool q; } lc[] = {
+            { "row_k64_f48", { 2, { 1, 64 } }, 48, LK_CONTIG, LK_CONTIG, false },
+            { "rows7_k33_f5", { 2, { 7, 33 } }, 5, LK_CONTIG, LK_CONTIG, false },
+            { "vector_k40_f3", { 1, { 40 } }, 3, LK_CONTIG, LK_CONTIG, false },
+            { "batch_2x3_k16_f9", { 3, { 2, 3, 16 } }, 9, LK_CONTIG, LK_NARROWED, false },
+            { "x_transposed_k17_f4", { 2, { 5, 17 } }, 4, LK_TRANSPOSED, LK_CONTIG, false },
+            { "empty_rows", { 2, { 0, 8 } }, 3, LK_CONTIG, LK_CONTIG, false },
+            { "q8_0_row_k64_f20", { 2, { 1, 64 } }, 20, LK_CONTIG, LK_CONTIG, true },
+            { "q8_0_rows3_k96_f7", { 2, { 3, 96 } }, 7, LK_NARROWED, LK_CONTIG, true },
+        };
+        for (int c = 0; c < N_(lc); c++)
+            if ((dt != WK_F64 || !lc[c].q) && t_case("nn/linear_silu_mul/%s/%s", dn, lc[c].name))
+                linear_silu_mul_case(dt, lc[c].xs, lc[c].F, lc[c].xl, lc[c].wl, lc[c].q);
         /* ropes: head dims 2 .. 256, lengths 1 .. 4097, offsets, layouts, tables */
         static const struct { const char *name; int64_t B, H, T, D, off; in_layout lay; int tables; } rc[] = {
             { "d2_t1", 1, 1, 1, 2, 0, IN_CONTIG, 0 },

@@ -2749,6 +2749,13 @@ static PyObject *m_silu_mul(PyObject *mod, PyObject *args)
     }
     return r;
 }
+static PyObject *m_linear_silu_mul(PyObject *mod, PyObject *args)
+{
+    (void)mod;
+    wk_tensor *x, *w;
+    if (!PyArg_ParseTuple(args, "O&O&:linear_silu_mul", as_tensor_arg, &x, as_tensor_arg, &w)) return NULL;
+    return wrap(CALLT(wk_linear_silu_mul(x, w)));
+}
 static PyObject *rope_common(PyObject *args, PyObject *kw, int which)
 {
     static char *kwlist[] = { "x", "cos", "sin", "pos_offset", NULL };
@@ -3138,6 +3145,7 @@ static PyMethodDef module_methods[] = {
     F_KW(add_rms_norm, "add_rms_norm(x, residual, weight=None, eps=1e-6, *, gemma=False) -> (normed, x + residual)"),
     F_KW(layer_norm, "layer_norm(x, weight=None, bias=None, eps=1e-5)"),
     F_V(silu_mul, "silu_mul(a, b) -> silu(a) * b"),
+    F_V(linear_silu_mul, "linear_silu_mul(x, w) -> silu(x . w[:F]^T) * (x . w[F:]^T), w [2F, K]"),
     F_KW(rope, "rope(x [B,H,T,D], cos, sin, pos_offset=0): halves (Llama/NeoX)"),
     F_KW(rope_i, "rope_i(x [B,H,T,D], cos, sin, pos_offset=0): interleaved pairs (GPT-J)"),
     F_KW(rope_thd, "rope_thd(x [B,T,H,D], cos, sin, pos_offset=0): halves"),

@@ -1,5 +1,5 @@
 # test_nn_quant.py — wick.nn (softmax, log_softmax, rms_norm and its Gemma
-# and residual forms, layer_norm, silu_mul, the three ropes, rope tables,
+# and residual forms, layer_norm, silu_mul, linear_silu_mul, the three ropes, rope tables,
 # attention with its options) and quantized tensors (quantize, dequantize,
 # qmatmul, qgather, raw GGUF bytes) against numpy float64 references.
 import math
@@ -63,6 +63,18 @@ def test_silu_mul(dt, rng):
     a, b = rand_np((4, 1, 8), dt, rng), rand_np((3, 8), dt, rng)
     x, y = ref32(a), ref32(b)
     check(wick.nn.silu_mul(wick.asarray(a), wick.asarray(b)), x / (1 + np.exp(-x)) * y, dt, tol=_tol(dt))
+
+
+@pytest.mark.parametrize("dt", NN_DT)
+def test_linear_silu_mul(dt, rng):
+    # w stacks the gate's 5 rows, then the up projection's 5
+    a, w = rand_np((3, 16), dt, rng), rand_np((10, 16), dt, rng)
+    x, wx = ref32(a), ref32(w)
+    r = wick.nn.linear_silu_mul(wick.asarray(a), wick.asarray(w))
+    g, u = [wick.asarray(x @ wx[s].T).to(dt).to("f64").numpy() for s in (slice(0, 5), slice(5, 10))]
+    check(r, g / (1 + np.exp(-g)) * u, dt, tol=_tol(dt, 16))
+    with pytest.raises(ValueError, match=r"\[2F, K\]"):
+        wick.nn.linear_silu_mul(wick.asarray(a), wick.asarray(rand_np((9, 16), dt, rng)))
 
 
 def _rope_ref(x, cos, sin, off, interleaved, thd):

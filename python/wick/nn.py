@@ -7,6 +7,7 @@ tensors on the inputs' device.
     add_rms_norm(x, residual, weight=None, eps=1e-6, *, gemma=False) -> (normed, x + residual)
     layer_norm(x, weight=None, bias=None, eps=1e-5)
     silu_mul(a, b) -> silu(a) * b
+    linear_silu_mul(x, w) -> silu(x . w[:F]^T) * (x . w[F:]^T)   w [2F, K]: gate rows, then up rows
     rope(x, cos, sin, pos_offset=0)       x [B, H, T, D], halves (Llama/NeoX)
     rope_i(x, cos, sin, pos_offset=0)     x [B, H, T, D], interleaved (GPT-J)
     rope_thd(x, cos, sin, pos_offset=0)   x [B, T, H, D], halves
@@ -21,6 +22,7 @@ from ._wick import (  # noqa: F401
     add_rms_norm,
     attention,
     layer_norm,
+    linear_silu_mul,
     log_softmax,
     rms_norm,
     rope,
@@ -33,6 +35,6 @@ from ._wick import (  # noqa: F401
 )
 
 __all__ = [
-    "softmax", "log_softmax", "rms_norm", "add_rms_norm", "layer_norm", "silu_mul",
+    "softmax", "log_softmax", "rms_norm", "add_rms_norm", "layer_norm", "silu_mul", "linear_silu_mul",
     "rope", "rope_i", "rope_thd", "rope_kv", "rope_tables", "attention",
 ]

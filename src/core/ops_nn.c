@@ -581,3 +581,52 @@ static wk_tensor *attention_impl(const wk_tensor *q, const wk_tensor *k, const w
 
 wk_tensor *wk_attention(const wk_tensor *q, const wk_tensor *k, const wk_tensor *v, const wk_attention_opts *opts)
     WK_API(wk_tensor *, "attention", attention_impl(q, k, v, opts))
+
+/* ---- the gate/up projection with its SwiGLU gate ------------------------ */
+
+/* silu(x . w[:F]^T) * (x . w[F:]^T) for w [2F, K]: the product as
+ * wk_matmul (dense w, x's dtype) or wk_qmatmul (block-quantized w) makes
+ * it, then wk_silu_mul of its two halves, so the result has the bits of
+ * those calls. */
+static wk_tensor *linear_silu_mul_impl(const wk_tensor *x, const wk_tensor *w)
+{
+    const wk_tensor *ts[2] = { x, w };
+    static const char *const names[2] = { "x", "w" };
+    if (!wk_check_tensors(2, ts, names)) return NULL;
+    const bool quant = wk_dtype_is_quantized(w->dtype);
+    if (w->rank != 2 || w->dims[0] % 2 || x->rank < 1 || x->dims[x->rank - 1] != w->dims[1]) {
+        wk_error(WK_ERR_SHAPE,
+                 "w must be [2F, K] (the gate's F rows, then the up projection's) and x [..., K]; x "
+                 "has rank %d and last dim %lld, w rank %d and dims [%lld, %lld]",
+                 x->rank, (long long)(x->rank ? x->dims[x->rank - 1] : 0), w->rank,
+                 (long long)(w->rank ? w->dims[0] : 0), (long long)(w->rank > 1 ? w->dims[1] : 0));
+        return NULL;
+    }
+    if (!quant && w->dtype != x->dtype) {
+        wk_error(WK_ERR_DTYPE, "a dense w has x's dtype; x is %s, w %s", wk_dtype_name(x->dtype),
+                 wk_dtype_name(w->dtype));
+        return NULL;
+    }
+    const int64_t F = w->dims[0] / 2;
+    /* a vector x as one row for the dense product (wk_matmul wants rank >= 2) */
+    wk_tensor *xr = !quant && x->rank == 1 ? wk_reshape(x, WK_SHAPE(1, x->dims[0])) : wk_retain((wk_tensor *)x);
+    wk_tensor *wt = quant ? NULL : wk_transpose(w, 0, 1);
+    wk_tensor *gu = !xr ? NULL : quant ? wk_qmatmul(xr, w) : wt ? wk_matmul(xr, wt) : NULL;
+    const int gl = gu ? wk_tensor_rank(gu) - 1 : 0;
+    wk_tensor *g = gu ? wk_narrow(gu, gl, 0, F) : NULL, *u = gu ? wk_narrow(gu, gl, F, F) : NULL;
+    wk_tensor *y = g && u ? wk_silu_mul(g, u) : NULL;
+    if (y && !quant && x->rank == 1) {
+        wk_tensor *v = wk_reshape(y, WK_SHAPE(F));
+        wk_release(y);
+        y = v;
+    }
+    wk_release(u);
+    wk_release(g);
+    wk_release(gu);
+    wk_release(wt);
+    wk_release(xr);
+    return y;
+}
+
+wk_tensor *wk_linear_silu_mul(const wk_tensor *x, const wk_tensor *w)
+    WK_API(wk_tensor *, "linear_silu_mul", linear_silu_mul_impl(x, w))

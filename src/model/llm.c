@@ -864,16 +864,20 @@ static wk_tensor *pass(wk_llm *m, const wk_tensor *tid, int64_t T, int64_t pos, 
         h = residual_norm(m, a, y->post_attn_norm, x, y->ffn_norm, &x2);
         x = x2;
         PART(4 + l * LLM_PARTS);
-        wk_tensor *g = NULL, *u = NULL;
-        if (h && y->w_gu) {
-            wk_tensor *gu = linear(h, y->w_gu, NULL);
-            g = wk_narrow(gu, 1, 0, F);
-            u = wk_narrow(gu, 1, F, F);
-        } else if (h) {
-            g = linear(h, y->w_gate, NULL);
-            u = linear(h, y->w_up, NULL);
+        wk_tensor *g = NULL, *u = NULL, *act_ = NULL;
+        if (h && y->w_gu && !hp->gelu_mlp) {   /* gate and up stacked in one matrix: one call */
+            act_ = wk_linear_silu_mul(h, y->w_gu);
+        } else {
+            if (h && y->w_gu) {
+                wk_tensor *gu = linear(h, y->w_gu, NULL);
+                g = wk_narrow(gu, 1, 0, F);
+                u = wk_narrow(gu, 1, F, F);
+            } else if (h) {
+                g = linear(h, y->w_gate, NULL);
+                u = linear(h, y->w_up, NULL);
+            }
+            act_ = hp->gelu_mlp ? wk_mul(wk_gelu(g), u) : wk_silu_mul(g, u);
         }
-        wk_tensor *act_ = hp->gelu_mlp ? wk_mul(wk_gelu(g), u) : wk_silu_mul(g, u);
         f = act_ ? linear(act_, y->w_down, NULL) : NULL;
         PART(5 + l * LLM_PARTS);
         /* x += f and the next block's input norm; after the last block f
