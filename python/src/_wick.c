@@ -3187,20 +3187,22 @@ static struct PyModuleDef wick_module = {
     NULL, NULL, NULL, module_free,
 };
 
+int wkpy_add_type(PyObject *module, const char *name, PyTypeObject *type)
+{
+    if (PyType_Ready(type) < 0) return -1;
+    Py_INCREF(type);
+    if (PyModule_AddObject(module, name, (PyObject *)type) < 0) {
+        Py_DECREF(type);
+        return -1;
+    }
+    return 0;
+}
+
 PyMODINIT_FUNC PyInit__wick(void)
 {
-    if (PyType_Ready(&Tensor_Type) < 0 || PyType_Ready(&Event_Type) < 0) return NULL;
     PyObject *m = PyModule_Create(&wick_module);
     if (!m) return NULL;
-    Py_INCREF(&Tensor_Type);
-    if (PyModule_AddObject(m, "Tensor", (PyObject *)&Tensor_Type) < 0) {
-        Py_DECREF(&Tensor_Type);
-        Py_DECREF(m);
-        return NULL;
-    }
-    Py_INCREF(&Event_Type);
-    if (PyModule_AddObject(m, "Event", (PyObject *)&Event_Type) < 0) {
-        Py_DECREF(&Event_Type);
+    if (wkpy_add_type(m, "Tensor", &Tensor_Type) < 0 || wkpy_add_type(m, "Event", &Event_Type) < 0) {
         Py_DECREF(m);
         return NULL;
     }

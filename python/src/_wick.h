@@ -25,6 +25,8 @@ WKPY_HIDDEN wk_device *device_of(PyObject *o);
 WKPY_HIDDEN int parse_dtype(PyObject *o, wk_dtype *out);
 /* A new wick.Tensor owning t (NULL t: raise wick's last error). */
 WKPY_HIDDEN PyObject *wrap(wk_tensor *t);
+/* Readies type and adds it to module as name; -1 with an exception set. */
+WKPY_HIDDEN int wkpy_add_type(PyObject *module, const char *name, PyTypeObject *type);
 
 /* model.c: adds Model, Tokenizer, TokenStream, Generation and the chat
  * functions to the module; -1 with an exception set. */

@@ -331,11 +331,6 @@ static PyMethodDef comm_functions[] = {
 
 int wkpy_comm_init(PyObject *module)
 {
-    if (PyType_Ready(&Comm_Type) < 0) return -1;
-    Py_INCREF(&Comm_Type);
-    if (PyModule_AddObject(module, "Comm", (PyObject *)&Comm_Type) < 0) {
-        Py_DECREF(&Comm_Type);
-        return -1;
-    }
+    if (wkpy_add_type(module, "Comm", &Comm_Type) < 0) return -1;
     return PyModule_AddFunctions(module, comm_functions);
 }

@@ -207,11 +207,5 @@ static PyTypeObject Graph_Type = {
 
 int wkpy_graph_init(PyObject *module)
 {
-    if (PyType_Ready(&Graph_Type) < 0) return -1;
-    Py_INCREF(&Graph_Type);
-    if (PyModule_AddObject(module, "Graph", (PyObject *)&Graph_Type) < 0) {
-        Py_DECREF(&Graph_Type);
-        return -1;
-    }
-    return 0;
+    return wkpy_add_type(module, "Graph", &Graph_Type);
 }

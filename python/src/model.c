@@ -1534,13 +1534,7 @@ int wkpy_model_init(PyObject *module)
 {
     PyTypeObject *types[] = { &Tokenizer_Type, &TokenStream_Type, &Model_Type, &Generation_Type };
     const char *names[] = { "Tokenizer", "TokenStream", "Model", "Generation" };
-    for (int i = 0; i < 4; i++) {
-        if (PyType_Ready(types[i]) < 0) return -1;
-        Py_INCREF(types[i]);
-        if (PyModule_AddObject(module, names[i], (PyObject *)types[i]) < 0) {
-            Py_DECREF(types[i]);
-            return -1;
-        }
-    }
+    for (int i = 0; i < 4; i++)
+        if (wkpy_add_type(module, names[i], types[i]) < 0) return -1;
     return PyModule_AddFunctions(module, model_functions);
 }
