@@ -864,10 +864,11 @@ static wk_tensor *pass(wk_llm *m, const wk_tensor *tid, int64_t T, int64_t pos, 
         h = residual_norm(m, a, y->post_attn_norm, x, y->ffn_norm, &x2);
         x = x2;
         PART(4 + l * LLM_PARTS);
-        wk_tensor *g = NULL, *u = NULL, *act_ = NULL;
+        wk_tensor *act_ = NULL;
         if (h && y->w_gu && !hp->gelu_mlp) {   /* gate and up stacked in one matrix: one call */
             act_ = wk_linear_silu_mul(h, y->w_gu);
         } else {
+            wk_tensor *g = NULL, *u = NULL;
             if (h && y->w_gu) {
                 wk_tensor *gu = linear(h, y->w_gu, NULL);
                 g = wk_narrow(gu, 1, 0, F);
