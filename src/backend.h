@@ -50,8 +50,10 @@ extern "C" {
  *      .. comm_run) appended; stream_order after stream
  *   6  the fused collective WK_COLL_ALL_REDUCE_ADD_RMS_NORM and
  *      comm_fuses, appended
- *   7  graphs (graph_begin .. graph_free), appended */
-#define WK_BACKEND_ABI 7
+ *   7  graphs (graph_begin .. graph_free), appended
+ *   8  linear_silu_mul (one row's gate/up product and its gate in one
+ *      launch), appended */
+#define WK_BACKEND_ABI 8
 #define WK_BACKEND_ENTRY wk_backend_entry_v1
 
 /* ------------------------------------------------------------------ */
@@ -461,6 +463,17 @@ typedef struct wk_backend_iface {
     wk_status (*graph_end)(void *ctx, void **graph);
     wk_status (*graph_launch)(void *ctx, void *graph);
     void (*graph_free)(void *ctx, void *graph);
+
+    /* ---- fused products (ABI 8; NULL: none) ---- */
+    /* y [F] = silu_mul(x . w[:F]^T, x . w[F:]^T) for one row x [k] and w
+     * [2F, k] of dtype dt (rows w_rs elements apart, last stride 1), x and
+     * y contiguous, F and k > 0: the bits this backend's matmul gives each
+     * half for one row, rounded to dt, then its silu_mul. *done false
+     * (nothing queued, no error) where it does not take these operands or
+     * its matmul would not make that product with the kernel the fused
+     * one shares. */
+    wk_status (*linear_silu_mul)(void *ctx, wk_dtype dt, const void *x, const void *w, int64_t w_rs, void *y,
+                                 int64_t F, int64_t k, bool *done);
 } wk_backend_iface;
 
 /* A plugin's one exported symbol. Returns NULL (after set_error) when the

@@ -607,7 +607,22 @@ static wk_tensor *linear_silu_mul_impl(const wk_tensor *x, const wk_tensor *w)
                  wk_dtype_name(w->dtype));
         return NULL;
     }
-    const int64_t F = w->dims[0] / 2;
+    const int64_t F = w->dims[0] / 2, K = w->dims[1];
+    /* one row of a dense w: the backend's one launch, where it has one */
+    wk_device *dev = x->st->dev;
+    if (!quant && dev->be->linear_silu_mul && F > 0 && K > 0 && wk_numel(x->rank, x->dims) == K && w->strides[1] == 1 &&
+        wk_tensor_is_contiguous(x)) {
+        int64_t od[WK_MAX_RANK];
+        for (int i = 0; i < x->rank; i++) od[i] = x->dims[i];
+        od[x->rank - 1] = F;
+        wk_tensor *out = wk_tensor_alloc(dev, x->dtype, x->rank, od);
+        if (!out) return NULL;
+        bool done = false;
+        const wk_status st = dev->be->linear_silu_mul(dev->ctx, x->dtype, wk_tensor_data(x), wk_tensor_data(w),
+                                                      w->strides[0], wk_tensor_data(out), F, K, &done);
+        if (st != WK_OK || done) return wk_finish(st, out);
+        wk_release(out);
+    }
     /* a vector x as one row for the dense product (wk_matmul wants rank >= 2) */
     wk_tensor *xr = !quant && x->rank == 1 ? wk_reshape(x, WK_SHAPE(1, x->dims[0])) : wk_retain((wk_tensor *)x);
     wk_tensor *wt = quant ? NULL : wk_transpose(w, 0, 1);

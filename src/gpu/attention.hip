@@ -1742,7 +1742,17 @@ template <typename T, int DMAX> static wk_status at_run_mma_decode(wk_gpu_ctx *c
         const long long v = e ? atoll(e) : 0;
         return v >= 4 * AT_DKT && v % (4 * AT_DKT) == 0 ? (int64_t)v : (int64_t)(4 * AT_DKT);
     }();
-    const int64_t nsplit = at_nsplit(c, per_sm, groups, range, least, AT_DMAXSPLIT, &chunk);
+    /* splits at most: 32 up to 64K keys, then one per 2048 keys. The
+     * last block combines every split's partial, so a rank of a split
+     * model (half the kv heads: twice the splits to fill the device)
+     * paid for 66 partials at 4096 keys. */
+    static const int64_t cap = [] {   /* WICK_ATTN_DECODE_SPLITS (tuning runs): the cap below 64K keys */
+        const char *e = getenv("WICK_ATTN_DECODE_SPLITS");
+        const long long v = e ? atoll(e) : 0;
+        return v >= 1 && v <= AT_DMAXSPLIT ? (int64_t)v : (int64_t)32;
+    }();
+    const int64_t most = range / 2048 > cap ? (range / 2048 < AT_DMAXSPLIT ? range / 2048 : AT_DMAXSPLIT) : cap;
+    const int64_t nsplit = at_nsplit(c, per_sm, groups, range, least, most, &chunk);
     const int64_t nb = groups * nsplit;
     if (nb > INT32_MAX) return wk_gpu_host->set_error(WK_ERR_UNSUPPORTED, "attention: too many heads and batches");
     unsigned *cnt = NULL;

@@ -27,6 +27,8 @@
  * one). Sums are per lane in order, then a butterfly: the result does not
  * depend on the grid, so every run gives the same bits. */
 #include "gpu_internal.h"
+#include <stdlib.h>
+#include <string.h>
 
 #define GV_BLOCK 256
 #define GV_UNROLL 8
@@ -95,4 +97,85 @@ wk_status wk_gpu_gemv(wk_gpu_ctx *c, wk_dtype dt, const void *w, int64_t w_rs, c
     }
 #undef GV_GO_
     return wk_gpu_launched(c, "matmul (gemv)", __FILE__, __LINE__);
+}
+
+/* ---- the gate/up product with its gate ---------------------------------------
+ * y [F] = silu(x . W[:F]^T) * (x . W[F:]^T) (wk_linear_silu_mul, one row):
+ * a warp owns output j and reads rows j and F + j of W beside the same
+ * vectors of x, GV_UNROLL / 2 of each in flight (as many loads as
+ * gv_kernel's). Each lane adds its vectors of a row in gv_kernel's order
+ * and the warp folds them as it does, so each half's sum, rounded to T,
+ * has the bits of gv_kernel's product of that half; the gate then as
+ * elementwise.hip's silu_mul computes it for T (the device's approximate
+ * exp and division for f16/bf16). One launch instead of the product and
+ * the silu_mul after it. */
+template <typename T, int W>
+__global__ void __launch_bounds__(GV_BLOCK)
+gv_glu_kernel(const T *__restrict__ w, int64_t w_rs, const T *__restrict__ x, T *__restrict__ y, int64_t F, int64_t k)
+{
+    enum { U = GV_UNROLL / 2 };
+    wk_pdl_wait();
+    const int64_t kv = k / 8;
+    const uint4 *__restrict__ xv = (const uint4 *)x;
+    const int lane = (int)threadIdx.x % W;
+    const int64_t j = (int64_t)blockIdx.x * (GV_BLOCK / W) + (int)threadIdx.x / W;
+    if (j >= F) return;                        /* the whole warp */
+    const uint4 *__restrict__ wg = (const uint4 *)(w + j * w_rs), *__restrict__ wu = (const uint4 *)(w + (F + j) * w_rs);
+    float ag = 0.0f, au = 0.0f;
+    for (int64_t base = 0; base < kv; base += (int64_t)W * U) {
+        uint4 vg[U], vu[U], xs[U];
+#pragma unroll
+        for (int u = 0; u < U; u++) {
+            const int64_t i = base + u * W + lane;
+            if (i < kv) vg[u] = wg[i], vu[u] = wu[i], xs[u] = xv[i];
+        }
+#pragma unroll
+        for (int u = 0; u < U; u++) {
+            const int64_t i = base + u * W + lane;
+            if (i < kv) ag += gv_dot8<T>(vg[u], xs[u]), au += gv_dot8<T>(vu[u], xs[u]);
+        }
+    }
+    ag = wk_warp_sum<W>(ag);
+    au = wk_warp_sum<W>(au);
+    if (lane == 0) {
+        const float g = wk_load_c(wk_to<T>(ag)), u = wk_load_c(wk_to<T>(au));
+        y[j] = wk_to<T>(__fdividef(g, 1.0f + __expf(-g)) * u);
+    }
+}
+
+/* backend.h's linear_silu_mul: f16/bf16 where wk_gpu_dense_matvec sends
+ * a one-row product of these operands to gemv.hip (WICK_GEMV and
+ * WICK_MATVEC as it reads them, the layout wk_gpu_gemv takes), so that
+ * the bits are the product's and silu_mul's; WICK_GPU_GLU=0: never (the
+ * two launches, for comparisons). */
+extern "C" wk_status wk_gpu_linear_silu_mul(void *ctx, wk_dtype dt, const void *x, const void *w, int64_t w_rs, void *y,
+                                            int64_t F, int64_t k, bool *done)
+{
+    wk_gpu_ctx *c = (wk_gpu_ctx *)ctx;
+    *done = false;
+    static const bool off = [] {
+        const char *e = getenv("WICK_GPU_GLU");
+        return e && !strcmp(e, "0");
+    }();
+    const char *gv = getenv("WICK_GEMV"), *mode = getenv("WICK_MATVEC");
+    if (off || (gv && !strcmp(gv, "0")) || (mode && !strcmp(mode, "blas")) || (dt != WK_BF16 && dt != WK_F16) ||
+        k < 8 || k % 8 || F < 1 || (w_rs * 2) % 16 || !wk_gpu_aligned(w, 16) || !wk_gpu_aligned(x, 16) ||
+        F > (int64_t)INT32_MAX * (GV_BLOCK / 64))
+        return WK_OK;
+    WK_GPU_ENTER(c);
+    *done = true;
+    const int rows = GV_BLOCK / c->warp_size;
+    const unsigned grid = (unsigned)((F + rows - 1) / rows);
+#define GV_GLU_(T_, W_)                                                                                       \
+    WK_LAUNCH_PDL(c->cc_major >= 9, (gv_glu_kernel<T_, W_>), grid, GV_BLOCK, 0, c->stream, (const T_ *)w, w_rs, \
+                  (const T_ *)x, (T_ *)y, F, k)
+    if (dt == WK_BF16) {
+        if (c->warp_size == 64) GV_GLU_(wk_bf16_t, 64);
+        else GV_GLU_(wk_bf16_t, 32);
+    } else {
+        if (c->warp_size == 64) GV_GLU_(wk_f16_t, 64);
+        else GV_GLU_(wk_f16_t, 32);
+    }
+#undef GV_GLU_
+    return wk_gpu_launched(c, "linear_silu_mul", __FILE__, __LINE__);
 }

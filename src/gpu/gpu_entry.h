@@ -95,6 +95,9 @@ wk_status wk_gpu_graph_begin(void *ctx);
 wk_status wk_gpu_graph_end(void *ctx, void **graph);
 wk_status wk_gpu_graph_launch(void *ctx, void *graph);
 void wk_gpu_graph_free(void *ctx, void *graph);
+/* gemv.hip: the one-row gate/up product with its gate (backend.h) */
+wk_status wk_gpu_linear_silu_mul(void *ctx, wk_dtype dt, const void *x, const void *w, int64_t w_rs, void *y,
+                                 int64_t F, int64_t k, bool *done);
 
 #ifdef __cplusplus
 }

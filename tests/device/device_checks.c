@@ -418,6 +418,42 @@ static void check_graph(wk_device *dev)
     wk_clear_error();
 }
 
+/* wk_linear_silu_mul on the device against its two calls there (the
+ * product of the stacked matrix, then silu_mul of the halves), bit for
+ * bit: one row (the fused launch where the device has one: aligned rows,
+ * k a multiple of 8), a row stride wider than k, layouts it does not
+ * take (k 12, two rows), and the decode shapes of an 8B model split in
+ * two (F 7168, k 4096). */
+static void check_linear_silu_mul(wk_device *dev)
+{
+    static const struct { int64_t rows, F, k, pad; } cs[] = {
+        { 1, 48, 64, 0 }, { 1, 5, 8, 0 }, { 1, 300, 4104, 8 }, { 1, 7168, 4096, 0 }, { 1, 3, 12, 0 }, { 2, 40, 64, 0 },
+    };
+    const wk_dtype dts[3] = { WK_BF16, WK_F16, WK_F32 };
+    for (size_t c = 0; c < sizeof cs / sizeof cs[0]; c++)
+        for (int d = 0; d < 3; d++) {
+            wk_scope_begin();
+            const int64_t R = cs[c].rows, F = cs[c].F, k = cs[c].k;
+            wk_tensor *x = wk_rand_uniform(dev, dts[d], WK_SHAPE(R, k), -1, 1);
+            wk_tensor *wf = wk_rand_uniform(dev, dts[d], WK_SHAPE(2 * F, k + cs[c].pad), -1, 1);
+            wk_tensor *w = wf ? wk_narrow(wf, 1, 0, k) : NULL;
+            wk_tensor *y = x && w ? wk_linear_silu_mul(x, w) : NULL;
+            wk_tensor *gu = x && w ? wk_matmul(x, wk_transpose(w, 0, 1)) : NULL;
+            wk_tensor *ref = gu ? wk_silu_mul(wk_narrow(gu, 1, 0, F), wk_narrow(gu, 1, F, F)) : NULL;
+            const size_t bytes = (size_t)(R * F) * (dts[d] == WK_F32 ? 4 : 2);
+            unsigned char *a = malloc(bytes), *b = malloc(bytes);
+            const bool ok = y && ref && a && b && wk_to_host(y, a, bytes) == WK_OK && wk_to_host(ref, b, bytes) == WK_OK &&
+                            memcmp(a, b, bytes) == 0;
+            char what[96];
+            snprintf(what, sizeof what, "linear_silu_mul_%s_rows%lld_f%lld_k%lld%s", wk_dtype_name(dts[d]), (long long)R,
+                     (long long)F, (long long)k, cs[c].pad ? "_strided" : "");
+            check(what, ok, ok, 1);
+            free(a);
+            free(b);
+            wk_scope_end();
+        }
+}
+
 int main(int argc, char **argv)
 {
     const char *name = "cpu";
@@ -445,6 +481,7 @@ int main(int argc, char **argv)
               mixed != NULL, 0);
     }
     check_quant(dev, cpu);
+    check_linear_silu_mul(dev);
     float tab[6] = { 1, 2, 3, 4, 5, 6 };
     wk_tensor *table = wk_from_host(dev, WK_F32, WK_SHAPE(3, 2), tab);
     int64_t bad_h[2] = { 1, 3 }, bad_g[4] = { 0, 1, 5, 0 };
