@@ -21,7 +21,8 @@
  *   generate at C: the cache emptied, then wk_llm_generate with the C
  *            ids as the prompt, greedy, S tokens, end tokens ignored (the
  *            argmax taken on the device); (S - 1) / gen_ms -> tokens/s
- *            (the mean over the steps).
+ *            (the mean over the steps), and whether its tokens are the
+ *            decode loop's (same_tokens_as_decode).
  * With WICK_GPU_COUNT_LAUNCHES=1 (a GPU plugin's launch counter), one
  * more decode step after the first context's, between two device
  * synchronizes, at each of which the plugin prints its count to stderr.
@@ -57,6 +58,20 @@ static int parse_list(const char *s, int64_t *out, int cap)
         s = *end == ',' ? end + 1 : end;
     }
     return n;
+}
+
+/* wk_llm_generate's tokens, kept */
+typedef struct gen_seq {
+    int32_t *toks;
+    int64_t n, cap;
+} gen_seq;
+
+static bool keep_token(void *user, int32_t token, const char *text, size_t len)
+{
+    (void)text, (void)len;
+    gen_seq *g = user;
+    if (token >= 0 && g->n < g->cap) g->toks[g->n++] = token;
+    return true;
 }
 
 static int32_t argmax(const float *v, int64_t n)
@@ -115,7 +130,8 @@ static int bench_run(wk_comm *comm, void *arg)
     int32_t *toks = malloc((size_t)ctx * sizeof *toks);
     float *lg = malloc((size_t)V * sizeof *lg);
     double *ts = malloc((size_t)(reps + steps + 1) * sizeof *ts);
-    if (!toks || !lg || !ts) goto fail;
+    int32_t *seq = malloc((size_t)(steps + 1) * sizeof *seq), *gen = malloc((size_t)steps * sizeof *gen);
+    if (!toks || !lg || !ts || !seq || !gen) goto fail;
     uint64_t seed = 1;
     for (int64_t i = 0; i < ctx; i++) toks[i] = (int32_t)(rnd(&seed) % (uint32_t)V);
 
@@ -142,10 +158,11 @@ static int bench_run(wk_comm *comm, void *arg)
         int32_t tok = at > 0 ? argmax(lg, V) : 1;
         double sum = 0;
         int64_t timed = 0;
+        seq[0] = tok;
         for (int64_t s = 0; s < steps; s++) {
             t0 = wk_now_ms();
             if (wk_llm_eval(m, &tok, 1, false, lg)) goto fail;
-            tok = argmax(lg, V);
+            seq[s + 1] = tok = argmax(lg, V);
             const double ms = wk_now_ms() - t0;
             if (s >= 4) {
                 ts[timed++] = ms;
@@ -165,12 +182,15 @@ static int bench_run(wk_comm *comm, void *arg)
             if (wk_llm_rewind(m, 0)) goto fail;
             wk_generate_opts go = { .sampling = wk_sampling_greedy(), .max_tokens = steps, .ignore_eog = true };
             wk_generate_stats gs;
-            if (wk_llm_generate(m, toks, at, &go, NULL, NULL, &gs)) goto fail;
+            gen_seq gq = { gen, 0, steps };
+            if (wk_llm_generate(m, toks, at, &go, keep_token, &gq, &gs)) goto fail;
+            /* the same tokens as the loop above (the logits' argmax on the host) */
+            const bool same = gq.n == steps && !memcmp(gen, seq, (size_t)steps * sizeof *gen);
             if (lead)
                 printf("{\"label\": \"%s\", \"what\": \"generate\", \"context\": %lld, \"steps\": %lld, "
-                       "\"gen_ms\": %.3f, \"tokens_per_s\": %.1f}\n",
+                       "\"gen_ms\": %.3f, \"tokens_per_s\": %.1f, \"same_tokens_as_decode\": %s}\n",
                        label, (long long)at, (long long)gs.gen_tokens, gs.gen_ms,
-                       1e3 * (double)(gs.gen_tokens - 1) / gs.gen_ms);
+                       1e3 * (double)(gs.gen_tokens - 1) / gs.gen_ms, same ? "true" : "false");
             fflush(stdout);
         }
         if (i == 0 && lead && !comm && getenv("WICK_GPU_COUNT_LAUNCHES")) {
@@ -194,6 +214,8 @@ fail:
     free(toks);
     free(lg);
     free(ts);
+    free(seq);
+    free(gen);
     return rc;
 }
 

@@ -247,6 +247,15 @@ wk_tensor *wk_from_external(wk_device *dev, wk_dtype dt, wk_shape shape, const i
  * reuse them. bytes == 0 gives a minimal block. NULL + error on failure.
  * A block keeps dev open until it is freed. */
 void *wk_host_alloc(wk_device *dev, size_t bytes);
+/* Queue a copy of t (any view, row-major as wk_to_host writes it) into
+ * dst, which must lie inside one wk_host_alloc block of a device of t's
+ * kind (else WK_ERR_ARGUMENT), behind the work queued on t's device so
+ * far, and return without waiting for it: dst holds the data once an
+ * event recorded after this call has been passed (wk_event_synchronize)
+ * or after wk_device_synchronize. The host must not read dst before, nor
+ * free it. On the cpu the copy is done when this returns. A copy cannot
+ * be recorded in a graph (WK_ERR_UNSUPPORTED while recording). */
+wk_status wk_to_host_async(const wk_tensor *t, void *dst, size_t bytes);
 /* NULL is fine; a pointer wk_host_alloc did not return (or an inner
  * pointer, or one freed already) sets WK_ERR_ARGUMENT and frees nothing. */
 void wk_host_free(void *ptr);

@@ -52,7 +52,7 @@ extern "C" {
  *      comm_fuses, appended
  *   7  graphs (graph_begin .. graph_free), appended
  *   8  linear_silu_mul (one row's gate/up product and its gate in one
- *      launch), appended */
+ *      launch) and read_async, appended */
 #define WK_BACKEND_ABI 8
 #define WK_BACKEND_ENTRY wk_backend_entry_v1
 
@@ -474,6 +474,13 @@ typedef struct wk_backend_iface {
      * one shares. */
     wk_status (*linear_silu_mul)(void *ctx, wk_dtype dt, const void *x, const void *w, int64_t w_rs, void *y,
                                  int64_t F, int64_t k, bool *done);
+
+    /* ---- transfers that do not wait (ABI 8; NULL: the core uses read) ---- */
+    /* Queue device -> host of bytes from src into host, which lies inside
+     * one host_alloc block (the core checks), on ctx's stream, and return;
+     * the host's copy is complete once an event recorded after it has been
+     * passed. */
+    wk_status (*read_async)(void *ctx, void *host, const void *src, size_t bytes);
 } wk_backend_iface;
 
 /* A plugin's one exported symbol. Returns NULL (after set_error) when the

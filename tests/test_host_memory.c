@@ -4,7 +4,11 @@
  * dtypes), a transposed view read into a block, zero-byte blocks,
  * alignment; errors for a NULL device and for pointers wk_host_alloc did
  * not return (a malloc'd block, an inner pointer, a block freed already),
- * after which the library keeps working. Runs on the cpu and on every GPU device present
+ * after which the library keeps working. wk_to_host_async: a tensor and a
+ * transposed view into ranges of a block, complete at an event, holding
+ * the data as it was when queued (an op that overwrites the source is
+ * queued behind it); its errors (memory that is not a block of the
+ * device's kind, a range past a block's end, a short buffer). Runs on the cpu and on every GPU device present
  * (tests/device/device_checks.c does a larger round trip on the GPU).
  *
  * Case names: host_memory/<device>/<what>, host_memory/errors/<what>.
@@ -114,15 +118,77 @@ static void round_trips(wk_device *dev, const char *label)
     }
 }
 
+static void async_reads(wk_device *dev, const char *label)
+{
+    if (t_case("host_memory/%s/to_host_async", label)) {
+        const int64_t R = 257, C = 33;
+        const size_t bytes = (size_t)(R * C) * sizeof(float), n = 3 * bytes + 64;
+        float *h = t_mem(bytes);
+        unsigned char *b = wk_host_alloc(dev, n);
+        wk_event *ev = wk_event_new(dev);
+        if (!b || !ev) t_fail("wk_host_alloc / wk_event_new: %s", wk_last_error());
+        else {
+            t_fill(WK_F32, h, R * C, T_GEN(G_UNIFORM, -4, 4));
+            memset(b, 0x5A, n);
+            wk_tensor *t = T_NEED(wk_from_host(dev, WK_F32, WK_SHAPE(R, C), h));
+            wk_tensor *tt = t ? T_NEED(wk_transpose(t, 0, 1)) : NULL;
+            if (tt) {
+                float *o1 = (float *)(b + 4), *o2 = (float *)(b + 4 + bytes + 8);
+                T_OK(wk_to_host_async(t, o1, bytes));
+                T_OK(wk_to_host_async(tt, o2, bytes));
+                T_OK(wk_const_set(t, -7.0));          /* queued behind the copies */
+                T_OK(wk_event_record(ev));
+                T_OK(wk_event_synchronize(ev));
+                T_CHECK(memcmp(o1, h, bytes) == 0, "the async copy differs from the tensor as it was queued");
+                bool tr = true;
+                for (int64_t i = 0; i < R && tr; i++)
+                    for (int64_t j = 0; j < C && tr; j++) tr = o2[j * R + i] == h[i * C + j];
+                T_CHECK(tr, "the async copy of the transposed view is not its row-major layout");
+                bool around = b[0] == 0x5A && b[3] == 0x5A && b[4 + bytes] == 0x5A && b[4 + bytes + 7] == 0x5A;
+                for (size_t i = 4 + 2 * bytes + 8; i < n && around; i++) around = b[i] == 0x5A;
+                T_CHECK(around, "bytes outside the destinations were written");
+                double v = 0;
+                T_OK(wk_item(t, (const int64_t[]){ R - 1, C - 1 }, &v));
+                T_CHECK(v == -7.0, "the op queued after the copies: %g", v);
+            }
+        }
+        wk_event_free(ev);
+        wk_host_free(b);
+    }
+    if (t_case("host_memory/%s/to_host_async_errors", label)) {
+        unsigned char *b = wk_host_alloc(dev, 64);
+        char *m = t_mem(64);
+        wk_tensor *t = T_NEED(wk_full(dev, WK_F32, WK_SHAPE(4), 1.0));
+        if (b && t) {
+            t_check_error("async into malloc'd memory", WK_ERR_ARGUMENT, wk_to_host_async(t, m, 64), "to_host_async",
+                          "wk_host_alloc", (const char *)NULL);
+            t_check_error("async past the block's end", WK_ERR_ARGUMENT, wk_to_host_async(t, b + 56, 16),
+                          "to_host_async", "wk_host_alloc", (const char *)NULL);
+            t_check_error("async into a short buffer", WK_ERR_ARGUMENT, wk_to_host_async(t, b, 8), "to_host_async",
+                          "smaller", (const char *)NULL);
+            t_check_error("async of NULL", WK_ERR_ARGUMENT, wk_to_host_async(NULL, b, 8), "to_host_async", "NULL",
+                          (const char *)NULL);
+            T_OK(wk_to_host_async(t, b + 48, 16));   /* the last 16 bytes: fine */
+            T_OK(wk_device_synchronize(dev));
+            T_CHECK(((float *)(b + 48))[3] == 1.0f, "after the errors: %g", ((float *)(b + 48))[3]);
+        } else {
+            t_fail("setup: %s", wk_last_error());
+        }
+        wk_host_free(b);
+    }
+}
+
 static void on_gpu(wk_device *dev, const char *name, void *arg)
 {
     (void)arg;
     round_trips(dev, name);
+    async_reads(dev, name);
 }
 
 T_SUITE(host_memory)
 {
     round_trips(t_dev(), "cpu");
+    async_reads(t_dev(), "cpu");
 
     if (t_case("host_memory/errors/null_device")) {
         void *p = wk_host_alloc(NULL, 16);

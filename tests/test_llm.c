@@ -37,6 +37,9 @@
  *                                  split across tokens, the callback, the
  *                                  token bytes of a GGUF vocabulary, and
  *                                  Qwen 2.5's chat template read from it
+ *   llm/gpu/<device>/greedy_ahead/  (GPUs present) greedy steps queued
+ *                                  ahead of the host against the logits
+ *                                  read back step by step
  */
 #include <math.h>
 #include <stdio.h>
@@ -1384,4 +1387,120 @@ T_SUITE(llm_tp)
     if (t_case("llm/tp/refused/blocks")) check_tp_refused(4, 8, 2, 64, WK_Q8_0, 8, "cuts blocks");
     if (t_case("llm/tp/one_rank_fails/2_ranks")) check_tp_one_fails(2, 1);
     if (t_case("llm/tp/one_rank_fails/3_ranks")) check_tp_one_fails(3, 0);
+}
+
+/* ---- greedy steps queued ahead (GPUs) -------------------------------------
+ * On a device that records graphs, with WICK_LLM_GREEDY_GRAPH=1, wk_llm_generate's greedy steps replay a
+ * graph that takes the argmax and writes the next step's inputs itself,
+ * and queue step i + 1 before step i's token is back (llm.c, graph_greedy).
+ * Against the same model's logits read back step by step (the logits graph,
+ * the argmax on the host), on a context of 64 with a graph every 16 keys
+ * (WICK_LLM_GRAPH=16: the span changes three times; WICK_LLM_GREEDY_GRAPH=1,
+ * the switch that turns this path on): the whole context
+ * generated; a generation stopped by the callback and continued from its
+ * last token (the step queued ahead is the one wanted); a rewind and
+ * another token after a stop (the step queued ahead is dropped). llama,
+ * and gemma3 with its window of 3 (full caches: the window's mask is
+ * updated on the device). */
+static int argmax_f(const float *v, int n)
+{
+    int a = 0;
+    for (int i = 1; i < n; i++)
+        if (v[i] > v[a]) a = i;
+    return a;
+}
+
+/* The first index where a and b differ, -1 for none. */
+static int first_diff(const int32_t *a, const int32_t *b, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (a[i] != b[i]) return i;
+    return -1;
+}
+
+/* Greedy tokens from the cache at *pos after feeding first, by the logits
+ * read back: n of them into out (first's argmax first). */
+static bool logits_greedy(wk_llm *m, int32_t first, int n, int V, int32_t *out)
+{
+    float *lg = t_mem((size_t)V * sizeof *lg);
+    int32_t t = first;
+    for (int i = 0; i < n; i++) {
+        if (wk_llm_eval(m, &t, 1, false, lg) != WK_OK) return false;
+        out[i] = t = argmax_f(lg, V);
+    }
+    return true;
+}
+
+static void check_greedy_ahead(wk_device *dev, const char *name, int arch)
+{
+    tcfg c = cfg_of(arch, false);
+    tmodel tm = make_model(c);
+    const char *path = tmp_path("greedy.gguf");
+    if (!write_gguf(&tm, path, WK_F32)) return;
+    setenv("WICK_LLM_GRAPH", "16", 1);
+    setenv("WICK_LLM_GREEDY_GRAPH", "1", 1);
+    wk_llm_options o = { .context = 64 };
+    wk_llm *m = wk_llm_load(path, dev, &o);
+    unsetenv("WICK_LLM_GRAPH");
+    unsetenv("WICK_LLM_GREEDY_GRAPH");
+    if (!m) {
+        t_fail("%s: wk_llm_load: %s", name, wk_model_last_error());
+        rm_model(path);
+        return;
+    }
+    enum { P = 5, N = 64 - P + 1 };
+    int32_t prompt[P], ref[N];
+    for (int i = 0; i < P; i++) prompt[i] = (int32_t)t_rng_int(t_r(), 0, c.V - 1);
+    /* the reference: prompt, its argmax, then one step at a time to the end */
+    float *lg = t_mem((size_t)c.V * sizeof *lg);
+    bool ok = wk_llm_eval(m, prompt, P, false, lg) == WK_OK;
+    if (ok) ref[0] = argmax_f(lg, c.V);
+    ok = ok && logits_greedy(m, ref[0], N - 1, c.V, ref + 1);
+    T_CHECK(ok, "%s: the reference steps: %s", name, wk_model_last_error());
+    wk_generate_opts go = { .sampling = wk_sampling_greedy(), .ignore_eog = true };
+    wk_generate_stats gs;
+    gen_log g = { 0 };
+    if (ok) {
+        T_OK(wk_llm_rewind(m, 0));
+        T_OK(wk_llm_generate(m, prompt, P, &go, log_token, &g, &gs));
+        T_CHECK(gs.stop == WK_STOP_CONTEXT && g.calls == N && !memcmp(g.toks, ref, sizeof ref),
+                "%s: the whole context: stop %d after %d tokens (%d wanted), first differing at %d", name, gs.stop,
+                g.calls, N, first_diff(g.toks, ref, N));
+        /* stopped after 7, then continued from the 7th */
+        T_OK(wk_llm_rewind(m, 0));
+        gen_log g1 = { .stop_after = 7 }, g2 = { 0 };
+        T_OK(wk_llm_generate(m, prompt, P, &go, log_token, &g1, &gs));
+        T_CHECK(g1.calls == 7 && !memcmp(g1.toks, ref, 7 * sizeof *ref) && wk_llm_pos(m) == P + 6,
+                "%s: stopped: %d tokens, position %lld", name, g1.calls, (long long)wk_llm_pos(m));
+        wk_generate_opts g12 = go;
+        g12.max_tokens = 12;
+        T_OK(wk_llm_generate(m, &ref[6], 1, &g12, log_token, &g2, &gs));
+        T_CHECK(g2.calls == 12 && !memcmp(g2.toks, ref + 7, 12 * sizeof *ref),
+                "%s: continued from the last token: first differing at %d", name, first_diff(g2.toks, ref + 7, 12));
+        /* a rewind into the middle and another token: against the logits' steps from the same point */
+        const int32_t other = (ref[11] + 1) % c.V;
+        int32_t want[12];
+        gen_log g3 = { 0 };
+        T_OK(wk_llm_rewind(m, 11));
+        T_OK(wk_llm_generate(m, &other, 1, &g12, log_token, &g3, &gs));
+        T_OK(wk_llm_rewind(m, 11));
+        T_CHECK(logits_greedy(m, other, 12, c.V, want), "%s: the logits' steps after the rewind: %s", name,
+                wk_model_last_error());
+        T_CHECK(g3.calls == 12 && !memcmp(g3.toks, want, sizeof want),
+                "%s: after a rewind and another token: first differing at %d", name, first_diff(g3.toks, want, 12));
+    }
+    wk_llm_free(m);
+    rm_model(path);
+}
+
+static void greedy_ahead_on(wk_device *dev, const char *name, void *arg)
+{
+    (void)arg;
+    if (t_case("llm/gpu/%s/greedy_ahead/llama", name)) check_greedy_ahead(dev, name, A_LLAMA);
+    if (t_case("llm/gpu/%s/greedy_ahead/gemma3", name)) check_greedy_ahead(dev, name, A_GEMMA3);
+}
+
+T_SUITE(llm_gpu)
+{
+    t_each_gpu(greedy_ahead_on, NULL);
 }

@@ -74,6 +74,9 @@ struct wk_device {
 
 wk_device *wk_device_retain(wk_device *dev);
 void wk_device_release(wk_device *dev);
+/* host_memory.c: whether [p, p + bytes) lies inside one wk_host_alloc
+ * block of a device of dev's backend (no error set). */
+bool wk_host_range_pinned(const wk_device *dev, const void *p, size_t bytes);
 /* graph.c: whether dev's backend records graphs (no error set). */
 bool wk_graph_supported(wk_device *dev);
 /* Reserve n Philox blocks of the device's generator: returns the offset

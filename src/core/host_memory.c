@@ -56,6 +56,18 @@ void *wk_host_alloc(wk_device *dev, size_t bytes)
     return p;
 }
 
+bool wk_host_range_pinned(const wk_device *dev, const void *p, size_t bytes)
+{
+    const uintptr_t lo = (uintptr_t)p, hi = lo + bytes;
+    bool in = false;
+    pthread_mutex_lock(&host_lock);
+    for (size_t i = 0; i < n_blocks && !in && hi >= lo; i++)
+        in = blocks[i].dev->be == dev->be && lo >= (uintptr_t)blocks[i].ptr &&
+             hi <= (uintptr_t)blocks[i].ptr + blocks[i].bytes;
+    pthread_mutex_unlock(&host_lock);
+    return in;
+}
+
 void wk_host_free(void *ptr)
 {
     if (!ptr) return;

@@ -420,6 +420,37 @@ wk_status wk_to_host(const wk_tensor *t, void *dst, size_t bytes)
     return st;
 }
 
+wk_status wk_to_host_async(const wk_tensor *t, void *dst, size_t bytes)
+{
+    WK_ENTER("to_host_async");
+    wk_status st = WK_OK;
+    int64_t nb = 0;
+    if (!t) st = wk_error(WK_ERR_ARGUMENT, "NULL tensor");
+    else if (!wk_dt_bytes(t->dtype, wk_numel(t->rank, t->dims), &nb))
+        st = wk_error(WK_ERR_ARGUMENT, "the tensor takes more than 2^63 bytes");
+    else if (bytes < (size_t)nb)
+        st = wk_error(WK_ERR_ARGUMENT, "buffer of %zu bytes is smaller than the %lld needed", bytes, (long long)nb);
+    else if (nb && !wk_host_range_pinned(t->st->dev, dst, (size_t)nb))
+        st = wk_error(WK_ERR_ARGUMENT, "the destination (%zu bytes) is not inside one wk_host_alloc block of a %s device",
+                      (size_t)nb, t->st->dev->be->kind);
+    if (st == WK_OK && nb) {
+        wk_device *dev = t->st->dev;
+        /* a view with gaps: its contiguous copy, queued before the read (the
+           copy's memory goes back to the device's pool in stream order) */
+        wk_tensor *c = wk_tensor_is_contiguous(t) ? NULL : wk_contiguous(t);
+        const wk_tensor *s = c ? c : t;
+        if (!c && !wk_tensor_is_contiguous(t)) st = wk_last_status();
+        else {
+            const void *src = (const char *)s->st->ptr + wk_dt_bytes_of(s->dtype, s->offset);
+            st = dev->be->read_async ? dev->be->read_async(dev->ctx, dst, src, (size_t)nb)
+                                     : dev->be->read(dev->ctx, dst, src, (size_t)nb);
+        }
+        wk_release(c);
+    }
+    WK_LEAVE();
+    return st;
+}
+
 wk_status wk_write(wk_tensor *t, const void *src, size_t bytes)
 {
     WK_ENTER("write");

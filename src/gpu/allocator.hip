@@ -29,6 +29,8 @@
  * HIP versions). A range inside one block is copied straight, with one
  * async copy on the stream and a wait for it: write must not return
  * before the caller may reuse the block, read before the data is there.
+ * read_async (wk_to_host_async) takes pinned ranges only and queues the
+ * copy without the wait.
  */
 #include "gpu_internal.h"
 #include <pthread.h>
@@ -619,4 +621,18 @@ wk_status wk_gpu_read(void *ctx, void *host, const void *src, size_t bytes)
     wk_status st = al_read_locked(c, c->staging, (char *)host, (const char *)src, bytes);
     pthread_mutex_unlock(&c->staging->lock);
     return st;
+}
+
+/* backend.h's read_async: one DMA into the caller's pinned block, queued */
+wk_status wk_gpu_read_async(void *ctx, void *host, const void *src, size_t bytes)
+{
+    wk_gpu_ctx *c = (wk_gpu_ctx *)ctx;
+    if (bytes == 0) return WK_OK;
+    WK_GPU_NOT_RECORDING(c, "a copy to the host");
+    WK_GPU_ENTER(c);
+    if (!al_is_pinned(host, bytes))
+        return wk_gpu_host->set_error(WK_ERR_ARGUMENT, "%p (+%zu bytes) is not inside one pinned block of the %s plugin",
+                                      host, bytes, WK_GPU_PLATFORM);
+    WK_GPU_CHECK_C(c, hipMemcpyAsync(host, src, bytes, hipMemcpyDeviceToHost, c->stream));
+    return WK_OK;
 }

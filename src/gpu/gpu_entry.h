@@ -33,6 +33,7 @@ wk_status wk_gpu_rand_normal(void *ctx, const wk_view *dst, uint64_t seed, uint6
 /* allocator.hip: host transfers, pinned host memory */
 wk_status wk_gpu_write(void *ctx, void *dst, const void *host, size_t bytes);
 wk_status wk_gpu_read(void *ctx, void *host, const void *src, size_t bytes);
+wk_status wk_gpu_read_async(void *ctx, void *host, const void *src, size_t bytes);
 wk_status wk_gpu_host_alloc(void *ctx, size_t bytes, void **ptr);
 void wk_gpu_host_free(void *ctx, void *ptr);
 /* event.hip */

@@ -11,6 +11,7 @@
  * recording's blocks to the graph (allocator.hip, "graphs' blocks"), so
  * a replay never meets memory that was handed to someone else. */
 #include "gpu_internal.h"
+#include <stdio.h>
 #include <stdlib.h>
 
 typedef struct gr_graph {
@@ -35,6 +36,43 @@ wk_status wk_gpu_graph_begin(void *ctx)
     return WK_OK;
 }
 
+/* WICK_GRAPH_INFO=1: what a recording became, on stderr (nodes by kind;
+ * edges, and on CUDA how many are programmatic: the captured form of a
+ * programmatic dependent launch) */
+static void gr_info(const wk_gpu_ctx *c, hipGraph_t g)
+{
+#if defined(WK_GPU_HIP)
+    (void)c, (void)g;   /* CUDA only */
+#else
+    static const bool on = [] {
+        const char *e = getenv("WICK_GRAPH_INFO");
+        return e && e[0] == '1';
+    }();
+    if (!on) return;
+    size_t n = 0, ne = 0, kinds[4] = { 0, 0, 0, 0 }, prog = 0;
+    if (cudaGraphGetNodes(g, NULL, &n) != cudaSuccess) return;
+    cudaGraphNode_t *nodes = (cudaGraphNode_t *)calloc(n ? n : 1, sizeof *nodes);
+    if (nodes && cudaGraphGetNodes(g, nodes, &n) == cudaSuccess) {
+        for (size_t i = 0; i < n; i++) {
+            cudaGraphNodeType t;
+            if (cudaGraphNodeGetType(nodes[i], &t) != cudaSuccess) continue;
+            kinds[t == cudaGraphNodeTypeKernel ? 0 : t == cudaGraphNodeTypeMemcpy ? 1 : t == cudaGraphNodeTypeMemset ? 2 : 3]++;
+        }
+    }
+    free(nodes);
+    if (cudaGraphGetEdges(g, NULL, NULL, NULL, &ne) == cudaSuccess && ne) {
+        cudaGraphNode_t *from = (cudaGraphNode_t *)calloc(ne, sizeof *from), *to = (cudaGraphNode_t *)calloc(ne, sizeof *to);
+        cudaGraphEdgeData *ed = (cudaGraphEdgeData *)calloc(ne, sizeof *ed);
+        if (from && to && ed && cudaGraphGetEdges(g, from, to, ed, &ne) == cudaSuccess)
+            for (size_t i = 0; i < ne; i++) prog += ed[i].type == cudaGraphDependencyTypeProgrammatic;
+        free(from), free(to), free(ed);
+    }
+    (void)cudaGetLastError();
+    fprintf(stderr, "wick graph on %s:%d: %zu nodes (%zu kernels, %zu copies, %zu fills, %zu other), %zu edges, %zu programmatic\n",
+            WK_GPU_PLATFORM, c->device, n, kinds[0], kinds[1], kinds[2], kinds[3], ne, prog);
+#endif
+}
+
 wk_status wk_gpu_graph_end(void *ctx, void **out)
 {
     wk_gpu_ctx *c = (wk_gpu_ctx *)ctx;
@@ -55,6 +93,7 @@ wk_status wk_gpu_graph_end(void *ctx, void **out)
     } else if (!(gr = (gr_graph *)calloc(1, sizeof *gr))) {
         st = wk_gpu_host->set_error(WK_ERR_MEMORY, "out of host memory for a graph");
     } else {
+        gr_info(c, g);
         e = hipGraphInstantiateWithFlags(&gr->exec, g, 0);
         if (e != hipSuccess) st = wk_gpu_fail(c, e, "hipGraphInstantiateWithFlags(&gr->exec, g, 0)", __FILE__, __LINE__);
     }

@@ -407,6 +407,8 @@ static wk_llm *load_one(const char *path, wk_device *dev, const wk_llm_options *
     const long long gstep = genv && *genv ? atoll(genv) : 0;
     m->graph_off = genv && !strcmp(genv, "0");
     m->graph_step = gstep >= 16 && gstep % 16 == 0 ? gstep : LLM_GRAPH_STEP;
+    const char *ggenv = getenv("WICK_LLM_GREEDY_GRAPH");
+    m->greedy_graph = ggenv && !strcmp(ggenv, "1");
     wk_status st = open_source(m, path);
     if (!st) st = llm_read_hparams(m, path);
     if (st) goto fail;
@@ -621,8 +623,11 @@ static int64_t window_pos(const wk_llm *m, int64_t pos)
     return m->sw_cap && pos > 0 && (need > 0 ? need : 0) < m->sw_base ? 0 : pos;
 }
 
+static void greedy_drop(wk_llm *m);
+
 static void set_pos(wk_llm *m, int64_t pos)
 {
+    greedy_drop(m);   /* a greedy step queued ahead is for the old position */
     m->pos = window_pos(m, pos);
     if (m->pos == 0) m->sw_base = 0;
 }
@@ -942,18 +947,41 @@ static void timing_add(wk_llm *m, double t0, double t1)
  * says), so a graph serves that many positions and is recorded again past
  * them (then the attention reads at most graph_step - 1 masked keys, a
  * small part of a decode step's reads).
- * Steps that return logits only (graph_step says why); one graph. Not used: WICK_LLM_GRAPH=0,
+ * Two graphs: the step to its logits (graph_step), and the greedy step
+ * (graph_greedy) to the argmax of its logits, which then writes the next
+ * step's inputs on the device itself (the token's id, the position + 1,
+ * the masks' one or two changed keys): so greedy generation queues step
+ * i + 1 before step i's token is back on the host, and the device never
+ * waits for the host between steps. Not used: WICK_LLM_GRAPH=0,
  * WICK_LLM_TIMING=2 (its events between the parts), window caches (they
  * move). A split model records on every rank: the ranks make the same
  * calls in the same order, collectives included (the peer-memory
  * all_reduce keeps its epochs in device memory for that). */
 struct llm_graphs {
     wk_tensor *in;               /* u32 [2]: the token's id (the rank's row), the position */
-    wk_tensor *mask, *wmask;     /* f32 [1, 1, 1, context]                        */
+    wk_tensor *mask, *wmask;     /* f32 [1, 1, 1, context]; wmask is the last
+                                    context keys of wmask_all                     */
+    wk_tensor *wmask_all;        /* f32 [1, 1, 1, window + context]: key j of wmask
+                                    is its j + window, so that the key leaving the
+                                    window at position p is its p (graph_record) */
     float *host_mask;            /* the host's copy, [2][context]                  */
     wk_graph *g;                 /* the recorded step (logits of the token)       */
     wk_tensor *out;              /* what its replay writes: f32 logits [1, vocab]  */
     int64_t cap;                 /* keys its attention spans (0: none recorded)    */
+    /* the greedy step */
+    wk_graph *gb;
+    wk_tensor *best;             /* u32 [1]: its argmax (a vocabulary id)          */
+    int64_t cap_b;
+    wk_tensor *c_one, *c_zero, *c_neg, *c_voc0;   /* constants its updates read */
+    uint32_t *host_best;         /* pinned [2]: the argmax of the last two steps  */
+    wk_event *ev[2];             /* recorded after each one's copy               */
+    int slot;                    /* the slot of the next step queued              */
+    bool queued;                 /* a greedy step may still be running            */
+    bool ahead;                  /* the step at ahead_pos, fed last_best, is queued
+                                    in slot ahead_slot (graph_greedy)            */
+    int64_t ahead_pos;
+    int ahead_slot;
+    int32_t last_best;
 };
 
 static bool graph_usable(const wk_llm *m)
@@ -962,26 +990,52 @@ static bool graph_usable(const wk_llm *m)
     return wk_supports(m->dev, "graph", WK_F32);
 }
 
+/* A greedy step queued ahead is not to be used (what it read changes). */
+static void greedy_drop(wk_llm *m)
+{
+    if (m->graphs) m->graphs->ahead = false;
+}
+
+/* Wait for the greedy steps still queued (before a graph they replay is
+ * freed or recorded again); the step queued ahead is dropped. */
+static void greedy_settle(wk_llm *m)
+{
+    llm_graphs *G = m->graphs;
+    if (!G) return;
+    if (G->queued) (void)wk_device_synchronize(m->dev);
+    G->queued = G->ahead = false;
+}
+
 void llm_graphs_free(wk_llm *m)
 {
     llm_graphs *G = m->graphs;
     if (!G) return;
+    greedy_settle(m);
     wk_graph_free(G->g);
+    wk_graph_free(G->gb);
     wk_release(G->out);
+    wk_release(G->best);
     wk_release(G->in);
     wk_release(G->mask);
     wk_release(G->wmask);
+    wk_release(G->wmask_all);
+    wk_release(G->c_one);
+    wk_release(G->c_zero);
+    wk_release(G->c_neg);
+    wk_release(G->c_voc0);
+    for (int i = 0; i < 2; i++) wk_event_free(G->ev[i]);
+    wk_host_free(G->host_best);
     free(G->host_mask);
     free(G);
     m->graphs = NULL;
 }
 
-/* The persistent inputs, made once (outside any recording: they are
- * written from the host). */
+/* The persistent inputs and constants, made once (outside any recording:
+ * they are written from the host). */
 static wk_status graphs_init(wk_llm *m)
 {
     if (m->graphs) return WK_OK;
-    const int64_t C = m->info.context;
+    const int64_t C = m->info.context, W = m->info.sliding_window > 0 ? m->info.sliding_window : 0;
     llm_graphs *G = calloc(1, sizeof *G);
     if (!G || !(G->host_mask = malloc((size_t)(2 * C) * sizeof(float)))) {
         free(G);
@@ -989,24 +1043,60 @@ static wk_status graphs_init(wk_llm *m)
     }
     m->graphs = G;
     wk_scope_begin();
+    const uint32_t one = 1, voc0 = (uint32_t)m->tp.voc0;
     G->in = wk_retain(wk_zeros(m->dev, WK_U32, WK_SHAPE(2)));
     G->mask = wk_retain(wk_zeros(m->dev, WK_F32, WK_SHAPE(1, 1, 1, C)));
-    G->wmask = wk_retain(wk_zeros(m->dev, WK_F32, WK_SHAPE(1, 1, 1, C)));
+    G->wmask_all = wk_retain(wk_zeros(m->dev, WK_F32, WK_SHAPE(1, 1, 1, W + C)));
+    G->wmask = G->wmask_all ? wk_retain(wk_narrow(G->wmask_all, 3, W, C)) : NULL;
+    G->c_one = wk_retain(wk_from_host(m->dev, WK_U32, WK_SHAPE(1), &one));
+    G->c_voc0 = wk_retain(wk_from_host(m->dev, WK_U32, WK_SHAPE(1), &voc0));
+    G->c_zero = wk_retain(wk_zeros(m->dev, WK_F32, WK_SHAPE(1)));
+    G->c_neg = wk_retain(wk_full(m->dev, WK_F32, WK_SHAPE(1), -1e30));
     wk_scope_end();
-    if (!G->in || !G->mask || !G->wmask) {
+    G->host_best = wk_host_alloc(m->dev, 2 * sizeof(uint32_t));
+    for (int i = 0; i < 2; i++) G->ev[i] = wk_event_new(m->dev);
+    if (!G->in || !G->mask || !G->wmask || !G->c_one || !G->c_voc0 || !G->c_zero || !G->c_neg || !G->host_best ||
+        !G->ev[0] || !G->ev[1]) {
         llm_graphs_free(m);
         return wk_merr_core("the decode graphs' inputs");
     }
     return WK_OK;
 }
 
-/* Record the one-token pass, to its logits, over keys [0, cap). */
-static wk_status graph_record(wk_llm *m, int64_t cap)
+/* The greedy step's last ops, recorded after its argmax `best` (u32 [1],
+ * a vocabulary id): the next step's inputs. The token's row (on a split
+ * model its id less the rank's first row: u32 arithmetic wraps, so an id
+ * below the rank's rows, like one past them, is out of the rank's range,
+ * which a recorded lookup reads as zeros), the position + 1, and the keys
+ * that position changes in the masks: its own (0), and for a window the
+ * one leaving it (key p - W of wmask, which is key p of wmask_all). An id
+ * out of range in a recorded scatter writes nothing (the last position). */
+static wk_status record_next_inputs(wk_llm *m, const wk_tensor *best)
 {
     llm_graphs *G = m->graphs;
-    wk_graph_free(G->g);
-    wk_release(G->out);
-    G->g = NULL, G->out = NULL, G->cap = 0;
+    const int64_t C = m->info.context, W = m->info.sliding_window > 0 ? m->info.sliding_window : 0;
+    const wk_tensor *row = m->tp.comm ? wk_sub(best, G->c_voc0) : best;
+    wk_tensor *pos = wk_narrow(G->in, 0, 1, 1);
+    wk_status st = row && pos ? wk_copy_into(wk_narrow(G->in, 0, 0, 1), row) : WK_ERR_BACKEND;
+    if (st == WK_OK) st = wk_scatter_add(G->in, G->c_one, G->c_one, 0);   /* in[1] += 1 */
+    if (st == WK_OK) st = wk_scatter_set(wk_reshape(G->mask, WK_SHAPE(C)), pos, G->c_zero, 0);
+    if (st == WK_OK && W > 0) st = wk_scatter_set(wk_reshape(G->wmask, WK_SHAPE(C)), pos, G->c_zero, 0);
+    if (st == WK_OK && W > 0) st = wk_scatter_set(wk_reshape(G->wmask_all, WK_SHAPE(W + C)), pos, G->c_neg, 0);
+    return st;
+}
+
+/* Record the one-token pass over keys [0, cap): to its logits (G->g), or
+ * with `greedy` to its argmax and the next step's inputs (G->gb). */
+static wk_status graph_record(wk_llm *m, int64_t cap, bool greedy)
+{
+    llm_graphs *G = m->graphs;
+    wk_graph **gp = greedy ? &G->gb : &G->g;
+    wk_tensor **op = greedy ? &G->best : &G->out;
+    int64_t *cp = greedy ? &G->cap_b : &G->cap;
+    greedy_settle(m);   /* nothing of the graph about to be freed still runs */
+    wk_graph_free(*gp);
+    wk_release(*op);
+    *gp = NULL, *op = NULL, *cp = 0;
     if (wk_graph_begin(m->dev) != WK_OK) return wk_merr_core("recording a decode step");
     wk_scope_begin();
     llm_dyn dy = { .pos = wk_narrow(G->in, 0, 1, 1), .mask = wk_narrow(G->mask, 3, 0, cap),
@@ -1018,7 +1108,10 @@ static wk_status graph_record(wk_llm *m, int64_t cap)
     dy.sin = rows ? wk_index_select(m->sin, dy.pos, 0) : m->sin;
     dy.cos_l = rows && m->cos_local ? wk_index_select(m->cos_local, dy.pos, 0) : NULL;
     dy.sin_l = rows && m->sin_local ? wk_index_select(m->sin_local, dy.pos, 0) : NULL;
-    wk_tensor *out = dy.cos && dy.sin ? pass(m, wk_narrow(G->in, 0, 0, 1), 1, 0, 0, LLM_OUT_LOGITS, &dy, false) : NULL;
+    wk_tensor *out = dy.cos && dy.sin ? pass(m, wk_narrow(G->in, 0, 0, 1), 1, 0, 0,
+                                             greedy ? LLM_OUT_BEST : LLM_OUT_LOGITS, &dy, false)
+                                      : NULL;
+    if (out && greedy && record_next_inputs(m, out) != WK_OK) out = NULL;
     if (out) wk_retain(out);
     wk_scope_end();
     wk_graph *g = wk_graph_end(m->dev);   /* ends the recording whatever happened */
@@ -1027,51 +1120,68 @@ static wk_status graph_record(wk_llm *m, int64_t cap)
         wk_release(out);
         return wk_merr_core("recording a decode step");
     }
-    G->g = g, G->out = out, G->cap = cap;
+    *gp = g, *op = out, *cp = cap;
     return WK_OK;
 }
 
-/* The replay of the one-token pass of token `token` at m->pos, its logits
- * into out. *used false (and nothing done) when the model does not
- * record. Only logits: the argmax step (greedy generation) replayed
- * measured slower than issued (H200, 8B bf16 at 512: 214 against 219
- * tokens/s on one GPU, 300-308 against 332 split in two; not understood
- * yet), so it keeps the eager pass. */
-static wk_status graph_step(wk_llm *m, int32_t token, float *out, bool *used)
+/* Ready the graph for the step at m->pos (recorded again when its span
+ * of keys changes): *used false when the model does not record, or
+ * cannot here (then never again: the eager pass from now on). */
+static wk_status graph_ready(wk_llm *m, bool greedy, bool *used)
 {
     *used = false;
     if (!graph_usable(m)) return WK_OK;
-    const int64_t pos = m->pos, C = m->info.context, W = m->info.sliding_window;
-    const int64_t step = m->graph_step;
-    int64_t cap = (pos + 1 + step - 1) / step * step;
+    const int64_t C = m->info.context, step = m->graph_step;
+    int64_t cap = (m->pos + 1 + step - 1) / step * step;
     if (cap > C) cap = C;
     wk_status st = graphs_init(m);
-    llm_graphs *G = m->graphs;
-    if (st == WK_OK && G->cap != cap) st = graph_record(m, cap);
-    if (st != WK_OK) {   /* not recordable here (a library that cannot be captured): the eager pass from now on */
+    if (st == WK_OK && (greedy ? m->graphs->cap_b : m->graphs->cap) != cap) st = graph_record(m, cap, greedy);
+    if (st != WK_OK) {   /* not recordable here (a library that cannot be captured) */
         m->graph_off = true;
         llm_graphs_free(m);
         wk_model_clear_error();
         return WK_OK;
     }
     *used = true;
-    const double t0 = m->timing ? llm_now_ms() : 0;
+    return WK_OK;
+}
+
+/* The host's writes of a step's inputs: the token's row, the position,
+ * and the masks over keys [0, cap). */
+static wk_status write_inputs(wk_llm *m, int32_t token, int64_t cap)
+{
+    llm_graphs *G = m->graphs;
+    const int64_t pos = m->pos, C = m->info.context, W = m->info.sliding_window;
     uint32_t in[2];
     local_ids(m, &token, 1, &in[0]);
     in[1] = (uint32_t)pos;
     float *mk = G->host_mask, *wmk = G->host_mask + C;
     for (int64_t j = 0; j < cap; j++) mk[j] = j <= pos ? 0.0f : -1e30f;
     for (int64_t j = 0; W > 0 && j < cap; j++) wmk[j] = j <= pos && j > pos - W ? 0.0f : -1e30f;
+    wk_scope_begin();   /* the narrowed views below */
+    wk_status st = wk_write(G->in, in, sizeof in);
+    if (st == WK_OK) st = wk_write(wk_narrow(G->mask, 3, 0, cap), mk, (size_t)cap * sizeof(float));
+    if (st == WK_OK && W > 0) st = wk_write(wk_narrow(G->wmask, 3, 0, cap), wmk, (size_t)cap * sizeof(float));
+    wk_scope_end();
+    return st;
+}
+
+/* The replay of the one-token pass of token `token` at m->pos, its logits
+ * into out. *used false (and nothing done) when the model does not
+ * record. */
+static wk_status graph_step(wk_llm *m, int32_t token, float *out, bool *used)
+{
+    wk_status st = graph_ready(m, false, used);
+    if (!*used || st != WK_OK) return st;
+    llm_graphs *G = m->graphs;
+    greedy_drop(m);   /* the inputs change under a greedy step queued ahead */
+    const double t0 = m->timing ? llm_now_ms() : 0;
     /* WICK_LLM_TIMING: the device's time of the writes and of the replay */
     for (int i = 0; m->timing && i < 3; i++)
         if (!m->t_gev[i]) m->t_gev[i] = wk_event_new(m->dev);
     const bool ev = m->timing && m->t_gev[0] && m->t_gev[1] && m->t_gev[2];
     if (ev) (void)wk_event_record(m->t_gev[0]);
-    wk_scope_begin();   /* the narrowed views below */
-    st = wk_write(G->in, in, sizeof in);
-    if (st == WK_OK) st = wk_write(wk_narrow(G->mask, 3, 0, cap), mk, (size_t)cap * sizeof(float));
-    if (st == WK_OK && W > 0) st = wk_write(wk_narrow(G->wmask, 3, 0, cap), wmk, (size_t)cap * sizeof(float));
-    wk_scope_end();
+    st = write_inputs(m, token, G->cap);
     if (ev) (void)wk_event_record(m->t_gev[1]);
     if (st == WK_OK) st = wk_graph_launch(G->g);
     if (ev) (void)wk_event_record(m->t_gev[2]);
@@ -1084,7 +1194,78 @@ static wk_status graph_step(wk_llm *m, int32_t token, float *out, bool *used)
             wk_event_elapsed_ms(m->t_gev[1], m->t_gev[2], &g) == WK_OK)
             m->t_gn++, m->t_gw_ms += w, m->t_gg_ms += g;
     }
-    return st == WK_OK ? WK_OK : wk_merr_core("replaying the decode step at position %lld", (long long)pos);
+    return st == WK_OK ? WK_OK : wk_merr_core("replaying the decode step at position %lld", (long long)m->pos);
+}
+
+/* Queue one greedy step (its inputs already in place) and the copy of its
+ * argmax into the next slot; the slot it used. */
+static wk_status greedy_queue(wk_llm *m, int *slot)
+{
+    llm_graphs *G = m->graphs;
+    const int s = G->slot;
+    wk_status st = wk_graph_launch(G->gb);
+    if (st == WK_OK) st = wk_to_host_async(G->best, &G->host_best[s], sizeof G->host_best[s]);
+    if (st == WK_OK) st = wk_event_record(G->ev[s]);
+    G->queued = true;
+    G->slot = s ^ 1;
+    *slot = s;
+    return st;
+}
+
+/* The greedy step of token `token` at m->pos through the greedy graph: the
+ * argmax of its logits into *best. A generation loop calls this with the
+ * token the last call returned, at the next position: that step was
+ * queued by the last call already (the device fed it that token itself),
+ * so this call only queues the step after it (while the device still runs
+ * this one), then waits for this one's 4 bytes. Any other call (another
+ * token or position; an eval or rewind between) queues its step from the
+ * host. No step is queued ahead past the graph's span of keys or the
+ * context; one queued ahead but not used later was harmless: it wrote
+ * the cache row at a position past the end of the cache's contents, which
+ * is written again before it is read, and the inputs the next replay
+ * rewrites. *used false when the model does not record.
+ * Only with WICK_LLM_GREEDY_GRAPH=1: on H200s, an 8B model's steps run
+ * faster issued one by one (programmatic dependent launches between the
+ * kernels) than replayed, even with the host never in the way (2 x H200:
+ * 352.9 against 334.1 tokens/s split in two, 222-225 against 219-220 on
+ * one GPU, bench/RESULTS-tp.md), so greedy generation stays eager by
+ * default; where the host cannot issue a step as fast as the device runs
+ * it (small models, slow hosts) the graph is the faster way. */
+static wk_status graph_greedy(wk_llm *m, int32_t token, int32_t *best, bool *used)
+{
+    llm_graphs *G = m->graphs;
+    const int64_t pos = m->pos;
+    const bool fed = G && G->ahead && G->ahead_pos == pos && G->last_best == token;
+    wk_status st = WK_OK;
+    int cur = 0;
+    const double t0 = m->timing ? llm_now_ms() : 0;
+    if (fed) {
+        *used = true;
+        cur = G->ahead_slot;
+    } else {
+        st = graph_ready(m, true, used);
+        if (!*used || st != WK_OK) return st;
+        G = m->graphs;
+        st = write_inputs(m, token, G->cap_b);
+        if (st == WK_OK) st = greedy_queue(m, &cur);
+    }
+    G->ahead = false;
+    if (st == WK_OK && pos + 2 <= G->cap_b && pos + 1 < m->info.context) {
+        st = greedy_queue(m, &G->ahead_slot);
+        G->ahead = st == WK_OK;
+        G->ahead_pos = pos + 1;
+    }
+    const double t1 = m->timing ? llm_now_ms() : 0;
+    if (st == WK_OK) st = wk_event_synchronize(G->ev[cur]);
+    if (st == WK_OK) {
+        *best = (int32_t)G->host_best[cur];
+        G->last_best = *best;
+        if (!G->ahead) G->queued = false;   /* nothing runs past the step waited for */
+        if (m->timing) timing_add(m, t0, t1);
+        return WK_OK;
+    }
+    G->ahead = false;
+    return wk_merr_core("the greedy decode step at position %lld", (long long)pos);
 }
 
 /* Tokens [T] at positions pos .. pos+T-1 through the model; rows of logits
@@ -1099,7 +1280,11 @@ static wk_status forward(wk_llm *m, const int32_t *tokens, int64_t T, int64_t fi
     if (T == 1 && out) {
         wk_status st = graph_step(m, tokens[0], out, &used);
         if (used || st != WK_OK) return st;
+    } else if (T == 1 && best && m->greedy_graph) {
+        wk_status st = graph_greedy(m, tokens[0], best, &used);
+        if (used || st != WK_OK) return st;
     }
+    greedy_drop(m);   /* this pass changes what a step queued ahead read */
     uint32_t *ids = malloc((size_t)T * sizeof *ids);
     if (!ids) return wk_merr(WK_ERR_MEMORY, "out of memory");
     local_ids(m, tokens, T, ids);
