@@ -541,6 +541,12 @@ typedef struct wk_attention_opts {
     double softcap;          /* > 0: scores become softcap * tanh(s / softcap) */
     const wk_tensor *mask;   /* additive, broadcastable to [B, Hq, Tq, Tk],
                                 any float dtype (used as f32); NULL: none      */
+    /* NULL: all Tk keys. Else one element, u32 or i64, on q's device: a
+     * count L of keys read when the op runs (so it may come from device
+     * memory a recorded graph rewrites): only keys j < min(L, Tk) exist,
+     * and L takes Tk's place above (query i sits at key i + L - Tq).
+     * L <= 0: no key (zeros). The KV cache of a decode step: its length. */
+    const wk_tensor *kv_len;
 } wk_attention_opts;
 
 /* out [B, Hq, Tq, D] = softmax(scale * q k^T (soft-capped) + mask) v, in

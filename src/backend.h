@@ -52,7 +52,7 @@ extern "C" {
  *      comm_fuses, appended
  *   7  graphs (graph_begin .. graph_free), appended
  *   8  linear_silu_mul (one row's gate/up product and its gate in one
- *      launch) and read_async, appended */
+ *      launch) and read_async, appended; wk_attention_params.kv_len */
 #define WK_BACKEND_ABI 8
 #define WK_BACKEND_ENTRY wk_backend_entry_v1
 
@@ -232,6 +232,9 @@ typedef struct wk_attention_params {
     double softcap;              /* <= 0: none                               */
     int64_t window;              /* <= 0: none                               */
     int causal;
+    /* ABI 8: NULL, or one u32/i64 element L read when the op runs: the
+     * keys are [0, min(L, Tk)) (L <= 0: none), and L is the Tk of pos */
+    const wk_view *kv_len;
 } wk_attention_params;
 
 /* The options of a CONV op (wk_op_args.params); index 0 is H, 1 is W.

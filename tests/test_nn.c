@@ -686,6 +686,56 @@ static void attention_case(wk_dtype dt, const acase *C)
     t_check_close("attention", y, sq, dt, ref, t_bound_acc(dt));
 }
 
+/* kv_len: the op with a count L of keys read from a tensor gives the bits
+ * of the op on the first min(L, Tk) keys (and mask columns), for counts
+ * 0, 1, inside, Tk, past Tk and negative, u32 and i64; decode, prefill
+ * with a window, a mask, a soft-cap. */
+static void attention_kv_len_case(wk_dtype dt)
+{
+    static const struct { int64_t B, Hq, Hkv, Tq, Tk, D, window; bool causal, mask; double softcap; } cs[] = {
+        { 1, 8, 2, 1, 70, 64, 0, true, false, 0 },
+        { 2, 4, 2, 7, 40, 32, 5, true, false, 0 },
+        { 1, 2, 1, 3, 33, 16, 0, false, true, 0 },
+        { 1, 4, 4, 2, 25, 8, 0, true, false, 3 },
+    };
+    static const int64_t Ls[] = { 0, 1, 13, -1 /* Tk - 1 */, -2 /* Tk */, -3 /* Tk + 20 */, -4 /* -3 */ };
+    for (size_t c = 0; c < sizeof cs / sizeof cs[0]; c++) {
+        const int64_t Tk = cs[c].Tk;
+        double *vals;
+        wk_tensor *q = mk_in(dt, IN_CONTIG, WK_SHAPE(cs[c].B, cs[c].Hq, cs[c].Tq, cs[c].D), -1, 1, &vals);
+        wk_tensor *k = mk_in(dt, IN_SWAP12, WK_SHAPE(cs[c].B, cs[c].Hkv, Tk, cs[c].D), -1.5, 1.5, &vals);
+        wk_tensor *v = mk_in(dt, IN_CONTIG, WK_SHAPE(cs[c].B, cs[c].Hkv, Tk, cs[c].D), -1, 1, &vals);
+        wk_tensor *m = cs[c].mask ? t_own(wk_rand_uniform(t_dev(), WK_F32, WK_SHAPE(cs[c].Tq, Tk), -2, 2)) : NULL;
+        if (!q || !k || !v || (cs[c].mask && !m)) return;
+        for (size_t l = 0; l < sizeof Ls / sizeof Ls[0]; l++)
+            for (int wide = 0; wide < 2; wide++) {
+                const int64_t L = Ls[l] >= 0 ? Ls[l] : Ls[l] == -1 ? Tk - 1 : Ls[l] == -2 ? Tk : Ls[l] == -3 ? Tk + 20 : -3;
+                if (L < 0 && !wide) continue;   /* a negative count: i64 only */
+                const int64_t n = L < 0 ? 0 : L < Tk ? L : Tk;
+                const int64_t l64 = L;
+                const uint32_t l32 = (uint32_t)L;
+                wk_tensor *lt = t_own(wide ? wk_from_host(t_dev(), WK_I64, WK_SHAPE(1), &l64)
+                                           : wk_from_host(t_dev(), WK_U32, WK_SHAPE(1, 1), &l32));
+                wk_attention_opts o = { .causal = cs[c].causal, .window = cs[c].window, .softcap = cs[c].softcap,
+                                        .mask = m, .kv_len = lt };
+                wk_tensor *y = t_own(wk_attention(q, k, v, &o));
+                o.kv_len = NULL;
+                o.mask = m ? t_own(wk_narrow(m, 1, 0, n)) : NULL;
+                wk_tensor *ref = t_own(wk_attention(q, t_own(wk_narrow(k, 2, 0, n)), t_own(wk_narrow(v, 2, 0, n)), &o));
+                const wk_shape s = WK_SHAPE(cs[c].B, cs[c].Hq, cs[c].Tq, cs[c].D);
+                const size_t bytes = (size_t)t_numel(s) * wk_dtype_size(dt);
+                void *rb = t_mem(bytes + 8);
+                if (!y || !ref || wk_to_host(ref, rb, bytes) != WK_OK) {
+                    t_fail("case %zu, L %lld (%s): %s", c, (long long)L, wide ? "i64" : "u32", wk_last_error());
+                    continue;
+                }
+                char what[96];
+                snprintf(what, sizeof what, "case %zu, kv_len %lld (%s)", c, (long long)L, wide ? "i64" : "u32");
+                t_check_exact(what, y, s, dt, rb);
+            }
+    }
+}
+
 /* ---- numpy references (data/nn_ref.h) ------------------------------------------------------- */
 
 /* got against numpy's values: the bound of dt (inputs are f32 values, exact in f32 and f64) */
@@ -986,6 +1036,11 @@ static void errors(void)
             NUL(wk_attention(q, k, k, &o), WK_ERR_ARGUMENT, "softcap", NULL);
             o = (wk_attention_opts){ .scale = INFINITY };
             NUL(wk_attention(q, k, k, &o), WK_ERR_ARGUMENT, "scale", NULL);
+            o = (wk_attention_opts){ .kv_len = mi };
+            NUL(wk_attention(q, k, k, &o), WK_ERR_DTYPE, "kv_len", "i32");
+            wk_tensor *l2 = T_NEED(wk_zeros(dev, WK_U32, WK_SHAPE(2)));
+            o = (wk_attention_opts){ .kv_len = l2 };
+            if (l2) NUL(wk_attention(q, k, k, &o), WK_ERR_SHAPE, "kv_len", "one");
         }
     }
 }
@@ -1079,6 +1134,7 @@ T_SUITE(nn)
                              kc[c].inter, kc[c].devpos, kc[c].clay);
         for (int c = 0; c < N_(acases); c++)
             if (t_case("nn/attention/%s/%s", dn, acases[c].name)) attention_case(dt, &acases[c]);
+        if (t_case("nn/attention/%s/kv_len", dn)) attention_kv_len_case(dt);
     }
     if (t_case("nn/rope_kv/errors")) rope_kv_errors();
     static const struct { const char *name; int64_t D; double base; int64_t npos; wk_rope_scaling sc; bool has; } tc[] = {

@@ -2824,14 +2824,15 @@ static PyObject *m_rope_tables(PyObject *mod, PyObject *args, PyObject *kw)
 static PyObject *m_attention(PyObject *mod, PyObject *args, PyObject *kw)
 {
     (void)mod;
-    static char *kwlist[] = { "q", "k", "v", "scale", "causal", "window", "softcap", "mask", NULL };
-    wk_tensor *q, *k, *v, *mask = NULL;
+    static char *kwlist[] = { "q", "k", "v", "scale", "causal", "window", "softcap", "mask", "kv_len", NULL };
+    wk_tensor *q, *k, *v, *mask = NULL, *kv_len = NULL;
     wk_attention_opts o = { 0 };
     PyObject *scale = Py_None;
     int causal = 0;
     long long window = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "O&O&O&|$OpLdO&:attention", kwlist, as_tensor_arg, &q, as_tensor_arg, &k,
-                                     as_tensor_arg, &v, &scale, &causal, &window, &o.softcap, as_tensor_or_none, &mask))
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O&O&O&|$OpLdO&O&:attention", kwlist, as_tensor_arg, &q, as_tensor_arg, &k,
+                                     as_tensor_arg, &v, &scale, &causal, &window, &o.softcap, as_tensor_or_none, &mask,
+                                     as_tensor_or_none, &kv_len))
         return NULL;
     if (scale != Py_None) {
         o.scale = PyFloat_AsDouble(scale);
@@ -2844,6 +2845,7 @@ static PyObject *m_attention(PyObject *mod, PyObject *args, PyObject *kw)
     o.causal = causal;
     o.window = window;
     o.mask = mask;
+    o.kv_len = kv_len;
     return wrap(CALLT(wk_attention(q, k, v, &o)));
 }
 
@@ -3153,7 +3155,7 @@ static PyMethodDef module_methods[] = {
                   "interleaved=False) -> rotated q [B,T,n_q,D]; rotated k and v written to the caches at the position"),
     F_KW(rope_tables, "rope_tables(head_dim, base, n_pos, scaling=None, *, factor, low_freq_factor, high_freq_factor, "
                       "original_max_position, device) -> (cos, sin)"),
-    F_KW(attention, "attention(q, k, v, *, scale=None, causal=False, window=0, softcap=0.0, mask=None)"),
+    F_KW(attention, "attention(q, k, v, *, scale=None, causal=False, window=0, softcap=0.0, mask=None, kv_len=None)"),
     F_V(quantize, "quantize(t, qtype) -> block-quantized tensor (llama.cpp's reference quantizer)"),
     F_KW(dequantize, "dequantize(t, dtype='f32')"),
     F_V(qmatmul, "qmatmul(x [..., k], w [n, k] quantized) -> x . w^T"),

@@ -198,6 +198,20 @@ def test_attention(dt, opts, rng):
     check(r, ref, dt, tol=_tol(dt, 6))
 
 
+@pytest.mark.parametrize("n", [0, 3, 7, 20])
+def test_attention_kv_len(n, rng):
+    # a count of keys read on the device: the first min(n, Tk) keys, aligned to the queries' end
+    B, Hq, Hk, Tq, Tk, D = 1, 4, 2, 2, 7, 16
+    q, k, v = rand_np((B, Hq, Tq, D), "f32", rng), rand_np((B, Hk, Tk, D), "f32", rng), rand_np((B, Hk, Tk, D), "f32", rng)
+    r = wick.nn.attention(wick.asarray(q), wick.asarray(k), wick.asarray(v), causal=True,
+                          kv_len=wick.asarray(np.array([n], dtype=np.uint32)))
+    m = min(n, Tk)
+    ref = _attn_ref(ref32(q), ref32(k)[:, :, :m], ref32(v)[:, :, :m], causal=True) if m else np.zeros(q.shape)
+    check(r, ref, "f32", tol=1e-5)
+    with pytest.raises(TypeError):
+        wick.nn.attention(wick.asarray(q), wick.asarray(k), wick.asarray(v), kv_len=wick.asarray(np.zeros(1, np.float32)))
+
+
 def test_attention_views_of_bthd(rng):
     # [B, T, H, D] transposed into [B, H, T, D] goes in without a copy
     q = rng.standard_normal((1, 6, 2, 8)).astype(np.float32)

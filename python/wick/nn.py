@@ -14,7 +14,7 @@ tensors on the inputs' device.
     rope_kv(qkv, n_q, cos, sin, k_cache, v_cache, pos_offset=0, pos=None, interleaved=False)
                                           rope of q and k and the KV-cache append in one launch
     rope_tables(head_dim, base, n_pos, scaling=None, ...) -> (cos, sin)
-    attention(q, k, v, *, scale=None, causal=False, window=0, softcap=0.0, mask=None)
+    attention(q, k, v, *, scale=None, causal=False, window=0, softcap=0.0, mask=None, kv_len=None)
 
 Convolutions and pooling come here as the C library gains them.
 """

@@ -542,6 +542,17 @@ static wk_tensor *attention_impl(const wk_tensor *q, const wk_tensor *k, const w
         wk_error(WK_ERR_DTYPE, "mask must be a float tensor, not %s", wk_dtype_name(o.mask->dtype));
         return NULL;
     }
+    if (o.kv_len && o.kv_len->st->dev != dev) {
+        wk_error(WK_ERR_DEVICE, "q is on %s but kv_len is on %s", dev->name, o.kv_len->st->dev->name);
+        return NULL;
+    }
+    if (o.kv_len && ((o.kv_len->dtype != WK_U32 && o.kv_len->dtype != WK_I64) ||
+                     wk_numel(o.kv_len->rank, o.kv_len->dims) != 1)) {
+        wk_error(o.kv_len->dtype != WK_U32 && o.kv_len->dtype != WK_I64 ? WK_ERR_DTYPE : WK_ERR_SHAPE,
+                 "kv_len must be one u32 or i64 element, not %lld of %s",
+                 (long long)wk_numel(o.kv_len->rank, o.kv_len->dims), wk_dtype_name(o.kv_len->dtype));
+        return NULL;
+    }
     if (!wk_check_supported(dev, WK_OP_ATTENTION, q->dtype)) return NULL;
     const int64_t mdims[4] = { B, Hq, Tq, Tk };
     int64_t mstr[4];
@@ -568,8 +579,10 @@ static wk_tensor *attention_impl(const wk_tensor *q, const wk_tensor *k, const w
                 vm.strides[d] = d < 4 ? mstr[d] : 0;
             }
         }
+        wk_view vl = o.kv_len ? wk_view_of(o.kv_len) : (wk_view){ 0 };
         wk_attention_params p = { .scale = o.scale != 0 ? o.scale : 1.0 / sqrt((double)D),
-                                  .softcap = o.softcap, .window = o.window, .causal = o.causal };
+                                  .softcap = o.softcap, .window = o.window, .causal = o.causal,
+                                  .kv_len = o.kv_len ? &vl : NULL };
         wk_op_args a = { .op = WK_OP_ATTENTION, .dst = &vo, .src = { &vq, &vk, &vv, h[3] ? &vm : NULL },
                          .params = &p };
         st = wk_run(dev, &a);

@@ -166,7 +166,14 @@ wk_status wk_cpu_attention(void *ctx, const wk_op_args *a)
     if (q->rank != 4 || k->rank != 4 || v->rank != 4 || o->rank != 4 || (mk && mk->rank != 4))
         return WK_CPU_ERROR(WK_ERR_SHAPE, "attention expects rank-4 views");
     const int64_t B = q->dims[0], Hq = q->dims[1], Tq = q->dims[2], D = q->dims[3];
-    const int64_t Hkv = k->dims[1], Tk = k->dims[2];
+    const int64_t Hkv = k->dims[1];
+    int64_t Tk = k->dims[2];
+    if (p->kv_len) {   /* the keys that exist: the count in (host) memory */
+        const wk_view *L = p->kv_len;
+        const int64_t n = L->dtype == WK_I64 ? ((const int64_t *)L->base)[L->offset]
+                                             : (int64_t)((const uint32_t *)L->base)[L->offset];
+        Tk = n < 0 ? 0 : n < Tk ? n : Tk;
+    }
     if (B == 0 || Hq == 0 || Tq == 0 || D == 0) return WK_OK;
     if (Hkv <= 0 || Hq % Hkv != 0)
         return WK_CPU_ERROR(WK_ERR_SHAPE, "attention: query heads (%lld) must be a multiple of kv heads (%lld)",

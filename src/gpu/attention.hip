@@ -152,7 +152,23 @@ struct at_args {
     float qmul;                   /* scale (softcap) or scale log2 e        */
     float cap_inv, cap_log2;      /* 1/cap, cap log2 e; cap_inv 0: no cap   */
     int vec;                      /* rows of q, k, v allow 16-byte loads    */
+    const void *kvlen;            /* the count of keys in device memory (u32, or
+                                     i64 with kvlen64), or NULL: Tk         */
+    int kvlen64;
 };
+
+/* With a count of keys in device memory (wk_attention_opts.kv_len): the
+ * keys [0, min(L, Tk)) and the queries aligned to their end, in every
+ * kernel's own copy of the arguments. The host sized the grid for Tk
+ * keys; blocks of keys past L find none (a split with no key is a
+ * partial of weight 0, as a fully masked one). */
+WK_DEV void at_dyn(at_args &a)
+{
+    if (!a.kvlen) return;
+    const int64_t L = a.kvlen64 ? *(const int64_t *)a.kvlen : (int64_t)*(const uint32_t *)a.kvlen;
+    if (L < a.Tk) a.Tk = L > 0 ? (int)L : 0;
+    a.shift = (int64_t)a.Tk - a.Tq;
+}
 
 /* keys [*lo, *hi) that some query row in [i0, i1] can see */
 WK_HD void at_key_range(const at_args &a, int64_t i0, int64_t i1, int64_t *lo, int64_t *hi)
@@ -214,6 +230,7 @@ static inline size_t at_portable_smem(int DMAX, int D)
 template <typename T, int DMAX>
 __global__ __launch_bounds__(AT_PNT) void at_portable_kernel(at_args a)
 {
+    at_dyn(a);
     enum { BM = at_pcfg<DMAX>::BM, BN = at_pcfg<DMAX>::BN, NT = AT_PNT };
     enum { RM = BM / 16, CN = BN / 16, CD = DMAX / 16, NP = NT / BM, SLD = BN + 1 };
     enum { VCH = (BN * DMAX / 4 + NT - 1) / NT };   /* V chunks of 4 per thread */
@@ -407,6 +424,7 @@ template <typename T, int DV, int RMAX>
 __global__ __launch_bounds__(AT_DNT, RMAX <= 4 ? 3 : 2) void at_decode_kernel(at_args a, float *part, int nsplit, int64_t chunk,
                                                            int nrg)
 {
+    at_dyn(a);
     enum { VEC = 16 / sizeof(T), GS = DV < 32 ? DV : 32, NVL = DV / GS, NG = AT_DNT / GS, DC = DV * VEC };
     __shared__ float sm_acc[NG][RMAX][DC];
     __shared__ float sm_m[NG][RMAX], sm_l[NG][RMAX];
@@ -567,6 +585,7 @@ template <typename T>
 __global__ __launch_bounds__(AT_DNT) void at_combine_kernel(at_args a, const float *part, int nsplit, int nrg,
                                                             int rmax)
 {
+    at_dyn(a);
     __shared__ float w[AT_MAXSPLIT];
     __shared__ float red[AT_DNT];
     const int tid = threadIdx.x, D = a.D;
@@ -661,6 +680,7 @@ template <int DMAX, int MT> struct at_mcfg {
 template <typename T, int DMAX, int MT>
 __global__ __launch_bounds__(128, MT == 2 ? 2 : (DMAX >= 256 ? 2 : 3)) void at_mma_kernel(at_args a)
 {
+    at_dyn(a);
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
     enum { BM = 64 * MT, BN = AT_MBN, LDS = DMAX + 8, NKS = DMAX / 16, NDT = DMAX / 8 };
     uint16_t *Qs = (uint16_t *)at_dsmem, *Ks = Qs + BM * LDS, *Vs = Ks + BN * LDS;
@@ -899,6 +919,7 @@ __global__ __launch_bounds__(128, DMAX <= 128 ? 2 : 1) void at_mma_decode_kernel
                                                                                 int64_t chunk, int nrg)
 {
     wk_pdl_wait();
+    at_dyn(a);
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
     typedef at_dcfg<DMAX> CF;
     enum { LDS = CF::LDS, NS = CF::NS, NKS = DMAX / 16, NDT = DMAX / 8, RM = 16 };
@@ -1401,6 +1422,7 @@ WK_DEV void at_fq(uint64_t (&qf)[DMAX / 16], const uint16_t *row, bool ok, const
 template <typename T, int DMAX>
 __global__ __launch_bounds__(256) void at_mfma_kernel(at_args a)
 {
+    at_dyn(a);
 #if defined(WK_MFMA_DEVICE)
     typedef at_fcfg<DMAX> CF;
     enum { MT = CF::MT, BN = CF::BN, BM = 64 * MT, NT = 256, NKS = DMAX / 16, NCH = (BN * DMAX / 8 + NT - 1) / NT };
@@ -1489,6 +1511,7 @@ template <typename T, int DMAX>
 __global__ __launch_bounds__(at_fcfg<DMAX>::NW_DEC * 64) void at_mfma_decode_kernel(at_args a, float *part, int nsplit,
                                                                                      int64_t chunk, int nrg)
 {
+    at_dyn(a);
 #if defined(WK_MFMA_DEVICE)
     typedef at_fcfg<DMAX> CF;
     enum { NW = CF::NW_DEC, BN = 16 * NW, NT = 64 * NW, NKS = DMAX / 16, NCH = (BN * DMAX / 8 + NT - 1) / NT };
@@ -1988,6 +2011,10 @@ wk_status wk_gpu_attention(void *ctx, const wk_op_args *args)
     a.causal = p->causal != 0;
     a.window = p->window > 0 && p->window < Tk + Tq + 1 ? p->window : 0;
     a.shift = Tk - Tq;
+    if (p->kv_len) {
+        a.kvlen = wk_gpu_view_ptr(p->kv_len);
+        a.kvlen64 = p->kv_len->dtype == WK_I64;
+    }
     if (p->softcap > 0) {
         a.qmul = (float)p->scale;
         a.cap_inv = (float)(1.0 / p->softcap);

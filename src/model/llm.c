@@ -683,14 +683,12 @@ static wk_tensor *norm(const wk_llm *m, const wk_tensor *x, const wk_tensor *w)
 
 /* What a recorded decode step (graphs, below) reads from device memory
  * instead of taking from the host: the position, the rope tables' rows
- * there, and masks over a fixed stretch of the cache. NULL: an eager pass
- * (the host's pos). */
+ * there, and the count of keys in the cache (the attention spans a fixed
+ * stretch of it). NULL: an eager pass (the host's pos). */
 typedef struct llm_dyn {
     const wk_tensor *pos;                    /* u32 [1]                         */
     const wk_tensor *cos, *sin, *cos_l, *sin_l;   /* [1, D/2] rows at pos (local: gemma3) */
-    const wk_tensor *mask, *wmask;           /* f32 [1, 1, 1, cap]: 0 for a key the
-                                                query sees, -1e30 for one it does
-                                                not (wmask: the sliding window's) */
+    const wk_tensor *kv_len;                 /* u32 [1]: pos + 1                */
     int64_t cap;                             /* keys the attention spans        */
 } llm_dyn;
 
@@ -840,13 +838,12 @@ static wk_tensor *pass(wk_llm *m, const wk_tensor *tid, int64_t T, int64_t pos, 
         const bool have = q && (cached || (k && v));
         if (dy && have) {
             /* the cache's row at the device's position, then the keys of
-               the stretch the graph spans, masked past the position */
+               the stretch the graph spans up to the device's count */
             wk_tensor *at = cached ? NULL
                                    : wk_broadcast_as(wk_reshape(dy->pos, WK_SHAPE(1, 1, 1, 1)), WK_SHAPE(1, Hkv, 1, D));
             if (cached || (at && wk_scatter_set(y->k_cache, at, k, 2) == WK_OK &&
                            wk_scatter_set(y->v_cache, at, wk_transpose(v, 1, 2), 2) == WK_OK)) {
-                ao.causal = false, ao.window = 0;
-                ao.mask = y->sliding && in->sliding_window > 0 ? dy->wmask : dy->mask;
+                ao.kv_len = dy->kv_len;
                 a = wk_attention(q, wk_narrow(y->k_cache, 2, 0, dy->cap), wk_narrow(y->v_cache, 2, 0, dy->cap), &ao);
             }
         } else if (have) {
@@ -935,22 +932,21 @@ static void timing_add(wk_llm *m, double t0, double t1)
  * pass is recorded once and replayed: the ~10 launches of each layer cost
  * the host one graph launch, and the device runs them without the gaps
  * between launches. What changes from step to step comes from device
- * memory (llm_dyn): the token's id and the position (one u32 pair the
- * host writes before each replay), the rope and the KV cache's row
- * (wk_rope_kv reading the position; for layers with q/k norms the rope
- * tables' rows selected at the position and a scatter along the cache's
- * position dim), and the keys
- * attention reads: a fixed stretch of the cache, [0, cap), with an
- * additive mask the host writes (0 up to the position, -1e30 past it and,
- * for sliding-window layers, before the window). cap is the position + 1
- * rounded up to m->graph_step (LLM_GRAPH_STEP unless WICK_LLM_GRAPH=N
- * says), so a graph serves that many positions and is recorded again past
- * them (then the attention reads at most graph_step - 1 masked keys, a
- * small part of a decode step's reads).
+ * memory (llm_dyn): the token's id, the position and the count of keys
+ * (u32 [3], written by the host before a replay), the rope and the KV
+ * cache's row (wk_rope_kv reading the position; for layers with q/k norms
+ * the rope tables' rows selected at the position and a scatter along the
+ * cache's position dim), and the keys attention reads: a fixed stretch
+ * of the cache, [0, cap), of which the first position + 1 exist
+ * (wk_attention_opts.kv_len: the same causal and window rules as the
+ * eager step, no mask). cap is the position + 1 rounded up to
+ * m->graph_step (LLM_GRAPH_STEP unless WICK_LLM_GRAPH=N says), so a graph
+ * serves that many positions and is recorded again past them (its grid
+ * is sized for cap keys; the blocks past the count find none).
  * Two graphs: the step to its logits (graph_step), and the greedy step
  * (graph_greedy) to the argmax of its logits, which then writes the next
- * step's inputs on the device itself (the token's id, the position + 1,
- * the masks' one or two changed keys): so greedy generation queues step
+ * step's inputs on the device itself (the token's id, the position and
+ * the count + 1): so greedy generation queues step
  * i + 1 before step i's token is back on the host, and the device never
  * waits for the host between steps. Not used: WICK_LLM_GRAPH=0,
  * WICK_LLM_TIMING=2 (its events between the parts), window caches (they
@@ -958,13 +954,8 @@ static void timing_add(wk_llm *m, double t0, double t1)
  * calls in the same order, collectives included (the peer-memory
  * all_reduce keeps its epochs in device memory for that). */
 struct llm_graphs {
-    wk_tensor *in;               /* u32 [2]: the token's id (the rank's row), the position */
-    wk_tensor *mask, *wmask;     /* f32 [1, 1, 1, context]; wmask is the last
-                                    context keys of wmask_all                     */
-    wk_tensor *wmask_all;        /* f32 [1, 1, 1, window + context]: key j of wmask
-                                    is its j + window, so that the key leaving the
-                                    window at position p is its p (graph_record) */
-    float *host_mask;            /* the host's copy, [2][context]                  */
+    wk_tensor *in;               /* u32 [3]: the token's id (the rank's row), the
+                                    position, the count of keys (position + 1)   */
     wk_graph *g;                 /* the recorded step (logits of the token)       */
     wk_tensor *out;              /* what its replay writes: f32 logits [1, vocab]  */
     int64_t cap;                 /* keys its attention spans (0: none recorded)    */
@@ -972,7 +963,7 @@ struct llm_graphs {
     wk_graph *gb;
     wk_tensor *best;             /* u32 [1]: its argmax (a vocabulary id)          */
     int64_t cap_b;
-    wk_tensor *c_one, *c_zero, *c_neg, *c_voc0;   /* constants its updates read */
+    wk_tensor *c_ids, *c_ones, *c_voc0;   /* constants its updates read       */
     uint32_t *host_best;         /* pinned [2]: the argmax of the last two steps  */
     wk_event *ev[2];             /* recorded after each one's copy               */
     int slot;                    /* the slot of the next step queued              */
@@ -1016,16 +1007,11 @@ void llm_graphs_free(wk_llm *m)
     wk_release(G->out);
     wk_release(G->best);
     wk_release(G->in);
-    wk_release(G->mask);
-    wk_release(G->wmask);
-    wk_release(G->wmask_all);
-    wk_release(G->c_one);
-    wk_release(G->c_zero);
-    wk_release(G->c_neg);
+    wk_release(G->c_ids);
+    wk_release(G->c_ones);
     wk_release(G->c_voc0);
     for (int i = 0; i < 2; i++) wk_event_free(G->ev[i]);
     wk_host_free(G->host_best);
-    free(G->host_mask);
     free(G);
     m->graphs = NULL;
 }
@@ -1035,28 +1021,19 @@ void llm_graphs_free(wk_llm *m)
 static wk_status graphs_init(wk_llm *m)
 {
     if (m->graphs) return WK_OK;
-    const int64_t C = m->info.context, W = m->info.sliding_window > 0 ? m->info.sliding_window : 0;
     llm_graphs *G = calloc(1, sizeof *G);
-    if (!G || !(G->host_mask = malloc((size_t)(2 * C) * sizeof(float)))) {
-        free(G);
-        return wk_merr(WK_ERR_MEMORY, "out of host memory for the decode graphs' inputs");
-    }
+    if (!G) return wk_merr(WK_ERR_MEMORY, "out of host memory for the decode graphs' inputs");
     m->graphs = G;
     wk_scope_begin();
-    const uint32_t one = 1, voc0 = (uint32_t)m->tp.voc0;
-    G->in = wk_retain(wk_zeros(m->dev, WK_U32, WK_SHAPE(2)));
-    G->mask = wk_retain(wk_zeros(m->dev, WK_F32, WK_SHAPE(1, 1, 1, C)));
-    G->wmask_all = wk_retain(wk_zeros(m->dev, WK_F32, WK_SHAPE(1, 1, 1, W + C)));
-    G->wmask = G->wmask_all ? wk_retain(wk_narrow(G->wmask_all, 3, W, C)) : NULL;
-    G->c_one = wk_retain(wk_from_host(m->dev, WK_U32, WK_SHAPE(1), &one));
+    const uint32_t ids[2] = { 1, 2 }, ones[2] = { 1, 1 }, voc0 = (uint32_t)m->tp.voc0;
+    G->in = wk_retain(wk_zeros(m->dev, WK_U32, WK_SHAPE(3)));
+    G->c_ids = wk_retain(wk_from_host(m->dev, WK_U32, WK_SHAPE(2), ids));
+    G->c_ones = wk_retain(wk_from_host(m->dev, WK_U32, WK_SHAPE(2), ones));
     G->c_voc0 = wk_retain(wk_from_host(m->dev, WK_U32, WK_SHAPE(1), &voc0));
-    G->c_zero = wk_retain(wk_zeros(m->dev, WK_F32, WK_SHAPE(1)));
-    G->c_neg = wk_retain(wk_full(m->dev, WK_F32, WK_SHAPE(1), -1e30));
     wk_scope_end();
     G->host_best = wk_host_alloc(m->dev, 2 * sizeof(uint32_t));
     for (int i = 0; i < 2; i++) G->ev[i] = wk_event_new(m->dev);
-    if (!G->in || !G->mask || !G->wmask || !G->c_one || !G->c_voc0 || !G->c_zero || !G->c_neg || !G->host_best ||
-        !G->ev[0] || !G->ev[1]) {
+    if (!G->in || !G->c_ids || !G->c_ones || !G->c_voc0 || !G->host_best || !G->ev[0] || !G->ev[1]) {
         llm_graphs_free(m);
         return wk_merr_core("the decode graphs' inputs");
     }
@@ -1067,21 +1044,14 @@ static wk_status graphs_init(wk_llm *m)
  * a vocabulary id): the next step's inputs. The token's row (on a split
  * model its id less the rank's first row: u32 arithmetic wraps, so an id
  * below the rank's rows, like one past them, is out of the rank's range,
- * which a recorded lookup reads as zeros), the position + 1, and the keys
- * that position changes in the masks: its own (0), and for a window the
- * one leaving it (key p - W of wmask, which is key p of wmask_all). An id
- * out of range in a recorded scatter writes nothing (the last position). */
+ * which a recorded lookup reads as zeros), then the position and the
+ * count of keys + 1. */
 static wk_status record_next_inputs(wk_llm *m, const wk_tensor *best)
 {
     llm_graphs *G = m->graphs;
-    const int64_t C = m->info.context, W = m->info.sliding_window > 0 ? m->info.sliding_window : 0;
     const wk_tensor *row = m->tp.comm ? wk_sub(best, G->c_voc0) : best;
-    wk_tensor *pos = wk_narrow(G->in, 0, 1, 1);
-    wk_status st = row && pos ? wk_copy_into(wk_narrow(G->in, 0, 0, 1), row) : WK_ERR_BACKEND;
-    if (st == WK_OK) st = wk_scatter_add(G->in, G->c_one, G->c_one, 0);   /* in[1] += 1 */
-    if (st == WK_OK) st = wk_scatter_set(wk_reshape(G->mask, WK_SHAPE(C)), pos, G->c_zero, 0);
-    if (st == WK_OK && W > 0) st = wk_scatter_set(wk_reshape(G->wmask, WK_SHAPE(C)), pos, G->c_zero, 0);
-    if (st == WK_OK && W > 0) st = wk_scatter_set(wk_reshape(G->wmask_all, WK_SHAPE(W + C)), pos, G->c_neg, 0);
+    wk_status st = row ? wk_copy_into(wk_narrow(G->in, 0, 0, 1), row) : WK_ERR_BACKEND;
+    if (st == WK_OK) st = wk_scatter_add(G->in, G->c_ids, G->c_ones, 0);   /* in[1], in[2] += 1 */
     return st;
 }
 
@@ -1099,8 +1069,7 @@ static wk_status graph_record(wk_llm *m, int64_t cap, bool greedy)
     *gp = NULL, *op = NULL, *cp = 0;
     if (wk_graph_begin(m->dev) != WK_OK) return wk_merr_core("recording a decode step");
     wk_scope_begin();
-    llm_dyn dy = { .pos = wk_narrow(G->in, 0, 1, 1), .mask = wk_narrow(G->mask, 3, 0, cap),
-                   .wmask = wk_narrow(G->wmask, 3, 0, cap), .cap = cap };
+    llm_dyn dy = { .pos = wk_narrow(G->in, 0, 1, 1), .kv_len = wk_narrow(G->in, 0, 2, 1), .cap = cap };
     /* the tables' rows at the position, for ropes apart from rope_kv (q/k norms, separate projections) */
     bool rows = m->hp.qk_norm;
     for (int64_t l = 0; l < m->info.n_layer; l++) rows = rows || !m->layers[l].wqkv;
@@ -1146,24 +1115,15 @@ static wk_status graph_ready(wk_llm *m, bool greedy, bool *used)
     return WK_OK;
 }
 
-/* The host's writes of a step's inputs: the token's row, the position,
- * and the masks over keys [0, cap). */
-static wk_status write_inputs(wk_llm *m, int32_t token, int64_t cap)
+/* The host's write of a step's inputs: the token's row, the position, the
+ * count of keys. */
+static wk_status write_inputs(wk_llm *m, int32_t token)
 {
-    llm_graphs *G = m->graphs;
-    const int64_t pos = m->pos, C = m->info.context, W = m->info.sliding_window;
-    uint32_t in[2];
+    uint32_t in[3];
     local_ids(m, &token, 1, &in[0]);
-    in[1] = (uint32_t)pos;
-    float *mk = G->host_mask, *wmk = G->host_mask + C;
-    for (int64_t j = 0; j < cap; j++) mk[j] = j <= pos ? 0.0f : -1e30f;
-    for (int64_t j = 0; W > 0 && j < cap; j++) wmk[j] = j <= pos && j > pos - W ? 0.0f : -1e30f;
-    wk_scope_begin();   /* the narrowed views below */
-    wk_status st = wk_write(G->in, in, sizeof in);
-    if (st == WK_OK) st = wk_write(wk_narrow(G->mask, 3, 0, cap), mk, (size_t)cap * sizeof(float));
-    if (st == WK_OK && W > 0) st = wk_write(wk_narrow(G->wmask, 3, 0, cap), wmk, (size_t)cap * sizeof(float));
-    wk_scope_end();
-    return st;
+    in[1] = (uint32_t)m->pos;
+    in[2] = (uint32_t)m->pos + 1;
+    return wk_write(m->graphs->in, in, sizeof in);
 }
 
 /* The replay of the one-token pass of token `token` at m->pos, its logits
@@ -1181,7 +1141,7 @@ static wk_status graph_step(wk_llm *m, int32_t token, float *out, bool *used)
         if (!m->t_gev[i]) m->t_gev[i] = wk_event_new(m->dev);
     const bool ev = m->timing && m->t_gev[0] && m->t_gev[1] && m->t_gev[2];
     if (ev) (void)wk_event_record(m->t_gev[0]);
-    st = write_inputs(m, token, G->cap);
+    st = write_inputs(m, token);
     if (ev) (void)wk_event_record(m->t_gev[1]);
     if (st == WK_OK) st = wk_graph_launch(G->g);
     if (ev) (void)wk_event_record(m->t_gev[2]);
@@ -1246,7 +1206,7 @@ static wk_status graph_greedy(wk_llm *m, int32_t token, int32_t *best, bool *use
         st = graph_ready(m, true, used);
         if (!*used || st != WK_OK) return st;
         G = m->graphs;
-        st = write_inputs(m, token, G->cap_b);
+        st = write_inputs(m, token);
         if (st == WK_OK) st = greedy_queue(m, &cur);
     }
     G->ahead = false;

@@ -31,6 +31,9 @@
  *    family): contiguous and strided elementwise ops, a transposed copy,
  *    reductions over either dim, argmax over everything, const_set through
  *    a view, index_select.
+ *  - attention's kv_len (a count of keys in device memory) against the op
+ *    on that many keys, called and in a recorded graph with the count
+ *    rewritten between replays.
  * Expected values are computed here by hand (small integer arithmetic).
  * Usage: wick-device-checks [--device NAME]   (needs about 8 GiB on it)
  * Ends with "N passed, N failed". */
@@ -454,6 +457,86 @@ static void check_linear_silu_mul(wk_device *dev)
         }
 }
 
+/* max |a - b| / max |b| of two tensors of one shape (as f32) */
+static double rel_diff(const wk_tensor *a, const wk_tensor *b)
+{
+    const int64_t n = a && b ? wk_tensor_numel(b) : 0;
+    wk_tensor *fa = n ? wk_to_dtype(a, WK_F32) : NULL, *fb = n ? wk_to_dtype(b, WK_F32) : NULL;
+    float *x = malloc((size_t)(n ? n : 1) * 4), *y = malloc((size_t)(n ? n : 1) * 4);
+    double e = n ? 0 : 1e30, s = 0;
+    if (!fa || !fb || !x || !y || wk_to_host(fa, x, (size_t)n * 4) || wk_to_host(fb, y, (size_t)n * 4)) e = 1e30;
+    for (int64_t i = 0; n && e < 1e30 && i < n; i++) {
+        const double d = x[i] > y[i] ? x[i] - y[i] : y[i] - x[i], m = y[i] < 0 ? -y[i] : y[i];
+        e = d > e || d != d ? d : e;
+        s = m > s ? m : s;
+    }
+    wk_release(fa), wk_release(fb);
+    free(x), free(y);
+    return e / (s > 0 ? s : 1);
+}
+
+/* wk_attention's kv_len (a count of keys read on the device) against the
+ * op on the first min(L, Tk) keys: the decode kernels (bf16, f16: the
+ * matrix-core decode; f32: the FMA one), a prefill with a window, counts
+ * 0, inside, Tk and past it; and in a recorded graph, the count rewritten
+ * between replays (what a decode step's graph does). The key split
+ * differs from the narrowed call's, so the bound is the dtype's
+ * rounding, not bits. */
+static void check_attention_kv_len(wk_device *dev)
+{
+    static const struct { int64_t Hq, Hkv, Tq, Tk, D, window; } cs[] = {
+        { 32, 8, 1, 768, 128, 0 }, { 16, 4, 1, 4352, 128, 0 }, { 8, 2, 7, 200, 64, 64 },
+    };
+    static const int64_t Ls[] = { 0, 1, 530, 4100, 200, 768, 5000 };
+    const wk_dtype dts[3] = { WK_BF16, WK_F16, WK_F32 };
+    for (int d = 0; d < 3; d++)
+        for (size_t c = 0; c < sizeof cs / sizeof cs[0]; c++) {
+            wk_scope_begin();
+            const int64_t Tk = cs[c].Tk;
+            wk_tensor *q = wk_rand_uniform(dev, dts[d], WK_SHAPE(1, cs[c].Hq, cs[c].Tq, cs[c].D), -1, 1);
+            wk_tensor *k = wk_rand_uniform(dev, dts[d], WK_SHAPE(1, cs[c].Hkv, Tk, cs[c].D), -1.5, 1.5);
+            wk_tensor *v = wk_rand_uniform(dev, dts[d], WK_SHAPE(1, cs[c].Hkv, Tk, cs[c].D), -1, 1);
+            wk_tensor *lt = wk_zeros(dev, WK_U32, WK_SHAPE(1));
+            const double bound = dts[d] == WK_F32 ? 1e-5 : 2e-2;
+            for (size_t l = 0; l < sizeof Ls / sizeof Ls[0]; l++) {
+                const uint32_t L = (uint32_t)Ls[l];
+                const int64_t n = L < Tk ? L : Tk;
+                wk_attention_opts o = { .causal = true, .window = cs[c].window, .kv_len = lt };
+                wk_tensor *y = lt && wk_write(lt, &L, 4) == WK_OK ? wk_attention(q, k, v, &o) : NULL;
+                o.kv_len = NULL;
+                wk_tensor *ref = wk_attention(q, wk_narrow(k, 2, 0, n), wk_narrow(v, 2, 0, n), &o);
+                const double e = y && ref ? rel_diff(y, ref) : 1e30;
+                char what[96];
+                snprintf(what, sizeof what, "attention_kv_len_%s_tq%lld_tk%lld_L%u", wk_dtype_name(dts[d]),
+                         (long long)cs[c].Tq, (long long)Tk, L);
+                check(what, e <= bound, e, bound);
+            }
+            /* recorded once, replayed with the count rewritten */
+            wk_attention_opts o = { .causal = true, .window = cs[c].window, .kv_len = lt };
+            wk_tensor *y = NULL;
+            wk_graph *g = NULL;
+            if (lt && wk_graph_begin(dev) == WK_OK) {
+                y = wk_attention(q, k, v, &o);
+                g = wk_graph_end(dev);
+            }
+            for (size_t l = 0; l < sizeof Ls / sizeof Ls[0]; l++) {
+                const uint32_t L = (uint32_t)Ls[l];
+                const int64_t n = L < Tk ? L : Tk;
+                o.kv_len = NULL;
+                wk_tensor *ref = wk_attention(q, wk_narrow(k, 2, 0, n), wk_narrow(v, 2, 0, n), &o);
+                const bool ran = g && y && wk_write(lt, &L, 4) == WK_OK && wk_graph_launch(g) == WK_OK;
+                const double e = ran && ref ? rel_diff(y, ref) : 1e30;
+                char what[96];
+                snprintf(what, sizeof what, "attention_kv_len_graph_%s_tq%lld_tk%lld_L%u", wk_dtype_name(dts[d]),
+                         (long long)cs[c].Tq, (long long)Tk, L);
+                check(what, e <= bound, e, bound);
+            }
+            wk_graph_free(g);
+            wk_scope_end();
+        }
+    wk_clear_error();
+}
+
 int main(int argc, char **argv)
 {
     const char *name = "cpu";
@@ -482,6 +565,7 @@ int main(int argc, char **argv)
     }
     check_quant(dev, cpu);
     check_linear_silu_mul(dev);
+    if (wk_supports(dev, "graph", WK_F32)) check_attention_kv_len(dev);
     float tab[6] = { 1, 2, 3, 4, 5, 6 };
     wk_tensor *table = wk_from_host(dev, WK_F32, WK_SHAPE(3, 2), tab);
     int64_t bad_h[2] = { 1, 3 }, bad_g[4] = { 0, 1, 5, 0 };
