@@ -1184,13 +1184,13 @@ static wk_status greedy_queue(wk_llm *m, int *slot)
  * the cache row at a position past the end of the cache's contents, which
  * is written again before it is read, and the inputs the next replay
  * rewrites. *used false when the model does not record.
- * Only with WICK_LLM_GREEDY_GRAPH=1: on H200s, an 8B model's steps run
- * faster issued one by one (programmatic dependent launches between the
- * kernels) than replayed, even with the host never in the way (2 x H200:
- * 352.9 against 334.1 tokens/s split in two, 222-225 against 219-220 on
- * one GPU, bench/RESULTS-tp.md), so greedy generation stays eager by
- * default; where the host cannot issue a step as fast as the device runs
- * it (small models, slow hosts) the graph is the faster way. */
+ * Only with WICK_LLM_GREEDY_GRAPH=1: on H200s, an 8B model's greedy
+ * steps ran faster issued one by one (programmatic dependent launches
+ * between the kernels) than through this path, though its host is never
+ * in the way (split in two: 343-355 against 334-340 tokens/s;
+ * bench/RESULTS-tp.md), so greedy generation stays eager by default;
+ * where the host cannot issue a step as fast as the device runs it
+ * (small models, slow hosts) this is the faster way. */
 static wk_status graph_greedy(wk_llm *m, int32_t token, int32_t *best, bool *used)
 {
     llm_graphs *G = m->graphs;
