@@ -420,17 +420,26 @@ wk_status wk_to_host(const wk_tensor *t, void *dst, size_t bytes)
     return st;
 }
 
+/* A host buffer of `bytes` for all of t's elements (wk_write,
+ * wk_to_host_async): WK_OK and *nb the bytes they take, else the error. */
+static wk_status host_buffer_check(const wk_tensor *t, size_t bytes, int64_t *nb)
+{
+    *nb = 0;
+    if (!t) return wk_error(WK_ERR_ARGUMENT, "NULL tensor");
+    if (!wk_dt_bytes(t->dtype, wk_numel(t->rank, t->dims), nb))
+        return wk_error(WK_ERR_ARGUMENT, "the tensor takes more than 2^63 bytes");
+    if (bytes < (size_t)*nb)
+        return wk_error(WK_ERR_ARGUMENT, "buffer of %zu bytes is smaller than the %lld the tensor holds", bytes,
+                        (long long)*nb);
+    return WK_OK;
+}
+
 wk_status wk_to_host_async(const wk_tensor *t, void *dst, size_t bytes)
 {
     WK_ENTER("to_host_async");
-    wk_status st = WK_OK;
     int64_t nb = 0;
-    if (!t) st = wk_error(WK_ERR_ARGUMENT, "NULL tensor");
-    else if (!wk_dt_bytes(t->dtype, wk_numel(t->rank, t->dims), &nb))
-        st = wk_error(WK_ERR_ARGUMENT, "the tensor takes more than 2^63 bytes");
-    else if (bytes < (size_t)nb)
-        st = wk_error(WK_ERR_ARGUMENT, "buffer of %zu bytes is smaller than the %lld needed", bytes, (long long)nb);
-    else if (nb && !wk_host_range_pinned(t->st->dev, dst, (size_t)nb))
+    wk_status st = host_buffer_check(t, bytes, &nb);
+    if (st == WK_OK && nb && !wk_host_range_pinned(t->st->dev, dst, (size_t)nb))
         st = wk_error(WK_ERR_ARGUMENT, "the destination (%zu bytes) is not inside one wk_host_alloc block of a %s device",
                       (size_t)nb, t->st->dev->be->kind);
     if (st == WK_OK && nb) {
@@ -454,15 +463,9 @@ wk_status wk_to_host_async(const wk_tensor *t, void *dst, size_t bytes)
 wk_status wk_write(wk_tensor *t, const void *src, size_t bytes)
 {
     WK_ENTER("write");
-    wk_status st = WK_OK;
     int64_t nb = 0;
-    if (!t) st = wk_error(WK_ERR_ARGUMENT, "NULL tensor");
-    else if (!wk_dt_bytes(t->dtype, wk_numel(t->rank, t->dims), &nb))
-        st = wk_error(WK_ERR_ARGUMENT, "the tensor takes more than 2^63 bytes");
-    else if (bytes < (size_t)nb)
-        st = wk_error(WK_ERR_ARGUMENT, "buffer of %zu bytes is smaller than the %lld the tensor holds", bytes,
-                      (long long)nb);
-    else if (nb && !src) st = wk_error(WK_ERR_ARGUMENT, "NULL source");
+    wk_status st = host_buffer_check(t, bytes, &nb);
+    if (st == WK_OK && nb && !src) st = wk_error(WK_ERR_ARGUMENT, "NULL source");
     if (st == WK_OK && nb) {
         wk_device *dev = t->st->dev;
         if (wk_tensor_is_contiguous(t)) {
