@@ -768,12 +768,13 @@ static void local_ids(const wk_llm *m, const int32_t *tokens, int64_t T, uint32_
     }
 }
 
-/* The pass of tokens tid (u32 [T], the rank's ids) at positions pos ..
+/* The pass of tokens tid (u32 [T], the rank's ids; NULL: the one token
+ * of the rank's row `row`, known to the host) at positions pos ..
  * pos+T-1 (dy: at dy's position, T 1), up to the output `want` asks for:
  * a tensor of the current scope (LLM_OUT_NONE: x, the residual), NULL +
  * error on failure. Events between the parts when `parts`. */
-static wk_tensor *pass(wk_llm *m, const wk_tensor *tid, int64_t T, int64_t pos, int64_t first_out, int want,
-                       const llm_dyn *dy, bool parts)
+static wk_tensor *pass(wk_llm *m, const wk_tensor *tid, int64_t row, int64_t T, int64_t pos, int64_t first_out,
+                       int want, const llm_dyn *dy, bool parts)
 {
     const wk_llm_info *in = &m->info;
     const llm_hparams *hp = &m->hp;
@@ -783,8 +784,13 @@ static wk_tensor *pass(wk_llm *m, const wk_tensor *tid, int64_t T, int64_t pos, 
     wk_comm *comm = m->tp.comm;
     const wk_dtype act = in->act_dtype;
 #define PART(i) do { if (parts) part_mark(m, (i)); } while (0)
-    wk_tensor *x = wk_dtype_is_quantized(wk_tensor_dtype(m->tok_embd)) ? wk_qgather(m->tok_embd, tid, act)
-                                                                      : wk_index_select(m->tok_embd, tid, 0);
+    const bool qe = wk_dtype_is_quantized(wk_tensor_dtype(m->tok_embd));
+    wk_tensor *x;
+    if (tid) x = qe ? wk_qgather(m->tok_embd, tid, act) : wk_index_select(m->tok_embd, tid, 0);
+    else {   /* a copy of the row: the same values, and no device check of an id for the host to wait for */
+        wk_tensor *r = wk_narrow(m->tok_embd, 0, row, 1);
+        x = !r ? NULL : qe ? wk_dequantize(r, act) : wk_copy(r);
+    }
     /* every token's row comes from the rank that holds it (the others add zeros) */
     if (x && comm && wk_all_reduce(comm, x) != WK_OK) x = NULL;
     if (x && hp->embd_scale > 0) x = wk_affine(x, in_dtype(hp->embd_scale, act), 0.0);
@@ -1077,7 +1083,7 @@ static wk_status graph_record(wk_llm *m, int64_t cap, bool greedy)
     dy.sin = rows ? wk_index_select(m->sin, dy.pos, 0) : m->sin;
     dy.cos_l = rows && m->cos_local ? wk_index_select(m->cos_local, dy.pos, 0) : NULL;
     dy.sin_l = rows && m->sin_local ? wk_index_select(m->sin_local, dy.pos, 0) : NULL;
-    wk_tensor *out = dy.cos && dy.sin ? pass(m, wk_narrow(G->in, 0, 0, 1), 1, 0, 0,
+    wk_tensor *out = dy.cos && dy.sin ? pass(m, wk_narrow(G->in, 0, 0, 1), 0, 1, 0, 0,
                                              greedy ? LLM_OUT_BEST : LLM_OUT_LOGITS, &dy, false)
                                       : NULL;
     if (out && greedy && record_next_inputs(m, out) != WK_OK) out = NULL;
@@ -1261,8 +1267,9 @@ static wk_status forward(wk_llm *m, const int32_t *tokens, int64_t T, int64_t fi
     if (parts) part_mark(m, 0);
     wk_scope_begin();
     const int want = out ? LLM_OUT_LOGITS : best ? LLM_OUT_BEST : LLM_OUT_NONE;
-    wk_tensor *tid = wk_from_host(m->dev, WK_U32, WK_SHAPE(T), ids);
-    wk_tensor *o = tid ? pass(m, tid, T, pos, first_out, want, NULL, parts) : NULL;
+    /* one token: its row is known here (pass copies it) */
+    wk_tensor *tid = T == 1 ? NULL : wk_from_host(m->dev, WK_U32, WK_SHAPE(T), ids);
+    wk_tensor *o = tid || T == 1 ? pass(m, tid, ids[0], T, pos, first_out, want, NULL, parts) : NULL;
     if (m->timing) t1 = llm_now_ms();
     wk_status st = WK_OK;
     uint32_t b = 0;
