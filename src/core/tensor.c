@@ -391,6 +391,17 @@ wk_tensor *wk_from_host(wk_device *dev, wk_dtype dt, wk_shape shape, const void 
     return t;
 }
 
+/* Where a copy to the host reads t's elements: t's first one when t is
+ * contiguous, else that of *tmp, a contiguous copy queued now (the
+ * caller releases it); NULL + error when that copy fails. */
+static const void *host_copy_source(const wk_tensor *t, wk_tensor **tmp)
+{
+    *tmp = NULL;
+    if (wk_tensor_is_contiguous(t)) return (const char *)t->st->ptr + wk_dt_bytes_of(t->dtype, t->offset);
+    *tmp = wk_contiguous(t);
+    return *tmp ? (*tmp)->st->ptr : NULL;
+}
+
 wk_status wk_to_host(const wk_tensor *t, void *dst, size_t bytes)
 {
     WK_ENTER("to_host");
@@ -407,13 +418,10 @@ wk_status wk_to_host(const wk_tensor *t, void *dst, size_t bytes)
         else if (need && !dst) st = wk_error(WK_ERR_ARGUMENT, "NULL destination");
         if (st == WK_OK && need) {
             wk_device *dev = t->st->dev;
-            if (wk_tensor_is_contiguous(t)) {
-                st = dev->be->read(dev->ctx, dst, (const char *)t->st->ptr + wk_dt_bytes_of(t->dtype, t->offset), need);
-            } else {
-                wk_tensor *c = wk_contiguous(t);
-                st = c ? dev->be->read(dev->ctx, dst, c->st->ptr, need) : wk_last_status();
-                wk_release(c);
-            }
+            wk_tensor *c = NULL;
+            const void *src = host_copy_source(t, &c);
+            st = src ? dev->be->read(dev->ctx, dst, src, need) : wk_last_status();
+            wk_release(c);
         }
     }
     WK_LEAVE();
@@ -444,16 +452,11 @@ wk_status wk_to_host_async(const wk_tensor *t, void *dst, size_t bytes)
                       (size_t)nb, t->st->dev->be->kind);
     if (st == WK_OK && nb) {
         wk_device *dev = t->st->dev;
-        /* a view with gaps: its contiguous copy, queued before the read (the
-           copy's memory goes back to the device's pool in stream order) */
-        wk_tensor *c = wk_tensor_is_contiguous(t) ? NULL : wk_contiguous(t);
-        const wk_tensor *s = c ? c : t;
-        if (!c && !wk_tensor_is_contiguous(t)) st = wk_last_status();
-        else {
-            const void *src = (const char *)s->st->ptr + wk_dt_bytes_of(s->dtype, s->offset);
-            st = dev->be->read_async ? dev->be->read_async(dev->ctx, dst, src, (size_t)nb)
-                                     : dev->be->read(dev->ctx, dst, src, (size_t)nb);
-        }
+        wk_tensor *c = NULL;   /* its memory goes back to the device's pool in stream order, after the read */
+        const void *src = host_copy_source(t, &c);
+        if (!src) st = wk_last_status();
+        else if (dev->be->read_async) st = dev->be->read_async(dev->ctx, dst, src, (size_t)nb);
+        else st = dev->be->read(dev->ctx, dst, src, (size_t)nb);
         wk_release(c);
     }
     WK_LEAVE();
