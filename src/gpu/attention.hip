@@ -159,7 +159,8 @@ struct at_args {
 
 /* With a count of keys in device memory (wk_attention_opts.kv_len): the
  * keys [0, min(L, Tk)) and the queries aligned to their end, in every
- * kernel's own copy of the arguments. The host sized the grid for Tk
+ * kernel's own copy of the arguments (not the combine's: it reads
+ * neither). The host sized the grid for Tk
  * keys; blocks of keys past L find none (a split with no key is a
  * partial of weight 0, as a fully masked one). */
 WK_DEV void at_dyn(at_args &a)
@@ -585,7 +586,6 @@ template <typename T>
 __global__ __launch_bounds__(AT_DNT) void at_combine_kernel(at_args a, const float *part, int nsplit, int nrg,
                                                             int rmax)
 {
-    at_dyn(a);
     __shared__ float w[AT_MAXSPLIT];
     __shared__ float red[AT_DNT];
     const int tid = threadIdx.x, D = a.D;

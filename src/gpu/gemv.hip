@@ -75,26 +75,45 @@ gv_kernel(const T *__restrict__ w, int64_t w_rs, const T *__restrict__ x, T *__r
  * and x 16-byte aligned, k a multiple of 8, y contiguous);
  * *done false otherwise (nothing launched). w_rs: W's row stride in
  * elements. */
+/* whether the kernels here take n rows of W (w_rs elements apart) and x */
+static bool gv_fits(wk_dtype dt, const void *w, int64_t w_rs, const void *x, int64_t n, int64_t k)
+{
+    return (dt == WK_BF16 || dt == WK_F16) && k >= 8 && k % 8 == 0 && n >= 1 && (w_rs * 2) % 16 == 0 &&
+           wk_gpu_aligned(w, 16) && wk_gpu_aligned(x, 16) && n <= (int64_t)INT32_MAX * (GV_BLOCK / 64);
+}
+
+/* GO(T, W) for the dtype (bf16 or f16) and c's warp width */
+#define GV_DISPATCH(c, dt, GO)                                                                               \
+    do {                                                                                                     \
+        if ((dt) == WK_BF16) {                                                                               \
+            if ((c)->warp_size == 64) GO(wk_bf16_t, 64);                                                     \
+            else GO(wk_bf16_t, 32);                                                                          \
+        } else {                                                                                             \
+            if ((c)->warp_size == 64) GO(wk_f16_t, 64);                                                      \
+            else GO(wk_f16_t, 32);                                                                           \
+        }                                                                                                    \
+    } while (0)
+
+bool wk_gpu_gemv_on(void)
+{
+    static const bool on = [] {
+        const char *gv = getenv("WICK_GEMV"), *mode = getenv("WICK_MATVEC");
+        return !(gv && !strcmp(gv, "0")) && !(mode && !strcmp(mode, "blas"));
+    }();
+    return on;
+}
+
 wk_status wk_gpu_gemv(wk_gpu_ctx *c, wk_dtype dt, const void *w, int64_t w_rs, const void *x, void *y,
                                  int64_t n, int64_t k, bool *done)
 {
-    *done = false;
-    if ((dt != WK_BF16 && dt != WK_F16) || k < 8 || k % 8 || n < 1 || (w_rs * 2) % 16 ||
-        !wk_gpu_aligned(w, 16) || !wk_gpu_aligned(x, 16) || n > (int64_t)INT32_MAX * (GV_BLOCK / 64))
-        return WK_OK;
-    *done = true;
+    *done = gv_fits(dt, w, w_rs, x, n, k);
+    if (!*done) return WK_OK;
     const int rows = GV_BLOCK / c->warp_size;
     const unsigned grid = (unsigned)((n + rows - 1) / rows);
 #define GV_GO_(T_, W_)                                                                                      \
     WK_LAUNCH_PDL(c->cc_major >= 9, (gv_kernel<T_, W_>), grid, GV_BLOCK, 0, c->stream, (const T_ *)w, w_rs, \
                   (const T_ *)x, (T_ *)y, n, k)
-    if (dt == WK_BF16) {
-        if (c->warp_size == 64) GV_GO_(wk_bf16_t, 64);
-        else GV_GO_(wk_bf16_t, 32);
-    } else {
-        if (c->warp_size == 64) GV_GO_(wk_f16_t, 64);
-        else GV_GO_(wk_f16_t, 32);
-    }
+    GV_DISPATCH(c, dt, GV_GO_);
 #undef GV_GO_
     return wk_gpu_launched(c, "matmul (gemv)", __FILE__, __LINE__);
 }
@@ -143,39 +162,27 @@ gv_glu_kernel(const T *__restrict__ w, int64_t w_rs, const T *__restrict__ x, T 
     }
 }
 
-/* backend.h's linear_silu_mul: f16/bf16 where wk_gpu_dense_matvec sends
- * a one-row product of these operands to gemv.hip (WICK_GEMV and
- * WICK_MATVEC as it reads them, the layout wk_gpu_gemv takes), so that
- * the bits are the product's and silu_mul's; WICK_GPU_GLU=0: never (the
- * two launches, for comparisons). */
+/* backend.h's linear_silu_mul: where wk_gpu_dense_matvec sends a one-row
+ * product of these operands to gv_kernel (wk_gpu_gemv_on, gv_fits), so
+ * that the bits are the product's and silu_mul's; WICK_GPU_GLU=0: never
+ * (the two launches, for comparisons). */
 extern "C" wk_status wk_gpu_linear_silu_mul(void *ctx, wk_dtype dt, const void *x, const void *w, int64_t w_rs, void *y,
                                             int64_t F, int64_t k, bool *done)
 {
     wk_gpu_ctx *c = (wk_gpu_ctx *)ctx;
-    *done = false;
     static const bool off = [] {
         const char *e = getenv("WICK_GPU_GLU");
         return e && !strcmp(e, "0");
     }();
-    const char *gv = getenv("WICK_GEMV"), *mode = getenv("WICK_MATVEC");
-    if (off || (gv && !strcmp(gv, "0")) || (mode && !strcmp(mode, "blas")) || (dt != WK_BF16 && dt != WK_F16) ||
-        k < 8 || k % 8 || F < 1 || (w_rs * 2) % 16 || !wk_gpu_aligned(w, 16) || !wk_gpu_aligned(x, 16) ||
-        F > (int64_t)INT32_MAX * (GV_BLOCK / 64))
-        return WK_OK;
+    *done = !off && wk_gpu_gemv_on() && gv_fits(dt, w, w_rs, x, F, k);
+    if (!*done) return WK_OK;
     WK_GPU_ENTER(c);
-    *done = true;
     const int rows = GV_BLOCK / c->warp_size;
     const unsigned grid = (unsigned)((F + rows - 1) / rows);
 #define GV_GLU_(T_, W_)                                                                                       \
     WK_LAUNCH_PDL(c->cc_major >= 9, (gv_glu_kernel<T_, W_>), grid, GV_BLOCK, 0, c->stream, (const T_ *)w, w_rs, \
                   (const T_ *)x, (T_ *)y, F, k)
-    if (dt == WK_BF16) {
-        if (c->warp_size == 64) GV_GLU_(wk_bf16_t, 64);
-        else GV_GLU_(wk_bf16_t, 32);
-    } else {
-        if (c->warp_size == 64) GV_GLU_(wk_f16_t, 64);
-        else GV_GLU_(wk_f16_t, 32);
-    }
+    GV_DISPATCH(c, dt, GV_GLU_);
 #undef GV_GLU_
     return wk_gpu_launched(c, "linear_silu_mul", __FILE__, __LINE__);
 }

@@ -1486,6 +1486,8 @@ static wk_status qmvq_run(wk_gpu_ctx *c, wk_dtype qt, const uint8_t *w, int64_t 
  * apart) for f16/bf16 where the layout allows; *done false when not taken */
 wk_status wk_gpu_gemv(wk_gpu_ctx *c, wk_dtype dt, const void *w, int64_t w_rs, const void *x, void *y, int64_t n,
                       int64_t k, bool *done);
+/* gemv.hip: false with WICK_GEMV=0 or WICK_MATVEC=blas (read once) */
+bool wk_gpu_gemv_on(void);
 
 /* the dense matvec: dst [m, n] = a [m, k] . b [k, n] for f16/bf16 with
  * m <= 8 and b the transposed view of a row-major W [n, k] (b's strides
@@ -1509,16 +1511,15 @@ extern "C" wk_status wk_gpu_dense_matvec(void *ctx, const wk_view *dst, const wk
      * decode step (SmolLM2-135M on an H200: 623-657 tokens/s against
      * 391-482 with the BLAS; the 8B's matrices are all larger);
      * WICK_MATVEC=blas: the BLAS for every product */
-    const char *mode = getenv("WICK_MATVEC");
-    /* one row: gemv.hip's kernel, at every size (WICK_GEMV=0: not) */
-    const char *gv = getenv("WICK_GEMV");
-    if (m == 1 && !(gv && !strcmp(gv, "0")) && !(mode && !strcmp(mode, "blas")) && a->dtype == dt &&
-        a->strides[1] == 1 && b->strides[0] == 1 && dst->strides[1] == 1) {
+    /* one row: gemv.hip's kernel, at every size (not with WICK_GEMV=0 or WICK_MATVEC=blas) */
+    if (m == 1 && wk_gpu_gemv_on() && a->dtype == dt && a->strides[1] == 1 && b->strides[0] == 1 &&
+        dst->strides[1] == 1) {
         wk_status st = wk_gpu_gemv(c, dt, wk_gpu_view_ptr(b), b->strides[1], wk_gpu_view_ptr(a), wk_gpu_view_ptr(dst), n, k,
                                    done);
         if (*done || st != WK_OK) return st;
     }
     if (m < 1 || m > 8 || n < 1 || k < 32 || k % 32 != 0) return WK_OK;
+    const char *mode = getenv("WICK_MATVEC");   /* per call: gpu_bench's sweeps set it */
     if (!mode || !*mode || strcmp(mode, "auto") == 0) {
         const char *lim = getenv("WICK_MATVEC_MAX_KIB");
         const long long kib = lim && *lim ? atoll(lim) : 8192;
