@@ -155,6 +155,8 @@ struct at_args {
     const void *kvlen;            /* the count of keys in device memory (u32, or
                                      i64 with kvlen64), or NULL: Tk         */
     int kvlen64;
+    int sp_fill, sp_least, sp_cap, sp_max;   /* a decode call's rule for its
+                                     chunks (at_split_of), for at_chunks    */
 };
 
 /* With a count of keys in device memory (wk_attention_opts.kv_len): the
@@ -171,6 +173,22 @@ WK_DEV void at_dyn(at_args &a)
     a.shift = (int64_t)a.Tk - a.Tq;
 }
 
+/* The chunks of a decode call over `range` keys: enough blocks for one
+ * wave of the device (`fill` per group of rows), of at least `least`
+ * keys, at most `cap` of them (or one per 2048 keys, up to `max`, where
+ * that is more): their count, and *chunk keys each. */
+WK_HD int64_t at_split_of(int64_t range, int64_t fill, int64_t least, int64_t cap, int64_t max, int64_t *chunk)
+{
+    const int64_t most = range / 2048 > cap ? (range / 2048 < max ? range / 2048 : max) : cap;
+    int64_t n = fill;
+    const int64_t maxs = (range + least - 1) / least;
+    if (n > maxs) n = maxs;
+    if (n > most) n = most;
+    if (n < 1) n = 1;
+    *chunk = range > 0 ? (range + n - 1) / n : 0;
+    return range > 0 ? (range + *chunk - 1) / *chunk : 1;
+}
+
 /* keys [*lo, *hi) that some query row in [i0, i1] can see */
 WK_HD void at_key_range(const at_args &a, int64_t i0, int64_t i1, int64_t *lo, int64_t *hi)
 {
@@ -179,6 +197,27 @@ WK_HD void at_key_range(const at_args &a, int64_t i0, int64_t i1, int64_t *lo, i
     if (a.window > 0 && i0 + a.shift - a.window + 1 > l) l = i0 + a.shift - a.window + 1;
     *lo = l;
     *hi = h;
+}
+
+/* The chunks a decode kernel takes (after at_dyn): the host's nsplit of
+ * *chunk keys; or, with a count of keys in device memory, the host's rule
+ * applied to the keys there, so that a graph recorded for a long stretch
+ * of the cache (its grid has nsplit chunks for all of it) splits a short
+ * count as a call for just those keys would, bit for bit. The blocks of
+ * chunks past the count take no part (every block finds the same count). */
+WK_DEV int at_chunks(const at_args &a, int nsplit, int64_t *chunk)
+{
+    if (!a.kvlen) return nsplit;
+    int64_t lo, hi, c;
+    at_key_range(a, 0, a.Tq - 1, &lo, &hi);
+    const int64_t range = hi > lo ? hi - lo : 0;
+    int64_t n = at_split_of(range, a.sp_fill, a.sp_least, a.sp_cap, a.sp_max, &c);
+    if (n > nsplit) {   /* (a rounding the grid's count did not have) */
+        n = nsplit;
+        c = (range + n - 1) / n;
+    }
+    *chunk = c;
+    return (int)n;
 }
 
 WK_DEV bool at_visible(const at_args &a, int64_t i, int64_t j)
@@ -426,6 +465,7 @@ __global__ __launch_bounds__(AT_DNT, RMAX <= 4 ? 3 : 2) void at_decode_kernel(at
                                                            int nrg)
 {
     at_dyn(a);
+    const int nuse = at_chunks(a, nsplit, &chunk);
     enum { VEC = 16 / sizeof(T), GS = DV < 32 ? DV : 32, NVL = DV / GS, NG = AT_DNT / GS, DC = DV * VEC };
     __shared__ float sm_acc[NG][RMAX][DC];
     __shared__ float sm_m[NG][RMAX], sm_l[NG][RMAX];
@@ -435,6 +475,7 @@ __global__ __launch_bounds__(AT_DNT, RMAX <= 4 ? 3 : 2) void at_decode_kernel(at
     const int R = a.G * a.Tq;
     int64_t blk = blockIdx.x;
     const int split = (int)(blk % nsplit);
+    if (split >= nuse) return;                    /* past the count of keys (uniform) */
     blk /= nsplit;
     const int rg = (int)(blk % nrg);
     blk /= nrg;
@@ -588,6 +629,9 @@ __global__ __launch_bounds__(AT_DNT) void at_combine_kernel(at_args a, const flo
 {
     __shared__ float w[AT_MAXSPLIT];
     __shared__ float red[AT_DNT];
+    at_dyn(a);
+    int64_t chunk = 0;
+    const int nuse = at_chunks(a, nsplit, &chunk);   /* the chunks that wrote partials */
     const int tid = threadIdx.x, D = a.D;
     const int64_t row = blockIdx.x;                    /* (b, h, i) */
     const int i = (int)(row % a.Tq), h = (int)((row / a.Tq) % a.Hq), b = (int)(row / ((int64_t)a.Tq * a.Hq));
@@ -596,7 +640,7 @@ __global__ __launch_bounds__(AT_DNT) void at_combine_kernel(at_args a, const flo
     const int64_t pb0 = (((int64_t)b * a.Hkv + hk) * nrg + rg) * nsplit;
     const float *ml = part + nb * rmax * D;
     float M = -INFINITY;
-    for (int s = tid; s < nsplit; s += AT_DNT) M = fmaxf(M, ml[((pb0 + s) * rmax + rr) * 2]);
+    for (int s = tid; s < nuse; s += AT_DNT) M = fmaxf(M, ml[((pb0 + s) * rmax + rr) * 2]);
     red[tid] = M;
     __syncthreads();
     for (int o = AT_DNT / 2; o > 0; o /= 2) {
@@ -607,7 +651,7 @@ __global__ __launch_bounds__(AT_DNT) void at_combine_kernel(at_args a, const flo
     const float mu = M == -INFINITY ? 0.0f : M;
     __syncthreads();
     float L = 0.0f;
-    for (int s = tid; s < nsplit; s += AT_DNT) {
+    for (int s = tid; s < nuse; s += AT_DNT) {
         const float ws = exp2f(ml[((pb0 + s) * rmax + rr) * 2] - mu);
         w[s] = ws;
         L = fmaf(ml[((pb0 + s) * rmax + rr) * 2 + 1], ws, L);
@@ -626,13 +670,13 @@ __global__ __launch_bounds__(AT_DNT) void at_combine_kernel(at_args a, const flo
         const int64_t ps = (int64_t)rmax * D;        /* from one split to the next */
         float A0 = 0.0f, A1 = 0.0f, A2 = 0.0f, A3 = 0.0f;
         int s = 0;
-        for (; s + 4 <= nsplit; s += 4) {           /* four loads in flight */
+        for (; s + 4 <= nuse; s += 4) {             /* four loads in flight */
             A0 = fmaf(pp[(s + 0) * ps], w[s + 0], A0);
             A1 = fmaf(pp[(s + 1) * ps], w[s + 1], A1);
             A2 = fmaf(pp[(s + 2) * ps], w[s + 2], A2);
             A3 = fmaf(pp[(s + 3) * ps], w[s + 3], A3);
         }
-        for (; s < nsplit; s++) A0 = fmaf(pp[s * ps], w[s], A0);
+        for (; s < nuse; s++) A0 = fmaf(pp[s * ps], w[s], A0);
         op[d] = wk_to<T>(((A0 + A1) + (A2 + A3)) * inv);
     }
 }
@@ -921,12 +965,14 @@ __global__ __launch_bounds__(128, DMAX <= 128 ? 2 : 1) void at_mma_decode_kernel
     wk_pdl_wait();
     at_dyn(a);
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    const int nuse = at_chunks(a, nsplit, &chunk);
     typedef at_dcfg<DMAX> CF;
     enum { LDS = CF::LDS, NS = CF::NS, NKS = DMAX / 16, NDT = DMAX / 8, RM = 16 };
     const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32, g = lane / 4, t = lane % 4;
     const int D = a.D, R = a.G * a.Tq;
     int blk = (int)blockIdx.x;
     const int split = blk % nsplit;
+    if (split >= nuse) return;                   /* past the count of keys (uniform; not counted) */
     blk /= nsplit;
     const int rg = blk % nrg;
     blk /= nrg;
@@ -1163,26 +1209,26 @@ __global__ __launch_bounds__(128, DMAX <= 128 ? 2 : 1) void at_mma_decode_kernel
     __syncthreads();
     if (tid == 0) {
         const int grp = (int)(pb / nsplit);
-        const unsigned prev = nsplit > 1 ? atomicAdd(cnt + grp, 1u) : 0u;
-        s_last = prev == (unsigned)nsplit - 1u;
-        if (s_last && nsplit > 1) cnt[grp] = 0u;
+        const unsigned prev = nuse > 1 ? atomicAdd(cnt + grp, 1u) : 0u;
+        s_last = prev == (unsigned)nuse - 1u;
+        if (s_last && nuse > 1) cnt[grp] = 0u;
     }
     __syncthreads();
     if (!s_last) return;
     __threadfence();
     const int64_t pb0 = pb - split;                 /* the group's first block */
-    float *wsm = ml + 4 * RM * 2;                   /* [nrow][nsplit] weights (nsplit <= AT_DMAXSPLIT), then 1 / L per row */
-    float *inv = wsm + RM * nsplit;
+    float *wsm = ml + 4 * RM * 2;                   /* [nrow][nuse] weights (nuse <= AT_DMAXSPLIT), then 1 / L per row */
+    float *inv = wsm + RM * nuse;
     for (int rr = warp; rr < nrow; rr += 4) {
         float M = -INFINITY;
-        for (int sp = lane; sp < nsplit; sp += 32) M = fmaxf(M, __ldcg(pml + ((pb0 + sp) * RM + rr) * 2));
+        for (int sp = lane; sp < nuse; sp += 32) M = fmaxf(M, __ldcg(pml + ((pb0 + sp) * RM + rr) * 2));
 #pragma unroll
         for (int o2 = 16; o2 > 0; o2 /= 2) M = fmaxf(M, __shfl_xor_sync(0xffffffffu, M, o2));
         const float mu = M == -INFINITY ? 0.0f : M;
         float L = 0.0f;
-        for (int sp = lane; sp < nsplit; sp += 32) {
+        for (int sp = lane; sp < nuse; sp += 32) {
             const float wt = at_exp2(__ldcg(pml + ((pb0 + sp) * RM + rr) * 2) - mu);
-            wsm[rr * nsplit + sp] = wt;
+            wsm[rr * nuse + sp] = wt;
             L = fmaf(__ldcg(pml + ((pb0 + sp) * RM + rr) * 2 + 1), wt, L);
         }
 #pragma unroll
@@ -1195,10 +1241,10 @@ __global__ __launch_bounds__(128, DMAX <= 128 ? 2 : 1) void at_mma_decode_kernel
         const int rr = idx / D4, d = (idx % D4) * 4;
         const float *pp = part + (pb0 * RM + rr) * D + d;
         const int64_t ps = (int64_t)RM * D;
-        const float *wr = wsm + rr * nsplit;
+        const float *wr = wsm + rr * nuse;
         float4 A = make_float4(0.0f, 0.0f, 0.0f, 0.0f), B = A;
         int sp = 0;
-        for (; sp + 4 <= nsplit; sp += 4) {         /* independent loads in flight */
+        for (; sp + 4 <= nuse; sp += 4) {           /* independent loads in flight */
             const float4 x0 = __ldcg((const float4 *)(pp + (sp + 0) * ps));
             const float4 x1 = __ldcg((const float4 *)(pp + (sp + 1) * ps));
             const float4 x2 = __ldcg((const float4 *)(pp + (sp + 2) * ps));
@@ -1209,7 +1255,7 @@ __global__ __launch_bounds__(128, DMAX <= 128 ? 2 : 1) void at_mma_decode_kernel
             A.x = fmaf(x2.x, w2, A.x); A.y = fmaf(x2.y, w2, A.y); A.z = fmaf(x2.z, w2, A.z); A.w = fmaf(x2.w, w2, A.w);
             B.x = fmaf(x3.x, w3, B.x); B.y = fmaf(x3.y, w3, B.y); B.z = fmaf(x3.z, w3, B.z); B.w = fmaf(x3.w, w3, B.w);
         }
-        for (; sp < nsplit; sp++) {
+        for (; sp < nuse; sp++) {
             const float4 x = __ldcg((const float4 *)(pp + sp * ps));
             const float w0 = wr[sp];
             A.x = fmaf(x.x, w0, A.x); A.y = fmaf(x.y, w0, A.y); A.z = fmaf(x.z, w0, A.z); A.w = fmaf(x.w, w0, A.w);
@@ -1513,6 +1559,7 @@ __global__ __launch_bounds__(at_fcfg<DMAX>::NW_DEC * 64) void at_mfma_decode_ker
 {
     at_dyn(a);
 #if defined(WK_MFMA_DEVICE)
+    const int nuse = at_chunks(a, nsplit, &chunk);
     typedef at_fcfg<DMAX> CF;
     enum { NW = CF::NW_DEC, BN = 16 * NW, NT = 64 * NW, NKS = DMAX / 16, NCH = (BN * DMAX / 8 + NT - 1) / NT };
     static_assert(BN == CF::BN, "a decode tile is one 16-key block per wave");
@@ -1521,6 +1568,7 @@ __global__ __launch_bounds__(at_fcfg<DMAX>::NW_DEC * 64) void at_mfma_decode_ker
     const int D = a.D, R = a.G * a.Tq;
     int64_t blk = blockIdx.x;
     const int split = (int)(blk % nsplit);
+    if (split >= nuse) return;                    /* past the count of keys (uniform) */
     blk /= nsplit;
     const int rg = (int)(blk % nrg);
     blk /= nrg;
@@ -1673,18 +1721,18 @@ template <typename T> static wk_status wk_mma(wk_gpu_ctx *c, const at_args &a)
     return at_run_mma<T, 256, 1>(c, a);
 }
 
-/* the chunks of a decode call: enough blocks for one full wave of the
- * device (per_sm resident each), chunks of at least `least` keys */
-static int64_t at_nsplit(const wk_gpu_ctx *c, int per_sm, int64_t groups, int64_t range, int64_t least, int64_t most,
-                         int64_t *chunk)
+/* the chunks of a decode call (at_split_of) on c's device, per_sm
+ * blocks resident on each multiprocessor; the rule is kept in *a for the
+ * kernels' at_chunks */
+static int64_t at_nsplit(const wk_gpu_ctx *c, at_args *a, int per_sm, int64_t groups, int64_t range, int64_t least,
+                         int64_t cap, int64_t max, int64_t *chunk)
 {
-    int64_t nsplit = (int64_t)c->sm_count * per_sm / groups;
-    const int64_t maxs = (range + least - 1) / least;
-    if (nsplit > maxs) nsplit = maxs;
-    if (nsplit > most) nsplit = most;
-    if (nsplit < 1) nsplit = 1;
-    *chunk = (range + nsplit - 1) / nsplit;
-    return (range + *chunk - 1) / *chunk;
+    const int64_t fill = (int64_t)c->sm_count * per_sm / groups;
+    a->sp_fill = (int)(fill < INT32_MAX ? fill : INT32_MAX);
+    a->sp_least = (int)least;
+    a->sp_cap = (int)cap;
+    a->sp_max = (int)max;
+    return at_split_of(range, a->sp_fill, least, cap, max, chunk);
 }
 
 /* launch the combine kernel over partials of rmax rows per block */
@@ -1741,7 +1789,7 @@ static wk_status at_counters(wk_gpu_ctx *c, int64_t n, unsigned **out)
     return WK_OK;
 }
 
-template <typename T, int DMAX> static wk_status at_run_mma_decode(wk_gpu_ctx *c, const at_args &a, int64_t range)
+template <typename T, int DMAX> static wk_status at_run_mma_decode(wk_gpu_ctx *c, const at_args &a0, int64_t range)
 {
     static unsigned done;
     static int per_sm;
@@ -1756,6 +1804,7 @@ template <typename T, int DMAX> static wk_status at_run_mma_decode(wk_gpu_ctx *c
         (void)hipGetLastError();
         per_sm = n;
     }
+    at_args a = a0;
     const int R = a.G * a.Tq, nrg = (R + 15) / 16;
     const int64_t groups = (int64_t)a.B * a.Hkv * nrg;
     int64_t chunk;
@@ -1774,8 +1823,7 @@ template <typename T, int DMAX> static wk_status at_run_mma_decode(wk_gpu_ctx *c
         const long long v = e ? atoll(e) : 0;
         return v >= 1 && v <= AT_DMAXSPLIT ? (int64_t)v : (int64_t)32;
     }();
-    const int64_t most = range / 2048 > cap ? (range / 2048 < AT_DMAXSPLIT ? range / 2048 : AT_DMAXSPLIT) : cap;
-    const int64_t nsplit = at_nsplit(c, per_sm, groups, range, least, most, &chunk);
+    const int64_t nsplit = at_nsplit(c, &a, per_sm, groups, range, least, cap, AT_DMAXSPLIT, &chunk);
     const int64_t nb = groups * nsplit;
     if (nb > INT32_MAX) return wk_gpu_host->set_error(WK_ERR_UNSUPPORTED, "attention: too many heads and batches");
     unsigned *cnt = NULL;
@@ -1803,7 +1851,7 @@ template <typename T, int DMAX> static wk_status at_run_mfma(wk_gpu_ctx *c, cons
     return WK_OK;
 }
 
-template <typename T, int DMAX> static wk_status at_run_mfma_decode(wk_gpu_ctx *c, const at_args &a, int64_t range)
+template <typename T, int DMAX> static wk_status at_run_mfma_decode(wk_gpu_ctx *c, const at_args &a0, int64_t range)
 {
     enum { NT = 64 * at_fcfg<DMAX>::NW_DEC };
     const size_t smem = at_fcfg<DMAX>::smem_dec;
@@ -1816,10 +1864,12 @@ template <typename T, int DMAX> static wk_status at_run_mfma_decode(wk_gpu_ctx *
         (void)hipGetLastError();
         per_sm = n;
     }
+    at_args a = a0;
     const int R = a.G * a.Tq, nrg = (R + 15) / 16;
     const int64_t groups = (int64_t)a.B * a.Hkv * nrg;
     int64_t chunk;
-    const int64_t nsplit = at_nsplit(c, per_sm, groups, range, 4 * at_fcfg<DMAX>::BN, AT_MAXSPLIT, &chunk);
+    const int64_t nsplit =
+        at_nsplit(c, &a, per_sm, groups, range, 4 * at_fcfg<DMAX>::BN, AT_MAXSPLIT, AT_MAXSPLIT, &chunk);
     const int64_t nb = groups * nsplit;
     if (nb > INT32_MAX) return wk_gpu_host->set_error(WK_ERR_UNSUPPORTED, "attention: too many heads and batches");
     float *part = NULL;
@@ -1861,8 +1911,9 @@ template <typename T> static wk_status at_mfma_decode(wk_gpu_ctx *c, const at_ar
 }
 
 template <typename T, int DV, int RMAX>
-static wk_status at_run_decode(wk_gpu_ctx *c, const at_args &a, int64_t range)
+static wk_status at_run_decode(wk_gpu_ctx *c, const at_args &a0, int64_t range)
 {
+    at_args a = a0;
     const int R = a.G * a.Tq, nrg = (R + RMAX - 1) / RMAX;
     const int64_t groups = (int64_t)a.B * a.Hkv * nrg;
     /* blocks: one full wave of the device (as many as can be resident),
@@ -1877,7 +1928,7 @@ static wk_status at_run_decode(wk_gpu_ctx *c, const at_args &a, int64_t range)
         per_sm = n;
     }
     int64_t chunk;
-    const int64_t nsplit = at_nsplit(c, per_sm, groups, range, 128, AT_MAXSPLIT, &chunk);
+    const int64_t nsplit = at_nsplit(c, &a, per_sm, groups, range, 128, AT_MAXSPLIT, AT_MAXSPLIT, &chunk);
     const int64_t nb = groups * nsplit;
     if (nb > INT32_MAX) return wk_gpu_host->set_error(WK_ERR_UNSUPPORTED, "attention: too many heads and batches");
     float *part = NULL;

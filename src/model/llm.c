@@ -406,7 +406,7 @@ static wk_llm *load_one(const char *path, wk_device *dev, const wk_llm_options *
     const char *genv = getenv("WICK_LLM_GRAPH");
     const long long gstep = genv && *genv ? atoll(genv) : 0;
     m->graph_off = genv && !strcmp(genv, "0");
-    m->graph_step = gstep >= 16 && gstep % 16 == 0 ? gstep : LLM_GRAPH_STEP;
+    m->graph_step = gstep >= 16 && gstep % 16 == 0 ? gstep : 0;
     const char *ggenv = getenv("WICK_LLM_GREEDY_GRAPH");
     m->greedy_graph = ggenv && !strcmp(ggenv, "1");
     wk_status st = open_source(m, path);
@@ -945,10 +945,12 @@ static void timing_add(wk_llm *m, double t0, double t1)
  * cache's position dim), and the keys attention reads: a fixed stretch
  * of the cache, [0, cap), of which the first position + 1 exist
  * (wk_attention_opts.kv_len: the same causal and window rules as the
- * eager step, no mask). cap is the position + 1 rounded up to
- * m->graph_step (LLM_GRAPH_STEP unless WICK_LLM_GRAPH=N says), so a graph
- * serves that many positions and is recorded again past them (its grid
- * is sized for cap keys; the blocks past the count find none).
+ * eager step, no mask). cap is the whole cache, so a graph is recorded
+ * once: the attention's grid is sized for cap keys, and its kernels split
+ * the keys they find as a call for that many would (the blocks past
+ * them take no part), so the replay runs what the eager step runs.
+ * WICK_LLM_GRAPH=N (a multiple of 16) makes cap the position + 1 rounded
+ * up to N instead, recorded again past it (tests, comparisons).
  * Two graphs: the step to its logits (graph_step), and the greedy step
  * (graph_greedy) to the argmax of its logits, which then writes the next
  * step's inputs on the device itself (the token's id, the position and
@@ -1107,7 +1109,7 @@ static wk_status graph_ready(wk_llm *m, bool greedy, bool *used)
     *used = false;
     if (!graph_usable(m)) return WK_OK;
     const int64_t C = m->info.context, step = m->graph_step;
-    int64_t cap = (m->pos + 1 + step - 1) / step * step;
+    int64_t cap = step ? (m->pos + 1 + step - 1) / step * step : C;
     if (cap > C) cap = C;
     wk_status st = graphs_init(m);
     if (st == WK_OK && (greedy ? m->graphs->cap_b : m->graphs->cap) != cap) st = graph_record(m, cap, greedy);

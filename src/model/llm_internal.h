@@ -67,13 +67,12 @@ struct wk_llm {
     int timing;
     /* recorded decode steps (llm.c, "recorded decode steps"); graph_off:
        WICK_LLM_GRAPH=0; graph_step: the positions one graph serves
-       (WICK_LLM_GRAPH=N, a multiple of 16; LLM_GRAPH_STEP by default);
+       (WICK_LLM_GRAPH=N, a multiple of 16; 0 by default: the whole cache);
        greedy_graph: greedy steps through the greedy graph, queued ahead
        (WICK_LLM_GREEDY_GRAPH=1; llm.c's graph_greedy says why not by default) */
     struct llm_graphs *graphs;
     bool graph_off, greedy_graph;
     int64_t graph_step;
-#define LLM_GRAPH_STEP 256
     int64_t t_steps;
     double t_issue_ms, t_wait_ms;
     struct wk_event **t_ev;       /* LLM_EVENTS(m) events (llm.c)         */
