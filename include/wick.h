@@ -511,6 +511,16 @@ wk_tensor *wk_rope_thd(const wk_tensor *x, const wk_tensor *cos, const wk_tensor
  * gives zero queries; pos_offset out of range is an error. */
 wk_tensor *wk_rope_kv(const wk_tensor *qkv, int64_t n_q, const wk_tensor *cos, const wk_tensor *sin, int64_t pos_offset,
                       const wk_tensor *pos, bool interleaved, wk_tensor *k_cache, wk_tensor *v_cache);
+/* The fused q/k/v projection and wk_rope_kv in one call: x [T, K], w
+ * [H D, K] (the query heads' rows, then the keys', then the values'; any
+ * row stride, last stride 1; D is twice cos's last dim), and the result
+ * is wk_rope_kv(x . w^T as [1, T, H, D], ...): the product as wk_matmul
+ * makes it (a dense w has x's dtype) or, for a block-quantized w, as
+ * wk_qmatmul does; the same bits as those calls. On a GPU one row of a
+ * dense f16/bf16 w is one launch. */
+wk_tensor *wk_linear_rope_kv(const wk_tensor *x, const wk_tensor *w, int64_t n_q, const wk_tensor *cos,
+                             const wk_tensor *sin, int64_t pos_offset, const wk_tensor *pos, bool interleaved,
+                             wk_tensor *k_cache, wk_tensor *v_cache);
 
 typedef enum wk_rope_scaling_type {
     WK_ROPE_SCALING_NONE,

@@ -52,8 +52,10 @@ extern "C" {
  *      comm_fuses, appended
  *   7  graphs (graph_begin .. graph_free), appended
  *   8  linear_silu_mul (one row's gate/up product and its gate in one
- *      launch) and read_async, appended; wk_attention_params.kv_len */
-#define WK_BACKEND_ABI 8
+ *      launch) and read_async, appended; wk_attention_params.kv_len
+ *   9  linear_rope_kv (one row's q/k/v product with its rope_kv in one
+ *      launch), appended */
+#define WK_BACKEND_ABI 9
 #define WK_BACKEND_ENTRY wk_backend_entry_v1
 
 /* ------------------------------------------------------------------ */
@@ -484,6 +486,18 @@ typedef struct wk_backend_iface {
      * the host's copy is complete once an event recorded after it has been
      * passed. */
     wk_status (*read_async)(void *ctx, void *host, const void *src, size_t bytes);
+
+    /* ---- the q/k/v product with its rope (ABI 9; NULL: none) ---- */
+    /* The ROPE_KV op `rope` (its src[0] has the dims [1, 1, H, D] and dtype
+     * of qkv but no data) on qkv = x . w^T for one row x [k] and w [H D, k]
+     * of qkv's dtype (rows w_rs elements apart, last stride 1), x
+     * contiguous, k > 0: each element of qkv the bits this backend's
+     * matmul gives it for one row, rounded to the dtype, then its rope_kv.
+     * *done false (nothing queued, no error) where it does not take these
+     * operands or its matmul would not make that product with the kernel
+     * the fused one shares. */
+    wk_status (*linear_rope_kv)(void *ctx, const wk_op_args *rope, const void *x, const void *w, int64_t w_rs,
+                                int64_t k, bool *done);
 } wk_backend_iface;
 
 /* A plugin's one exported symbol. Returns NULL (after set_error) when the

@@ -1390,13 +1390,13 @@ T_SUITE(llm_tp)
 }
 
 /* ---- greedy steps queued ahead (GPUs) -------------------------------------
- * On a device that records graphs, with WICK_LLM_GREEDY_GRAPH=1, wk_llm_generate's greedy steps replay a
+ * On a device that records graphs, wk_llm_generate's greedy steps replay a
  * graph that takes the argmax and writes the next step's inputs itself,
  * and queue step i + 1 before step i's token is back (llm.c, graph_greedy).
  * Against the same model's logits read back step by step (the logits graph,
- * the argmax on the host), on a context of 64 with a graph every 16 keys
- * (WICK_LLM_GRAPH=16: the span changes three times; WICK_LLM_GREEDY_GRAPH=1,
- * the switch that turns this path on): the whole context
+ * the argmax on the host), on a context of 64 with the graphs recorded
+ * once for the whole cache (the default) and with a graph every 16 keys
+ * (WICK_LLM_GRAPH=16: the span changes three times): the whole context
  * generated; a generation stopped by the callback and continued from its
  * last token (the step queued ahead is the one wanted); a rewind and
  * another token after a stop (the step queued ahead is dropped). llama,
@@ -1431,18 +1431,16 @@ static bool logits_greedy(wk_llm *m, int32_t first, int n, int V, int32_t *out)
     return true;
 }
 
-static void check_greedy_ahead(wk_device *dev, const char *name, int arch)
+static void check_greedy_ahead(wk_device *dev, const char *name, int arch, bool spans)
 {
     tcfg c = cfg_of(arch, false);
     tmodel tm = make_model(c);
     const char *path = tmp_path("greedy.gguf");
     if (!write_gguf(&tm, path, WK_F32)) return;
-    setenv("WICK_LLM_GRAPH", "16", 1);
-    setenv("WICK_LLM_GREEDY_GRAPH", "1", 1);
+    if (spans) setenv("WICK_LLM_GRAPH", "16", 1);
     wk_llm_options o = { .context = 64 };
     wk_llm *m = wk_llm_load(path, dev, &o);
     unsetenv("WICK_LLM_GRAPH");
-    unsetenv("WICK_LLM_GREEDY_GRAPH");
     if (!m) {
         t_fail("%s: wk_llm_load: %s", name, wk_model_last_error());
         rm_model(path);
@@ -1496,8 +1494,10 @@ static void check_greedy_ahead(wk_device *dev, const char *name, int arch)
 static void greedy_ahead_on(wk_device *dev, const char *name, void *arg)
 {
     (void)arg;
-    if (t_case("llm/gpu/%s/greedy_ahead/llama", name)) check_greedy_ahead(dev, name, A_LLAMA);
-    if (t_case("llm/gpu/%s/greedy_ahead/gemma3", name)) check_greedy_ahead(dev, name, A_GEMMA3);
+    if (t_case("llm/gpu/%s/greedy_ahead/llama", name)) check_greedy_ahead(dev, name, A_LLAMA, false);
+    if (t_case("llm/gpu/%s/greedy_ahead/gemma3", name)) check_greedy_ahead(dev, name, A_GEMMA3, false);
+    if (t_case("llm/gpu/%s/greedy_ahead/llama_spans16", name)) check_greedy_ahead(dev, name, A_LLAMA, true);
+    if (t_case("llm/gpu/%s/greedy_ahead/gemma3_spans16", name)) check_greedy_ahead(dev, name, A_GEMMA3, true);
 }
 
 T_SUITE(llm_gpu)

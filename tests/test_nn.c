@@ -378,6 +378,21 @@ static void silu_mul_case(wk_dtype dt, const bcase *C)
     t_check_close("silu_mul", y, so, dt, ref, t_bound(dt));
 }
 
+/* a q8_0 matrix [rows, K] of random values; *v receives its dequantized
+ * values (NULL and no tensor on failure). Owned by the case. */
+static wk_tensor *mk_q8_0(int64_t rows, int64_t K, double **v)
+{
+    *v = NULL;
+    wk_tensor *wf = mk(WK_F32, LK_CONTIG, WK_SHAPE(rows, K), -1, 1, NULL);
+    wk_tensor *w = wf ? T_NEED(wk_quantize(wf, WK_Q8_0)) : NULL;
+    wk_tensor *wd = w ? T_NEED(wk_dequantize(w, WK_F32)) : NULL;
+    bool ok = wd != NULL;
+    t_arr a = ok ? t_read(wd, &ok) : (t_arr){ 0 };
+    if (!ok) return NULL;
+    *v = as_doubles(&a);
+    return w;
+}
+
 /* ---- linear_silu_mul: x . w^T, then silu of the gate half times the up half --------------------------- */
 
 /* x [rows.., K] against w [2F, K]: dense (wlay: contiguous, a window of a
@@ -390,20 +405,7 @@ static void linear_silu_mul_case(wk_dtype dt, wk_shape xs, int64_t F, t_layout_k
     const int64_t K = xs.dims[xs.rank - 1], rows = t_numel(xs) / (K ? K : 1);
     double *xv = NULL, *wv = NULL;
     wk_tensor *x = mk(dt, xlay, xs, -1, 1, &xv);
-    wk_tensor *w = NULL;
-    if (quant) {
-        double *w32;
-        wk_tensor *wf = mk(WK_F32, LK_CONTIG, WK_SHAPE(2 * F, K), -1, 1, &w32);
-        (void)w32;
-        w = wf ? T_NEED(wk_quantize(wf, WK_Q8_0)) : NULL;
-        wk_tensor *wd = w ? T_NEED(wk_dequantize(w, WK_F32)) : NULL;
-        bool ok = wd != NULL;
-        t_arr a = ok ? t_read(wd, &ok) : (t_arr){ 0 };
-        if (!ok) return;
-        wv = as_doubles(&a);
-    } else {
-        w = mk(dt, wlay, WK_SHAPE(2 * F, K), -1, 1, &wv);
-    }
+    wk_tensor *w = quant ? mk_q8_0(2 * F, K, &wv) : mk(dt, wlay, WK_SHAPE(2 * F, K), -1, 1, &wv);
     if (!x || !w || !xv || !wv) return;
     wk_tensor *y = t_own(wk_linear_silu_mul(x, w));
     wk_shape so = xs;
@@ -536,6 +538,98 @@ static void rope_kv_errors(void)
     wk_tensor *kt = t_own(wk_zeros(t_dev(), WK_F32, WK_SHAPE(1, 2, 4, 3)));
     T_CHECK(kt && !wk_rope_kv(qkv, 4, c, c, 0, NULL, false, t_own(wk_transpose(kt, 2, 3)), vc) && wk_last_status() == WK_ERR_SHAPE,
             "a cache whose last stride is not 1 accepted");
+    wk_clear_error();
+}
+
+/* ---- linear_rope_kv: the q/k/v product and rope_kv in one call --------------------------- */
+
+/* true when a and b hold the same bytes (both dense, one shape and dtype) */
+static bool same_bytes(const wk_tensor *a, const wk_tensor *b)
+{
+    const size_t n = a && b ? wk_tensor_nbytes(a) : 0;
+    if (!a || !b || n != wk_tensor_nbytes(b)) return false;
+    unsigned char *x = t_mem(n + 1), *y = t_mem(n + 1);
+    return wk_to_host(a, x, n) == WK_OK && wk_to_host(b, y, n) == WK_OK && memcmp(x, y, n) == 0;
+}
+
+/* x [T, K] . w^T (w [(Hq + 2 Hkv) D, K]: dense of x's dtype, its rows a
+ * window of a wider matrix when wide, or q8_0) with rope_kv, against the
+ * two calls on the same device (the same bits: queries and both caches,
+ * whose other rows hold random values) and against a reference in double
+ * from the values the tensors hold (each product rounded to x's dtype, as
+ * the product's result is). devpos: 0 the host's position, 1 a u32 one on
+ * the device. */
+static void linear_rope_kv_case(wk_dtype dt, int64_t T, int64_t Hq, int64_t Hkv, int64_t D, int64_t K, int64_t off,
+                                bool inter, int devpos, bool wide, bool quant)
+{
+    const int64_t H = Hq + 2 * Hkv, half = D / 2, C = off + T + 2, npos = C + 1;
+    double *xv = NULL, *wv = NULL, *cs = NULL, *sn = NULL, *k0 = NULL, *v0 = NULL;
+    wk_tensor *x = mk(dt, LK_CONTIG, WK_SHAPE(T, K), -1, 1, &xv);
+    wk_tensor *w = quant ? mk_q8_0(H * D, K, &wv) : mk(dt, wide ? LK_NARROWED : LK_CONTIG, WK_SHAPE(H * D, K), -1, 1, &wv);
+    wk_tensor *tc = mk(WK_F32, LK_CONTIG, WK_SHAPE(npos, half), -1, 1, &cs);
+    wk_tensor *ts = mk(WK_F32, LK_CONTIG, WK_SHAPE(npos, half), -1, 1, &sn);
+    wk_tensor *kc = mk(dt, LK_CONTIG, WK_SHAPE(1, Hkv, C, D), -9, 9, &k0);
+    wk_tensor *vc = mk(dt, LK_CONTIG, WK_SHAPE(1, Hkv, C, D), -9, 9, &v0);
+    if (!x || !w || !tc || !ts || !kc || !vc || !xv || !wv || !cs || !sn) return;
+    wk_tensor *kc2 = t_own(wk_copy(kc)), *vc2 = t_own(wk_copy(vc));
+    wk_tensor *pt = devpos ? t_own(wk_from_host(t_dev(), WK_U32, WK_SHAPE(1), &(uint32_t){ (uint32_t)off })) : NULL;
+    if (!kc2 || !vc2 || (devpos && !pt)) return;
+    t_cover("linear_rope_kv", dt);
+    wk_tensor *y = t_own(wk_linear_rope_kv(x, w, Hq, tc, ts, devpos ? 0 : off, pt, inter, kc, vc));
+    if (!y) {
+        t_fail("linear_rope_kv returned NULL: %s", wk_last_error());
+        return;
+    }
+    wk_tensor *qkv = quant ? t_own(wk_qmatmul(x, w)) : t_own(wk_matmul(x, t_own(wk_transpose(w, 0, 1))));
+    wk_tensor *y2 = qkv ? t_own(wk_rope_kv(t_own(wk_reshape(qkv, WK_SHAPE(1, T, H, D))), Hq, tc, ts, devpos ? 0 : off,
+                                           pt, inter, kc2, vc2))
+                        : NULL;
+    T_CHECK(same_bytes(y, y2), "queries differ from the two calls'");
+    T_CHECK(same_bytes(kc, kc2), "the key cache differs from the two calls'");
+    T_CHECK(same_bytes(vc, vc2), "the value cache differs from the two calls'");
+    double *rq = t_mem((size_t)(T * Hq * D) * sizeof(double) + 8), row[512];
+    for (int64_t t = 0; t < T; t++)
+        for (int64_t h = 0; h < Hq; h++) {
+            for (int64_t d = 0; d < D; d++) {
+                double acc = 0;
+                for (int64_t k = 0; k < K; k++) acc += xv[t * K + k] * wv[(h * D + d) * K + k];
+                row[d] = t_round_to(dt, acc);
+            }
+            const int64_t p = off + t;
+            for (int64_t i = 0; i < half; i++) {
+                const int64_t i0 = inter ? 2 * i : i, i1 = inter ? 2 * i + 1 : i + half;
+                const double c = cs[p * half + i], sv = sn[p * half + i];
+                rq[(t * Hq + h) * D + i0] = row[i0] * c - row[i1] * sv;
+                rq[(t * Hq + h) * D + i1] = row[i0] * sv + row[i1] * c;
+            }
+        }
+    t_check_close("linear_rope_kv queries", y, WK_SHAPE(1, T, Hq, D), dt, rq, t_bound_acc(dt));
+}
+
+static void linear_rope_kv_errors(void)
+{
+    wk_tensor *x = t_own(wk_zeros(t_dev(), WK_F32, WK_SHAPE(1, 16)));
+    wk_tensor *w = t_own(wk_zeros(t_dev(), WK_F32, WK_SHAPE(32, 16)));
+    wk_tensor *c = t_own(wk_zeros(t_dev(), WK_F32, WK_SHAPE(4, 2)));
+    wk_tensor *c3 = t_own(wk_zeros(t_dev(), WK_F32, WK_SHAPE(4, 3)));
+    wk_tensor *kc = t_own(wk_zeros(t_dev(), WK_F32, WK_SHAPE(1, 2, 3, 4)));
+    wk_tensor *vc = t_own(wk_zeros(t_dev(), WK_F32, WK_SHAPE(1, 2, 3, 4)));
+    wk_tensor *xh = t_own(wk_zeros(t_dev(), WK_F16, WK_SHAPE(1, 16)));
+    wk_tensor *x3 = t_own(wk_zeros(t_dev(), WK_F32, WK_SHAPE(1, 1, 16)));
+    if (!x || !w || !c || !c3 || !kc || !vc || !xh || !x3) return;
+    T_CHECK(wk_linear_rope_kv(x, w, 4, c, c, 0, NULL, false, kc, vc) != NULL, "a valid call failed: %s", wk_last_error());
+    T_CHECK(!wk_linear_rope_kv(x, w, 4, c3, c3, 0, NULL, false, kc, vc) && wk_last_status() == WK_ERR_SHAPE,
+            "32 rows as heads of D = 6 accepted");
+    T_CHECK(!wk_linear_rope_kv(x3, w, 4, c, c, 0, NULL, false, kc, vc) && wk_last_status() == WK_ERR_SHAPE,
+            "a rank-3 x accepted");
+    T_CHECK(!wk_linear_rope_kv(xh, w, 4, c, c, 0, NULL, false, kc, vc) && wk_last_status() == WK_ERR_DTYPE,
+            "an f16 x with an f32 w accepted");
+    T_CHECK(!wk_linear_rope_kv(x, w, 4, NULL, c, 0, NULL, false, kc, vc) && wk_last_status() == WK_ERR_SHAPE,
+            "a NULL cos accepted");
+    T_CHECK(!wk_linear_rope_kv(x, w, 3, c, c, 0, NULL, false, kc, vc) && wk_last_status() == WK_ERR_SHAPE,
+            "8 heads as 3 query heads + 2 x 2.5 accepted");
+    T_CHECK(!wk_linear_rope_kv(x, w, 4, c, c, 3, NULL, false, kc, vc) && wk_last_status() == WK_ERR_INDEX,
+            "position 3 of a 3-row cache accepted");
     wk_clear_error();
 }
 
@@ -1132,11 +1226,25 @@ T_SUITE(nn)
             if (t_case("nn/rope_kv/%s/%s", dn, kc[c].name))
                 rope_kv_case(dt, kc[c].B, kc[c].T, kc[c].Hq, kc[c].Hkv, kc[c].D, kc[c].C, kc[c].off, kc[c].npos, kc[c].lay,
                              kc[c].inter, kc[c].devpos, kc[c].clay);
+        /* linear_rope_kv: one row (a GPU's fused launch where it takes it), prefill rows, adjacent pairs, a
+           device position, a wide matrix's window, q8_0 */
+        static const struct { const char *name; int64_t T, Hq, Hkv, D, K, off; bool inter; int devpos; bool wide, q; } lk[] = {
+            { "row_hq4_hkv2_d16_k64", 1, 4, 2, 16, 64, 3, false, 0, false, false },
+            { "row_devpos_pairs", 1, 2, 1, 8, 40, 5, true, 1, false, false },
+            { "row_wide_d128_k136", 1, 2, 1, 128, 136, 0, false, 1, true, false },
+            { "rows5_off2", 5, 2, 1, 8, 24, 2, false, 0, false, false },
+            { "q8_0_row_k64", 1, 2, 1, 16, 64, 1, false, 0, false, true },
+        };
+        for (int c = 0; c < N_(lk); c++)
+            if ((dt != WK_F64 || !lk[c].q) && t_case("nn/linear_rope_kv/%s/%s", dn, lk[c].name))
+                linear_rope_kv_case(dt, lk[c].T, lk[c].Hq, lk[c].Hkv, lk[c].D, lk[c].K, lk[c].off, lk[c].inter,
+                                    lk[c].devpos, lk[c].wide, lk[c].q);
         for (int c = 0; c < N_(acases); c++)
             if (t_case("nn/attention/%s/%s", dn, acases[c].name)) attention_case(dt, &acases[c]);
         if (t_case("nn/attention/%s/kv_len", dn)) attention_kv_len_case(dt);
     }
     if (t_case("nn/rope_kv/errors")) rope_kv_errors();
+    if (t_case("nn/linear_rope_kv/errors")) linear_rope_kv_errors();
     static const struct { const char *name; int64_t D; double base; int64_t npos; wk_rope_scaling sc; bool has; } tc[] = {
         { "none_d128", 128, 10000, 4097, { 0 }, false },
         { "none_explicit_d64", 64, 1e6, 1023, { WK_ROPE_SCALING_NONE, 0, 0, 0, 0 }, true },

@@ -38,6 +38,7 @@ def main():
                     help="PART=LABEL: a step holding a name with PART is labelled LABEL instead")
     ap.add_argument("--skip", type=int, default=2, help="steps of each label left out at its start (warm-up)")
     ap.add_argument("--top", type=int, default=14)
+    ap.add_argument("--list", type=int, default=0, help="print the first N steps' times (us: all/idle) of each label")
     a = ap.parse_args()
     marks = [m.split("=", 1) if "=" in m else (m, m) for m in a.mark]
     dev = collections.defaultdict(list)
@@ -80,6 +81,9 @@ def main():
             print(f"device {d} {lab}: {len(sts)} steps, median {statistics.median(times):.1f} us, "
                   f"fastest 3/4 mean {sum(times[i] for i in keep) / k:.1f} us "
                   f"(busy {sum(exp.values()) / 1e3 / k:.1f}, idle {sum(idle.values()) / 1e3 / k:.1f})")
+            if a.list:
+                print("  steps (us, all/idle): " + " ".join(
+                    f"{times[i]:.0f}/{sum(x[2] for x in sts[i]) / 1e3:.0f}" for i in range(min(a.list, len(sts)))))
             for n in sorted(cnt, key=lambda n: -(exp[n] + idle[n]))[:a.top]:
                 print(f"  {n[:34]:34s} x{cnt[n] / k:5.1f} exposed {exp[n] / 1e3 / k:7.1f} us"
                       f" ({exp[n] / 1e3 / cnt[n]:5.2f} each)  idle before {idle[n] / 1e3 / k:6.1f}")

@@ -2788,6 +2788,21 @@ static PyObject *m_rope_kv(PyObject *m, PyObject *args, PyObject *kw)
     return wrap(CALLT(wk_rope_kv(x, nq, c, s, off, pos, inter != 0, kc, vc)));
 }
 
+static PyObject *m_linear_rope_kv(PyObject *m, PyObject *args, PyObject *kw)
+{
+    (void)m;
+    static char *kwlist[] = { "x", "w", "n_q", "cos", "sin", "k_cache", "v_cache", "pos_offset", "pos", "interleaved",
+                              NULL };
+    wk_tensor *x, *w, *c, *s, *kc, *vc, *pos = NULL;
+    long long nq = 0, off = 0;
+    int inter = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O&O&LO&O&O&O&|LO&p", kwlist, as_tensor_arg, &x, as_tensor_arg, &w, &nq,
+                                     as_tensor_arg, &c, as_tensor_arg, &s, as_tensor_arg, &kc, as_tensor_arg, &vc, &off,
+                                     as_tensor_or_none, &pos, &inter))
+        return NULL;
+    return wrap(CALLT(wk_linear_rope_kv(x, w, nq, c, s, off, pos, inter != 0, kc, vc)));
+}
+
 static PyObject *m_rope_tables(PyObject *mod, PyObject *args, PyObject *kw)
 {
     (void)mod;
@@ -3153,6 +3168,8 @@ static PyMethodDef module_methods[] = {
     F_KW(rope_thd, "rope_thd(x [B,T,H,D], cos, sin, pos_offset=0): halves"),
     F_KW(rope_kv, "rope_kv(qkv [B,T,n_q+2Hkv,D], n_q, cos, sin, k_cache, v_cache, pos_offset=0, pos=None, "
                   "interleaved=False) -> rotated q [B,T,n_q,D]; rotated k and v written to the caches at the position"),
+    F_KW(linear_rope_kv, "linear_rope_kv(x [T,K], w [(n_q+2Hkv) D, K], n_q, cos, sin, k_cache, v_cache, "
+                         "pos_offset=0, pos=None, interleaved=False) -> rope_kv(x . w^T as [1,T,n_q+2Hkv,D], ...)"),
     F_KW(rope_tables, "rope_tables(head_dim, base, n_pos, scaling=None, *, factor, low_freq_factor, high_freq_factor, "
                       "original_max_position, device) -> (cos, sin)"),
     F_KW(attention, "attention(q, k, v, *, scale=None, causal=False, window=0, softcap=0.0, mask=None, kv_len=None)"),

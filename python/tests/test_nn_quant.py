@@ -142,6 +142,24 @@ def test_rope_kv(dt, interleaved, devpos, rng):
         wick.nn.rope_kv(wick.asarray(qkv), Hq, cos, sin, kc, vc, pos_offset=C)   # rows past the cache
 
 
+@pytest.mark.parametrize("dt", NN_DT)
+def test_linear_rope_kv(dt, rng):
+    T, Hq, Hkv, D, K, C, off = 1, 4, 2, 8, 32, 9, 5
+    x = rand_np((T, K), dt, rng)
+    w = rand_np(((Hq + 2 * Hkv) * D, K), dt, rng)
+    cos, sin = wick.nn.rope_tables(D, 10000.0, C + 2)
+    k0, v0 = rand_np((1, Hkv, C, D), dt, rng), rand_np((1, Hkv, C, D), dt, rng)
+    kc, vc, kc2, vc2 = wick.asarray(k0), wick.asarray(v0), wick.asarray(k0), wick.asarray(v0)
+    q = wick.nn.linear_rope_kv(wick.asarray(x), wick.asarray(w), Hq, cos, sin, kc, vc, pos_offset=off)
+    qkv = wick.asarray((ref32(x) @ ref32(w).T).reshape(1, T, Hq + 2 * Hkv, D)).to(q.dtype)
+    q2 = wick.nn.rope_kv(qkv, Hq, cos, sin, kc2, vc2, pos_offset=off)
+    check(q, ref32(q2.numpy()), dt, tol=_tol(dt))
+    check(kc, ref32(kc2.numpy()), dt, tol=_tol(dt))
+    check(vc, ref32(vc2.numpy()), dt, tol=_tol(dt))
+    with pytest.raises(ValueError):
+        wick.nn.linear_rope_kv(wick.asarray(x), wick.asarray(w[:-1]), Hq, cos, sin, kc, vc)   # not whole heads
+
+
 def test_rope_tables_scaling():
     c, s = wick.nn.rope_tables(8, 10000.0, 4, "linear", factor=2.0)
     inv = 10000.0 ** (-np.arange(0, 8, 2) / 8)

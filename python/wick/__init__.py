@@ -47,6 +47,7 @@ from ._wick import (  # noqa: F401
     frombuffer,
     full,
     layer_norm,
+    linear_rope_kv,
     linear_silu_mul,
     log_softmax,
     manual_seed,

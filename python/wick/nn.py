@@ -13,6 +13,8 @@ tensors on the inputs' device.
     rope_thd(x, cos, sin, pos_offset=0)   x [B, T, H, D], halves
     rope_kv(qkv, n_q, cos, sin, k_cache, v_cache, pos_offset=0, pos=None, interleaved=False)
                                           rope of q and k and the KV-cache append in one launch
+    linear_rope_kv(x, w, n_q, cos, sin, k_cache, v_cache, pos_offset=0, pos=None, interleaved=False)
+                                          rope_kv of x . w^T (the q/k/v projection): one launch for a row on a GPU
     rope_tables(head_dim, base, n_pos, scaling=None, ...) -> (cos, sin)
     attention(q, k, v, *, scale=None, causal=False, window=0, softcap=0.0, mask=None, kv_len=None)
 
@@ -22,6 +24,7 @@ from ._wick import (  # noqa: F401
     add_rms_norm,
     attention,
     layer_norm,
+    linear_rope_kv,
     linear_silu_mul,
     log_softmax,
     rms_norm,
@@ -36,5 +39,5 @@ from ._wick import (  # noqa: F401
 
 __all__ = [
     "softmax", "log_softmax", "rms_norm", "add_rms_norm", "layer_norm", "silu_mul", "linear_silu_mul",
-    "rope", "rope_i", "rope_thd", "rope_kv", "rope_tables", "attention",
+    "rope", "rope_i", "rope_thd", "rope_kv", "linear_rope_kv", "rope_tables", "attention",
 ]

@@ -345,8 +345,13 @@ static bool rope_kv_cache(const wk_tensor *qkv, const wk_tensor *c, const char *
     return true;
 }
 
-static wk_tensor *rope_kv_impl(const wk_tensor *qkv, int64_t n_q, const wk_tensor *cos, const wk_tensor *sin,
-                               int64_t pos, const wk_tensor *pt, bool inter, wk_tensor *kc, wk_tensor *vc)
+/* rope_kv of qkv; with x and w (linear_rope_kv's one row), qkv's data is
+ * not read (it has none): the backend's fused product makes it, or
+ * *declined says that it does not take these operands (NULL returned, no
+ * error) */
+static wk_tensor *rope_kv_run(const wk_tensor *qkv, int64_t n_q, const wk_tensor *cos, const wk_tensor *sin,
+                              int64_t pos, const wk_tensor *pt, bool inter, wk_tensor *kc, wk_tensor *vc,
+                              const wk_tensor *x, const wk_tensor *w, bool *declined)
 {
     if (!nn_check_x(qkv, WK_OP_ROPE_KV, 4, "qkv")) return NULL;
     if (qkv->rank != 4) {
@@ -404,9 +409,22 @@ static wk_tensor *rope_kv_impl(const wk_tensor *qkv, int64_t n_q, const wk_tenso
         wk_rope_kv_params rp = { .k_cache = &vk, .v_cache = &vv, .n_q = n_q, .interleaved = inter };
         wk_op_args a = { .op = WK_OP_ROPE_KV, .dst = &vo, .src = { &vx, &vcs, &vsn, pt ? &vp : NULL },
                          .p = { (double)pos }, .params = &rp };
-        wk_status st = wk_run(qkv->st->dev, &a);
-        if (st == WK_OK) WK_FAULT(WK_OP_ROPE_KV, out);
-        out = wk_finish(st, out);
+        wk_device *dev = qkv->st->dev;
+        wk_status st;
+        if (x) {
+            bool done = false;
+            st = dev->be->linear_rope_kv(dev->ctx, &a, wk_tensor_data(x), wk_tensor_data(w), w->strides[0], x->dims[1],
+                                         &done);
+            if (st == WK_OK && !done) {
+                *declined = true;
+                wk_release(out);
+                out = NULL;
+            }
+        } else {
+            st = wk_run(dev, &a);
+        }
+        if (st == WK_OK && out) WK_FAULT(WK_OP_ROPE_KV, out);
+        if (out || st != WK_OK) out = wk_finish(st, out);
     }
     wk_release(hx);
     wk_release(hc);
@@ -414,9 +432,76 @@ static wk_tensor *rope_kv_impl(const wk_tensor *qkv, int64_t n_q, const wk_tenso
     return out;
 }
 
+static wk_tensor *rope_kv_impl(const wk_tensor *qkv, int64_t n_q, const wk_tensor *cos, const wk_tensor *sin,
+                               int64_t pos, const wk_tensor *pt, bool inter, wk_tensor *kc, wk_tensor *vc)
+{
+    return rope_kv_run(qkv, n_q, cos, sin, pos, pt, inter, kc, vc, NULL, NULL, NULL);
+}
+
 wk_tensor *wk_rope_kv(const wk_tensor *qkv, int64_t n_q, const wk_tensor *cos, const wk_tensor *sin, int64_t pos_offset,
                       const wk_tensor *pos, bool interleaved, wk_tensor *k_cache, wk_tensor *v_cache)
     WK_API(wk_tensor *, "rope_kv", rope_kv_impl(qkv, n_q, cos, sin, pos_offset, pos, interleaved, k_cache, v_cache))
+
+/* rope_kv of qkv = x . w^T as [1, T, H, D] (D twice cos's last dim): the
+ * product as wk_matmul (dense w, x's dtype) or wk_qmatmul (block-quantized
+ * w) makes it, then wk_rope_kv, so the result has the bits of those calls;
+ * one row of a dense w goes to the backend's fused launch where it has
+ * one (and the caches share neither x's storage nor w's). */
+static wk_tensor *linear_rope_kv_impl(const wk_tensor *x, const wk_tensor *w, int64_t n_q, const wk_tensor *cos,
+                                      const wk_tensor *sin, int64_t pos, const wk_tensor *pt, bool inter,
+                                      wk_tensor *kc, wk_tensor *vc)
+{
+    const wk_tensor *ts[2] = { x, w };
+    static const char *const names[2] = { "x", "w" };
+    if (!wk_check_tensors(2, ts, names)) return NULL;
+    const bool quant = wk_dtype_is_quantized(w->dtype);
+    if (x->rank != 2 || w->rank != 2 || x->dims[1] != w->dims[1]) {
+        wk_error(WK_ERR_SHAPE, "x must be [T, K] and w [H D, K]; x has rank %d, w rank %d%s", x->rank, w->rank,
+                 x->rank == 2 && w->rank == 2 ? " and another K" : "");
+        return NULL;
+    }
+    if (!quant && w->dtype != x->dtype) {
+        wk_error(WK_ERR_DTYPE, "a dense w has x's dtype; x is %s, w %s", wk_dtype_name(x->dtype),
+                 wk_dtype_name(w->dtype));
+        return NULL;
+    }
+    if (!cos || cos->rank != 2 || cos->dims[1] < 1) {
+        wk_error(WK_ERR_SHAPE, "cos must be [n_pos, D/2] (it gives the head dim D)");
+        return NULL;
+    }
+    const int64_t D = 2 * cos->dims[1], T = x->dims[0], K = x->dims[1];
+    if (w->dims[0] % D != 0) {
+        wk_error(WK_ERR_SHAPE, "w's %lld rows are not whole heads of D = %lld (twice cos's last dim)",
+                 (long long)w->dims[0], (long long)D);
+        return NULL;
+    }
+    const int64_t H = w->dims[0] / D;
+    wk_device *dev = x->st->dev;
+    if (!quant && T == 1 && K > 0 && dev->be->linear_rope_kv && w->st->dev == dev && w->strides[1] == 1 &&
+        wk_tensor_is_contiguous(x) && kc && vc && !wk_tensor_same_storage(kc, x) && !wk_tensor_same_storage(kc, w) &&
+        !wk_tensor_same_storage(vc, x) && !wk_tensor_same_storage(vc, w)) {
+        wk_tensor *qkv = wk_tensor_alloc(dev, x->dtype, 4, (const int64_t[]){ 1, 1, H, D });
+        bool declined = false;
+        wk_tensor *q = qkv ? rope_kv_run(qkv, n_q, cos, sin, pos, pt, inter, kc, vc, x, w, &declined) : NULL;
+        wk_release(qkv);
+        if (q || !declined) return q;
+    }
+    /* the two calls */
+    wk_tensor *wt = quant ? NULL : wk_transpose(w, 0, 1);
+    wk_tensor *y = quant ? wk_qmatmul(x, w) : wt ? wk_matmul(x, wt) : NULL;
+    wk_tensor *qkv = y ? wk_reshape(y, WK_SHAPE(1, T, H, D)) : NULL;
+    wk_tensor *q = qkv ? rope_kv_impl(qkv, n_q, cos, sin, pos, pt, inter, kc, vc) : NULL;
+    wk_release(qkv);
+    wk_release(y);
+    wk_release(wt);
+    return q;
+}
+
+wk_tensor *wk_linear_rope_kv(const wk_tensor *x, const wk_tensor *w, int64_t n_q, const wk_tensor *cos,
+                             const wk_tensor *sin, int64_t pos_offset, const wk_tensor *pos, bool interleaved,
+                             wk_tensor *k_cache, wk_tensor *v_cache)
+    WK_API(wk_tensor *, "linear_rope_kv",
+           linear_rope_kv_impl(x, w, n_q, cos, sin, pos_offset, pos, interleaved, k_cache, v_cache))
 
 /* inverse frequency i of a head of dim D, scaled as asked */
 static double rope_inv_freq(int64_t i, int64_t D, double base, const wk_rope_scaling *sc)

@@ -186,3 +186,127 @@ extern "C" wk_status wk_gpu_linear_silu_mul(void *ctx, wk_dtype dt, const void *
 #undef GV_GLU_
     return wk_gpu_launched(c, "linear_silu_mul", __FILE__, __LINE__);
 }
+
+/* ---- the q/k/v product with its rope and cache writes -----------------------
+ * wk_linear_rope_kv for one row: qkv [H, D] = x . W^T (H = nq + 2 hkv
+ * heads) then rope_kv of it, in one launch. A warp owns one pair of a
+ * head, the rows (i, i + D/2) or (2i, 2i + 1) of W, read beside the same
+ * vectors of x as gv_glu_kernel reads its two rows, each sum rounded to
+ * T as gv_kernel rounds it; then as nn.hip's nn_rope_kv: a query pair
+ * turned into q, a key pair turned into row p of the key cache, a value
+ * pair as it is into the value cache's (p = pos0 + the position in
+ * device memory when ppos is set; a query at p past the tables or caches
+ * is zeros and its keys and values are not written). */
+struct gv_rope_args {
+    int64_t half, nq, hkv;
+    int64_t kh, kp, vh, vp;            /* the caches' strides of head and position */
+    int64_t rows;                      /* positions of the tables and both caches  */
+    int64_t pos0;
+    const void *ppos;
+    int pos64, inter;
+};
+
+template <typename T, int W>
+__global__ void __launch_bounds__(GV_BLOCK)
+gv_rope_kernel(const T *__restrict__ w, int64_t w_rs, const T *__restrict__ x, T *__restrict__ q, T *__restrict__ kc,
+               T *__restrict__ vc, const float *__restrict__ ctab, const float *__restrict__ stab, int64_t k,
+               gv_rope_args a)
+{
+    typedef typename wk_type<T>::C C;
+    enum { U = GV_UNROLL / 2 };
+    wk_pdl_wait();
+    const int64_t kv = k / 8, npair = (a.nq + 2 * a.hkv) * a.half;
+    const uint4 *__restrict__ xv = (const uint4 *)x;
+    const int lane = (int)threadIdx.x % W;
+    const int64_t e = (int64_t)blockIdx.x * (GV_BLOCK / W) + (int)threadIdx.x / W;
+    if (e >= npair) return;                    /* the whole warp */
+    const int64_t h = e / a.half, i = e % a.half, D = 2 * a.half;
+    const int64_t i0 = a.inter ? 2 * i : i, i1 = a.inter ? 2 * i + 1 : i + a.half;
+    const uint4 *__restrict__ w0 = (const uint4 *)(w + (h * D + i0) * w_rs), *__restrict__ w1 = (const uint4 *)(w + (h * D + i1) * w_rs);
+    float s0 = 0.0f, s1 = 0.0f;
+    for (int64_t base = 0; base < kv; base += (int64_t)W * U) {
+        uint4 v0[U], v1[U], xs[U];
+#pragma unroll
+        for (int u = 0; u < U; u++) {
+            const int64_t j = base + u * W + lane;
+            if (j < kv) v0[u] = w0[j], v1[u] = w1[j], xs[u] = xv[j];
+        }
+#pragma unroll
+        for (int u = 0; u < U; u++) {
+            const int64_t j = base + u * W + lane;
+            if (j < kv) s0 += gv_dot8<T>(v0[u], xs[u]), s1 += gv_dot8<T>(v1[u], xs[u]);
+        }
+    }
+    s0 = wk_warp_sum<W>(s0);
+    s1 = wk_warp_sum<W>(s1);
+    if (lane != 0) return;
+    int64_t p = a.pos0;
+    if (a.ppos) p += a.pos64 ? *(const int64_t *)a.ppos : (int64_t)*(const uint32_t *)a.ppos;
+    const bool in = p >= 0 && p < a.rows;
+    T *o;
+    if (h < a.nq) o = q + h * D;
+    else if (!in) return;
+    else if (h < a.nq + a.hkv) o = kc + (h - a.nq) * a.kh + p * a.kp;
+    else o = vc + (h - a.nq - a.hkv) * a.vh + p * a.vp;
+    if (!in) {
+        o[i0] = wk_to<T>((C)0);
+        o[i1] = wk_to<T>((C)0);
+        return;
+    }
+    C y0 = (C)wk_load_c(wk_to<T>(s0)), y1 = (C)wk_load_c(wk_to<T>(s1));
+    if (h < a.nq + a.hkv) wk_rope_turn<C>(y0, y1, (C)ctab[p * a.half + i], (C)stab[p * a.half + i]);
+    o[i0] = wk_to<T>(y0);
+    o[i1] = wk_to<T>(y1);
+}
+
+/* backend.h's linear_rope_kv: where wk_gpu_dense_matvec sends a one-row
+ * product of these operands to gv_kernel (wk_gpu_gemv_on, gv_fits) and
+ * rope_kv's operands are a single row (B = T = 1) with f32 tables;
+ * WICK_GPU_ROPE_FUSE=0: never (the two launches, for comparisons). */
+extern "C" wk_status wk_gpu_linear_rope_kv(void *ctx, const wk_op_args *r, const void *x, const void *w, int64_t w_rs,
+                                           int64_t k, bool *done)
+{
+    wk_gpu_ctx *c = (wk_gpu_ctx *)ctx;
+    static const bool off = [] {
+        const char *e = getenv("WICK_GPU_ROPE_FUSE");
+        return e && !strcmp(e, "0");
+    }();
+    *done = false;
+    const wk_rope_kv_params *rp = (const wk_rope_kv_params *)r->params;
+    if (off || !wk_gpu_gemv_on() || r->op != WK_OP_ROPE_KV || !rp || !rp->k_cache || !rp->v_cache) return WK_OK;
+    const wk_view *qv = r->src[0], *d = r->dst, *cv = r->src[1], *sv = r->src[2], *pv = r->src[3];
+    const wk_view *kv = rp->k_cache, *vv = rp->v_cache;
+    const wk_dtype dt = qv->dtype;
+    if (qv->rank != 4 || qv->dims[0] != 1 || qv->dims[1] != 1 || kv->rank != 4 || vv->rank != 4 ||
+        !wk_gpu_is_contiguous(d) || d->dtype != dt || kv->dtype != dt || vv->dtype != dt)
+        return WK_OK;
+    const int64_t H = qv->dims[2], D = qv->dims[3], half = D / 2;
+    if (D % 2 || D < 2 || kv->strides[3] != 1 || vv->strides[3] != 1 || cv->dtype != WK_F32 || sv->dtype != WK_F32 ||
+        cv->dims[1] != half || !wk_gpu_is_contiguous(cv) || !wk_gpu_is_contiguous(sv) ||
+        (pv && pv->dtype != WK_U32 && pv->dtype != WK_I64) || !gv_fits(dt, w, w_rs, x, H * D, k))
+        return WK_OK;
+    *done = true;
+    WK_GPU_ENTER(c);
+    gv_rope_args ga;
+    memset(&ga, 0, sizeof ga);
+    ga.half = half, ga.nq = rp->n_q, ga.hkv = (H - rp->n_q) / 2;
+    ga.kh = kv->strides[1], ga.kp = kv->strides[2], ga.vh = vv->strides[1], ga.vp = vv->strides[2];
+    int64_t rows = cv->dims[0] < sv->dims[0] ? cv->dims[0] : sv->dims[0];
+    if (kv->dims[2] < rows) rows = kv->dims[2];
+    if (vv->dims[2] < rows) rows = vv->dims[2];
+    ga.rows = rows;
+    ga.pos0 = (int64_t)r->p[0];
+    ga.ppos = pv ? (const void *)wk_gpu_view_ptr(pv) : NULL;
+    ga.pos64 = pv && pv->dtype == WK_I64;
+    ga.inter = rp->interleaved != 0;
+    const int per = GV_BLOCK / c->warp_size;
+    const unsigned grid = (unsigned)((H * half + per - 1) / per);
+    const float *pc = (const float *)wk_gpu_view_ptr(cv), *ps = (const float *)wk_gpu_view_ptr(sv);
+#define GV_ROPE_(T_, W_)                                                                                        \
+    WK_LAUNCH_PDL(c->cc_major >= 9, (gv_rope_kernel<T_, W_>), grid, GV_BLOCK, 0, c->stream, (const T_ *)w, w_rs, \
+                  (const T_ *)x, (T_ *)wk_gpu_view_ptr(d), (T_ *)wk_gpu_view_ptr(kv), (T_ *)wk_gpu_view_ptr(vv), pc, \
+                  ps, k, ga)
+    GV_DISPATCH(c, dt, GV_ROPE_);
+#undef GV_ROPE_
+    return wk_gpu_launched(c, "linear_rope_kv", __FILE__, __LINE__);
+}

@@ -250,6 +250,16 @@ template <typename T, typename... R> struct wk_maxsize_<T, R...> {
 };
 template <typename... T> constexpr int wk_vec_width = (int)(16 / wk_maxsize_<T...>::v);
 
+/* A rope pair (x0, x1) turned by the angle whose cosine and sine are
+ * (c, s), in the compute type: one expression for every kernel that
+ * applies it (nn.hip's rope_kv, gemv.hip's product with its rope), so
+ * the compiler contracts it alike and they give the same bits. */
+template <typename C> WK_DEV void wk_rope_turn(C &x0, C &x1, C c, C s)
+{
+    const C y0 = x0 * c - x1 * s, y1 = x0 * s + x1 * c;
+    x0 = y0, x1 = y1;
+}
+
 /* true when p is a multiple of `bytes` (a power of two) */
 static inline bool wk_gpu_aligned(const void *p, size_t bytes)
 {

@@ -663,11 +663,7 @@ nn_rope_kv(const T *__restrict__ x, T *__restrict__ q, T *__restrict__ kc, T *__
         }
         const T *xr = x + b * a.xb + t * a.xt + h * a.xh;
         C x0 = nn_c(xr[i0]), x1 = nn_c(xr[i1]);
-        if (h < a.nq + a.hkv) {
-            const C c = (C)ctab[p * a.half + i], sn = (C)stab[p * a.half + i];
-            const C y0 = x0 * c - x1 * sn, y1 = x0 * sn + x1 * c;
-            x0 = y0, x1 = y1;
-        }
+        if (h < a.nq + a.hkv) wk_rope_turn<C>(x0, x1, (C)ctab[p * a.half + i], (C)stab[p * a.half + i]);
         o[i0] = wk_to<T>(x0);
         o[i1] = wk_to<T>(x1);
     }

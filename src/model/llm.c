@@ -408,7 +408,7 @@ static wk_llm *load_one(const char *path, wk_device *dev, const wk_llm_options *
     m->graph_off = genv && !strcmp(genv, "0");
     m->graph_step = gstep >= 16 && gstep % 16 == 0 ? gstep : 0;
     const char *ggenv = getenv("WICK_LLM_GREEDY_GRAPH");
-    m->greedy_graph = ggenv && !strcmp(ggenv, "1");
+    m->greedy_graph = !(ggenv && !strcmp(ggenv, "0"));
     wk_status st = open_source(m, path);
     if (!st) st = llm_read_hparams(m, path);
     if (st) goto fail;
@@ -805,13 +805,19 @@ static wk_tensor *pass(wk_llm *m, const wk_tensor *tid, int64_t row, int64_t T, 
         wk_tensor *q = NULL, *k = NULL, *v = NULL;
         bool roped = false, cached = false;   /* cached: k and v are in the cache already */
         if (y->wqkv) {   /* one matmul; q, k, v are column ranges of its rows */
-            wk_tensor *qkv = linear(h, y->wqkv, y->bqkv);
-            if (!hp->qk_norm && (dy || !windowed(m, y))) {
+            const bool fuse = !hp->qk_norm && (dy || !windowed(m, y));
+            wk_tensor *qkv = fuse && !y->bqkv ? NULL : linear(h, y->wqkv, y->bqkv);
+            if (fuse) {
                 /* rope of q and k and both cache writes in one launch, at
-                   the host's position or the graph's */
+                   the host's position or the graph's (without biases the
+                   product too: one launch for a token on a GPU) */
                 const wk_tensor *c = local ? m->cos_local : m->cos, *s = local ? m->sin_local : m->sin;
-                wk_tensor *r = wk_rope_kv(wk_reshape(qkv, WK_SHAPE(1, T, H + 2 * Hkv, D)), H, c, s, dy ? 0 : pos,
-                                          dy ? dy->pos : NULL, m->info.rope_interleaved, y->k_cache, y->v_cache);
+                const int64_t p0 = dy ? 0 : pos;
+                const wk_tensor *pt = dy ? dy->pos : NULL;
+                wk_tensor *r = y->bqkv ? wk_rope_kv(wk_reshape(qkv, WK_SHAPE(1, T, H + 2 * Hkv, D)), H, c, s, p0, pt,
+                                                    m->info.rope_interleaved, y->k_cache, y->v_cache)
+                                       : wk_linear_rope_kv(h, y->wqkv, H, c, s, p0, pt, m->info.rope_interleaved,
+                                                           y->k_cache, y->v_cache);
                 q = wk_transpose(r, 1, 2);
                 roped = cached = q != NULL;
             } else if (!hp->qk_norm) {   /* q and k rotated in one launch */
@@ -1192,13 +1198,10 @@ static wk_status greedy_queue(wk_llm *m, int *slot)
  * the cache row at a position past the end of the cache's contents, which
  * is written again before it is read, and the inputs the next replay
  * rewrites. *used false when the model does not record.
- * Only with WICK_LLM_GREEDY_GRAPH=1: on H200s, an 8B model's greedy
- * steps ran faster issued one by one (programmatic dependent launches
- * between the kernels) than through this path, though its host is never
- * in the way (split in two: 343-355 against 334-340 tokens/s;
- * bench/RESULTS-tp.md), so greedy generation stays eager by default;
- * where the host cannot issue a step as fast as the device runs it
- * (small models, slow hosts) this is the faster way. */
+ * WICK_LLM_GREEDY_GRAPH=0 takes the eager steps instead (comparisons).
+ * On two H200s an 8B model's greedy generation runs 3% faster this way
+ * split in two, and on one GPU within 1% of the eager steps (slower at
+ * 512 keys, faster at 4096; bench/RESULTS-tp.md). */
 static wk_status graph_greedy(wk_llm *m, int32_t token, int32_t *best, bool *used)
 {
     llm_graphs *G = m->graphs;

@@ -69,7 +69,7 @@ struct wk_llm {
        WICK_LLM_GRAPH=0; graph_step: the positions one graph serves
        (WICK_LLM_GRAPH=N, a multiple of 16; 0 by default: the whole cache);
        greedy_graph: greedy steps through the greedy graph, queued ahead
-       (WICK_LLM_GREEDY_GRAPH=1; llm.c's graph_greedy says why not by default) */
+       (the default; WICK_LLM_GREEDY_GRAPH=0: eager steps) */
     struct llm_graphs *graphs;
     bool graph_off, greedy_graph;
     int64_t graph_step;

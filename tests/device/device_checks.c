@@ -457,6 +457,66 @@ static void check_linear_silu_mul(wk_device *dev)
         }
 }
 
+/* wk_linear_rope_kv on the device against its two calls there (the
+ * product, then rope_kv), bit for bit: queries and both caches (random
+ * values around the row written). One row of the 8B model's shapes, whole
+ * (32 query heads, 8 KV heads) and split in two, adjacent pairs, device
+ * positions (u32, i64; one past the caches: zero queries, no cache row),
+ * a row stride wider than k, and what the fused launch does not take (f32,
+ * two rows, k 12): each the same bits as the two calls. */
+static void check_linear_rope_kv(wk_device *dev)
+{
+    static const struct { int64_t T, Hq, Hkv, D, k, pad, C, off; bool inter; int devpos; } cs[] = {
+        { 1, 32, 8, 128, 4096, 0, 40, 17, false, 0 }, { 1, 16, 4, 128, 4096, 0, 40, 39, false, 1 },
+        { 1, 4, 2, 64, 136, 8, 9, 3, true, 2 },       { 1, 2, 1, 64, 64, 0, 6, 6, false, 1 },
+        { 1, 2, 1, 16, 12, 0, 6, 2, false, 0 },       { 2, 4, 2, 32, 64, 0, 9, 4, false, 0 },
+    };
+    const wk_dtype dts[3] = { WK_BF16, WK_F16, WK_F32 };
+    for (size_t c = 0; c < sizeof cs / sizeof cs[0]; c++)
+        for (int d = 0; d < 3; d++) {
+            wk_scope_begin();
+            const int64_t T = cs[c].T, H = cs[c].Hq + 2 * cs[c].Hkv, D = cs[c].D, k = cs[c].k, C = cs[c].C;
+            wk_tensor *x = wk_rand_uniform(dev, dts[d], WK_SHAPE(T, k), -1, 1);
+            wk_tensor *wf = wk_rand_uniform(dev, dts[d], WK_SHAPE(H * D, k + cs[c].pad), -1, 1);
+            wk_tensor *w = wf ? wk_narrow(wf, 1, 0, k) : NULL;
+            wk_tensor *tc = wk_rand_uniform(dev, WK_F32, WK_SHAPE(C + 2, D / 2), -1, 1);
+            wk_tensor *ts = wk_rand_uniform(dev, WK_F32, WK_SHAPE(C + 2, D / 2), -1, 1);
+            wk_tensor *kc = wk_rand_uniform(dev, dts[d], WK_SHAPE(1, cs[c].Hkv, C, D), -9, 9);
+            wk_tensor *vc = wk_rand_uniform(dev, dts[d], WK_SHAPE(1, cs[c].Hkv, C, D), -9, 9);
+            wk_tensor *kc2 = kc ? wk_copy(kc) : NULL, *vc2 = vc ? wk_copy(vc) : NULL;
+            const int64_t off = cs[c].off;
+            wk_tensor *pt = cs[c].devpos == 1 ? wk_from_host(dev, WK_U32, WK_SHAPE(1), &(uint32_t){ (uint32_t)off })
+                          : cs[c].devpos == 2 ? wk_from_host(dev, WK_I64, WK_SHAPE(1), &off)
+                                              : NULL;
+            const int64_t p0 = cs[c].devpos ? 0 : off;
+            wk_tensor *y = x && w && tc && ts && kc2 && vc2
+                               ? wk_linear_rope_kv(x, w, cs[c].Hq, tc, ts, p0, pt, cs[c].inter, kc, vc)
+                               : NULL;
+            wk_tensor *qkv = y ? wk_matmul(x, wk_transpose(w, 0, 1)) : NULL;
+            wk_tensor *y2 = qkv ? wk_rope_kv(wk_reshape(qkv, WK_SHAPE(1, T, H, D)), cs[c].Hq, tc, ts, p0, pt,
+                                             cs[c].inter, kc2, vc2)
+                                : NULL;
+            bool ok = y && y2;
+            const wk_tensor *pa[3] = { y, kc, vc }, *pb[3] = { y2, kc2, vc2 };
+            for (int i = 0; i < 3 && ok; i++) {
+                const size_t n = wk_tensor_nbytes(pa[i]);
+                unsigned char *a = malloc(n), *b = malloc(n);
+                ok = a && b && n == wk_tensor_nbytes(pb[i]) && wk_to_host(pa[i], a, n) == WK_OK &&
+                     wk_to_host(pb[i], b, n) == WK_OK && memcmp(a, b, n) == 0;
+                free(a);
+                free(b);
+            }
+            char what[112];
+            snprintf(what, sizeof what, "linear_rope_kv_%s_t%lld_hq%lld_hkv%lld_d%lld_k%lld%s%s_pos%lld_%s",
+                     wk_dtype_name(dts[d]), (long long)T, (long long)cs[c].Hq, (long long)cs[c].Hkv, (long long)D,
+                     (long long)k, cs[c].pad ? "_strided" : "", cs[c].inter ? "_pairs" : "", (long long)off,
+                     cs[c].devpos == 1 ? "u32" : cs[c].devpos == 2 ? "i64" : "host");
+            check(what, ok, ok, 1);
+            wk_scope_end();
+        }
+    wk_clear_error();
+}
+
 /* max |a - b| / max |b| of two tensors of one shape (as f32) */
 static double rel_diff(const wk_tensor *a, const wk_tensor *b)
 {
@@ -566,6 +626,7 @@ int main(int argc, char **argv)
     }
     check_quant(dev, cpu);
     check_linear_silu_mul(dev);
+    check_linear_rope_kv(dev);
     if (wk_supports(dev, "graph", WK_F32)) check_attention_kv_len(dev);
     float tab[6] = { 1, 2, 3, 4, 5, 6 };
     wk_tensor *table = wk_from_host(dev, WK_F32, WK_SHAPE(3, 2), tab);
