@@ -617,7 +617,8 @@ static void linear_rope_kv_errors(void)
     wk_tensor *xh = t_own(wk_zeros(t_dev(), WK_F16, WK_SHAPE(1, 16)));
     wk_tensor *x3 = t_own(wk_zeros(t_dev(), WK_F32, WK_SHAPE(1, 1, 16)));
     if (!x || !w || !c || !c3 || !kc || !vc || !xh || !x3) return;
-    T_CHECK(wk_linear_rope_kv(x, w, 4, c, c, 0, NULL, false, kc, vc) != NULL, "a valid call failed: %s", wk_last_error());
+    T_CHECK(t_own(wk_linear_rope_kv(x, w, 4, c, c, 0, NULL, false, kc, vc)) != NULL, "a valid call failed: %s",
+            wk_last_error());
     T_CHECK(!wk_linear_rope_kv(x, w, 4, c3, c3, 0, NULL, false, kc, vc) && wk_last_status() == WK_ERR_SHAPE,
             "32 rows as heads of D = 6 accepted");
     T_CHECK(!wk_linear_rope_kv(x3, w, 4, c, c, 0, NULL, false, kc, vc) && wk_last_status() == WK_ERR_SHAPE,
