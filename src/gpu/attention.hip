@@ -161,10 +161,9 @@ struct at_args {
 
 /* With a count of keys in device memory (wk_attention_opts.kv_len): the
  * keys [0, min(L, Tk)) and the queries aligned to their end, in every
- * kernel's own copy of the arguments (not the combine's: it reads
- * neither). The host sized the grid for Tk
- * keys; blocks of keys past L find none (a split with no key is a
- * partial of weight 0, as a fully masked one). */
+ * kernel's own copy of the arguments. The host sized the grid for Tk
+ * keys: the prefill kernels' blocks past L find no key; the decode
+ * kernels and the combine also take their chunks from L (at_chunks). */
 WK_DEV void at_dyn(at_args &a)
 {
     if (!a.kvlen) return;

@@ -42,40 +42,58 @@ template <typename T> WK_DEV float gv_dot8(const uint4 &a, const uint4 &b)
     return s;
 }
 
+/* A warp's sums of N rows of W (r[0..N-1]) beside x, k / 8 16-byte
+ * vectors each: a lane adds its vectors of a row in order (lane, lane +
+ * W, ...), GV_UNROLL / N loads of each row in flight before any is used,
+ * then the warp folds the lanes' sums. Every kernel here sums through
+ * it, so a row's sum has the same bits whichever kernel made it. */
+template <typename T, int W, int N>
+WK_DEV void gv_sums(const uint4 *const (&r)[N], const uint4 *__restrict__ xv, int64_t k, float (&acc)[N])
+{
+    enum { U = GV_UNROLL / N };
+    const int64_t kv = k / 8;
+    const int lane = (int)threadIdx.x % W;
+#pragma unroll
+    for (int j = 0; j < N; j++) acc[j] = 0.0f;
+    for (int64_t base = 0; base < kv; base += (int64_t)W * U) {
+        uint4 v[N][U], xs[U];
+#pragma unroll
+        for (int u = 0; u < U; u++) {
+            const int64_t i = base + u * W + lane;
+            if (i < kv) {
+#pragma unroll
+                for (int j = 0; j < N; j++) v[j][u] = r[j][i];
+                xs[u] = xv[i];
+            }
+        }
+#pragma unroll
+        for (int u = 0; u < U; u++) {
+            const int64_t i = base + u * W + lane;
+            if (i < kv) {
+#pragma unroll
+                for (int j = 0; j < N; j++) acc[j] += gv_dot8<T>(v[j][u], xs[u]);
+            }
+        }
+    }
+#pragma unroll
+    for (int j = 0; j < N; j++) acc[j] = wk_warp_sum<W>(acc[j]);
+}
+
 template <typename T, int W>
 __global__ void __launch_bounds__(GV_BLOCK)
 gv_kernel(const T *__restrict__ w, int64_t w_rs, const T *__restrict__ x, T *__restrict__ y, int64_t n, int64_t k)
 {
     wk_pdl_wait();
-    const int64_t kv = k / 8;                  /* 16-byte vectors of a row */
-    const uint4 *__restrict__ xv = (const uint4 *)x;
-    const int lane = (int)threadIdx.x % W;
     const int64_t row = (int64_t)blockIdx.x * (GV_BLOCK / W) + (int)threadIdx.x / W;
     if (row >= n) return;                      /* the whole warp */
-    const uint4 *__restrict__ wr = (const uint4 *)(w + row * w_rs);
-    float acc = 0.0f;
-    for (int64_t base = 0; base < kv; base += (int64_t)W * GV_UNROLL) {
-        uint4 v[GV_UNROLL], xs[GV_UNROLL];
-#pragma unroll
-        for (int u = 0; u < GV_UNROLL; u++) {
-            const int64_t i = base + u * W + lane;
-            if (i < kv) v[u] = wr[i], xs[u] = xv[i];
-        }
-#pragma unroll
-        for (int u = 0; u < GV_UNROLL; u++) {
-            const int64_t i = base + u * W + lane;
-            if (i < kv) acc += gv_dot8<T>(v[u], xs[u]);
-        }
-    }
-    acc = wk_warp_sum<W>(acc);
-    if (lane == 0) y[row] = wk_to<T>(acc);
+    const uint4 *const r[1] = { (const uint4 *)(w + row * w_rs) };
+    float acc[1];
+    gv_sums<T, W, 1>(r, (const uint4 *)x, k, acc);
+    if (threadIdx.x % W == 0) y[row] = wk_to<T>(acc[0]);
 }
 
-/* y = x . W^T for one row x when the layout allows it (f16/bf16, W rows
- * and x 16-byte aligned, k a multiple of 8, y contiguous);
- * *done false otherwise (nothing launched). w_rs: W's row stride in
- * elements. */
-/* whether the kernels here take n rows of W (w_rs elements apart) and x */
+/* whether the kernels here take n rows of W (w_rs elements apart) and x:
+ * f16/bf16, W's rows and x 16-byte aligned, k a multiple of 8 */
 static bool gv_fits(wk_dtype dt, const void *w, int64_t w_rs, const void *x, int64_t n, int64_t k)
 {
     return (dt == WK_BF16 || dt == WK_F16) && k >= 8 && k % 8 == 0 && n >= 1 && (w_rs * 2) % 16 == 0 &&
@@ -94,6 +112,7 @@ static bool gv_fits(wk_dtype dt, const void *w, int64_t w_rs, const void *x, int
         }                                                                                                    \
     } while (0)
 
+/* false with WICK_GEMV=0 or WICK_MATVEC=blas (read once) */
 bool wk_gpu_gemv_on(void)
 {
     static const bool on = [] {
@@ -103,6 +122,8 @@ bool wk_gpu_gemv_on(void)
     return on;
 }
 
+/* y = x . W^T for one row x when gv_fits (y contiguous); *done false
+ * otherwise (nothing launched). w_rs: W's row stride in elements. */
 wk_status wk_gpu_gemv(wk_gpu_ctx *c, wk_dtype dt, const void *w, int64_t w_rs, const void *x, void *y,
                                  int64_t n, int64_t k, bool *done)
 {
@@ -120,11 +141,9 @@ wk_status wk_gpu_gemv(wk_gpu_ctx *c, wk_dtype dt, const void *w, int64_t w_rs, c
 
 /* ---- the gate/up product with its gate ---------------------------------------
  * y [F] = silu(x . W[:F]^T) * (x . W[F:]^T) (wk_linear_silu_mul, one row):
- * a warp owns output j and reads rows j and F + j of W beside the same
- * vectors of x, GV_UNROLL / 2 of each in flight (as many loads as
- * gv_kernel's). Each lane adds its vectors of a row in gv_kernel's order
- * and the warp folds them as it does, so each half's sum, rounded to T,
- * has the bits of gv_kernel's product of that half; the gate then as
+ * a warp owns output j and sums rows j and F + j of W (gv_sums: as many
+ * loads in flight as gv_kernel's), so each half's sum, rounded to T, has
+ * the bits of gv_kernel's product of that half; the gate then as
  * elementwise.hip's silu_mul computes it for T (the device's approximate
  * exp and division for f16/bf16). One launch instead of the product and
  * the silu_mul after it. */
@@ -132,32 +151,14 @@ template <typename T, int W>
 __global__ void __launch_bounds__(GV_BLOCK)
 gv_glu_kernel(const T *__restrict__ w, int64_t w_rs, const T *__restrict__ x, T *__restrict__ y, int64_t F, int64_t k)
 {
-    enum { U = GV_UNROLL / 2 };
     wk_pdl_wait();
-    const int64_t kv = k / 8;
-    const uint4 *__restrict__ xv = (const uint4 *)x;
-    const int lane = (int)threadIdx.x % W;
     const int64_t j = (int64_t)blockIdx.x * (GV_BLOCK / W) + (int)threadIdx.x / W;
     if (j >= F) return;                        /* the whole warp */
-    const uint4 *__restrict__ wg = (const uint4 *)(w + j * w_rs), *__restrict__ wu = (const uint4 *)(w + (F + j) * w_rs);
-    float ag = 0.0f, au = 0.0f;
-    for (int64_t base = 0; base < kv; base += (int64_t)W * U) {
-        uint4 vg[U], vu[U], xs[U];
-#pragma unroll
-        for (int u = 0; u < U; u++) {
-            const int64_t i = base + u * W + lane;
-            if (i < kv) vg[u] = wg[i], vu[u] = wu[i], xs[u] = xv[i];
-        }
-#pragma unroll
-        for (int u = 0; u < U; u++) {
-            const int64_t i = base + u * W + lane;
-            if (i < kv) ag += gv_dot8<T>(vg[u], xs[u]), au += gv_dot8<T>(vu[u], xs[u]);
-        }
-    }
-    ag = wk_warp_sum<W>(ag);
-    au = wk_warp_sum<W>(au);
-    if (lane == 0) {
-        const float g = wk_load_c(wk_to<T>(ag)), u = wk_load_c(wk_to<T>(au));
+    const uint4 *const r[2] = { (const uint4 *)(w + j * w_rs), (const uint4 *)(w + (F + j) * w_rs) };
+    float acc[2];
+    gv_sums<T, W, 2>(r, (const uint4 *)x, k, acc);
+    if (threadIdx.x % W == 0) {
+        const float g = wk_load_c(wk_to<T>(acc[0])), u = wk_load_c(wk_to<T>(acc[1]));
         y[j] = wk_to<T>(__fdividef(g, 1.0f + __expf(-g)) * u);
     }
 }
@@ -190,9 +191,9 @@ extern "C" wk_status wk_gpu_linear_silu_mul(void *ctx, wk_dtype dt, const void *
 /* ---- the q/k/v product with its rope and cache writes -----------------------
  * wk_linear_rope_kv for one row: qkv [H, D] = x . W^T (H = nq + 2 hkv
  * heads) then rope_kv of it, in one launch. A warp owns one pair of a
- * head, the rows (i, i + D/2) or (2i, 2i + 1) of W, read beside the same
- * vectors of x as gv_glu_kernel reads its two rows, each sum rounded to
- * T as gv_kernel rounds it; then as nn.hip's nn_rope_kv: a query pair
+ * head and sums its rows (i, i + D/2) or (2i, 2i + 1) of W (gv_sums),
+ * each sum rounded to T as gv_kernel rounds it; then as nn.hip's
+ * nn_rope_kv: a query pair
  * turned into q, a key pair turned into row p of the key cache, a value
  * pair as it is into the value cache's (p = pos0 + the position in
  * device memory when ppos is set; a query at p past the tables or caches
@@ -213,33 +214,15 @@ gv_rope_kernel(const T *__restrict__ w, int64_t w_rs, const T *__restrict__ x, T
                gv_rope_args a)
 {
     typedef typename wk_type<T>::C C;
-    enum { U = GV_UNROLL / 2 };
     wk_pdl_wait();
-    const int64_t kv = k / 8, npair = (a.nq + 2 * a.hkv) * a.half;
-    const uint4 *__restrict__ xv = (const uint4 *)x;
-    const int lane = (int)threadIdx.x % W;
     const int64_t e = (int64_t)blockIdx.x * (GV_BLOCK / W) + (int)threadIdx.x / W;
-    if (e >= npair) return;                    /* the whole warp */
+    if (e >= (a.nq + 2 * a.hkv) * a.half) return;   /* the whole warp */
     const int64_t h = e / a.half, i = e % a.half, D = 2 * a.half;
     const int64_t i0 = a.inter ? 2 * i : i, i1 = a.inter ? 2 * i + 1 : i + a.half;
-    const uint4 *__restrict__ w0 = (const uint4 *)(w + (h * D + i0) * w_rs), *__restrict__ w1 = (const uint4 *)(w + (h * D + i1) * w_rs);
-    float s0 = 0.0f, s1 = 0.0f;
-    for (int64_t base = 0; base < kv; base += (int64_t)W * U) {
-        uint4 v0[U], v1[U], xs[U];
-#pragma unroll
-        for (int u = 0; u < U; u++) {
-            const int64_t j = base + u * W + lane;
-            if (j < kv) v0[u] = w0[j], v1[u] = w1[j], xs[u] = xv[j];
-        }
-#pragma unroll
-        for (int u = 0; u < U; u++) {
-            const int64_t j = base + u * W + lane;
-            if (j < kv) s0 += gv_dot8<T>(v0[u], xs[u]), s1 += gv_dot8<T>(v1[u], xs[u]);
-        }
-    }
-    s0 = wk_warp_sum<W>(s0);
-    s1 = wk_warp_sum<W>(s1);
-    if (lane != 0) return;
+    const uint4 *const r[2] = { (const uint4 *)(w + (h * D + i0) * w_rs), (const uint4 *)(w + (h * D + i1) * w_rs) };
+    float s[2];
+    gv_sums<T, W, 2>(r, (const uint4 *)x, k, s);
+    if (threadIdx.x % W != 0) return;
     int64_t p = a.pos0;
     if (a.ppos) p += a.pos64 ? *(const int64_t *)a.ppos : (int64_t)*(const uint32_t *)a.ppos;
     const bool in = p >= 0 && p < a.rows;
@@ -253,7 +236,7 @@ gv_rope_kernel(const T *__restrict__ w, int64_t w_rs, const T *__restrict__ x, T
         o[i1] = wk_to<T>((C)0);
         return;
     }
-    C y0 = (C)wk_load_c(wk_to<T>(s0)), y1 = (C)wk_load_c(wk_to<T>(s1));
+    C y0 = (C)wk_load_c(wk_to<T>(s[0])), y1 = (C)wk_load_c(wk_to<T>(s[1]));
     if (h < a.nq + a.hkv) wk_rope_turn<C>(y0, y1, (C)ctab[p * a.half + i], (C)stab[p * a.half + i]);
     o[i0] = wk_to<T>(y0);
     o[i1] = wk_to<T>(y1);

@@ -1107,9 +1107,10 @@ static wk_status graph_record(wk_llm *m, int64_t cap, bool greedy)
     return WK_OK;
 }
 
-/* Ready the graph for the step at m->pos (recorded again when its span
- * of keys changes): *used false when the model does not record, or
- * cannot here (then never again: the eager pass from now on). */
+/* Ready the graph for the step at m->pos (recorded at its first use, and
+ * again when its span of keys changes: WICK_LLM_GRAPH=N only): *used
+ * false when the model does not record, or cannot here (then never
+ * again: the eager pass from now on). */
 static wk_status graph_ready(wk_llm *m, bool greedy, bool *used)
 {
     *used = false;
