@@ -14,7 +14,7 @@ LDLIBS  := -lm -ldl -pthread
 
 # the core and cpu backend, then the layers above the API (model files,
 # tokenizers, models), which use only the public headers (tools/check-layers)
-LIB_SRC   := $(sort $(wildcard src/core/*.c src/cpu/*.c)) $(sort $(wildcard src/model/*.c src/tokenizer/*.c))
+LIB_SRC   := $(sort $(wildcard src/core/*.c src/cpu/*.c)) $(sort $(wildcard src/formats/*.c src/tokenizer/*.c src/llm/*.c))
 LIB_OBJ   := $(LIB_SRC:%.c=$(BUILD)/%.o)
 TEST_SRC  := $(sort $(wildcard tests/*.c))
 TEST_OBJ  := $(TEST_SRC:%.c=$(BUILD)/%.o)
@@ -126,7 +126,7 @@ $(BUILD)/wick-qdot-bench: bench/qdot_bench.c cli/timing.h $(BUILD)/libwick.a
 test: all
 	$(BUILD)/wick-tests
 	CC="$(CC)" tests/cli/test_cli.sh $(BUILD)/wick
-	tools/check-layers
+	tools/check-layers && tools/check-layers --self-test
 
 asan:
 	$(MAKE) BUILD=build-asan OPT="-O1 -fno-omit-frame-pointer" EXTRA_CFLAGS="-fsanitize=address,undefined -fno-sanitize-recover=undefined" \

@@ -112,7 +112,7 @@ static int bench_run(wk_comm *comm, void *arg)
     double t0 = wk_now_ms();
     wk_llm *m = wk_llm_load(c->model, dev, &o);
     if (!m) {
-        fprintf(stderr, "wick-llm-bench: %s\n", wk_model_last_error());
+        fprintf(stderr, "wick-llm-bench: %s\n", wk_last_error());
         if (!comm) wk_device_close(dev);
         return 1;
     }
@@ -213,7 +213,7 @@ static int bench_run(wk_comm *comm, void *arg)
     int rc = 0;
     if (0) {
 fail:
-        fprintf(stderr, "wick-llm-bench: %s\n", wk_model_last_error());
+        fprintf(stderr, "wick-llm-bench: %s\n", wk_last_error());
         rc = 1;
     }
     wk_llm_free(m);

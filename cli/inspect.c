@@ -11,7 +11,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include "wick.h"
-#include "wick_model.h"
+#include "wick_formats.h"
 #include "cli.h"
 
 void wick_inspect_usage(void)
@@ -172,7 +172,7 @@ static int inspect_gguf(const char *path)
 {
     wk_gguf *g = wk_gguf_open(path);
     if (!g) {
-        fprintf(stderr, "wick inspect: %s\n", wk_model_last_error());
+        fprintf(stderr, "wick inspect: %s\n", wk_last_error());
         return WICK_EXIT_FAIL;
     }
     char b[32];
@@ -201,7 +201,7 @@ static int inspect_safetensors(const char *path)
 {
     wk_safetensors *s = wk_safetensors_open(path);
     if (!s) {
-        fprintf(stderr, "wick inspect: %s\n", wk_model_last_error());
+        fprintf(stderr, "wick inspect: %s\n", wk_last_error());
         return WICK_EXIT_FAIL;
     }
     int nf = wk_safetensors_file_count(s);

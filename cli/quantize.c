@@ -35,7 +35,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include "wick.h"
-#include "wick_model.h"
+#include "wick_formats.h"
 #include "cli.h"
 
 void wick_quantize_usage(void)
@@ -207,7 +207,7 @@ int wick_cmd_quantize(int argc, char **argv)
     if (wick_cli_is_gguf(in)) g = wk_gguf_open(in);
     else st = wk_safetensors_open(in);
     if (!g && !st) {
-        fprintf(stderr, "wick quantize: %s\n", wk_model_last_error());
+        fprintf(stderr, "wick quantize: %s\n", wk_last_error());
         return WICK_EXIT_FAIL;
     }
     int64_t n = g ? wk_gguf_tensor_count(g) : wk_safetensors_tensor_count(st);
@@ -216,7 +216,7 @@ int wick_cmd_quantize(int argc, char **argv)
     wk_gguf_writer *w = wk_gguf_writer_new();
     int rc = WICK_EXIT_FAIL;
     if (!ts || !cpu || !w) {
-        fprintf(stderr, "wick quantize: %s\n", !cpu ? wk_last_error() : !w ? wk_model_last_error() : "out of memory");
+        fprintf(stderr, "wick quantize: %s\n", !cpu ? wk_last_error() : !w ? wk_last_error() : "out of memory");
         goto done;
     }
     int n_v = 0, n_down = 0;
@@ -233,13 +233,13 @@ int wick_cmd_quantize(int argc, char **argv)
         const char *k = wk_gguf_kv_key(g, i);
         if (!strcmp(k, "general.file_type") || !strcmp(k, "general.quantization_version")) continue;
         if (wk_gguf_writer_copy_kv(w, g, k) != WK_OK) {
-            fprintf(stderr, "wick quantize: %s\n", wk_model_last_error());
+            fprintf(stderr, "wick quantize: %s\n", wk_last_error());
             goto done;
         }
     }
     if (wk_gguf_writer_set_u32(w, "general.quantization_version", 2) != WK_OK ||
         (ftype_of(type) >= 0 && wk_gguf_writer_set_u32(w, "general.file_type", (uint32_t)ftype_of(type)) != WK_OK)) {
-        fprintf(stderr, "wick quantize: %s\n", wk_model_last_error());
+        fprintf(stderr, "wick quantize: %s\n", wk_last_error());
         goto done;
     }
     uint64_t bytes_in = 0, bytes_out = 0;
@@ -276,7 +276,7 @@ int wick_cmd_quantize(int argc, char **argv)
         }
         wk_tensor *src = wk_file_tensor_load(t, cpu);
         if (!src) {
-            fprintf(stderr, "wick quantize: %s\n", wk_model_last_error());
+            fprintf(stderr, "wick quantize: %s\n", wk_last_error());
             goto done;
         }
         wk_clear_error();
@@ -291,7 +291,7 @@ int wick_cmd_quantize(int argc, char **argv)
         uint64_t nb = wk_tensor_nbytes(o);
         wk_release(o);
         if (s != WK_OK) {
-            fprintf(stderr, "wick quantize: %s\n", wk_model_last_error());
+            fprintf(stderr, "wick quantize: %s\n", wk_last_error());
             goto done;
         }
         bytes_in += t->nbytes;
@@ -305,7 +305,7 @@ int wick_cmd_quantize(int argc, char **argv)
         }
     }
     if (wk_gguf_writer_write(w, out) != WK_OK) {
-        fprintf(stderr, "wick quantize: %s\n", wk_model_last_error());
+        fprintf(stderr, "wick quantize: %s\n", wk_last_error());
         goto done;
     }
     printf("%s: %" PRId64 " tensors, %.2f MB -> %.2f MB (%s)\n", out, n, (double)bytes_in / 1e6,

@@ -240,7 +240,7 @@ static int run_text(wk_llm *m, const run_opts *o, const char *text, bool chat_fm
     else if (lead) printf("\n");
     rc = WICK_EXIT_OK;
 out:
-    if (rc) fprintf(stderr, "wick run: %s\n", wk_model_last_error());
+    if (rc) fprintf(stderr, "wick run: %s\n", wk_last_error());
     free(formatted);
     free(ids);
     return rc;
@@ -258,7 +258,7 @@ static int run_ids(wk_llm *m, const run_opts *o, bool lead)
     } else {
         wk_generate_stats st;
         if (wk_llm_generate(m, ids, n, &o->gen, lead ? print_token : silent_token, NULL, &st)) {
-            fprintf(stderr, "wick run: %s\n", wk_model_last_error());
+            fprintf(stderr, "wick run: %s\n", wk_last_error());
             rc = WICK_EXIT_FAIL;
         } else if (lead && !o->quiet) print_speed(&st);
         else if (lead) printf("\n");
@@ -295,7 +295,7 @@ static int tp_rank(wk_comm *comm, void *arg)
     if (!lead) o.load.progress = WK_PROGRESS_OFF;
     wk_llm *m = wk_llm_load(o.model, wk_comm_device(comm), &o.load);
     if (!m) {
-        fprintf(stderr, "wick run: rank %d: %s\n", rank, wk_model_last_error());
+        fprintf(stderr, "wick run: rank %d: %s\n", rank, wk_last_error());
         return WICK_EXIT_FAIL;
     }
     const wk_llm_info *in = wk_llm_get_info(m);
@@ -409,7 +409,7 @@ static int run_chat(wk_llm *m, const run_opts *o, chat_lines *share, bool lead)
         int32_t *ids = NULL;
         int64_t nid = 0;
         if (!text || wk_llm_tokenize(m, text, strlen(text), false, &ids, &nid)) {
-            if (lead) fprintf(stderr, "wick run: %s\n", wk_model_last_error());
+            if (lead) fprintf(stderr, "wick run: %s\n", wk_last_error());
             free(text);
             rc = WICK_EXIT_FAIL;
             break;
@@ -426,7 +426,7 @@ static int run_chat(wk_llm *m, const run_opts *o, chat_lines *share, bool lead)
         hist = ids;
         nhist = nid;
         if (s) {
-            fprintf(stderr, "\nwick run: %s\n", wk_model_last_error());
+            fprintf(stderr, "\nwick run: %s\n", wk_last_error());
             free(reply.p);
             rc = WICK_EXIT_FAIL;
             break;
@@ -532,7 +532,7 @@ int wick_cmd_run(int argc, char **argv)
     }
     wk_llm *m = wk_llm_load(o.model, dev, &o.load);
     if (!m) {
-        fprintf(stderr, "wick run: %s\n", wk_model_last_error());
+        fprintf(stderr, "wick run: %s\n", wk_last_error());
         wk_device_close(dev);
         return WICK_EXIT_FAIL;
     }

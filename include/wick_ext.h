@@ -159,10 +159,21 @@ wk_status wk_apply_inplace1(const wk_inplace_op1 *op, wk_tensor *dst);
 wk_status wk_apply_inplace2(const wk_inplace_op2 *op, wk_tensor *dst, const wk_tensor *a);
 wk_status wk_apply_inplace3(const wk_inplace_op3 *op, wk_tensor *dst, const wk_tensor *a, const wk_tensor *b);
 
-/* Set the thread's error (printf-style) from a callback; returns status. */
+/* Set the thread's error (printf-style): from a custom op's callback, and
+ * in the layers above the core (model files, tokenizers, models), which
+ * report through the same state as every op (wk_last_error). The
+ * arguments may include wk_last_error() itself. Returns status. */
 wk_status wk_error_set(wk_status status, const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+/* Put context in front of the thread's error: "context: message". Keeps
+ * its status (WK_ERR_BACKEND when none was set) and returns it. For a
+ * caller whose wick call failed, to say what it was doing. */
+wk_status wk_error_wrap(const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 1, 2)))
 #endif
     ;
 

@@ -9,14 +9,14 @@
  * MLP, scaled and tied embeddings). Weights f32, f16, bf16 or any GGUF
  * block type; activations and the KV cache f32 or bf16.
  *
- * Errors, as in wick_model.h: NULL or a status, and the message in
- * wk_model_last_error().
+ * Errors, as in wick_formats.h: NULL or a status, and the message in
+ * wk_last_error().
  */
 #ifndef WICK_LLM_H
 #define WICK_LLM_H
 
 #include "wick.h"
-#include "wick_model.h"
+#include "wick_formats.h"
 
 #ifdef __cplusplus
 extern "C" {

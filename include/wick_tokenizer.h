@@ -10,9 +10,10 @@
  * Conventions
  *   - Functions that make something return it, or NULL on error; functions
  *     that act return a wk_status.
- *   - Errors of this layer are reported through wk_tokenizer_last_error()
- *     and wk_tokenizer_last_status() (thread-local). When a file-layer call
- *     fails (wk_gguf_open, wk_json_parse_file), its message is copied here.
+ *   - Errors are reported through the library's one error state,
+ *     wk_last_error() and wk_last_status() (thread-local). When a
+ *     file-layer call fails (wk_gguf_open, wk_json_parse_file), the
+ *     tokenizer's context is put in front of its message.
  *   - Text is bytes: encoding takes any bytes (invalid UTF-8 included, see
  *     wk_tokenizer_encode); decoding gives valid UTF-8 unless asked for the
  *     raw bytes.
@@ -28,7 +29,7 @@
 #define WICK_TOKENIZER_H
 
 #include "wick.h"
-#include "wick_model.h"
+#include "wick_formats.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -37,13 +38,6 @@ extern "C" {
 #if defined(__GNUC__)
 #pragma GCC visibility push(default)
 #endif
-
-/* ------------------------------------------------------------------ */
-/* errors                                                              */
-
-const char *wk_tokenizer_last_error(void);   /* "" when there is none */
-wk_status wk_tokenizer_last_status(void);
-void wk_tokenizer_clear_error(void);
 
 /* ------------------------------------------------------------------ */
 /* building a tokenizer from plain arrays                              */

@@ -373,7 +373,7 @@ static bool write_gguf(const tmodel *m, const char *path, wk_dtype wdt)
         }
     }
     ok = ok && !wk_gguf_writer_write(w, path);
-    if (!ok) t_fail("writing %s: %s / %s", path, wk_model_last_error(), wk_last_error());
+    if (!ok) t_fail("writing %s: %s / %s", path, wk_last_error(), wk_last_error());
     wk_gguf_writer_free(w);
     return ok;
 }
@@ -479,7 +479,7 @@ static double rel_err(const float *a, const double *b, int64_t n)
 static wk_llm *load_or_fail(const char *path, const wk_llm_options *o)
 {
     wk_llm *m = wk_llm_load(path, t_dev(), o);
-    if (!m) t_fail("wk_llm_load(%s): %s", path, wk_model_last_error());
+    if (!m) t_fail("wk_llm_load(%s): %s", path, wk_last_error());
     return m;
 }
 
@@ -502,10 +502,10 @@ static void check_forward(int arch, bool hf, bool v5, bool ff)
                 "info: arch %s, %lld layers, %lld tokens", wk_llm_arch_name(in->arch), (long long)in->n_layer,
                 (long long)in->n_vocab);
         float *lg = t_mem((size_t)(T + S) * c.V * sizeof *lg);
-        T_CHECK(wk_llm_eval(m, tok, T, true, lg) == WK_OK, "prefill: %s", wk_model_last_error());
+        T_CHECK(wk_llm_eval(m, tok, T, true, lg) == WK_OK, "prefill: %s", wk_last_error());
         for (int s = 0; s < S; s++)
             T_CHECK(wk_llm_eval(m, tok + T + s, 1, false, lg + (int64_t)(T + s) * c.V) == WK_OK, "decode %d: %s", s,
-                    wk_model_last_error());
+                    wk_last_error());
         double e = rel_err(lg, ref, (int64_t)(T + S) * c.V);
         T_CHECK(e < 2e-4, "logits differ from the reference by %.3g (relative to the largest)", e);
         T_CHECK(wk_llm_pos(m) == T + S, "position %lld", (long long)wk_llm_pos(m));
@@ -701,14 +701,14 @@ T_SUITE(llm)
                 int32_t tok[9] = { 1, 2, 3, 4, 5, 6, 7, 8, 9 };
                 T_OK(wk_llm_eval(m, tok, 5, false, NULL));
                 wk_status st = wk_llm_eval(m, tok, 4, false, NULL);
-                T_CHECK(st == WK_ERR_ARGUMENT && strstr(wk_model_last_error(), "context"),
-                        "past the context: %s, '%s'", wk_status_name(st), wk_model_last_error());
+                T_CHECK(st == WK_ERR_ARGUMENT && strstr(wk_last_error(), "context"),
+                        "past the context: %s, '%s'", wk_status_name(st), wk_last_error());
                 T_CHECK(wk_llm_pos(m) == 5, "the cache is unchanged: %lld", (long long)wk_llm_pos(m));
                 T_OK(wk_llm_eval(m, tok, 3, false, NULL));
                 wk_generate_stats gs;
                 st = wk_llm_generate(m, tok, 1, NULL, NULL, NULL, &gs);
-                T_CHECK(st == WK_ERR_ARGUMENT && strstr(wk_model_last_error(), "does not fit"),
-                        "a prompt past the context: %s, '%s'", wk_status_name(st), wk_model_last_error());
+                T_CHECK(st == WK_ERR_ARGUMENT && strstr(wk_last_error(), "does not fit"),
+                        "a prompt past the context: %s, '%s'", wk_status_name(st), wk_last_error());
                 T_OK(wk_llm_rewind(m, 0));
                 st = wk_llm_generate(m, tok, 2, NULL, NULL, NULL, &gs);
                 T_CHECK(st == WK_OK && gs.stop == WK_STOP_CONTEXT && gs.gen_tokens == 7,
@@ -722,8 +722,8 @@ T_SUITE(llm)
             }
             o.context = 65;
             wk_llm *m2 = wk_llm_load(path, t_dev(), &o);
-            T_CHECK(!m2 && wk_model_last_status() == WK_ERR_ARGUMENT && strstr(wk_model_last_error(), "longer than"),
-                    "a context past the model's 64: '%s'", wk_model_last_error());
+            T_CHECK(!m2 && wk_last_status() == WK_ERR_ARGUMENT && strstr(wk_last_error(), "longer than"),
+                    "a context past the model's 64: '%s'", wk_last_error());
             wk_llm_free(m2);
         }
         rm_model(path);
@@ -739,8 +739,8 @@ T_SUITE(llm)
         tm.l[1].bv = NULL;
         if (write_gguf(&tm, path, WK_F32)) {
             wk_llm *m = wk_llm_load(path, t_dev(), NULL);
-            T_CHECK(!m && wk_model_last_status() == WK_ERR_IO && strstr(wk_model_last_error(), "blk.1.attn_q.bias"),
-                    "a missing tensor: '%s'", wk_model_last_error());
+            T_CHECK(!m && wk_last_status() == WK_ERR_IO && strstr(wk_last_error(), "blk.1.attn_q.bias"),
+                    "a missing tensor: '%s'", wk_last_error());
             wk_llm_free(m);
         }
         /* a wrong shape: the embedding of another width */
@@ -752,14 +752,14 @@ T_SUITE(llm)
             snprintf(cfg, sizeof cfg, "sed -i 's/\"hidden_size\":32/\"hidden_size\":36/' '%s/config.json'", dir);
             T_CHECK(system(cfg) == 0, "sed");
             wk_llm *m = wk_llm_load(dir, t_dev(), NULL);
-            T_CHECK(!m && strstr(wk_model_last_error(), "model.embed_tokens.weight has shape [61, 32]"),
-                    "a wrong shape: '%s'", wk_model_last_error());
+            T_CHECK(!m && strstr(wk_last_error(), "model.embed_tokens.weight has shape [61, 32]"),
+                    "a wrong shape: '%s'", wk_last_error());
             wk_llm_free(m);
             snprintf(cfg, sizeof cfg, "sed -i 's/\"model_type\":\"llama\"/\"model_type\":\"gpt2\"/' '%s/config.json'", dir);
             T_CHECK(system(cfg) == 0, "sed");
             m = wk_llm_load(dir, t_dev(), NULL);
-            T_CHECK(!m && wk_model_last_status() == WK_ERR_UNSUPPORTED && strstr(wk_model_last_error(), "'gpt2'"),
-                    "an unknown model type: '%s'", wk_model_last_error());
+            T_CHECK(!m && wk_last_status() == WK_ERR_UNSUPPORTED && strstr(wk_last_error(), "'gpt2'"),
+                    "an unknown model type: '%s'", wk_last_error());
             wk_llm_free(m);
         }
         rm_model(dir);
@@ -770,13 +770,13 @@ T_SUITE(llm)
             fclose(f);
         }
         wk_llm *m = wk_llm_load(path, t_dev(), NULL);
-        T_CHECK(!m && wk_model_last_status() == WK_ERR_IO, "a truncated GGUF: %s '%s'",
-                wk_status_name(wk_model_last_status()), wk_model_last_error());
+        T_CHECK(!m && wk_last_status() == WK_ERR_IO, "a truncated GGUF: %s '%s'",
+                wk_status_name(wk_last_status()), wk_last_error());
         m = wk_llm_load("/nonexistent/model.gguf", t_dev(), NULL);
-        T_CHECK(!m && wk_model_last_error()[0], "a missing file: '%s'", wk_model_last_error());
+        T_CHECK(!m && wk_last_error()[0], "a missing file: '%s'", wk_last_error());
         wk_llm_options o = { .act_dtype = WK_F16 };
         m = wk_llm_load(path, t_dev(), &o);
-        T_CHECK(!m && wk_model_last_status() == WK_ERR_DTYPE, "f16 activations are refused: '%s'", wk_model_last_error());
+        T_CHECK(!m && wk_last_status() == WK_ERR_DTYPE, "f16 activations are refused: '%s'", wk_last_error());
         rm_model(path);
     }
 }
@@ -915,7 +915,7 @@ T_SUITE(llm_sample)
     if (t_case("llm/sample/errors")) {
         wk_sampling s = wk_sampling_default();
         s.top_p = -1;
-        T_CHECK(!wk_sampler_new(&s, 8) && wk_model_last_status() == WK_ERR_ARGUMENT, "top_p -1");
+        T_CHECK(!wk_sampler_new(&s, 8) && wk_last_status() == WK_ERR_ARGUMENT, "top_p -1");
         s = wk_sampling_default();
         s.temperature = NAN;
         T_CHECK(!wk_sampler_new(&s, 8), "temperature NaN");
@@ -1098,7 +1098,7 @@ T_SUITE(llm_generate)
         wk_gguf_writer_free(w);
         wk_gguf_close(g);
         if (!ok) {
-            t_fail("rewriting with a vocabulary: %s", wk_model_last_error());
+            t_fail("rewriting with a vocabulary: %s", wk_last_error());
             rm_model(path);
             return;
         }
@@ -1207,7 +1207,7 @@ static void *tp_rank_main(void *arg)
     wk_llm_options o = { .comm = r->comm, .prefill_chunk = r->chunk };
     wk_llm *m = wk_llm_load(r->path, wk_comm_device(r->comm), &o);
     if (!m) {
-        snprintf(r->err, sizeof r->err, "load: %s", wk_model_last_error());
+        snprintf(r->err, sizeof r->err, "load: %s", wk_last_error());
         return NULL;
     }
     wk_status st = wk_llm_eval(m, r->tok, r->T, true, r->logits);
@@ -1217,7 +1217,7 @@ static void *tp_rank_main(void *arg)
     wk_generate_opts go = { .sampling = wk_sampling_greedy(), .max_tokens = 10, .ignore_eog = true };
     wk_generate_stats gs;
     if (st == WK_OK) st = wk_llm_generate(m, r->tok, 5, &go, log_token, &r->gen, &gs);
-    if (st != WK_OK) snprintf(r->err, sizeof r->err, "%s", wk_model_last_error());
+    if (st != WK_OK) snprintf(r->err, sizeof r->err, "%s", wk_last_error());
     wk_llm_free(m);
     return NULL;
 }
@@ -1298,8 +1298,8 @@ static void *tp_load_main(void *arg)
     wk_llm_options o = { .comm = r->comm };
     wk_llm *m = wk_llm_load(r->path, wk_comm_device(r->comm), &o);
     r->loaded = m != NULL;
-    r->st = wk_model_last_status();
-    snprintf(r->err, sizeof r->err, "%s", m ? "" : wk_model_last_error());
+    r->st = wk_last_status();
+    snprintf(r->err, sizeof r->err, "%s", m ? "" : wk_last_error());
     wk_llm_free(m);
     return NULL;
 }
@@ -1442,7 +1442,7 @@ static void check_greedy_ahead(wk_device *dev, const char *name, int arch, bool 
     wk_llm *m = wk_llm_load(path, dev, &o);
     unsetenv("WICK_LLM_GRAPH");
     if (!m) {
-        t_fail("%s: wk_llm_load: %s", name, wk_model_last_error());
+        t_fail("%s: wk_llm_load: %s", name, wk_last_error());
         rm_model(path);
         return;
     }
@@ -1454,7 +1454,7 @@ static void check_greedy_ahead(wk_device *dev, const char *name, int arch, bool 
     bool ok = wk_llm_eval(m, prompt, P, false, lg) == WK_OK;
     if (ok) ref[0] = argmax_f(lg, c.V);
     ok = ok && logits_greedy(m, ref[0], N - 1, c.V, ref + 1);
-    T_CHECK(ok, "%s: the reference steps: %s", name, wk_model_last_error());
+    T_CHECK(ok, "%s: the reference steps: %s", name, wk_last_error());
     wk_generate_opts go = { .sampling = wk_sampling_greedy(), .ignore_eog = true };
     wk_generate_stats gs;
     gen_log g = { 0 };
@@ -1483,7 +1483,7 @@ static void check_greedy_ahead(wk_device *dev, const char *name, int arch, bool 
         T_OK(wk_llm_generate(m, &other, 1, &g12, log_token, &g3, &gs));
         T_OK(wk_llm_rewind(m, 11));
         T_CHECK(logits_greedy(m, other, 12, c.V, want), "%s: the logits' steps after the rewind: %s", name,
-                wk_model_last_error());
+                wk_last_error());
         T_CHECK(g3.calls == 12 && !memcmp(g3.toks, want, sizeof want),
                 "%s: after a rewind and another token: first differing at %d", name, first_diff(g3.toks, want, 12));
     }

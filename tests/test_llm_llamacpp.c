@@ -113,7 +113,7 @@ static void run_prompt(wk_llm *m, const wk_json *p, stats *s)
     }
     float *lg = t_mem((size_t)(np + 1) * (size_t)V * sizeof *lg);
     if (wk_llm_rewind(m, 0) || wk_llm_eval(m, prompt, np, true, lg)) {
-        t_fail("%s: prefill: %s", name, wk_model_last_error());
+        t_fail("%s: prefill: %s", name, wk_last_error());
         return;
     }
     for (int64_t t = 0; t < np; t++) cmp_row(wk_json_item(pos, (size_t)t), lg + t * V, V, name, (int)t, s);
@@ -129,7 +129,7 @@ static void run_prompt(wk_llm *m, const wk_json *p, stats *s)
         }
         /* teacher-forced: llama.cpp's token, so the positions stay aligned */
         if (wk_llm_eval(m, &greedy[i], 1, false, lg + np * V)) {
-            t_fail("%s: decode step %lld: %s", name, (long long)i, wk_model_last_error());
+            t_fail("%s: decode step %lld: %s", name, (long long)i, wk_last_error());
             return;
         }
         row = lg + np * V;
@@ -160,14 +160,14 @@ static void check_llamacpp(const lref_model *lm)
         if (access(refpath, R_OK) == 0) ref = wk_json_parse_file(refpath, 0);
     }
     if (!ref) {
-        t_fail("cannot read tests/data/%s (run from the repository root): %s", lm->json, wk_model_last_error());
+        t_fail("cannot read tests/data/%s (run from the repository root): %s", lm->json, wk_last_error());
         return;
     }
     const char *old = getenv("WICK_CPU_QDOT");
     char *keep = old ? strdup(old) : NULL;
     wk_llm_options o = { .context = 128, .progress = WK_PROGRESS_OFF };
     wk_llm *m = wk_llm_load(path, t_dev(), &o);
-    if (!m) t_fail("loading %s: %s", path, wk_model_last_error());
+    if (!m) t_fail("loading %s: %s", path, wk_last_error());
     const wk_json *prompts = wk_json_get(ref, "prompts");
     /* the integer path, the exact path, and (printed only) the integer
        path's C kernels */

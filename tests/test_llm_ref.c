@@ -82,7 +82,7 @@ static void run_prompt(wk_llm *m, const wk_json *p, const char *mode)
     }
     float *lg = t_mem((size_t)(np + 1) * (size_t)V * sizeof *lg);
     if (wk_llm_rewind(m, 0) || wk_llm_eval(m, prompt, np, true, lg)) {
-        t_fail("%s (%s): prefill: %s", name, mode, wk_model_last_error());
+        t_fail("%s (%s): prefill: %s", name, mode, wk_last_error());
         return;
     }
     double worst = 0;
@@ -104,7 +104,7 @@ static void run_prompt(wk_llm *m, const wk_json *p, const char *mode)
         }
         /* teacher-forced: the reference's token, so the positions stay aligned */
         if (wk_llm_eval(m, &greedy[i], 1, false, lg + np * V)) {
-            t_fail("%s (%s): decode step %lld: %s", name, mode, (long long)i, wk_model_last_error());
+            t_fail("%s (%s): decode step %lld: %s", name, mode, (long long)i, wk_last_error());
             return;
         }
         row = lg + np * V;
@@ -137,7 +137,7 @@ static void check_model(const ref_model *rm)
         if (access(refpath, R_OK) == 0) ref = wk_json_parse_file(refpath, 0);
     }
     if (!ref) {
-        t_fail("cannot read tests/data/%s (run from the repository root): %s", rm->json, wk_model_last_error());
+        t_fail("cannot read tests/data/%s (run from the repository root): %s", rm->json, wk_last_error());
         return;
     }
     const wk_json *prompts = wk_json_get(ref, "prompts");
@@ -145,7 +145,7 @@ static void check_model(const ref_model *rm)
         wk_llm_options o = { .context = 128, .dequantize = deq, .progress = WK_PROGRESS_OFF };
         wk_llm *m = wk_llm_load(path, t_dev(), &o);
         if (!m) {
-            t_fail("loading %s: %s", path, wk_model_last_error());
+            t_fail("loading %s: %s", path, wk_last_error());
             break;
         }
         for (size_t i = 0; i < wk_json_count(prompts); i++) {
@@ -172,7 +172,7 @@ static void check_model(const ref_model *rm)
             if (st == WK_OK)
                 T_CHECK(n == nw && !memcmp(ids, want, (size_t)n * sizeof *ids), "%s %s: the text's ids differ from HF's",
                         rm->name, name);
-            else T_CHECK(st == WK_ERR_UNSUPPORTED, "tokenize: %s", wk_model_last_error());
+            else T_CHECK(st == WK_ERR_UNSUPPORTED, "tokenize: %s", wk_last_error());
             free(ids);
         }
         wk_llm_free(m);

@@ -1,4 +1,4 @@
-/* test_model_files.c — the model-file layer (include/wick_model.h): JSON,
+/* test_model_files.c — the model-file layer (include/wick_formats.h): JSON,
  * HF config getters, GGUF read and write, safetensors (one file, shards, a
  * folder).
  *
@@ -36,7 +36,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "test.h"
-#include "wick_model.h"
+#include "wick_formats.h"
 #include "data/model_files_expect.h"
 
 /* ---- helpers -------------------------------------------------------------- */
@@ -154,7 +154,7 @@ static uint64_t fnv64(const void *p, size_t n)
 /* The model layer's error: status want and every NULL-terminated word in its message. */
 static bool mf_err(const char *what, wk_status want, wk_status got, ...)
 {
-    const char *msg = wk_model_last_error();
+    const char *msg = wk_last_error();
     bool ok = true;
     if (got != want) {
         t_fail("%s: status %s, expected %s (message: \"%s\")", what, wk_status_name(got), wk_status_name(want), msg);
@@ -172,7 +172,7 @@ static bool mf_err(const char *what, wk_status want, wk_status got, ...)
             ok = false;
         }
     va_end(ap);
-    wk_model_clear_error();
+    wk_clear_error();
     return ok;
 }
 
@@ -212,7 +212,7 @@ static void json_valid_cases(void)
         for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
             wk_json *j = jparse(c[i].text, 0);
             if (!j) {
-                t_fail("'%s': %s", c[i].text, wk_model_last_error());
+                t_fail("'%s': %s", c[i].text, wk_last_error());
                 continue;
             }
             T_CHECK(wk_json_kind(j) == c[i].kind, "'%s': kind %d", c[i].text, wk_json_kind(j));
@@ -247,7 +247,7 @@ static void json_valid_cases(void)
             size_t len = 99;
             const char *s = j ? wk_json_string(j, &len) : NULL;
             T_CHECK(s && len == c[i].len && memcmp(s, c[i].bytes, len) == 0 && s[len] == 0, "string %zu ('%s'): %s", i,
-                    c[i].text, j ? "wrong bytes" : wk_model_last_error());
+                    c[i].text, j ? "wrong bytes" : wk_last_error());
             wk_json_free(j);
         }
     }
@@ -255,7 +255,7 @@ static void json_valid_cases(void)
         const char *text = "{\"a\": [1, 2.5, \"x\", [true, null], {}], \"b\": {\"c\": {\"d\": -3}}, \"\": 0, \"e\\u0000f\": 1}";
         wk_json *j = jparse(text, 0);
         if (!j) {
-            t_fail("%s", wk_model_last_error());
+            t_fail("%s", wk_last_error());
         } else {
             T_CHECK(wk_json_kind(j) == WK_JSON_OBJECT && wk_json_count(j) == 4, "root");
             const wk_json *a = wk_json_get(j, "a");
@@ -285,13 +285,13 @@ static void json_valid_cases(void)
             double d = 0;
             const wk_json *v = wk_json_kind(j) == WK_JSON_ARRAY ? wk_json_item(j, 0) : j;
             T_CHECK(j && wk_json_number(v, &d) && (i == 1 ? d == INFINITY : i == 2 ? d == -INFINITY : isnan(d)),
-                    "'%s' with the flag: %s", c[i], j ? "wrong value" : wk_model_last_error());
+                    "'%s' with the flag: %s", c[i], j ? "wrong value" : wk_last_error());
             T_CHECK(!wk_json_int(v, NULL), "'%s' is no integer", c[i]);
             wk_json_free(j);
             wk_json *k = jparse(c[i], 0);
             T_CHECK(!k, "'%s' without the flag parsed", c[i]);
             wk_json_free(k);
-            wk_model_clear_error();
+            wk_clear_error();
         }
     }
     if (t_case("model_files/json/large_object")) {
@@ -303,7 +303,7 @@ static void json_valid_cases(void)
         size_t body = n;
         n += (size_t)snprintf(t + n, cap - n, "}");
         wk_json *j = wk_json_parse(t, n, "big", 0);
-        T_CHECK(j && wk_json_count(j) == 3000, "3000 members: %s", j ? "wrong count" : wk_model_last_error());
+        T_CHECK(j && wk_json_count(j) == 3000, "3000 members: %s", j ? "wrong count" : wk_last_error());
         for (int i = 0; j && i < 3000; i += 7) {
             char k[16];
             snprintf(k, sizeof k, "k%d", i);
@@ -314,7 +314,7 @@ static void json_valid_cases(void)
         wk_json_free(j);
         n = body + (size_t)snprintf(t + body, cap - body, ",\"k1234\": 0}");
         j = wk_json_parse(t, n, "big", 0);
-        mf_err("duplicate in a large object", WK_ERR_IO, j ? WK_OK : wk_model_last_status(), "big", "duplicate key",
+        mf_err("duplicate in a large object", WK_ERR_IO, j ? WK_OK : wk_last_status(), "big", "duplicate key",
                "k1234", NULL);
         wk_json_free(j);
     }
@@ -374,7 +374,7 @@ static void json_invalid_cases(void)
         wk_json *j = wk_json_parse(c[i].text, len, "bad.json", 0);
         char what[96];
         snprintf(what, sizeof what, "invalid %zu ('%.40s')", i, c[i].text);
-        mf_err(what, WK_ERR_IO, j ? WK_OK : wk_model_last_status(), "bad.json", "line 1, column", c[i].word, NULL);
+        mf_err(what, WK_ERR_IO, j ? WK_OK : wk_last_status(), "bad.json", "line 1, column", c[i].word, NULL);
         wk_json_free(j);
     }
     /* nesting: 256 levels parse, 257 do not */
@@ -382,21 +382,21 @@ static void json_invalid_cases(void)
     memset(deep, '[', 256);
     memset(deep + 256, ']', 256);
     wk_json *j = wk_json_parse(deep, 512, "deep", 0);
-    T_CHECK(j != NULL, "256 levels: %s", wk_model_last_error());
+    T_CHECK(j != NULL, "256 levels: %s", wk_last_error());
     wk_json_free(j);
     memset(deep, '[', 257);
     memset(deep + 257, ']', 257);
     j = wk_json_parse(deep, 514, "deep", 0);
-    mf_err("257 levels", WK_ERR_IO, j ? WK_OK : wk_model_last_status(), "nesting deeper than 256", NULL);
+    mf_err("257 levels", WK_ERR_IO, j ? WK_OK : wk_last_status(), "nesting deeper than 256", NULL);
     wk_json_free(j);
     /* a line count in the message */
     j = wk_json_parse("{\n  \"a\": 1,\n  \"b\": ?\n}", 22, "lines.json", 0);
-    mf_err("line numbers", WK_ERR_IO, j ? WK_OK : wk_model_last_status(), "line 3, column 8", NULL);
+    mf_err("line numbers", WK_ERR_IO, j ? WK_OK : wk_last_status(), "line 3, column 8", NULL);
     wk_json_free(j);
-    mf_err("bad flags", WK_ERR_ARGUMENT, wk_json_parse("1", 1, "x", 0x80) ? WK_OK : wk_model_last_status(), "flags",
+    mf_err("bad flags", WK_ERR_ARGUMENT, wk_json_parse("1", 1, "x", 0x80) ? WK_OK : wk_last_status(), "flags",
            NULL);
     wk_json *nf = wk_json_parse_file(mf_path("no-such.json"), 0);
-    mf_err("missing file", WK_ERR_IO, nf ? WK_OK : wk_model_last_status(), "no-such.json", "cannot open", NULL);
+    mf_err("missing file", WK_ERR_IO, nf ? WK_OK : wk_last_status(), "no-such.json", "cannot open", NULL);
 }
 
 static void json_fuzz_cases(void)
@@ -408,11 +408,11 @@ static void json_fuzz_cases(void)
         for (size_t k = 0; k < n; k++) {
             wk_json *j = wk_json_parse(doc, k, "cut", 0);
             if (j) t_fail("a prefix of %zu bytes parsed", k);
-            else if (wk_model_last_status() != WK_ERR_IO) t_fail("prefix %zu: status %d", k, wk_model_last_status());
+            else if (wk_last_status() != WK_ERR_IO) t_fail("prefix %zu: status %d", k, wk_last_status());
             wk_json_free(j);
         }
         wk_json *j = wk_json_parse(doc, n, "whole", 0);
-        T_CHECK(j != NULL, "the whole document: %s", wk_model_last_error());
+        T_CHECK(j != NULL, "the whole document: %s", wk_last_error());
         wk_json_free(j);
     }
     if (t_case("model_files/json/flips")) {
@@ -438,8 +438,8 @@ static void json_fuzz_cases(void)
                     const char *str = wk_json_string(v, &len);
                     if (str && str[len] != 0) t_fail("flip %d: an unterminated string", it);
                 }
-            } else if (wk_model_last_status() != WK_ERR_IO) {
-                t_fail("flip %d: status %s: %s", it, wk_status_name(wk_model_last_status()), wk_model_last_error());
+            } else if (wk_last_status() != WK_ERR_IO) {
+                t_fail("flip %d: status %s: %s", it, wk_status_name(wk_last_status()), wk_last_error());
             }
             wk_json_free(j);
         }
@@ -452,7 +452,7 @@ static void config_cases(void)
     if (!t_case("model_files/config")) return;
     wk_json *c = wk_config_open(mf_path("sharded"));
     if (!c) {
-        t_fail("wk_config_open: %s", wk_model_last_error());
+        t_fail("wk_config_open: %s", wk_last_error());
         return;
     }
     int64_t i = -1;
@@ -481,10 +481,10 @@ static void config_cases(void)
     mf_err("array as bool", WK_ERR_IO, wk_config_bool(c, "architectures", false, &b), "an array", NULL);
     wk_json_free(c);
     wk_json *c2 = wk_config_open(mf_path("sharded/config.json"));
-    T_CHECK(c2 != NULL, "config by file: %s", wk_model_last_error());
+    T_CHECK(c2 != NULL, "config by file: %s", wk_last_error());
     wk_json_free(c2);
     wk_json *c3 = wk_config_open(mf_path("folder"));
-    mf_err("a folder without config.json", WK_ERR_IO, c3 ? WK_OK : wk_model_last_status(), "config.json", NULL);
+    mf_err("a folder without config.json", WK_ERR_IO, c3 ? WK_OK : wk_last_status(), "config.json", NULL);
     wk_json_free(c3);
 }
 
@@ -495,7 +495,7 @@ static void check_load(const wk_file_tensor *ti, uint64_t fnv, const char *what)
 {
     wk_tensor *t = t_own(wk_file_tensor_load(ti, t_dev()));
     if (!t) {
-        t_fail("%s: load: %s", what, wk_model_last_error());
+        t_fail("%s: load: %s", what, wk_last_error());
         return;
     }
     size_t n = wk_tensor_nbytes(t);
@@ -541,7 +541,7 @@ static void check_tensor_table(const char *file, const mf_tensor *ref, size_t n,
             wk_tensor *x = wk_file_tensor_load(t, t_dev());
             char what[128];
             snprintf(what, sizeof what, "load of %s", ref[i].name);
-            mf_err(what, WK_ERR_UNSUPPORTED, x ? WK_OK : wk_model_last_status(), ref[i].name, t->type_name,
+            mf_err(what, WK_ERR_UNSUPPORTED, x ? WK_OK : wk_last_status(), ref[i].name, t->type_name,
                    "does not support", NULL);
             wk_release(x);
         }
@@ -673,7 +673,7 @@ static void gguf_read_cases(void)
     if (t_case("model_files/gguf/types")) {
         wk_gguf *g = wk_gguf_open(mf_path("types.gguf"));
         if (!g) {
-            t_fail("open: %s", wk_model_last_error());
+            t_fail("open: %s", wk_last_error());
         } else {
             T_CHECK(wk_gguf_version(g) == 3 && wk_gguf_alignment(g) == MF_TYPES_ALIGNMENT, "version %u alignment %u",
                     wk_gguf_version(g), wk_gguf_alignment(g));
@@ -686,8 +686,8 @@ static void gguf_read_cases(void)
             check_tensor_table("types.gguf", mf_types_gguf, sizeof mf_types_gguf / sizeof mf_types_gguf[0], g_info,
                                g_index, g, wk_gguf_tensor_count(g), true);
             wk_tensor *x = t_own(wk_gguf_tensor(g, "t.q4_k", t_dev()));
-            T_CHECK(x && wk_tensor_dtype(x) == WK_Q4_K, "wk_gguf_tensor: %s", wk_model_last_error());
-            mf_err("absent tensor", WK_ERR_ARGUMENT, wk_gguf_tensor(g, "nope", t_dev()) ? WK_OK : wk_model_last_status(),
+            T_CHECK(x && wk_tensor_dtype(x) == WK_Q4_K, "wk_gguf_tensor: %s", wk_last_error());
+            mf_err("absent tensor", WK_ERR_ARGUMENT, wk_gguf_tensor(g, "nope", t_dev()) ? WK_OK : wk_last_status(),
                    "types.gguf", "nope", NULL);
             wk_tensor **all = t_mem(sizeof(wk_tensor *) * 32);
             mf_err("load_all with a type wick lacks", WK_ERR_UNSUPPORTED, wk_gguf_load_all(g, t_dev(), WK_PROGRESS_OFF, all),
@@ -706,7 +706,7 @@ static void gguf_read_cases(void)
         if (!t_case("model_files/gguf/%s", smalls[k])) continue;
         wk_gguf *g = wk_gguf_open(mf_path(smalls[k]));
         if (!g) {
-            t_fail("open: %s", wk_model_last_error());
+            t_fail("open: %s", wk_last_error());
             continue;
         }
         T_CHECK(wk_gguf_version(g) == (k ? 2u : 3u) && wk_gguf_alignment(g) == MF_SMALL_ALIGNMENT &&
@@ -774,11 +774,11 @@ static wk_status open_bytes(const gb *b, const char *name, wk_gguf **out)
 {
     const char *p = tmp_path(name);
     write_file(p, b->p, b->n);
-    wk_model_clear_error();
+    wk_clear_error();
     wk_gguf *g = wk_gguf_open(p);
     if (out) *out = g;
     else wk_gguf_close(g);
-    return g ? WK_OK : wk_model_last_status();
+    return g ? WK_OK : wk_last_status();
 }
 
 static void gguf_corrupt_cases(void)
@@ -804,7 +804,7 @@ static void gguf_corrupt_cases(void)
     gb_header(&b, 3, 0, 0);
     wk_gguf *g = NULL;
     T_CHECK(open_bytes(&b, "empty.gguf", &g) == WK_OK && wk_gguf_tensor_count(g) == 0 && wk_gguf_kv_count(g) == 0,
-            "a file of a header alone: %s", wk_model_last_error());
+            "a file of a header alone: %s", wk_last_error());
     wk_gguf_close(g);
     b = (gb){ 0 };
     gb_header(&b, 3, 1ull << 40, 0);
@@ -908,13 +908,13 @@ static void gguf_corrupt_cases(void)
         if (tc[k].st != WK_OK) {
             mf_err(what, tc[k].st, st, "tensor.gguf", tc[k].w1, tc[k].w2, NULL);
         } else if (!g) {
-            t_fail("%s: %s", what, wk_model_last_error());
+            t_fail("%s: %s", what, wk_last_error());
         } else if (tc[k].type == 99 || tc[k].type == 16) {
             const wk_file_tensor *ti = wk_gguf_tensor_info(g, 0);
             const char *tn = tc[k].type == 99 ? "type 99" : "IQ2_XXS";
             T_CHECK(ti->dtype == WK_DTYPE_COUNT && strcmp(ti->type_name, tn) == 0, "%s: type name %s", what, ti->type_name);
             wk_tensor *x = wk_gguf_tensor(g, tc[k].name, t_dev());
-            mf_err(what, WK_ERR_UNSUPPORTED, x ? WK_OK : wk_model_last_status(), tc[k].name, tn, NULL);
+            mf_err(what, WK_ERR_UNSUPPORTED, x ? WK_OK : wk_last_status(), tc[k].name, tn, NULL);
             wk_release(x);
         }
         wk_gguf_close(g);
@@ -932,9 +932,9 @@ static void gguf_corrupt_cases(void)
     gb_pad(&b, 32);
     for (int j = 0; j < 64; j++) gb_u8(&b, 0);
     mf_err("duplicate tensor", WK_ERR_IO, open_bytes(&b, "duptensor.gguf", NULL), "'same' appears twice", NULL);
-    mf_err("missing file", WK_ERR_IO, wk_gguf_open(tmp_path("absent.gguf")) ? WK_OK : wk_model_last_status(),
+    mf_err("missing file", WK_ERR_IO, wk_gguf_open(tmp_path("absent.gguf")) ? WK_OK : wk_last_status(),
            "absent.gguf", "cannot open", NULL);
-    mf_err("a folder", WK_ERR_IO, wk_gguf_open(tmp_dir()) ? WK_OK : wk_model_last_status(), "not a regular file", NULL);
+    mf_err("a folder", WK_ERR_IO, wk_gguf_open(tmp_dir()) ? WK_OK : wk_last_status(), "not a regular file", NULL);
 }
 
 /* Walk everything a handle gives: every value, every array element, every tensor loaded. */
@@ -972,8 +972,8 @@ static void walk_gguf(const wk_gguf *g)
         if (t->offset + t->nbytes > wk_gguf_file_size(g)) t_fail("tensor %lld past the end", (long long)k);
         (void)fnv64(t->data, (size_t)t->nbytes);   /* ASan sees a read past the mapping */
         wk_tensor *x = wk_file_tensor_load(t, t_dev());
-        if (!x && wk_model_last_status() != WK_ERR_UNSUPPORTED && wk_model_last_status() != WK_ERR_MEMORY)
-            t_fail("tensor %lld of a valid file: %s", (long long)k, wk_model_last_error());
+        if (!x && wk_last_status() != WK_ERR_UNSUPPORTED && wk_last_status() != WK_ERR_MEMORY)
+            t_fail("tensor %lld of a valid file: %s", (long long)k, wk_last_error());
         wk_release(x);
     }
 }
@@ -1000,17 +1000,17 @@ static void truncation_case(const char *rel, bool gguf)
     int bad = 0;
     for (size_t k = 0; k < n && bad < 5; k++) {
         write_file(p, full, k);
-        wk_model_clear_error();
+        wk_clear_error();
         if (gguf) {
             wk_gguf *g = wk_gguf_open(p);
             if (k < need && g) {
                 t_fail("%s cut to %zu bytes (of %zu) opened", rel, k, n);
                 bad++;
             } else if (k >= need && !g) {
-                t_fail("%s cut to %zu bytes, after its last tensor: %s", rel, k, wk_model_last_error());
+                t_fail("%s cut to %zu bytes, after its last tensor: %s", rel, k, wk_last_error());
                 bad++;
-            } else if (!g && (wk_model_last_status() != WK_ERR_IO || !strstr(wk_model_last_error(), "cut.gguf"))) {
-                t_fail("%s cut to %zu: %s: %s", rel, k, wk_status_name(wk_model_last_status()), wk_model_last_error());
+            } else if (!g && (wk_last_status() != WK_ERR_IO || !strstr(wk_last_error(), "cut.gguf"))) {
+                t_fail("%s cut to %zu: %s: %s", rel, k, wk_status_name(wk_last_status()), wk_last_error());
                 bad++;
             }
             if (g) walk_gguf(g);
@@ -1020,8 +1020,8 @@ static void truncation_case(const char *rel, bool gguf)
             if (s) {
                 t_fail("%s cut to %zu bytes (of %zu) opened", rel, k, n);
                 bad++;
-            } else if (wk_model_last_status() != WK_ERR_IO || !strstr(wk_model_last_error(), "cut.safetensors")) {
-                t_fail("%s cut to %zu: %s: %s", rel, k, wk_status_name(wk_model_last_status()), wk_model_last_error());
+            } else if (wk_last_status() != WK_ERR_IO || !strstr(wk_last_error(), "cut.safetensors")) {
+                t_fail("%s cut to %zu: %s: %s", rel, k, wk_status_name(wk_last_status()), wk_last_error());
                 bad++;
             }
             wk_safetensors_close(s);
@@ -1037,8 +1037,8 @@ static void walk_st(const wk_safetensors *s)
         const wk_file_tensor *t = wk_safetensors_tensor_info(s, k);
         (void)fnv64(t->data, (size_t)t->nbytes);
         wk_tensor *x = wk_file_tensor_load(t, t_dev());
-        if (!x && wk_model_last_status() != WK_ERR_UNSUPPORTED && wk_model_last_status() != WK_ERR_MEMORY)
-            t_fail("tensor %lld of a valid file: %s", (long long)k, wk_model_last_error());
+        if (!x && wk_last_status() != WK_ERR_UNSUPPORTED && wk_last_status() != WK_ERR_MEMORY)
+            t_fail("tensor %lld of a valid file: %s", (long long)k, wk_last_error());
         wk_release(x);
     }
 }
@@ -1065,14 +1065,14 @@ static void flips_case(const char *rel, bool gguf, uint64_t header_bytes, int it
             else buf[at] = (unsigned char)(r >> 32);
         }
         write_file(p, buf, n);
-        wk_model_clear_error();
+        wk_clear_error();
         if (gguf) {
             wk_gguf *g = wk_gguf_open(p);
             if (g) {
                 opened++;
                 walk_gguf(g);
-            } else if (wk_model_last_status() != WK_ERR_IO || !strstr(wk_model_last_error(), "flip.gguf")) {
-                t_fail("flip %d: %s: %s", it, wk_status_name(wk_model_last_status()), wk_model_last_error());
+            } else if (wk_last_status() != WK_ERR_IO || !strstr(wk_last_error(), "flip.gguf")) {
+                t_fail("flip %d: %s: %s", it, wk_status_name(wk_last_status()), wk_last_error());
                 bad++;
             }
             wk_gguf_close(g);
@@ -1081,8 +1081,8 @@ static void flips_case(const char *rel, bool gguf, uint64_t header_bytes, int it
             if (st) {
                 opened++;
                 walk_st(st);
-            } else if (wk_model_last_status() != WK_ERR_IO || !strstr(wk_model_last_error(), "flip.safetensors")) {
-                t_fail("flip %d: %s: %s", it, wk_status_name(wk_model_last_status()), wk_model_last_error());
+            } else if (wk_last_status() != WK_ERR_IO || !strstr(wk_last_error(), "flip.safetensors")) {
+                t_fail("flip %d: %s: %s", it, wk_status_name(wk_last_status()), wk_last_error());
                 bad++;
             }
             wk_safetensors_close(st);
@@ -1133,7 +1133,7 @@ static void writer_cases(void)
         wk_gguf *src = wk_gguf_open(mf_path("types.gguf"));
         wk_gguf_writer *w = wk_gguf_writer_new();
         if (!src || !w) {
-            t_fail("setup: %s", wk_model_last_error());
+            t_fail("setup: %s", wk_last_error());
             wk_gguf_close(src);
             wk_gguf_writer_free(w);
             return;
@@ -1202,7 +1202,7 @@ static void writer_cases(void)
 
         wk_gguf *g = wk_gguf_open(path);
         if (!g) {
-            t_fail("reading back: %s", wk_model_last_error());
+            t_fail("reading back: %s", wk_last_error());
             return;
         }
         T_CHECK(wk_gguf_version(g) == 3 && wk_gguf_alignment(g) == 128 && wk_gguf_data_offset(g) % 128 == 0, "header");
@@ -1278,7 +1278,7 @@ static void writer_cases(void)
         t = wk_gguf_tensor_info(g, wk_gguf_tensor_index(g, "v.empty"));
         T_CHECK(t && t->nbytes == 0 && t->shape.dims[0] == 0, "empty");
         wk_tensor *e = t ? t_own(wk_file_tensor_load(t, t_dev())) : NULL;
-        T_CHECK(e && wk_tensor_nbytes(e) == 0, "loading an empty tensor: %s", wk_model_last_error());
+        T_CHECK(e && wk_tensor_nbytes(e) == 0, "loading an empty tensor: %s", wk_last_error());
         wk_gguf_close(g);
         if (!keep) remove(path);
     }
@@ -1317,7 +1317,7 @@ static void st_cases(void)
     if (t_case("model_files/st/types")) {
         wk_safetensors *s = wk_safetensors_open(mf_path("types.safetensors"));
         if (!s) {
-            t_fail("open: %s", wk_model_last_error());
+            t_fail("open: %s", wk_last_error());
         } else {
             T_CHECK(wk_safetensors_file_count(s) == 1 && strstr(wk_safetensors_file_path(s, 0), "types.safetensors"),
                     "file");
@@ -1342,8 +1342,8 @@ static void st_cases(void)
             T_CHECK(!wk_safetensors_dtype("I8", &dt) && !wk_safetensors_dtype("U64", &dt) &&
                         !wk_safetensors_dtype("F8_E5M2", &dt) && !wk_safetensors_dtype("Q4", &dt), "dtypes wick lacks");
             wk_tensor *x = t_own(wk_safetensors_tensor(s, "st.bf16", t_dev()));
-            T_CHECK(x && wk_tensor_dtype(x) == WK_BF16, "by name: %s", wk_model_last_error());
-            mf_err("absent", WK_ERR_ARGUMENT, wk_safetensors_tensor(s, "zz", t_dev()) ? WK_OK : wk_model_last_status(),
+            T_CHECK(x && wk_tensor_dtype(x) == WK_BF16, "by name: %s", wk_last_error());
+            mf_err("absent", WK_ERR_ARGUMENT, wk_safetensors_tensor(s, "zz", t_dev()) ? WK_OK : wk_last_status(),
                    "zz", NULL);
             wk_safetensors_close(s);
         }
@@ -1353,7 +1353,7 @@ static void st_cases(void)
         for (int w = 0; w < 2; w++) {
             wk_safetensors *s = wk_safetensors_open(mf_path(ways[w]));
             if (!s) {
-                t_fail("%s: %s", ways[w], wk_model_last_error());
+                t_fail("%s: %s", ways[w], wk_last_error());
                 continue;
             }
             T_CHECK(wk_safetensors_file_count(s) == 2 && strstr(wk_safetensors_file_path(s, 1), "model-00002-of-00002"),
@@ -1370,10 +1370,10 @@ static void st_cases(void)
     if (t_case("model_files/st/folder")) {
         wk_safetensors *s = wk_safetensors_open(mf_path("folder"));
         T_CHECK(s && wk_safetensors_tensor_count(s) == 1 && wk_safetensors_tensor_index(s, "w") == 0, "folder: %s",
-                wk_model_last_error());
+                wk_last_error());
         wk_safetensors_close(s);
         s = wk_safetensors_open(tmp_dir());
-        mf_err("empty folder", WK_ERR_IO, s ? WK_OK : wk_model_last_status(), "model.safetensors", NULL);
+        mf_err("empty folder", WK_ERR_IO, s ? WK_OK : wk_last_status(), "model.safetensors", NULL);
         wk_safetensors_close(s);
     }
 }
@@ -1388,10 +1388,10 @@ static wk_status st_bytes(const char *header, size_t data, const char *name)
     for (size_t k = 0; k < data; k++) gb_u8(&b, (uint8_t)k);
     const char *p = tmp_path(name);
     write_file(p, b.p, b.n);
-    wk_model_clear_error();
+    wk_clear_error();
     wk_safetensors *s = wk_safetensors_open(p);
     wk_safetensors_close(s);
-    return s ? WK_OK : wk_model_last_status();
+    return s ? WK_OK : wk_last_status();
 }
 
 static void st_corrupt_cases(void)
@@ -1427,21 +1427,21 @@ static void st_corrupt_cases(void)
         char what[64];
         snprintf(what, sizeof what, "header %zu", k);
         wk_status st = st_bytes(c[k].hdr, c[k].data, "bad.safetensors");
-        if (!c[k].w1) T_CHECK(st == WK_OK, "%s: %s", what, wk_model_last_error());
+        if (!c[k].w1) T_CHECK(st == WK_OK, "%s: %s", what, wk_last_error());
         else mf_err(what, WK_ERR_IO, st, "bad.safetensors", c[k].w1, c[k].w2, NULL);
     }
     gb b = { 0 };
     gb_u64(&b, 1ull << 40);
     gb_put(&b, "{}", 2);
     write_file(tmp_path("len.safetensors"), b.p, b.n);
-    mf_err("header length", WK_ERR_IO, wk_safetensors_open(tmp_path("len.safetensors")) ? WK_OK : wk_model_last_status(),
+    mf_err("header length", WK_ERR_IO, wk_safetensors_open(tmp_path("len.safetensors")) ? WK_OK : wk_last_status(),
            "header length 1099511627776", "over the safetensors limit", NULL);
     b = (gb){ 0 };
     gb_u64(&b, 1000);
     gb_put(&b, "{}", 2);
     write_file(tmp_path("len.safetensors"), b.p, b.n);
     mf_err("header length past the end", WK_ERR_IO,
-           wk_safetensors_open(tmp_path("len.safetensors")) ? WK_OK : wk_model_last_status(), "header length 1000",
+           wk_safetensors_open(tmp_path("len.safetensors")) ? WK_OK : wk_last_status(), "header length 1000",
            "runs past the end of the file (10 bytes)", NULL);
 
     /* indexes */
@@ -1461,15 +1461,15 @@ static void st_corrupt_cases(void)
     for (size_t k = 0; k < sizeof ix / sizeof ix[0]; k++) {
         const char *p = tmp_path("model.safetensors.index.json");
         write_file(p, ix[k].idx, strlen(ix[k].idx));
-        wk_model_clear_error();
+        wk_clear_error();
         wk_safetensors *s = wk_safetensors_open(p);
         char what[64];
         snprintf(what, sizeof what, "index %zu", k);
         if (!ix[k].w1) {
             T_CHECK(s && wk_safetensors_file_count(s) == 2 && wk_safetensors_tensor_count(s) == 2, "%s: %s", what,
-                    wk_model_last_error());
+                    wk_last_error());
         } else {
-            mf_err(what, WK_ERR_IO, s ? WK_OK : wk_model_last_status(), ix[k].w1, ix[k].w2, NULL);
+            mf_err(what, WK_ERR_IO, s ? WK_OK : wk_last_status(), ix[k].w1, ix[k].w2, NULL);
         }
         wk_safetensors_close(s);
     }
@@ -1480,7 +1480,7 @@ static void st_corrupt_cases(void)
     const char *idx = "{\"weight_map\":{\"x\":\"shard-a.safetensors\",\"z\":\"shard-b.safetensors\"}}";
     write_file(tmp_path("two.index.json"), idx, strlen(idx));
     wk_safetensors *s = wk_safetensors_open(tmp_path("two.index.json"));
-    mf_err("a tensor in two shards", WK_ERR_IO, s ? WK_OK : wk_model_last_status(), "'x' appears in two shards", NULL);
+    mf_err("a tensor in two shards", WK_ERR_IO, s ? WK_OK : wk_last_status(), "'x' appears in two shards", NULL);
     wk_safetensors_close(s);
 }
 
@@ -1508,10 +1508,10 @@ static void misc_cases(void)
     wk_json_free(NULL);
     T_CHECK(wk_gguf_tensor_count(NULL) == 0 && wk_gguf_find(NULL, "x") == NULL && wk_gguf_value_type(NULL) == WK_GGUF_TYPE_COUNT,
             "NULL handles");
-    mf_err("NULL path", WK_ERR_ARGUMENT, wk_safetensors_open(NULL) ? WK_OK : wk_model_last_status(), "NULL path", NULL);
+    mf_err("NULL path", WK_ERR_ARGUMENT, wk_safetensors_open(NULL) ? WK_OK : wk_last_status(), "NULL path", NULL);
     wk_file_tensor ft = { .name = "n", .file = "f", .dtype = WK_F32, .type_name = "F32", .ggml_type = 0,
                           .shape = WK_SHAPE(2), .nbytes = 8, .data = "abcdefgh" };
-    mf_err("NULL device", WK_ERR_ARGUMENT, wk_file_tensor_load(&ft, NULL) ? WK_OK : wk_model_last_status(), "'n'",
+    mf_err("NULL device", WK_ERR_ARGUMENT, wk_file_tensor_load(&ft, NULL) ? WK_OK : wk_last_status(), "'n'",
            "NULL device", NULL);
 }
 

@@ -13,7 +13,7 @@
 #include "test.h"
 #include "wick_tokenizer.h"
 
-#define TOK_OK(expr) do { wk_status st_ = (expr); if (st_ != WK_OK) t_fail("%s returned %s: %s", #expr, wk_status_name(st_), wk_tokenizer_last_error()); } while (0)
+#define TOK_OK(expr) do { wk_status st_ = (expr); if (st_ != WK_OK) t_fail("%s returned %s: %s", #expr, wk_status_name(st_), wk_last_error()); } while (0)
 
 static const char *tok_data_dir(void)
 {
@@ -42,7 +42,7 @@ static bool encode_is(const wk_tokenizer *t, const char *text, size_t len, unsig
     int32_t *ids = NULL;
     int64_t n = 0;
     wk_status st = wk_tokenizer_encode(t, text, len, flags, &ids, &n);
-    if (st) { t_fail("encode \"%.40s\": %s", text, wk_tokenizer_last_error()); return false; }
+    if (st) { t_fail("encode \"%.40s\": %s", text, wk_last_error()); return false; }
     const char *got = ids_str(ids, n);
     bool ok = !strcmp(got, want);
     if (!ok) t_fail("encode \"%.40s\": got [%s], want [%s]", text, got, want);
@@ -55,7 +55,7 @@ static bool decode_is(const wk_tokenizer *t, const int32_t *ids, int64_t n, unsi
     char *s = NULL;
     size_t len = 0;
     wk_status st = wk_tokenizer_decode(t, ids, n, flags, &s, &len);
-    if (st) { t_fail("decode: %s", wk_tokenizer_last_error()); return false; }
+    if (st) { t_fail("decode: %s", wk_last_error()); return false; }
     bool ok = len == want_len && !memcmp(s, want, len);
     if (!ok) t_fail("decode [%s] flags %u: got \"%.*s\" (%zu bytes), want \"%.*s\" (%zu bytes)", ids_str(ids, n), flags, (int)len, s, len,
                     (int)want_len, want, want_len);
@@ -167,7 +167,7 @@ T_SUITE(tokenizer_arrays)
 {
     if (t_case("tokenizer/arrays/bytes")) {
         wk_tokenizer *t = bytes_tokenizer("gpt2");
-        if (!t) t_fail("bytes_tokenizer: %s", wk_tokenizer_last_error());
+        if (!t) t_fail("bytes_tokenizer: %s", wk_last_error());
         else {
             /* "the the": t h e | Ġ t h e -> t he, Ġthe */
             encode_is(t, "the the", 7, 0, "116 257 258");
@@ -192,7 +192,7 @@ T_SUITE(tokenizer_arrays)
     }
     if (t_case("tokenizer/arrays/spm_scores")) {
         wk_tokenizer *t = spm_tokenizer(WK_TOK_PREFIX_ALWAYS);
-        if (!t) t_fail("spm_tokenizer: %s", wk_tokenizer_last_error());
+        if (!t) t_fail("spm_tokenizer: %s", wk_last_error());
         else {
             /* "ab ab" -> ▁ab ▁ab; bos first */
             encode_is(t, "ab ab", 5, WK_TOK_ADD_SPECIAL, "1 264 264");
@@ -216,7 +216,7 @@ T_SUITE(tokenizer_arrays)
         if (t) {
             encode_is(t, "ab ab", 5, 0, "263 264");
             wk_tokenizer_free(t);
-        } else t_fail("spm_tokenizer (no prefix): %s", wk_tokenizer_last_error());
+        } else t_fail("spm_tokenizer (no prefix): %s", wk_last_error());
         t = spm_tokenizer(WK_TOK_PREFIX_FIRST);
         if (t) {
             encode_is(t, "a<s>b", 5, WK_TOK_PARSE_SPECIAL, "262 1 261");
@@ -224,7 +224,7 @@ T_SUITE(tokenizer_arrays)
             int32_t ids[] = { 262, 265 };
             decode_is(t, ids, 2, 0, "a b", 3);
             wk_tokenizer_free(t);
-        } else t_fail("spm_tokenizer (first): %s", wk_tokenizer_last_error());
+        } else t_fail("spm_tokenizer (first): %s", wk_last_error());
     }
 }
 
@@ -234,12 +234,12 @@ T_SUITE(tokenizer_arrays)
 static void stream_is(const wk_tokenizer *t, unsigned flags, const int32_t *ids, int n, const char *const *want)
 {
     wk_tok_stream *s = wk_tok_stream_new(t, flags);
-    if (!s) { t_fail("wk_tok_stream_new: %s", wk_tokenizer_last_error()); return; }
+    if (!s) { t_fail("wk_tok_stream_new: %s", wk_last_error()); return; }
     for (int i = 0; i <= n; i++) {
         const char *p;
         size_t len;
         wk_status st = i < n ? wk_tok_stream_push(s, ids[i], &p, &len) : wk_tok_stream_flush(s, &p, &len);
-        if (st) { t_fail("stream step %d: %s", i, wk_tokenizer_last_error()); break; }
+        if (st) { t_fail("stream step %d: %s", i, wk_last_error()); break; }
         if (len != strlen(want[i]) || memcmp(p, want[i], len)) t_fail("stream step %d: got \"%.*s\", want \"%s\"", i, (int)len, p, want[i]);
     }
     wk_tok_stream_free(s);
@@ -271,7 +271,7 @@ T_SUITE(tokenizer_stream)
             const char *want2[] = { "", "\xef\xbf\xbdhe", "" };
             stream_is(t, 0, ids2, 2, want2);
             wk_tokenizer_free(t);
-        } else t_fail("bytes_tokenizer: %s", wk_tokenizer_last_error());
+        } else t_fail("bytes_tokenizer: %s", wk_last_error());
     }
     if (t_case("tokenizer/stream/spm_byte_runs")) {
         wk_tokenizer *t = spm_tokenizer(WK_TOK_PREFIX_ALWAYS);
@@ -295,7 +295,7 @@ T_SUITE(tokenizer_stream)
             T_CHECK(wk_tok_stream_push(s, 100000, &p, &len) == WK_ERR_INDEX, "an id out of range");
             wk_tok_stream_free(s);
             wk_tokenizer_free(t);
-        } else t_fail("spm_tokenizer: %s", wk_tokenizer_last_error());
+        } else t_fail("spm_tokenizer: %s", wk_last_error());
     }
 }
 
@@ -329,7 +329,7 @@ static void fixtures_check(const char *name, const char *kind)
     char path[512];
     snprintf(path, sizeof path, "%s/%s.%s", dir, name, !strcmp(kind, "json") ? "tokenizer.json" : "gguf");
     wk_tokenizer *t = !strcmp(kind, "json") ? wk_tokenizer_from_json_file(path) : wk_tokenizer_from_gguf_file(path);
-    if (!t) { t_fail("%s: %s", path, wk_tokenizer_last_error()); return; }
+    if (!t) { t_fail("%s: %s", path, wk_last_error()); return; }
     snprintf(path, sizeof path, "%s/expect.txt", dir);
     FILE *f = fopen(path, "rb");
     char *line = NULL, text[4096], dec[4096], tname[64] = "";
@@ -348,7 +348,7 @@ static void fixtures_check(const char *name, const char *kind)
             int32_t *ids = NULL;
             int64_t k = 0;
             if (wk_tokenizer_encode(t, text, tl, WK_TOK_ADD_SPECIAL | WK_TOK_PARSE_SPECIAL, &ids, &k)) {
-                t_fail("encode \"%.*s\": %s", (int)tl, text, wk_tokenizer_last_error());
+                t_fail("encode \"%.*s\": %s", (int)tl, text, wk_last_error());
                 continue;
             }
             const char *got = ids_str(ids, k);
@@ -383,9 +383,9 @@ T_SUITE(tokenizer_fixtures)
 
 static bool err_is(const void *made, wk_status want, const char *words)
 {
-    bool ok = !made && wk_tokenizer_last_status() == want && strstr(wk_tokenizer_last_error(), words);
+    bool ok = !made && wk_last_status() == want && strstr(wk_last_error(), words);
     if (!ok) t_fail("want %s with \"%s\"; got %s, status %s: \"%s\"", wk_status_name(want), words, made ? "a tokenizer" : "NULL",
-                    wk_status_name(wk_tokenizer_last_status()), wk_tokenizer_last_error());
+                    wk_status_name(wk_last_status()), wk_last_error());
     return ok;
 }
 
@@ -431,14 +431,14 @@ T_SUITE(tokenizer_errors)
         if (t) {
             int32_t *ids;
             int64_t n;
-            T_CHECK(wk_tokenizer_encode(t, "x", 1, 64, &ids, &n) == WK_ERR_ARGUMENT && strstr(wk_tokenizer_last_error(), "flags"), "bad flags");
+            T_CHECK(wk_tokenizer_encode(t, "x", 1, 64, &ids, &n) == WK_ERR_ARGUMENT && strstr(wk_last_error(), "flags"), "bad flags");
             T_CHECK(wk_tokenizer_encode(t, NULL, 3, 0, &ids, &n) == WK_ERR_ARGUMENT, "NULL text");
             T_CHECK(wk_tokenizer_encode(t, NULL, 0, 0, &ids, &n) == WK_OK && n == 0, "empty text");
             free(ids);
             int32_t bad[] = { 1, 5000 };
             char *s;
-            T_CHECK(wk_tokenizer_decode(t, bad, 2, 0, &s, NULL) == WK_ERR_INDEX && strstr(wk_tokenizer_last_error(), "id 5000"),
-                    "decode of an id out of range: %s", wk_tokenizer_last_error());
+            T_CHECK(wk_tokenizer_decode(t, bad, 2, 0, &s, NULL) == WK_ERR_INDEX && strstr(wk_last_error(), "id 5000"),
+                    "decode of an id out of range: %s", wk_last_error());
             T_CHECK(wk_tokenizer_token(t, -1, NULL) == NULL && wk_tokenizer_find(t, "zz", 2) == -1, "queries out of range");
             T_CHECK(!wk_tok_stream_new(t, 99), "stream flags");
             wk_tokenizer_free(t);
@@ -460,10 +460,10 @@ T_SUITE(tokenizer_errors)
         };
         for (size_t i = 0; i < sizeof docs / sizeof docs[0]; i++) {
             wk_json *j = wk_json_parse(docs[i][0], strlen(docs[i][0]), "bad.json", 0);
-            if (!j) { t_fail("test document %zu: %s", i, wk_model_last_error()); continue; }
+            if (!j) { t_fail("test document %zu: %s", i, wk_last_error()); continue; }
             wk_tokenizer *t = wk_tokenizer_from_json(j);
-            bool ok = !t && strstr(wk_tokenizer_last_error(), docs[i][1]) && strstr(wk_tokenizer_last_error(), "bad.json");
-            if (!ok) t_fail("document %zu: want an error naming %s and the file; got \"%s\"", i, docs[i][1], wk_tokenizer_last_error());
+            bool ok = !t && strstr(wk_last_error(), docs[i][1]) && strstr(wk_last_error(), "bad.json");
+            if (!ok) t_fail("document %zu: want an error naming %s and the file; got \"%s\"", i, docs[i][1], wk_last_error());
             wk_tokenizer_free(t);
             wk_json_free(j);
         }

@@ -10,7 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "test.h"
-#include "wick_model.h"
+#include "wick_formats.h"
 
 /* ---- shapes and arrays ------------------------------------------------- */
 

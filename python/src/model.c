@@ -38,16 +38,16 @@
 static PyObject *raise_model(void)
 {
     if (PyErr_Occurred()) return NULL;
-    const char *m = wk_model_last_error();
-    PyErr_SetString(exc_for(wk_model_last_status()), m && *m ? m : "wick model call failed");
+    const char *m = wk_last_error();
+    PyErr_SetString(exc_for(wk_last_status()), m && *m ? m : "wick model call failed");
     return NULL;
 }
 
 static PyObject *raise_tok(void)
 {
     if (PyErr_Occurred()) return NULL;
-    const char *m = wk_tokenizer_last_error();
-    PyErr_SetString(exc_for(wk_tokenizer_last_status()), m && *m ? m : "wick tokenizer call failed");
+    const char *m = wk_last_error();
+    PyErr_SetString(exc_for(wk_last_status()), m && *m ? m : "wick tokenizer call failed");
     return NULL;
 }
 
@@ -1124,7 +1124,7 @@ static void *gen_thread(void *arg)
     wk_status s = wk_llm_generate(g->model->m, g->prompt, g->n_prompt, &g->opts, gen_cb, g, &st);
     pthread_mutex_lock(&g->mu);
     g->status = s;
-    if (s != WK_OK) snprintf(g->err, sizeof g->err, "%s", wk_model_last_error());
+    if (s != WK_OK) snprintf(g->err, sizeof g->err, "%s", wk_last_error());
     else if (g->oom) {
         g->status = WK_ERR_MEMORY;
         snprintf(g->err, sizeof g->err, "out of memory for the generated text");

@@ -9,18 +9,6 @@
 #include "core.h"
 #include "wick_ext.h"
 
-wk_status wk_error_set(wk_status status, const char *fmt, ...)
-{
-    char body[900] = "";
-    if (fmt) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(body, sizeof body, fmt, ap);
-        va_end(ap);
-    }
-    return wk_error(status, "%s", body);
-}
-
 /* The thread's error state from before a call. A call that succeeds
  * leaves it as it was (the library's rule), but a custom op clears it to
  * see whether a callback reported through wk_error_set, so it keeps a

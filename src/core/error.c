@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 #include "core.h"
+#include "wick_ext.h"
 
 static _Thread_local wk_status tl_status;
 static _Thread_local char tl_message[1024];
@@ -29,6 +30,37 @@ wk_status wk_error(wk_status status, const char *fmt, ...)
     error_v(status, fmt, ap);
     va_end(ap);
     return status;
+}
+
+/* wick_ext.h's setter, for custom ops and the layers above the core (model
+ * files, tokenizers, models): one error state for the whole library. The
+ * message is formatted apart first, so it may quote wk_last_error(). */
+wk_status wk_error_set(wk_status status, const char *fmt, ...)
+{
+    char body[900] = "";
+    if (fmt) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(body, sizeof body, fmt, ap);
+        va_end(ap);
+    }
+    return wk_error(status, "%s", body);
+}
+
+wk_status wk_error_wrap(const char *fmt, ...)
+{
+    char prefix[512] = "", body[1024];
+    if (fmt) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(prefix, sizeof prefix, fmt, ap);
+        va_end(ap);
+    }
+    wk_status st = tl_status == WK_OK ? WK_ERR_BACKEND : tl_status;
+    snprintf(body, sizeof body, "%s", tl_message);
+    tl_status = st;
+    snprintf(tl_message, sizeof tl_message, "%.400s%s%.600s", prefix, prefix[0] && body[0] ? ": " : "", body);
+    return st;
 }
 
 static wk_status host_set_error(wk_status status, const char *fmt, ...)

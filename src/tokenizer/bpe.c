@@ -29,7 +29,7 @@ struct tok_bpe_scratch {
 tok_bpe_scratch *tok_bpe_scratch_new(void)
 {
     tok_bpe_scratch *s = calloc(1, sizeof *s);
-    if (!s) tok_err(WK_ERR_MEMORY, "out of memory");
+    if (!s) wk_error_set(WK_ERR_MEMORY, "out of memory");
     return s;
 }
 
@@ -47,7 +47,7 @@ static bool sym_push(tok_bpe_scratch *b, int32_t id, uint32_t start, uint32_t le
     if (b->ns == b->cap_s) {
         size_t nc = b->cap_s ? b->cap_s * 2 : 256;
         sym *np = realloc(b->s, nc * sizeof *np);
-        if (!np) { tok_err(WK_ERR_MEMORY, "out of memory"); return false; }
+        if (!np) { wk_error_set(WK_ERR_MEMORY, "out of memory"); return false; }
         b->s = np;
         b->cap_s = nc;
     }
@@ -63,7 +63,7 @@ static bool heap_push(tok_bpe_scratch *b, cand c)
     if (b->nh == b->cap_h) {
         size_t nc = b->cap_h ? b->cap_h * 2 : 256;
         cand *np = realloc(b->h, nc * sizeof *np);
-        if (!np) { tok_err(WK_ERR_MEMORY, "out of memory"); return false; }
+        if (!np) { wk_error_set(WK_ERR_MEMORY, "out of memory"); return false; }
         b->h = np;
         b->cap_h = nc;
     }
@@ -134,7 +134,7 @@ static bool add_unk(const wk_tokenizer *t, tok_bpe_scratch *b, int32_t *pend_unk
 bool tok_bpe(const wk_tokenizer *t, tok_bpe_scratch *b, const char *p, size_t n, tok_ids *out)
 {
     if (!n) return true;
-    if (n > UINT32_MAX / 2) { tok_err(WK_ERR_ARGUMENT, "a pre-token of %zu bytes is too long", n); return false; }
+    if (n > UINT32_MAX / 2) { wk_error_set(WK_ERR_ARGUMENT, "a pre-token of %zu bytes is too long", n); return false; }
     b->ns = b->nh = 0;
     if (t->model == WK_TOK_MODEL_BYTE_BPE) {
         if (t->ignore_merges) {

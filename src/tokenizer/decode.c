@@ -37,13 +37,13 @@ static void reset(wk_tok_stream *s)
 
 WK_TOK_API wk_tok_stream *wk_tok_stream_new(const wk_tokenizer *t, unsigned flags)
 {
-    if (!t) { tok_err(WK_ERR_ARGUMENT, "wk_tok_stream_new: NULL tokenizer"); return NULL; }
+    if (!t) { wk_error_set(WK_ERR_ARGUMENT, "wk_tok_stream_new: NULL tokenizer"); return NULL; }
     if (flags & ~(WK_TOK_SKIP_SPECIAL | WK_TOK_RAW | WK_TOK_KEEP_SPACE)) {
-        tok_err(WK_ERR_ARGUMENT, "wk_tok_stream_new: unknown flags 0x%x", flags);
+        wk_error_set(WK_ERR_ARGUMENT, "wk_tok_stream_new: unknown flags 0x%x", flags);
         return NULL;
     }
     wk_tok_stream *s = calloc(1, sizeof *s);
-    if (!s) { tok_err(WK_ERR_MEMORY, "out of memory"); return NULL; }
+    if (!s) { wk_error_set(WK_ERR_MEMORY, "out of memory"); return NULL; }
     s->t = t;
     s->flags = flags;
     reset(s);
@@ -130,11 +130,11 @@ static bool start_call(wk_tok_stream *s)
 
 WK_TOK_API wk_status wk_tok_stream_push(wk_tok_stream *s, int32_t id, const char **text, size_t *len)
 {
-    if (!s || !text || !len) return tok_err(WK_ERR_ARGUMENT, "wk_tok_stream_push: NULL argument");
+    if (!s || !text || !len) return wk_error_set(WK_ERR_ARGUMENT, "wk_tok_stream_push: NULL argument");
     const wk_tokenizer *t = s->t;
     *text = "";
     *len = 0;
-    if (id < 0 || id >= t->n) return tok_err(WK_ERR_INDEX, "decode: id %d out of range (%d tokens)", id, t->n);
+    if (id < 0 || id >= t->n) return wk_error_set(WK_ERR_INDEX, "decode: id %d out of range (%d tokens)", id, t->n);
     if (!start_call(s)) return WK_ERR_MEMORY;
     bool ok = true;
     if (!((s->flags & WK_TOK_SKIP_SPECIAL) && t->special[id])) {
@@ -189,7 +189,7 @@ WK_TOK_API wk_status wk_tok_stream_push(wk_tok_stream *s, int32_t id, const char
             break;
         }
     }
-    if (!ok) return wk_tokenizer_last_status() ? wk_tokenizer_last_status() : WK_ERR_MEMORY;
+    if (!ok) return wk_last_status() ? wk_last_status() : WK_ERR_MEMORY;
     *text = s->out.p;
     *len = s->out.n;
     return WK_OK;
@@ -197,13 +197,13 @@ WK_TOK_API wk_status wk_tok_stream_push(wk_tok_stream *s, int32_t id, const char
 
 WK_TOK_API wk_status wk_tok_stream_flush(wk_tok_stream *s, const char **text, size_t *len)
 {
-    if (!s || !text || !len) return tok_err(WK_ERR_ARGUMENT, "wk_tok_stream_flush: NULL argument");
+    if (!s || !text || !len) return wk_error_set(WK_ERR_ARGUMENT, "wk_tok_stream_flush: NULL argument");
     *text = "";
     *len = 0;
     if (!start_call(s)) return WK_ERR_MEMORY;
     bool ok = flush_run(s) && utf8_stage(s, "", 0, true);
     reset(s);
-    if (!ok) return wk_tokenizer_last_status() ? wk_tokenizer_last_status() : WK_ERR_MEMORY;
+    if (!ok) return wk_last_status() ? wk_last_status() : WK_ERR_MEMORY;
     *text = s->out.p;
     *len = s->out.n;
     return WK_OK;
@@ -212,16 +212,16 @@ WK_TOK_API wk_status wk_tok_stream_flush(wk_tok_stream *s, const char **text, si
 WK_TOK_API wk_status wk_tokenizer_decode(const wk_tokenizer *t, const int32_t *ids, int64_t n, unsigned flags,
                                          char **text, size_t *len)
 {
-    if (!text) return tok_err(WK_ERR_ARGUMENT, "wk_tokenizer_decode: NULL output");
+    if (!text) return wk_error_set(WK_ERR_ARGUMENT, "wk_tokenizer_decode: NULL output");
     *text = NULL;
     if (len) *len = 0;
-    if (!t) return tok_err(WK_ERR_ARGUMENT, "wk_tokenizer_decode: NULL tokenizer");
-    if (n < 0 || (n && !ids)) return tok_err(WK_ERR_ARGUMENT, "wk_tokenizer_decode: %lld ids at %p", (long long)n, (const void *)ids);
+    if (!t) return wk_error_set(WK_ERR_ARGUMENT, "wk_tokenizer_decode: NULL tokenizer");
+    if (n < 0 || (n && !ids)) return wk_error_set(WK_ERR_ARGUMENT, "wk_tokenizer_decode: %lld ids at %p", (long long)n, (const void *)ids);
     for (int64_t i = 0; i < n; i++)
         if (ids[i] < 0 || ids[i] >= t->n)
-            return tok_err(WK_ERR_INDEX, "wk_tokenizer_decode: id %d (at %lld) out of range (%d tokens)", ids[i], (long long)i, t->n);
+            return wk_error_set(WK_ERR_INDEX, "wk_tokenizer_decode: id %d (at %lld) out of range (%d tokens)", ids[i], (long long)i, t->n);
     wk_tok_stream *s = wk_tok_stream_new(t, flags);
-    if (!s) return wk_tokenizer_last_status();
+    if (!s) return wk_last_status();
     tok_buf all = {0};
     wk_status st = WK_OK;
     const char *p;
@@ -234,7 +234,7 @@ WK_TOK_API wk_status wk_tokenizer_decode(const wk_tokenizer *t, const int32_t *i
     if (!st && !tok_buf_put(&all, p, m)) st = WK_ERR_MEMORY;
     wk_tok_stream_free(s);
     if (st) { tok_buf_free(&all); return st; }
-    if (!all.p && !(all.p = calloc(1, 1))) return tok_err(WK_ERR_MEMORY, "out of memory");
+    if (!all.p && !(all.p = calloc(1, 1))) return wk_error_set(WK_ERR_MEMORY, "out of memory");
     *text = all.p;
     if (len) *len = all.n;
     return WK_OK;

@@ -93,7 +93,7 @@ static bool p_ready(void)
 {
     pthread_once(&p_once, p_load);
     if (P.why[0]) {
-        tok_err(WK_ERR_UNSUPPORTED, "%s", P.why);
+        wk_error_set(WK_ERR_UNSUPPORTED, "%s", P.why);
         return false;
     }
     return true;
@@ -119,14 +119,14 @@ static tok_regex *compile(const char *pat, size_t len, const char *shown, size_t
     if (!code) {
         unsigned char msg[256];
         if (P.error_message(ec, msg, sizeof msg) < 0) snprintf((char *)msg, sizeof msg, "error %d", ec);
-        tok_err(WK_ERR_ARGUMENT, "regex \"%.*s\": %s (at offset %zu of the compiled form)", (int)shown_len, shown,
+        wk_error_set(WK_ERR_ARGUMENT, "regex \"%.*s\": %s (at offset %zu of the compiled form)", (int)shown_len, shown,
                 (const char *)msg, (size_t)eo);
         return NULL;
     }
     tok_regex *re = calloc(1, sizeof *re);
     if (!re) {
         P.code_free(code);
-        tok_err(WK_ERR_MEMORY, "regex: out of memory");
+        wk_error_set(WK_ERR_MEMORY, "regex: out of memory");
         return NULL;
     }
     re->code = code;
@@ -204,7 +204,7 @@ struct tok_match {
 tok_match *tok_match_new(void)
 {
     tok_match *m = calloc(1, sizeof *m);
-    if (!m) tok_err(WK_ERR_MEMORY, "regex: out of memory");
+    if (!m) wk_error_set(WK_ERR_MEMORY, "regex: out of memory");
     return m;
 }
 
@@ -222,10 +222,10 @@ int tok_regex_find(const tok_regex *re, tok_match *m, const char *s, size_t n, s
 {
     int slot = 0;
     while (slot < TOK_MATCH_SLOTS && m->re[slot] && m->re[slot] != re) slot++;
-    if (slot == TOK_MATCH_SLOTS) { tok_err(WK_ERR_ARGUMENT, "regex: more than %d patterns", TOK_MATCH_SLOTS); return -1; }
+    if (slot == TOK_MATCH_SLOTS) { wk_error_set(WK_ERR_ARGUMENT, "regex: more than %d patterns", TOK_MATCH_SLOTS); return -1; }
     if (!m->re[slot]) {
         m->md[slot] = P.md_create(re->code, NULL);
-        if (!m->md[slot]) { tok_err(WK_ERR_MEMORY, "regex: out of memory"); return -1; }
+        if (!m->md[slot]) { wk_error_set(WK_ERR_MEMORY, "regex: out of memory"); return -1; }
         m->re[slot] = re;
     }
     /* the text was checked to be valid UTF-8 by the caller */
@@ -233,7 +233,7 @@ int tok_regex_find(const tok_regex *re, tok_match *m, const char *s, size_t n, s
     if (rc == PCRE2_ERROR_JIT_STACKLIMIT && !m->js) {
         m->mc = P.mc_create(NULL);
         m->js = m->mc ? P.js_create(64 * 1024, 64u * 1024 * 1024, NULL) : NULL;
-        if (!m->js) { tok_err(WK_ERR_MEMORY, "regex: cannot make a JIT stack"); return -1; }
+        if (!m->js) { wk_error_set(WK_ERR_MEMORY, "regex: cannot make a JIT stack"); return -1; }
         P.js_assign(m->mc, NULL, m->js);
         rc = P.match(re->code, (PCRE2_SPTR)s, n, start, PCRE2_NO_UTF_CHECK, m->md[slot], m->mc);
     }
@@ -241,7 +241,7 @@ int tok_regex_find(const tok_regex *re, tok_match *m, const char *s, size_t n, s
     if (rc < 0) {
         unsigned char msg[256];
         if (P.error_message(rc, msg, sizeof msg) < 0) snprintf((char *)msg, sizeof msg, "error %d", rc);
-        tok_err(WK_ERR_BACKEND, "regex match failed: %s", (const char *)msg);
+        wk_error_set(WK_ERR_BACKEND, "regex match failed: %s", (const char *)msg);
         return -1;
     }
     PCRE2_SIZE *ov = P.ovector(m->md[slot]);

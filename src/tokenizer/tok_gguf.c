@@ -16,7 +16,7 @@ static wk_status get_id(const wk_gguf *g, const char *key, int32_t n, int32_t *o
     const wk_gguf_value *v = wk_gguf_find(g, key);
     if (!v) return WK_OK;
     int64_t x;
-    if (!wk_gguf_value_int(v, &x)) return tok_err(WK_ERR_IO, "%s: %s is a %s, not an integer", fname(g), key, wk_gguf_type_name(wk_gguf_value_type(v)));
+    if (!wk_gguf_value_int(v, &x)) return wk_error_set(WK_ERR_IO, "%s: %s is a %s, not an integer", fname(g), key, wk_gguf_type_name(wk_gguf_value_type(v)));
     if (x < 0 || x >= n) {
         /* some files hold ids past the vocabulary (a padding id of -1 written
          * as u32): treat as absent, as llama.cpp does */
@@ -31,13 +31,13 @@ static wk_status get_bool(const wk_gguf *g, const char *key, bool dflt, bool *ou
     *out = dflt;
     const wk_gguf_value *v = wk_gguf_find(g, key);
     if (!v) return WK_OK;
-    if (!wk_gguf_value_bool(v, out)) return tok_err(WK_ERR_IO, "%s: %s is a %s, not a bool", fname(g), key, wk_gguf_type_name(wk_gguf_value_type(v)));
+    if (!wk_gguf_value_bool(v, out)) return wk_error_set(WK_ERR_IO, "%s: %s is a %s, not a bool", fname(g), key, wk_gguf_type_name(wk_gguf_value_type(v)));
     return WK_OK;
 }
 
 WK_TOK_API wk_tokenizer *wk_tokenizer_from_gguf(const wk_gguf *g)
 {
-    if (!g) { tok_err(WK_ERR_ARGUMENT, "wk_tokenizer_from_gguf: NULL file"); return NULL; }
+    if (!g) { wk_error_set(WK_ERR_ARGUMENT, "wk_tokenizer_from_gguf: NULL file"); return NULL; }
     wk_tokenizer_spec sp = wk_tokenizer_spec_default();
     const char **toks = NULL, **merges = NULL;
     size_t *lens = NULL;
@@ -47,42 +47,42 @@ WK_TOK_API wk_tokenizer *wk_tokenizer_from_gguf(const wk_gguf *g)
     const wk_gguf_value *v;
 
     const char *model = (v = wk_gguf_find(g, "tokenizer.ggml.model")) ? wk_gguf_value_str(v, NULL) : NULL;
-    if (!model) { tok_err(WK_ERR_ARGUMENT, "%s: no tokenizer.ggml.model string: the file has no tokenizer", fname(g)); return NULL; }
+    if (!model) { wk_error_set(WK_ERR_ARGUMENT, "%s: no tokenizer.ggml.model string: the file has no tokenizer", fname(g)); return NULL; }
     if (!strcmp(model, "gpt2")) sp.model = WK_TOK_MODEL_BYTE_BPE;
     else if (!strcmp(model, "llama")) sp.model = WK_TOK_MODEL_SPM;
     else {
-        tok_err(WK_ERR_UNSUPPORTED, "%s: tokenizer model \"%s\" is not supported (gpt2, llama)", fname(g), model);
+        wk_error_set(WK_ERR_UNSUPPORTED, "%s: tokenizer model \"%s\" is not supported (gpt2, llama)", fname(g), model);
         return NULL;
     }
 
     const wk_gguf_value *tv = wk_gguf_find(g, "tokenizer.ggml.tokens");
-    if (!tv || wk_gguf_array_type(tv) != WK_GGUF_STRING) { tok_err(WK_ERR_IO, "%s: tokenizer.ggml.tokens is absent or not an array of strings", fname(g)); return NULL; }
+    if (!tv || wk_gguf_array_type(tv) != WK_GGUF_STRING) { wk_error_set(WK_ERR_IO, "%s: tokenizer.ggml.tokens is absent or not an array of strings", fname(g)); return NULL; }
     uint64_t n = wk_gguf_array_len(tv);
-    if (n == 0 || n > INT32_MAX - 1) { tok_err(WK_ERR_IO, "%s: tokenizer.ggml.tokens has %llu tokens", fname(g), (unsigned long long)n); return NULL; }
+    if (n == 0 || n > INT32_MAX - 1) { wk_error_set(WK_ERR_IO, "%s: tokenizer.ggml.tokens has %llu tokens", fname(g), (unsigned long long)n); return NULL; }
     toks = malloc(n * sizeof *toks);
     lens = malloc(n * sizeof *lens);
-    if (!toks || !lens) { tok_err(WK_ERR_MEMORY, "out of memory for %llu tokens", (unsigned long long)n); goto done; }
+    if (!toks || !lens) { wk_error_set(WK_ERR_MEMORY, "out of memory for %llu tokens", (unsigned long long)n); goto done; }
     for (uint64_t i = 0; i < n; i++) toks[i] = wk_gguf_array_str(tv, i, &lens[i]);
 
     if ((v = wk_gguf_find(g, "tokenizer.ggml.scores"))) {
         if (wk_gguf_array_type(v) != WK_GGUF_F32 || wk_gguf_array_len(v) != n) {
-            tok_err(WK_ERR_IO, "%s: tokenizer.ggml.scores is not %llu f32 values", fname(g), (unsigned long long)n);
+            wk_error_set(WK_ERR_IO, "%s: tokenizer.ggml.scores is not %llu f32 values", fname(g), (unsigned long long)n);
             goto done;
         }
-        if (!(scores = malloc(n * sizeof *scores))) { tok_err(WK_ERR_MEMORY, "out of memory"); goto done; }
+        if (!(scores = malloc(n * sizeof *scores))) { wk_error_set(WK_ERR_MEMORY, "out of memory"); goto done; }
         memcpy(scores, wk_gguf_array_data(v), n * sizeof *scores);
     }
     if ((v = wk_gguf_find(g, "tokenizer.ggml.token_type"))) {
         wk_gguf_type et = wk_gguf_array_type(v);
         if (wk_gguf_array_len(v) != n || et == WK_GGUF_STRING || et == WK_GGUF_ARRAY || et == WK_GGUF_TYPE_COUNT) {
-            tok_err(WK_ERR_IO, "%s: tokenizer.ggml.token_type is not %llu integers", fname(g), (unsigned long long)n);
+            wk_error_set(WK_ERR_IO, "%s: tokenizer.ggml.token_type is not %llu integers", fname(g), (unsigned long long)n);
             goto done;
         }
-        if (!(types = malloc(n * sizeof *types))) { tok_err(WK_ERR_MEMORY, "out of memory"); goto done; }
+        if (!(types = malloc(n * sizeof *types))) { wk_error_set(WK_ERR_MEMORY, "out of memory"); goto done; }
         for (uint64_t i = 0; i < n; i++) {
             int64_t x;
             if (!wk_gguf_array_int(v, i, &x) || x < 0 || x > WK_TOK_TYPE_BYTE) {
-                tok_err(WK_ERR_IO, "%s: tokenizer.ggml.token_type[%llu] is not a token type (0..6)", fname(g), (unsigned long long)i);
+                wk_error_set(WK_ERR_IO, "%s: tokenizer.ggml.token_type[%llu] is not a token type (0..6)", fname(g), (unsigned long long)i);
                 goto done;
             }
             types[i] = (int32_t)x;
@@ -90,9 +90,9 @@ WK_TOK_API wk_tokenizer *wk_tokenizer_from_gguf(const wk_gguf *g)
     }
     uint64_t nm = 0;
     if ((v = wk_gguf_find(g, "tokenizer.ggml.merges"))) {
-        if (wk_gguf_array_type(v) != WK_GGUF_STRING) { tok_err(WK_ERR_IO, "%s: tokenizer.ggml.merges is not an array of strings", fname(g)); goto done; }
+        if (wk_gguf_array_type(v) != WK_GGUF_STRING) { wk_error_set(WK_ERR_IO, "%s: tokenizer.ggml.merges is not an array of strings", fname(g)); goto done; }
         nm = wk_gguf_array_len(v);
-        if (nm && !(merges = malloc(nm * sizeof *merges))) { tok_err(WK_ERR_MEMORY, "out of memory"); goto done; }
+        if (nm && !(merges = malloc(nm * sizeof *merges))) { wk_error_set(WK_ERR_MEMORY, "out of memory"); goto done; }
         for (uint64_t i = 0; i < nm; i++) merges[i] = wk_gguf_array_str(v, i, NULL);
     }
     /* SentencePiece models are merged by their scores, as llama.cpp does,
@@ -131,8 +131,8 @@ WK_TOK_API wk_tokenizer *wk_tokenizer_from_gguf(const wk_gguf *g)
     t = wk_tokenizer_new(&sp);
     if (!t) {
         char msg[1024];
-        snprintf(msg, sizeof msg, "%s", wk_tokenizer_last_error());
-        tok_err(wk_tokenizer_last_status(), "%s: %s", fname(g), msg);
+        snprintf(msg, sizeof msg, "%s", wk_last_error());
+        wk_error_set(wk_last_status(), "%s: %s", fname(g), msg);
     }
 done:
     free(toks);
@@ -146,7 +146,7 @@ done:
 WK_TOK_API wk_tokenizer *wk_tokenizer_from_gguf_file(const char *path)
 {
     wk_gguf *g = wk_gguf_open(path);
-    if (!g) { tok_err_model("tokenizer"); return NULL; }
+    if (!g) { wk_error_wrap("tokenizer"); return NULL; }
     wk_tokenizer *t = wk_tokenizer_from_gguf(g);
     wk_gguf_close(g);
     return t;

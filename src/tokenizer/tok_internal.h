@@ -12,16 +12,11 @@
 #include <stdint.h>
 #include <string.h>
 #include "wick.h"
-#include "wick_model.h"
+#include "wick_ext.h"
+#include "wick_formats.h"
 #include "wick_tokenizer.h"
 
 #define WK_TOK_API __attribute__((visibility("default")))
-
-/* ---- errors (tokenizer.c) ------------------------------------------- */
-
-wk_status tok_err(wk_status st, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-/* The model layer's last error with a prefix: "prefix: message". */
-wk_status tok_err_model(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* ---- growable buffers ------------------------------------------------ */
 

@@ -29,7 +29,7 @@ static bool jbool(const wk_json *o, const char *key, bool dflt)
 
 static wk_status unsupported(jctx *c, const char *what, const char *type)
 {
-    return tok_err(WK_ERR_UNSUPPORTED, "%s: %s \"%s\" is not supported", c->doc, what, type ? type : "(no type)");
+    return wk_error_set(WK_ERR_UNSUPPORTED, "%s: %s \"%s\" is not supported", c->doc, what, type ? type : "(no type)");
 }
 
 /* {"String": s} or {"Regex": r} */
@@ -38,7 +38,7 @@ static wk_status pattern_of(jctx *c, const wk_json *p, const char *what, const c
     const wk_json *v;
     if ((v = wk_json_get(p, "String")) && (*s = wk_json_string(v, len))) { *literal = true; return WK_OK; }
     if ((v = wk_json_get(p, "Regex")) && (*s = wk_json_string(v, len))) { *literal = false; return WK_OK; }
-    return tok_err(WK_ERR_IO, "%s: %s has no String or Regex pattern", c->doc, what);
+    return wk_error_set(WK_ERR_IO, "%s: %s has no String or Regex pattern", c->doc, what);
 }
 
 /* ---- normalizers ------------------------------------------------------- */
@@ -48,7 +48,7 @@ static wk_status normalizer(jctx *c, const wk_json *n)
     if (!n || wk_json_kind(n) == WK_JSON_NULL) return WK_OK;
     const char *ty = jstr(n, "type");
     wk_status st;
-    if (!ty) return tok_err(WK_ERR_IO, "%s: a normalizer without a type", c->doc);
+    if (!ty) return wk_error_set(WK_ERR_IO, "%s: a normalizer without a type", c->doc);
     if (!strcmp(ty, "Sequence")) {
         const wk_json *a = wk_json_get(n, "normalizers");
         for (size_t i = 0; i < wk_json_count(a); i++)
@@ -59,7 +59,7 @@ static wk_status normalizer(jctx *c, const wk_json *n)
     if (!strcmp(ty, "Prepend")) {
         size_t l;
         const char *s = wk_json_string(wk_json_get(n, "prepend"), &l);
-        if (!s) return tok_err(WK_ERR_IO, "%s: Prepend normalizer without a prepend string", c->doc);
+        if (!s) return wk_error_set(WK_ERR_IO, "%s: Prepend normalizer without a prepend string", c->doc);
         return tok_add_norm(c->t, TOK_NORM_PREPEND, s, l, NULL, 0);
     }
     if (!strcmp(ty, "Replace")) {
@@ -68,7 +68,7 @@ static wk_status normalizer(jctx *c, const wk_json *n)
         bool lit = false;
         if ((st = pattern_of(c, wk_json_get(n, "pattern"), "Replace normalizer", &s, &l, &lit))) return st;
         if (!lit) return unsupported(c, "normalizer Replace with a pattern of type", "Regex");
-        if (!(r = wk_json_string(wk_json_get(n, "content"), &rl))) return tok_err(WK_ERR_IO, "%s: Replace normalizer without content", c->doc);
+        if (!(r = wk_json_string(wk_json_get(n, "content"), &rl))) return wk_error_set(WK_ERR_IO, "%s: Replace normalizer without content", c->doc);
         return tok_add_norm(c->t, TOK_NORM_REPLACE, s, l, r, rl);
     }
     return unsupported(c, "normalizer", ty);
@@ -83,8 +83,8 @@ static wk_status pretokenizer(jctx *c, const wk_json *p)
     if (!p || wk_json_kind(p) == WK_JSON_NULL) return WK_OK;
     const char *ty = jstr(p, "type");
     wk_status st;
-    if (!ty) return tok_err(WK_ERR_IO, "%s: a pre-tokenizer without a type", c->doc);
-    if (c->byte_level) return tok_err(WK_ERR_UNSUPPORTED, "%s: a pre-tokenizer (%s) after ByteLevel is not supported", c->doc, ty);
+    if (!ty) return wk_error_set(WK_ERR_IO, "%s: a pre-tokenizer without a type", c->doc);
+    if (c->byte_level) return wk_error_set(WK_ERR_UNSUPPORTED, "%s: a pre-tokenizer (%s) after ByteLevel is not supported", c->doc, ty);
     if (!strcmp(ty, "Sequence")) {
         const wk_json *a = wk_json_get(p, "pretokenizers");
         for (size_t i = 0; i < wk_json_count(a); i++)
@@ -98,7 +98,7 @@ static wk_status pretokenizer(jctx *c, const wk_json *p)
         if ((st = pattern_of(c, wk_json_get(p, "pattern"), "Split pre-tokenizer", &s, &l, &lit))) return st;
         const char *b = jstr(p, "behavior");
         tok_split_behavior bh;
-        if (!b) return tok_err(WK_ERR_IO, "%s: Split pre-tokenizer without a behavior", c->doc);
+        if (!b) return wk_error_set(WK_ERR_IO, "%s: Split pre-tokenizer without a behavior", c->doc);
         if (!strcmp(b, "Isolated")) bh = TOK_SPLIT_ISOLATED;
         else if (!strcmp(b, "Removed")) bh = TOK_SPLIT_REMOVED;
         else if (!strcmp(b, "MergedWithPrevious")) bh = TOK_SPLIT_MERGED_PREV;
@@ -123,10 +123,10 @@ static wk_status pretokenizer(jctx *c, const wk_json *p)
         return tok_add_step(c->t, each ? "\\p{N}" : "\\p{N}+", each ? 5 : 6, false, TOK_SPLIT_ISOLATED, false);
     }
     if (!strcmp(ty, "Metaspace")) {
-        if (c->t->n_steps) return tok_err(WK_ERR_UNSUPPORTED, "%s: a Metaspace pre-tokenizer after another one is not supported", c->doc);
+        if (c->t->n_steps) return wk_error_set(WK_ERR_UNSUPPORTED, "%s: a Metaspace pre-tokenizer after another one is not supported", c->doc);
         size_t rl;
         const char *r = wk_json_string(wk_json_get(p, "replacement"), &rl);
-        if (!r) return tok_err(WK_ERR_IO, "%s: Metaspace without a replacement", c->doc);
+        if (!r) return wk_error_set(WK_ERR_IO, "%s: Metaspace without a replacement", c->doc);
         const char *scheme = jstr(p, "prepend_scheme");
         if (!scheme) scheme = jbool(p, "add_prefix_space", true) ? "always" : "never";
         if ((st = tok_add_norm(c->t, TOK_NORM_REPLACE, " ", 1, r, rl))) return st;
@@ -145,9 +145,9 @@ static wk_status pretokenizer(jctx *c, const wk_json *p)
 static wk_status add_drep(jctx *c, const char *from, size_t fl, const char *to, size_t tl)
 {
     wk_tokenizer *t = c->t;
-    if (t->n_drep == TOK_MAX_NORM) return tok_err(WK_ERR_UNSUPPORTED, "%s: more than %d Replace decoders", c->doc, TOK_MAX_NORM);
+    if (t->n_drep == TOK_MAX_NORM) return wk_error_set(WK_ERR_UNSUPPORTED, "%s: more than %d Replace decoders", c->doc, TOK_MAX_NORM);
     char *f = malloc(fl + 1), *o = malloc(tl + 1);
-    if (!f || !o) { free(f); free(o); return tok_err(WK_ERR_MEMORY, "out of memory"); }
+    if (!f || !o) { free(f); free(o); return wk_error_set(WK_ERR_MEMORY, "out of memory"); }
     memcpy(f, from, fl);
     f[fl] = 0;
     memcpy(o, to, tl);
@@ -166,7 +166,7 @@ static wk_status decoder(jctx *c, const wk_json *d)
     if (!d || wk_json_kind(d) == WK_JSON_NULL) return WK_OK;
     const char *ty = jstr(d, "type");
     wk_status st;
-    if (!ty) return tok_err(WK_ERR_IO, "%s: a decoder without a type", c->doc);
+    if (!ty) return wk_error_set(WK_ERR_IO, "%s: a decoder without a type", c->doc);
     if (!strcmp(ty, "Sequence")) {
         const wk_json *a = wk_json_get(d, "decoders");
         for (size_t i = 0; i < wk_json_count(a); i++)
@@ -179,7 +179,7 @@ static wk_status decoder(jctx *c, const wk_json *d)
         c->dec_set = true;
         return WK_OK;
     }
-    if (c->dec_set && t->dec == TOK_DEC_BYTE_LEVEL) return tok_err(WK_ERR_UNSUPPORTED, "%s: decoder %s after ByteLevel is not supported", c->doc, ty);
+    if (c->dec_set && t->dec == TOK_DEC_BYTE_LEVEL) return wk_error_set(WK_ERR_UNSUPPORTED, "%s: decoder %s after ByteLevel is not supported", c->doc, ty);
     t->dec = TOK_DEC_PIECES;
     c->dec_set = true;
     if (!strcmp(ty, "Replace")) {
@@ -188,8 +188,8 @@ static wk_status decoder(jctx *c, const wk_json *d)
         bool lit = false;
         if ((st = pattern_of(c, wk_json_get(d, "pattern"), "Replace decoder", &s, &l, &lit))) return st;
         if (!lit) return unsupported(c, "decoder Replace with a pattern of type", "Regex");
-        if (!(r = wk_json_string(wk_json_get(d, "content"), &rl))) return tok_err(WK_ERR_IO, "%s: Replace decoder without content", c->doc);
-        if (c->fused) return tok_err(WK_ERR_UNSUPPORTED, "%s: a Replace decoder after Fuse is not supported", c->doc);
+        if (!(r = wk_json_string(wk_json_get(d, "content"), &rl))) return wk_error_set(WK_ERR_IO, "%s: Replace decoder without content", c->doc);
+        if (c->fused) return wk_error_set(WK_ERR_UNSUPPORTED, "%s: a Replace decoder after Fuse is not supported", c->doc);
         return add_drep(c, s, l, r, rl);
     }
     if (!strcmp(ty, "ByteFallback")) {
@@ -207,7 +207,7 @@ static wk_status decoder(jctx *c, const wk_json *d)
         wk_json_int(wk_json_get(d, "start"), &start);
         wk_json_int(wk_json_get(d, "stop"), &stop);
         if (!content || cl != 1 || content[0] != ' ' || stop != 0 || start < 0 || start > 64 || !c->fused)
-            return tok_err(WK_ERR_UNSUPPORTED, "%s: a Strip decoder is supported only after Fuse, stripping spaces from the start", c->doc);
+            return wk_error_set(WK_ERR_UNSUPPORTED, "%s: a Strip decoder is supported only after Fuse, stripping spaces from the start", c->doc);
         t->strip = TOK_STRIP_FUSED;
         t->strip_n = (int)start;
         return WK_OK;
@@ -215,13 +215,13 @@ static wk_status decoder(jctx *c, const wk_json *d)
     if (!strcmp(ty, "Metaspace")) {
         size_t rl;
         const char *r = wk_json_string(wk_json_get(d, "replacement"), &rl);
-        if (!r) return tok_err(WK_ERR_IO, "%s: Metaspace decoder without a replacement", c->doc);
+        if (!r) return wk_error_set(WK_ERR_IO, "%s: Metaspace decoder without a replacement", c->doc);
         const char *scheme = jstr(d, "prepend_scheme");
         if (!scheme) scheme = jbool(d, "add_prefix_space", true) ? "always" : "never";
         if (strcmp(scheme, "never")) {
             t->strip = TOK_STRIP_FIRST_TOKEN;
             free(t->meta);
-            if (!(t->meta = malloc(rl + 1))) return tok_err(WK_ERR_MEMORY, "out of memory");
+            if (!(t->meta = malloc(rl + 1))) return wk_error_set(WK_ERR_MEMORY, "out of memory");
             memcpy(t->meta, r, rl);
             t->meta[rl] = 0;
             t->meta_len = rl;
@@ -237,8 +237,8 @@ static wk_status affix_add(jctx *c, bool after, int64_t id)
 {
     wk_tokenizer *t = c->t;
     int *n = after ? &t->n_suffix : &t->n_prefix;
-    if (*n == TOK_MAX_AFFIX) return tok_err(WK_ERR_UNSUPPORTED, "%s: more than %d tokens around a sequence", c->doc, TOK_MAX_AFFIX);
-    if (id < 0 || id > INT32_MAX) return tok_err(WK_ERR_IO, "%s: post-processor id %lld", c->doc, (long long)id);
+    if (*n == TOK_MAX_AFFIX) return wk_error_set(WK_ERR_UNSUPPORTED, "%s: more than %d tokens around a sequence", c->doc, TOK_MAX_AFFIX);
+    if (id < 0 || id > INT32_MAX) return wk_error_set(WK_ERR_IO, "%s: post-processor id %lld", c->doc, (long long)id);
     (after ? t->suffix_ids : t->prefix_ids)[(*n)++] = (int32_t)id;
     return WK_OK;
 }
@@ -247,7 +247,7 @@ static wk_status affix_add(jctx *c, bool after, int64_t id)
 static wk_status pair_id(jctx *c, const wk_json *p, bool after)
 {
     int64_t id;
-    if (!wk_json_int(wk_json_item(p, 1), &id)) return tok_err(WK_ERR_IO, "%s: post-processor token without an id", c->doc);
+    if (!wk_json_int(wk_json_item(p, 1), &id)) return wk_error_set(WK_ERR_IO, "%s: post-processor token without an id", c->doc);
     return affix_add(c, after, id);
 }
 
@@ -256,7 +256,7 @@ static wk_status postprocessor(jctx *c, const wk_json *p)
     if (!p || wk_json_kind(p) == WK_JSON_NULL) return WK_OK;
     const char *ty = jstr(p, "type");
     wk_status st;
-    if (!ty) return tok_err(WK_ERR_IO, "%s: a post-processor without a type", c->doc);
+    if (!ty) return wk_error_set(WK_ERR_IO, "%s: a post-processor without a type", c->doc);
     if (!strcmp(ty, "Sequence")) {
         const wk_json *a = wk_json_get(p, "processors");
         for (size_t i = 0; i < wk_json_count(a); i++)
@@ -274,14 +274,14 @@ static wk_status postprocessor(jctx *c, const wk_json *p)
         for (size_t i = 0; i < wk_json_count(single); i++) {
             const wk_json *it = wk_json_item(single, i), *v;
             if (wk_json_get(it, "Sequence")) { after = true; continue; }
-            if (!(v = wk_json_get(it, "SpecialToken"))) return tok_err(WK_ERR_IO, "%s: TemplateProcessing item %zu is neither Sequence nor SpecialToken", c->doc, i);
+            if (!(v = wk_json_get(it, "SpecialToken"))) return wk_error_set(WK_ERR_IO, "%s: TemplateProcessing item %zu is neither Sequence nor SpecialToken", c->doc, i);
             const char *name = jstr(v, "id");
             const wk_json *e = name ? wk_json_get(sp, name) : NULL, *ids = wk_json_get(e, "ids");
             if (!e || wk_json_kind(ids) != WK_JSON_ARRAY)
-                return tok_err(WK_ERR_IO, "%s: TemplateProcessing names special token \"%s\" that it does not define", c->doc, name ? name : "?");
+                return wk_error_set(WK_ERR_IO, "%s: TemplateProcessing names special token \"%s\" that it does not define", c->doc, name ? name : "?");
             for (size_t k = 0; k < wk_json_count(ids); k++) {
                 int64_t id;
-                if (!wk_json_int(wk_json_item(ids, k), &id)) return tok_err(WK_ERR_IO, "%s: special token \"%s\": ids are not integers", c->doc, name);
+                if (!wk_json_int(wk_json_item(ids, k), &id)) return wk_error_set(WK_ERR_IO, "%s: special token \"%s\": ids are not integers", c->doc, name);
                 if ((st = affix_add(c, after, id))) return st;
             }
         }
@@ -294,7 +294,7 @@ static wk_status postprocessor(jctx *c, const wk_json *p)
 
 WK_TOK_API wk_tokenizer *wk_tokenizer_from_json(const wk_json *root)
 {
-    if (!root) { tok_err(WK_ERR_ARGUMENT, "wk_tokenizer_from_json: NULL document"); return NULL; }
+    if (!root) { wk_error_set(WK_ERR_ARGUMENT, "wk_tokenizer_from_json: NULL document"); return NULL; }
     jctx c = { .doc = wk_json_doc_name(root) ? wk_json_doc_name(root) : "tokenizer.json" };
     const wk_json *model = wk_json_get(root, "model");
     const char **toks = NULL, **merges = NULL;
@@ -305,11 +305,11 @@ WK_TOK_API wk_tokenizer *wk_tokenizer_from_json(const wk_json *root)
     int64_t n_added = 0, nm = 0;
     wk_tokenizer *t = NULL, *built = NULL;
 
-    if (wk_json_kind(model) != WK_JSON_OBJECT) { tok_err(WK_ERR_IO, "%s: no model object", c.doc); return NULL; }
+    if (wk_json_kind(model) != WK_JSON_OBJECT) { wk_error_set(WK_ERR_IO, "%s: no model object", c.doc); return NULL; }
     const char *mty = jstr(model, "type");
     if (mty && strcmp(mty, "BPE")) { unsupported(&c, "model", mty); return NULL; }
     const wk_json *vocab = wk_json_get(model, "vocab"), *mlist = wk_json_get(model, "merges");
-    if (wk_json_kind(vocab) != WK_JSON_OBJECT) { tok_err(WK_ERR_IO, "%s: model.vocab is not an object", c.doc); return NULL; }
+    if (wk_json_kind(vocab) != WK_JSON_OBJECT) { wk_error_set(WK_ERR_IO, "%s: model.vocab is not an object", c.doc); return NULL; }
     const char *cs = jstr(model, "continuing_subword_prefix"), *ew = jstr(model, "end_of_word_suffix");
     if ((cs && *cs) || (ew && *ew)) { unsupported(&c, "BPE with a subword prefix or word suffix", cs && *cs ? cs : ew); return NULL; }
     double dropout;
@@ -322,7 +322,7 @@ WK_TOK_API wk_tokenizer *wk_tokenizer_from_json(const wk_json *root)
         if (!wk_json_int(wk_json_item(vocab, i), &id) || id < 0 || id >= INT32_MAX) {
             size_t kl;
             const char *k = wk_json_key(vocab, i, &kl);
-            tok_err(WK_ERR_IO, "%s: model.vocab[\"%.60s\"] is not a token id", c.doc, k);
+            wk_error_set(WK_ERR_IO, "%s: model.vocab[\"%.60s\"] is not a token id", c.doc, k);
             return NULL;
         }
         if (id + 1 > n) n = id + 1;
@@ -331,19 +331,19 @@ WK_TOK_API wk_tokenizer *wk_tokenizer_from_json(const wk_json *root)
     for (size_t i = 0; i < wk_json_count(at); i++) {
         int64_t id;
         if (!wk_json_int(wk_json_get(wk_json_item(at, i), "id"), &id) || id < 0 || id >= INT32_MAX) {
-            tok_err(WK_ERR_IO, "%s: added_tokens[%zu] has no valid id", c.doc, i);
+            wk_error_set(WK_ERR_IO, "%s: added_tokens[%zu] has no valid id", c.doc, i);
             return NULL;
         }
-        if (!jstr(wk_json_item(at, i), "content")) { tok_err(WK_ERR_IO, "%s: added_tokens[%zu] has no content", c.doc, i); return NULL; }
+        if (!jstr(wk_json_item(at, i), "content")) { wk_error_set(WK_ERR_IO, "%s: added_tokens[%zu] has no content", c.doc, i); return NULL; }
         if (id + 1 > n) n = id + 1;
     }
-    if (n == 0) { tok_err(WK_ERR_IO, "%s: no tokens", c.doc); return NULL; }
+    if (n == 0) { wk_error_set(WK_ERR_IO, "%s: no tokens", c.doc); return NULL; }
     toks = calloc((size_t)n, sizeof *toks);
     lens = calloc((size_t)n, sizeof *lens);
     types = malloc((size_t)n * sizeof *types);
     added = malloc((wk_json_count(at) + 1) * sizeof *added);
     t = calloc(1, sizeof *t);
-    if (!toks || !lens || !types || !added || !t) { tok_err(WK_ERR_MEMORY, "out of memory for %lld tokens", (long long)n); goto done; }
+    if (!toks || !lens || !types || !added || !t) { wk_error_set(WK_ERR_MEMORY, "out of memory for %lld tokens", (long long)n); goto done; }
     for (int64_t i = 0; i < n; i++) types[i] = WK_TOK_TYPE_UNUSED;
     for (size_t i = 0; i < wk_json_count(vocab); i++) {
         int64_t id;
@@ -375,19 +375,19 @@ WK_TOK_API wk_tokenizer *wk_tokenizer_from_json(const wk_json *root)
     if (nm) {
         merges = calloc((size_t)nm, sizeof *merges);
         merge_bufs = calloc((size_t)nm, sizeof *merge_bufs);
-        if (!merges || !merge_bufs) { tok_err(WK_ERR_MEMORY, "out of memory for %lld merges", (long long)nm); goto done; }
+        if (!merges || !merge_bufs) { wk_error_set(WK_ERR_MEMORY, "out of memory for %lld merges", (long long)nm); goto done; }
         for (int64_t i = 0; i < nm; i++) {
             const wk_json *m = wk_json_item(mlist, (size_t)i);
             if ((merges[i] = wk_json_string(m, NULL))) continue;
             size_t la, lb;
             const char *a = wk_json_string(wk_json_item(m, 0), &la), *b = wk_json_string(wk_json_item(m, 1), &lb);
-            if (wk_json_count(m) != 2 || !a || !b) { tok_err(WK_ERR_IO, "%s: model.merges[%lld] is neither \"a b\" nor [a, b]", c.doc, (long long)i); goto done; }
+            if (wk_json_count(m) != 2 || !a || !b) { wk_error_set(WK_ERR_IO, "%s: model.merges[%lld] is neither \"a b\" nor [a, b]", c.doc, (long long)i); goto done; }
             if (memchr(a, ' ', la) || memchr(b, ' ', lb)) {
-                tok_err(WK_ERR_UNSUPPORTED, "%s: model.merges[%lld] has a token with a space in it", c.doc, (long long)i);
+                wk_error_set(WK_ERR_UNSUPPORTED, "%s: model.merges[%lld] has a token with a space in it", c.doc, (long long)i);
                 goto done;
             }
             char *s = malloc(la + lb + 2);
-            if (!s) { tok_err(WK_ERR_MEMORY, "out of memory"); goto done; }
+            if (!s) { wk_error_set(WK_ERR_MEMORY, "out of memory"); goto done; }
             memcpy(s, a, la);
             s[la] = ' ';
             memcpy(s + la + 1, b, lb);
@@ -400,11 +400,11 @@ WK_TOK_API wk_tokenizer *wk_tokenizer_from_json(const wk_json *root)
     c.t = t;
     if (normalizer(&c, wk_json_get(root, "normalizer")) || pretokenizer(&c, wk_json_get(root, "pre_tokenizer")) ||
         decoder(&c, wk_json_get(root, "decoder")) || postprocessor(&c, wk_json_get(root, "post_processor"))) {
-        const char *m = wk_tokenizer_last_error();
+        const char *m = wk_last_error();
         if (strncmp(m, c.doc, strlen(c.doc))) {   /* a regex's or PCRE2's words: name the file */
             char msg[1024];
             snprintf(msg, sizeof msg, "%s", m);
-            tok_err(wk_tokenizer_last_status(), "%s: %s", c.doc, msg);
+            wk_error_set(wk_last_status(), "%s: %s", c.doc, msg);
         }
         goto done;
     }
@@ -427,16 +427,16 @@ WK_TOK_API wk_tokenizer *wk_tokenizer_from_json(const wk_json *root)
     sp.merges = merges;
     sp.unk_id = unk_id;
     if (!nm && !c.byte_level) {
-        tok_err(WK_ERR_UNSUPPORTED, "%s: a BPE model without merges", c.doc);
+        wk_error_set(WK_ERR_UNSUPPORTED, "%s: a BPE model without merges", c.doc);
         goto done;
     }
     /* bos/eos: the affixes' tokens, when there is one each */
     if (t->n_prefix == 1) sp.bos_id = t->prefix_ids[0];
     if (t->n_suffix == 1) sp.eos_id = t->suffix_ids[0];
     for (int k = 0; k < t->n_prefix; k++)
-        if (t->prefix_ids[k] >= n) { tok_err(WK_ERR_IO, "%s: post-processor id %d out of range", c.doc, t->prefix_ids[k]); goto done; }
+        if (t->prefix_ids[k] >= n) { wk_error_set(WK_ERR_IO, "%s: post-processor id %d out of range", c.doc, t->prefix_ids[k]); goto done; }
     for (int k = 0; k < t->n_suffix; k++)
-        if (t->suffix_ids[k] >= n) { tok_err(WK_ERR_IO, "%s: post-processor id %d out of range", c.doc, t->suffix_ids[k]); goto done; }
+        if (t->suffix_ids[k] >= n) { wk_error_set(WK_ERR_IO, "%s: post-processor id %d out of range", c.doc, t->suffix_ids[k]); goto done; }
     if (sp.eos_id < 0) {
         /* no eos in the template: a special token of a familiar name */
         static const char *const names[] = { "</s>", "<|endoftext|>", "<|end_of_text|>", "<eos>", "<|im_end|>" };
@@ -451,8 +451,8 @@ WK_TOK_API wk_tokenizer *wk_tokenizer_from_json(const wk_json *root)
     }
     if (!built) {
         char msg[1024];
-        snprintf(msg, sizeof msg, "%s", wk_tokenizer_last_error());
-        tok_err(wk_tokenizer_last_status(), "%s: %s", c.doc, msg);
+        snprintf(msg, sizeof msg, "%s", wk_last_error());
+        wk_error_set(wk_last_status(), "%s: %s", c.doc, msg);
         goto done;
     }
     if (tok_set_added(built, added, (int32_t)n_added)) {
@@ -474,7 +474,7 @@ done:
 
 WK_TOK_API wk_tokenizer *wk_tokenizer_from_json_file(const char *path)
 {
-    if (!path) { tok_err(WK_ERR_ARGUMENT, "wk_tokenizer_from_json_file: NULL path"); return NULL; }
+    if (!path) { wk_error_set(WK_ERR_ARGUMENT, "wk_tokenizer_from_json_file: NULL path"); return NULL; }
     char buf[4096];
     const char *p = path;
     size_t l = strlen(path);
@@ -483,7 +483,7 @@ WK_TOK_API wk_tokenizer *wk_tokenizer_from_json_file(const char *path)
         p = buf;
     }
     wk_json *root = wk_json_parse_file(p, 0);
-    if (!root) { tok_err_model("tokenizer"); return NULL; }
+    if (!root) { wk_error_wrap("tokenizer"); return NULL; }
     wk_tokenizer *t = wk_tokenizer_from_json(root);
     wk_json_free(root);
     return t;

@@ -7,43 +7,6 @@
 #include <stdlib.h>
 #include "tok_internal.h"
 
-/* ---- errors ----------------------------------------------------------- */
-
-static _Thread_local wk_status tl_status;
-static _Thread_local char tl_message[1024];
-
-WK_TOK_API const char *wk_tokenizer_last_error(void) { return tl_message; }
-WK_TOK_API wk_status wk_tokenizer_last_status(void) { return tl_status; }
-WK_TOK_API void wk_tokenizer_clear_error(void)
-{
-    tl_status = WK_OK;
-    tl_message[0] = 0;
-}
-
-wk_status tok_err(wk_status st, const char *fmt, ...)
-{
-    char tmp[sizeof tl_message];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(tmp, sizeof tmp, fmt, ap);
-    va_end(ap);
-    memcpy(tl_message, tmp, sizeof tmp);
-    tl_status = st;
-    return st;
-}
-
-wk_status tok_err_model(const char *fmt, ...)
-{
-    char prefix[512];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(prefix, sizeof prefix, fmt, ap);
-    va_end(ap);
-    wk_status st = wk_model_last_status();
-    if (st == WK_OK) st = WK_ERR_IO;
-    return tok_err(st, "%s: %s", prefix, wk_model_last_error());
-}
-
 /* ---- buffers ---------------------------------------------------------- */
 
 bool tok_buf_reserve(tok_buf *b, size_t extra)
@@ -51,11 +14,11 @@ bool tok_buf_reserve(tok_buf *b, size_t extra)
     if (b->cap - b->n > extra) return true;   /* room for a NUL too */
     size_t nc = b->cap ? b->cap : 64;
     while (nc - b->n <= extra) {
-        if (nc > SIZE_MAX / 2) { tok_err(WK_ERR_MEMORY, "out of memory"); return false; }
+        if (nc > SIZE_MAX / 2) { wk_error_set(WK_ERR_MEMORY, "out of memory"); return false; }
         nc *= 2;
     }
     char *np = realloc(b->p, nc);
-    if (!np) { tok_err(WK_ERR_MEMORY, "out of memory (%zu bytes)", nc); return false; }
+    if (!np) { wk_error_set(WK_ERR_MEMORY, "out of memory (%zu bytes)", nc); return false; }
     b->p = np;
     b->cap = nc;
     return true;
@@ -82,7 +45,7 @@ bool tok_ids_push(tok_ids *v, int32_t id)
     if (v->n == v->cap) {
         int64_t nc = v->cap ? v->cap * 2 : 64;
         int32_t *np = realloc(v->p, (size_t)nc * sizeof *np);
-        if (!np) { tok_err(WK_ERR_MEMORY, "out of memory"); return false; }
+        if (!np) { wk_error_set(WK_ERR_MEMORY, "out of memory"); return false; }
         v->p = np;
         v->cap = nc;
     }
@@ -173,7 +136,7 @@ WK_TOK_API void wk_tokenizer_free(wk_tokenizer *t)
 static char *dup_bytes(const char *s, size_t n)
 {
     char *p = malloc(n + 1);
-    if (!p) { tok_err(WK_ERR_MEMORY, "out of memory"); return NULL; }
+    if (!p) { wk_error_set(WK_ERR_MEMORY, "out of memory"); return NULL; }
     if (n) memcpy(p, s, n);
     p[n] = 0;
     return p;
@@ -181,7 +144,7 @@ static char *dup_bytes(const char *s, size_t n)
 
 wk_status tok_add_norm(wk_tokenizer *t, tok_norm_kind kind, const char *s, size_t len, const char *s2, size_t len2)
 {
-    if (t->n_norm == TOK_MAX_NORM) return tok_err(WK_ERR_UNSUPPORTED, "more than %d normalizer steps", TOK_MAX_NORM);
+    if (t->n_norm == TOK_MAX_NORM) return wk_error_set(WK_ERR_UNSUPPORTED, "more than %d normalizer steps", TOK_MAX_NORM);
     tok_norm *n = &t->norm[t->n_norm];
     memset(n, 0, sizeof *n);
     n->kind = kind;
@@ -196,9 +159,9 @@ wk_status tok_add_norm(wk_tokenizer *t, tok_norm_kind kind, const char *s, size_
 wk_status tok_add_step(wk_tokenizer *t, const char *pattern, size_t len, bool literal, tok_split_behavior b,
                        bool invert)
 {
-    if (t->n_steps == TOK_MAX_STEPS) return tok_err(WK_ERR_UNSUPPORTED, "more than %d pre-tokenizer steps", TOK_MAX_STEPS);
+    if (t->n_steps == TOK_MAX_STEPS) return wk_error_set(WK_ERR_UNSUPPORTED, "more than %d pre-tokenizer steps", TOK_MAX_STEPS);
     tok_regex *re = literal ? tok_regex_literal(pattern, len) : tok_regex_new(pattern, len);
-    if (!re) return wk_tokenizer_last_status();
+    if (!re) return wk_last_status();
     t->step[t->n_steps++] = (tok_step){ re, b, invert };
     return WK_OK;
 }
@@ -229,7 +192,7 @@ wk_status tok_set_pre(wk_tokenizer *t, const char *pre)
         return tok_add_step(t, RE_GPT2, sizeof RE_GPT2 - 1, false, TOK_SPLIT_ISOLATED, false);
     }
     if (!strcmp(pre, "none")) return WK_OK;
-    return tok_err(WK_ERR_UNSUPPORTED,
+    return wk_error_set(WK_ERR_UNSUPPORTED,
                    "pre-tokenizer \"%s\" is not one wick knows (gpt2/default, llama-bpe, qwen2, smollm, none)", pre);
 }
 
@@ -243,12 +206,12 @@ wk_status tok_set_added(wk_tokenizer *t, const tok_added *added, int32_t n)
     int32_t k = 0;
     if (n) {
         a = malloc((size_t)n * sizeof *a);
-        if (!a) return tok_err(WK_ERR_MEMORY, "out of memory");
+        if (!a) return wk_error_set(WK_ERR_MEMORY, "out of memory");
     }
     for (int32_t i = 0; i < n; i++) {
         if (added[i].id < 0 || added[i].id >= t->n) {
             free(a);
-            return tok_err(WK_ERR_ARGUMENT, "added token id %d out of range (%d tokens)", added[i].id, t->n);
+            return wk_error_set(WK_ERR_ARGUMENT, "added token id %d out of range (%d tokens)", added[i].id, t->n);
         }
         if (t->len[added[i].id]) a[k++] = added[i];   /* an empty string never matches */
     }
@@ -257,7 +220,7 @@ wk_status tok_set_added(wk_tokenizer *t, const tok_added *added, int32_t n)
     for (int32_t i = 0; i < k; i++) t->added_bucket[(unsigned char)t->text[a[i].id][0] + 1]++;
     for (int i = 0; i < 256; i++) t->added_bucket[i + 1] += t->added_bucket[i];
     tok_added *sorted = k ? malloc((size_t)k * sizeof *sorted) : NULL;
-    if (k && !sorted) { free(a); return tok_err(WK_ERR_MEMORY, "out of memory"); }
+    if (k && !sorted) { free(a); return wk_error_set(WK_ERR_MEMORY, "out of memory"); }
     int32_t fill[256];
     for (int i = 0; i < 256; i++) fill[i] = t->added_bucket[i];
     for (int32_t i = 0; i < k; i++) sorted[fill[(unsigned char)t->text[a[i].id][0]]++] = a[i];
@@ -330,7 +293,7 @@ static bool build_decoder(wk_tokenizer *t)
     tok_buf pool = {0};
     t->dec_off = malloc(((size_t)t->n + 1) * sizeof *t->dec_off);
     t->dec_byte = malloc((size_t)t->n * sizeof *t->dec_byte);
-    if (!t->dec_off || !t->dec_byte) { tok_err(WK_ERR_MEMORY, "out of memory"); return false; }
+    if (!t->dec_off || !t->dec_byte) { wk_error_set(WK_ERR_MEMORY, "out of memory"); return false; }
     for (int32_t i = 0; i < t->n; i++) {
         t->dec_off[i] = pool.n;
         t->dec_byte[i] = -1;
@@ -345,7 +308,7 @@ static bool build_decoder(wk_tokenizer *t)
             bool mapped = true;
             char *big = n > sizeof tmp ? malloc(n) : NULL;
             char *dst = big ? big : tmp;
-            if (n > sizeof tmp && !big) { tok_err(WK_ERR_MEMORY, "out of memory"); ok = false; }
+            if (n > sizeof tmp && !big) { wk_error_set(WK_ERR_MEMORY, "out of memory"); ok = false; }
             for (size_t k = 0; ok && k < n;) {
                 uint32_t cp;
                 bool cut;
@@ -369,26 +332,26 @@ static bool build_decoder(wk_tokenizer *t)
     }
     t->dec_off[t->n] = pool.n;
     t->dec_pool = pool.p ? pool.p : calloc(1, 1);
-    if (!t->dec_pool) { tok_err(WK_ERR_MEMORY, "out of memory"); return false; }
+    if (!t->dec_pool) { wk_error_set(WK_ERR_MEMORY, "out of memory"); return false; }
     return true;
 }
 
 wk_tokenizer *tok_build(wk_tokenizer *t, const wk_tokenizer_spec *spec, bool pipeline_set)
 {
     wk_status st;
-    if (!spec) { tok_err(WK_ERR_ARGUMENT, "tokenizer: NULL spec"); goto fail; }
-    if ((unsigned)spec->model >= WK_TOK_MODEL_COUNT) { tok_err(WK_ERR_ARGUMENT, "tokenizer: model %d is not a wk_tok_model", (int)spec->model); goto fail; }
-    if (spec->n_tokens <= 0 || !spec->tokens) { tok_err(WK_ERR_ARGUMENT, "tokenizer: no tokens (n_tokens %d)", spec->n_tokens); goto fail; }
-    if (spec->n_merges < 0 || (spec->n_merges && !spec->merges)) { tok_err(WK_ERR_ARGUMENT, "tokenizer: %lld merges but no array", (long long)spec->n_merges); goto fail; }
+    if (!spec) { wk_error_set(WK_ERR_ARGUMENT, "tokenizer: NULL spec"); goto fail; }
+    if ((unsigned)spec->model >= WK_TOK_MODEL_COUNT) { wk_error_set(WK_ERR_ARGUMENT, "tokenizer: model %d is not a wk_tok_model", (int)spec->model); goto fail; }
+    if (spec->n_tokens <= 0 || !spec->tokens) { wk_error_set(WK_ERR_ARGUMENT, "tokenizer: no tokens (n_tokens %d)", spec->n_tokens); goto fail; }
+    if (spec->n_merges < 0 || (spec->n_merges && !spec->merges)) { wk_error_set(WK_ERR_ARGUMENT, "tokenizer: %lld merges but no array", (long long)spec->n_merges); goto fail; }
     t->model = spec->model;
     int32_t n = t->n = spec->n_tokens;
 
     /* strings */
     size_t total = 0;
     for (int32_t i = 0; i < n; i++) {
-        if (!spec->tokens[i]) { tok_err(WK_ERR_ARGUMENT, "tokenizer: token %d is NULL", i); goto fail; }
+        if (!spec->tokens[i]) { wk_error_set(WK_ERR_ARGUMENT, "tokenizer: token %d is NULL", i); goto fail; }
         size_t l = spec->token_lens ? spec->token_lens[i] : strlen(spec->tokens[i]);
-        if (l > UINT32_MAX - 1) { tok_err(WK_ERR_ARGUMENT, "tokenizer: token %d is %zu bytes long", i, l); goto fail; }
+        if (l > UINT32_MAX - 1) { wk_error_set(WK_ERR_ARGUMENT, "tokenizer: token %d is %zu bytes long", i, l); goto fail; }
         total += l + 1;
     }
     t->tpool = malloc(total);
@@ -397,7 +360,7 @@ wk_tokenizer *tok_build(wk_tokenizer *t, const wk_tokenizer_spec *spec, bool pip
     t->type = malloc((size_t)n);
     t->special = malloc((size_t)n);
     t->added_by_id = malloc((size_t)n * sizeof *t->added_by_id);
-    if (!t->tpool || !t->text || !t->len || !t->type || !t->special || !t->added_by_id) { tok_err(WK_ERR_MEMORY, "tokenizer: out of memory for %d tokens", n); goto fail; }
+    if (!t->tpool || !t->text || !t->len || !t->type || !t->special || !t->added_by_id) { wk_error_set(WK_ERR_MEMORY, "tokenizer: out of memory for %d tokens", n); goto fail; }
     size_t at = 0;
     for (int32_t i = 0; i < n; i++) {
         size_t l = spec->token_lens ? spec->token_lens[i] : strlen(spec->tokens[i]);
@@ -407,20 +370,20 @@ wk_tokenizer *tok_build(wk_tokenizer *t, const wk_tokenizer_spec *spec, bool pip
         t->len[i] = (uint32_t)l;
         at += l + 1;
         int32_t ty = spec->token_types ? spec->token_types[i] : WK_TOK_TYPE_NORMAL;
-        if (ty < 0 || ty > WK_TOK_TYPE_BYTE) { tok_err(WK_ERR_ARGUMENT, "tokenizer: token %d (\"%.40s\") has type %d (0..6)", i, t->text[i], ty); goto fail; }
+        if (ty < 0 || ty > WK_TOK_TYPE_BYTE) { wk_error_set(WK_ERR_ARGUMENT, "tokenizer: token %d (\"%.40s\") has type %d (0..6)", i, t->text[i], ty); goto fail; }
         t->type[i] = (uint8_t)ty;
         t->special[i] = ty == WK_TOK_TYPE_CONTROL || ty == WK_TOK_TYPE_UNKNOWN;
     }
     if (spec->scores) {
         t->score = malloc((size_t)n * sizeof *t->score);
-        if (!t->score) { tok_err(WK_ERR_MEMORY, "tokenizer: out of memory"); goto fail; }
+        if (!t->score) { wk_error_set(WK_ERR_MEMORY, "tokenizer: out of memory"); goto fail; }
         memcpy(t->score, spec->scores, (size_t)n * sizeof *t->score);
     }
 
     /* string -> id; a repeated string keeps its first id */
     t->vcap = pow2_at_least((uint64_t)n * 2);
     t->vslot = calloc(t->vcap, sizeof *t->vslot);
-    if (!t->vslot) { tok_err(WK_ERR_MEMORY, "tokenizer: out of memory"); goto fail; }
+    if (!t->vslot) { wk_error_set(WK_ERR_MEMORY, "tokenizer: out of memory"); goto fail; }
     for (int32_t i = 0; i < n; i++) {
         if (!t->len[i]) continue;
         uint64_t m = t->vcap - 1;
@@ -439,22 +402,22 @@ wk_tokenizer *tok_build(wk_tokenizer *t, const wk_tokenizer_spec *spec, bool pip
         t->mkey = malloc(t->mcap * sizeof *t->mkey);
         t->mrank = malloc(t->mcap * sizeof *t->mrank);
         t->mnew = malloc(t->mcap * sizeof *t->mnew);
-        if (!t->mkey || !t->mrank || !t->mnew) { tok_err(WK_ERR_MEMORY, "tokenizer: out of memory for %lld merges", (long long)spec->n_merges); goto fail; }
+        if (!t->mkey || !t->mrank || !t->mnew) { wk_error_set(WK_ERR_MEMORY, "tokenizer: out of memory for %lld merges", (long long)spec->n_merges); goto fail; }
         memset(t->mkey, 0xff, t->mcap * sizeof *t->mkey);
         tok_buf cat = {0};
         for (int64_t r = 0; r < spec->n_merges; r++) {
             const char *s = spec->merges[r];
-            if (!s) { tok_err(WK_ERR_ARGUMENT, "tokenizer: merge %lld is NULL", (long long)r); tok_buf_free(&cat); goto fail; }
+            if (!s) { wk_error_set(WK_ERR_ARGUMENT, "tokenizer: merge %lld is NULL", (long long)r); tok_buf_free(&cat); goto fail; }
             size_t l = strlen(s);
             const char *sp = l > 1 ? memchr(s + 1, ' ', l - 1) : NULL;
-            if (!sp) { tok_err(WK_ERR_ARGUMENT, "tokenizer: merge %lld \"%.60s\" is not \"left right\"", (long long)r, s); tok_buf_free(&cat); goto fail; }
+            if (!sp) { wk_error_set(WK_ERR_ARGUMENT, "tokenizer: merge %lld \"%.60s\" is not \"left right\"", (long long)r, s); tok_buf_free(&cat); goto fail; }
             size_t la = (size_t)(sp - s), lb = l - la - 1;
             int32_t a = tok_find(t, s, la), b = tok_find(t, sp + 1, lb);
             cat.n = 0;
             if (!tok_buf_put(&cat, s, la) || !tok_buf_put(&cat, sp + 1, lb)) { tok_buf_free(&cat); goto fail; }
             int32_t c = tok_find(t, cat.p, cat.n);
             if (a < 0 || b < 0 || c < 0) {
-                tok_err(WK_ERR_ARGUMENT, "tokenizer: merge %lld \"%.60s\": \"%.60s\" is not a token", (long long)r, s,
+                wk_error_set(WK_ERR_ARGUMENT, "tokenizer: merge %lld \"%.60s\": \"%.60s\" is not a token", (long long)r, s,
                         a < 0 ? s : b < 0 ? sp + 1 : cat.p);
                 tok_buf_free(&cat);
                 goto fail;
@@ -472,14 +435,14 @@ wk_tokenizer *tok_build(wk_tokenizer *t, const wk_tokenizer_spec *spec, bool pip
         tok_buf_free(&cat);
     }
     t->use_scores = spec->model == WK_TOK_MODEL_SPM && !spec->n_merges;
-    if (t->use_scores && !t->score) { tok_err(WK_ERR_ARGUMENT, "tokenizer: a SentencePiece-style tokenizer without merges needs scores"); goto fail; }
-    if (spec->model == WK_TOK_MODEL_BYTE_BPE && !spec->n_merges) { tok_err(WK_ERR_ARGUMENT, "tokenizer: a byte-level BPE tokenizer needs merges"); goto fail; }
+    if (t->use_scores && !t->score) { wk_error_set(WK_ERR_ARGUMENT, "tokenizer: a SentencePiece-style tokenizer without merges needs scores"); goto fail; }
+    if (spec->model == WK_TOK_MODEL_BYTE_BPE && !spec->n_merges) { wk_error_set(WK_ERR_ARGUMENT, "tokenizer: a byte-level BPE tokenizer needs merges"); goto fail; }
 
     /* special ids */
     const int32_t ids[4] = { spec->bos_id, spec->eos_id, spec->unk_id, spec->pad_id };
     const char *names[4] = { "bos", "eos", "unk", "pad" };
     for (int k = 0; k < 4; k++)
-        if (ids[k] < -1 || ids[k] >= n) { tok_err(WK_ERR_ARGUMENT, "tokenizer: %s id %d out of range (%d tokens)", names[k], ids[k], n); goto fail; }
+        if (ids[k] < -1 || ids[k] >= n) { wk_error_set(WK_ERR_ARGUMENT, "tokenizer: %s id %d out of range (%d tokens)", names[k], ids[k], n); goto fail; }
     t->bos_id = spec->bos_id;
     t->eos_id = spec->eos_id;
     t->unk_id = spec->unk_id;
@@ -497,7 +460,7 @@ wk_tokenizer *tok_build(wk_tokenizer *t, const wk_tokenizer_spec *spec, bool pip
     /* added tokens: control, user-defined and unknown tokens */
     {
         tok_added *a = malloc((size_t)n * sizeof *a);
-        if (!a) { tok_err(WK_ERR_MEMORY, "tokenizer: out of memory"); goto fail; }
+        if (!a) { wk_error_set(WK_ERR_MEMORY, "tokenizer: out of memory"); goto fail; }
         int32_t k = 0;
         for (int32_t i = 0; i < n; i++) {
             int ty = t->type[i];
@@ -516,7 +479,7 @@ wk_tokenizer *tok_build(wk_tokenizer *t, const wk_tokenizer_spec *spec, bool pip
             t->dec = TOK_DEC_BYTE_LEVEL;
         } else {
             if (spec->pre && strcmp(spec->pre, "default") && strcmp(spec->pre, "none") && strcmp(spec->pre, "llama")) {
-                tok_err(WK_ERR_UNSUPPORTED, "tokenizer: pre-tokenizer \"%s\" with a SentencePiece-style model", spec->pre);
+                wk_error_set(WK_ERR_UNSUPPORTED, "tokenizer: pre-tokenizer \"%s\" with a SentencePiece-style model", spec->pre);
                 goto fail;
             }
             t->byte_fallback = true;
@@ -541,11 +504,11 @@ wk_tokenizer *tok_build(wk_tokenizer *t, const wk_tokenizer_spec *spec, bool pip
             t->n_drep = 1;
         }
         if (spec->add_bos) {
-            if (spec->bos_id < 0) { tok_err(WK_ERR_ARGUMENT, "tokenizer: add_bos is set but there is no bos id"); goto fail; }
+            if (spec->bos_id < 0) { wk_error_set(WK_ERR_ARGUMENT, "tokenizer: add_bos is set but there is no bos id"); goto fail; }
             t->prefix_ids[t->n_prefix++] = spec->bos_id;
         }
         if (spec->add_eos) {
-            if (spec->eos_id < 0) { tok_err(WK_ERR_ARGUMENT, "tokenizer: add_eos is set but there is no eos id"); goto fail; }
+            if (spec->eos_id < 0) { wk_error_set(WK_ERR_ARGUMENT, "tokenizer: add_eos is set but there is no eos id"); goto fail; }
             t->suffix_ids[t->n_suffix++] = spec->eos_id;
         }
     }
@@ -559,7 +522,7 @@ fail:
 WK_TOK_API wk_tokenizer *wk_tokenizer_new(const wk_tokenizer_spec *spec)
 {
     wk_tokenizer *t = calloc(1, sizeof *t);
-    if (!t) { tok_err(WK_ERR_MEMORY, "tokenizer: out of memory"); return NULL; }
+    if (!t) { wk_error_set(WK_ERR_MEMORY, "tokenizer: out of memory"); return NULL; }
     return tok_build(t, spec, false);
 }
 
@@ -621,7 +584,7 @@ static bool spans_push(spans *v, size_t s, size_t e)
     if (v->n == v->cap) {
         size_t nc = v->cap ? v->cap * 2 : 64;
         span *np = realloc(v->p, nc * sizeof *np);
-        if (!np) { tok_err(WK_ERR_MEMORY, "out of memory"); return false; }
+        if (!np) { wk_error_set(WK_ERR_MEMORY, "out of memory"); return false; }
         v->p = np;
         v->cap = nc;
     }
@@ -651,7 +614,7 @@ static bool split_piece(enc *e, const tok_step *st, const char *base, span piece
     /* (offsets, is_match) covering the piece */
 #define ADD(a, b, f) do { if (!spans_push(&e->ms, (a), (b))) return false;                   \
         if (e->ms.n > e->msflag_cap) { size_t nc = e->ms.cap; uint8_t *np = realloc(e->msflag, nc); \
-            if (!np) { tok_err(WK_ERR_MEMORY, "out of memory"); return false; }               \
+            if (!np) { wk_error_set(WK_ERR_MEMORY, "out of memory"); return false; }               \
             e->msflag = np; e->msflag_cap = nc; }                                             \
         e->msflag[e->ms.n - 1] = (f); } while (0)
     while (start < n) {
@@ -833,13 +796,13 @@ static bool encode_text(enc *e, const char *p, size_t n, bool at_start)
 WK_TOK_API wk_status wk_tokenizer_encode(const wk_tokenizer *t, const char *text, size_t len, unsigned flags,
                                          int32_t **ids, int64_t *n_ids)
 {
-    if (!ids || !n_ids) return tok_err(WK_ERR_ARGUMENT, "wk_tokenizer_encode: NULL output");
+    if (!ids || !n_ids) return wk_error_set(WK_ERR_ARGUMENT, "wk_tokenizer_encode: NULL output");
     *ids = NULL;
     *n_ids = 0;
-    if (!t) return tok_err(WK_ERR_ARGUMENT, "wk_tokenizer_encode: NULL tokenizer");
-    if (!text && len) return tok_err(WK_ERR_ARGUMENT, "wk_tokenizer_encode: NULL text of %zu bytes", len);
+    if (!t) return wk_error_set(WK_ERR_ARGUMENT, "wk_tokenizer_encode: NULL tokenizer");
+    if (!text && len) return wk_error_set(WK_ERR_ARGUMENT, "wk_tokenizer_encode: NULL text of %zu bytes", len);
     if (flags & ~(WK_TOK_ADD_SPECIAL | WK_TOK_PARSE_SPECIAL))
-        return tok_err(WK_ERR_ARGUMENT, "wk_tokenizer_encode: unknown flags 0x%x", flags);
+        return wk_error_set(WK_ERR_ARGUMENT, "wk_tokenizer_encode: unknown flags 0x%x", flags);
     enc e;
     memset(&e, 0, sizeof e);
     e.t = t;
@@ -896,9 +859,9 @@ WK_TOK_API wk_status wk_tokenizer_encode(const wk_tokenizer *t, const char *text
     tok_bpe_scratch_free(e.bs);
     if (!ok) {
         free(e.out.p);
-        return wk_tokenizer_last_status() ? wk_tokenizer_last_status() : tok_err(WK_ERR_MEMORY, "out of memory");
+        return wk_last_status() ? wk_last_status() : wk_error_set(WK_ERR_MEMORY, "out of memory");
     }
-    if (!e.out.p && !(e.out.p = malloc(sizeof(int32_t)))) return tok_err(WK_ERR_MEMORY, "out of memory");
+    if (!e.out.p && !(e.out.p = malloc(sizeof(int32_t)))) return wk_error_set(WK_ERR_MEMORY, "out of memory");
     *ids = e.out.p;
     *n_ids = e.out.n;
     return WK_OK;

@@ -171,7 +171,7 @@ bool tok_nfc(const char *s, size_t n, tok_buf *out)
         if (d) for (int k = 0; k < dl && ok; k++) ok = cp_push(&b, d[k]);
         else ok = cp_push(&b, cp);
     }
-    if (!ok) { free(b.p); tok_err(WK_ERR_MEMORY, "NFC: out of memory"); return false; }
+    if (!ok) { free(b.p); wk_error_set(WK_ERR_MEMORY, "NFC: out of memory"); return false; }
     /* canonical ordering: a stable insertion sort of each run of non-starters */
     for (size_t i = 1; i < b.n; i++) {
         unsigned c = ccc(b.p[i]);

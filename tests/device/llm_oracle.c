@@ -69,7 +69,7 @@ static int oracle_run(wk_comm *comm, void *arg)
     double t0 = now_ms();
     wk_llm *m = wk_llm_load(c->model, dev, &o);
     if (!m) {
-        fprintf(stderr, "wick-llm-oracle: %s\n", wk_model_last_error());
+        fprintf(stderr, "wick-llm-oracle: %s\n", wk_last_error());
         if (!comm) wk_device_close(dev);
         return 1;
     }
@@ -82,7 +82,7 @@ static int oracle_run(wk_comm *comm, void *arg)
     if (!lg || !steps) goto done;
     t0 = now_ms();
     if (wk_llm_eval(m, c->p, np, true, lg)) {
-        fprintf(stderr, "wick-llm-oracle: prefill: %s\n", wk_model_last_error());
+        fprintf(stderr, "wick-llm-oracle: prefill: %s\n", wk_last_error());
         goto done;
     }
     prefill_ms = now_ms() - t0;
@@ -95,7 +95,7 @@ static int oracle_run(wk_comm *comm, void *arg)
         steps[i] = c->forced ? c->f[i] : b;
         if (i + 1 == nf) break;   /* the last step's token needs no logits */
         if (wk_llm_eval(m, &steps[i], 1, false, lg + (np + i) * V)) {
-            fprintf(stderr, "wick-llm-oracle: step %lld: %s\n", (long long)i, wk_model_last_error());
+            fprintf(stderr, "wick-llm-oracle: step %lld: %s\n", (long long)i, wk_last_error());
             goto done;
         }
     }

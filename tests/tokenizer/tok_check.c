@@ -81,7 +81,7 @@ static int decode_checked(const wk_tokenizer *t, const int32_t *ids, int64_t n, 
                           long line)
 {
     if (wk_tokenizer_decode(t, ids, n, flags, out, len)) {
-        fprintf(stderr, "wick-tok-check: line %ld: decode: %s\n", line, wk_tokenizer_last_error());
+        fprintf(stderr, "wick-tok-check: line %ld: decode: %s\n", line, wk_last_error());
         return 1;
     }
     wk_tok_stream *s = wk_tok_stream_new(t, flags);
@@ -111,7 +111,7 @@ int main(int argc, char **argv)
         return 2;
     }
     wk_tokenizer *t = !strcmp(argv[1], "--gguf") ? wk_tokenizer_from_gguf_file(argv[2]) : wk_tokenizer_from_json_file(argv[2]);
-    if (!t) { fprintf(stderr, "wick-tok-check: %s\n", wk_tokenizer_last_error()); return 1; }
+    if (!t) { fprintf(stderr, "wick-tok-check: %s\n", wk_last_error()); return 1; }
     FILE *fc = fopen(argv[3], "rb"), *fi = fopen(argv[4], "rb"), *fo = fopen(argv[5], "wb");
     if (!fc || !fi || !fo) { fprintf(stderr, "wick-tok-check: cannot open the files\n"); return 1; }
     char *line = NULL, *iline = NULL;
@@ -131,7 +131,7 @@ int main(int argc, char **argv)
         int64_t nid;
         double t0 = now();
         if (wk_tokenizer_encode(t, rec, rn, WK_TOK_ADD_SPECIAL | WK_TOK_PARSE_SPECIAL, &ids, &nid)) {
-            fprintf(stderr, "wick-tok-check: line %ld: encode: %s\n", ln, wk_tokenizer_last_error());
+            fprintf(stderr, "wick-tok-check: line %ld: encode: %s\n", ln, wk_last_error());
             return 1;
         }
         t_enc += now() - t0;

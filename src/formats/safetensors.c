@@ -17,7 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/stat.h>
-#include "model_internal.h"
+#include "formats_internal.h"
 
 typedef struct st_dtype {
     const char *name;
@@ -71,7 +71,7 @@ static bool grow(void **p, int64_t *cap, int64_t need, size_t elem)
     while (c < need) c *= 2;
     void *q = realloc(*p, (size_t)c * elem);
     if (!q) {
-        wk_merr(WK_ERR_MEMORY, "safetensors: out of memory");
+        wk_error_set(WK_ERR_MEMORY, "safetensors: out of memory");
         return false;
     }
     *p = q;
@@ -107,33 +107,33 @@ static bool parse_entry(wk_safetensors *s, const char *path, const char *name, c
                         uint64_t data_start)
 {
     if (wk_json_kind(v) != WK_JSON_OBJECT) {
-        wk_merr(WK_ERR_IO, "%s: tensor '%s': its header entry is %s, expected an object", path, name,
+        wk_error_set(WK_ERR_IO, "%s: tensor '%s': its header entry is %s, expected an object", path, name,
                 kind_name(wk_json_kind(v)));
         return false;
     }
     const wk_json *dt = wk_json_get(v, "dtype"), *sh = wk_json_get(v, "shape"), *off = wk_json_get(v, "data_offsets");
     if (!dt || !sh || !off) {
-        wk_merr(WK_ERR_IO, "%s: tensor '%s': its header entry has no \"%s\"", path, name,
+        wk_error_set(WK_ERR_IO, "%s: tensor '%s': its header entry has no \"%s\"", path, name,
                 !dt ? "dtype" : !sh ? "shape" : "data_offsets");
         return false;
     }
     const char *dname = wk_json_string(dt, NULL);
     if (!dname) {
-        wk_merr(WK_ERR_IO, "%s: tensor '%s': dtype is %s, expected a string", path, name, kind_name(wk_json_kind(dt)));
+        wk_error_set(WK_ERR_IO, "%s: tensor '%s': dtype is %s, expected a string", path, name, kind_name(wk_json_kind(dt)));
         return false;
     }
     const st_dtype *d = st_find(dname);
     if (!d) {
-        wk_merr(WK_ERR_IO, "%s: tensor '%s': unknown dtype \"%.60s\"", path, name, dname);
+        wk_error_set(WK_ERR_IO, "%s: tensor '%s': unknown dtype \"%.60s\"", path, name, dname);
         return false;
     }
     if (wk_json_kind(sh) != WK_JSON_ARRAY) {
-        wk_merr(WK_ERR_IO, "%s: tensor '%s': shape is %s, expected an array", path, name, kind_name(wk_json_kind(sh)));
+        wk_error_set(WK_ERR_IO, "%s: tensor '%s': shape is %s, expected an array", path, name, kind_name(wk_json_kind(sh)));
         return false;
     }
     size_t rank = wk_json_count(sh);
     if (rank > WK_MAX_RANK) {
-        wk_merr(WK_ERR_IO, "%s: tensor '%s': shape has %zu dims (wick takes at most %d)", path, name, rank, WK_MAX_RANK);
+        wk_error_set(WK_ERR_IO, "%s: tensor '%s': shape has %zu dims (wick takes at most %d)", path, name, rank, WK_MAX_RANK);
         return false;
     }
     if (!grow((void **)&s->tensors, &s->cap, s->n + 1, sizeof *s->tensors)) return false;
@@ -144,35 +144,35 @@ static bool parse_entry(wk_safetensors *s, const char *path, const char *name, c
     for (size_t i = 0; i < rank; i++) {
         uint64_t x;
         if (!json_u64(wk_json_item(sh, i), &x) || x > (uint64_t)INT64_MAX) {
-            wk_merr(WK_ERR_IO, "%s: tensor '%s': dim %zu of its shape is not a non-negative integer", path, name, i);
+            wk_error_set(WK_ERR_IO, "%s: tensor '%s': dim %zu of its shape is not a non-negative integer", path, name, i);
             return false;
         }
         t->shape.dims[i] = (int64_t)x;
         if (!wk_mul_u64(numel, x, &numel) || numel > (uint64_t)INT64_MAX) {
-            wk_merr(WK_ERR_IO, "%s: tensor '%s': the element count of its shape overflows", path, name);
+            wk_error_set(WK_ERR_IO, "%s: tensor '%s': the element count of its shape overflows", path, name);
             return false;
         }
     }
     uint64_t b, e;
     if (wk_json_kind(off) != WK_JSON_ARRAY || wk_json_count(off) != 2 || !json_u64(wk_json_item(off, 0), &b) ||
         !json_u64(wk_json_item(off, 1), &e)) {
-        wk_merr(WK_ERR_IO, "%s: tensor '%s': data_offsets is not two non-negative integers", path, name);
+        wk_error_set(WK_ERR_IO, "%s: tensor '%s': data_offsets is not two non-negative integers", path, name);
         return false;
     }
     if (b > e || e > data_size) {
-        wk_merr(WK_ERR_IO, "%s: tensor '%s': data_offsets [%" PRIu64 ", %" PRIu64 "] %s (the data section has %" PRIu64
+        wk_error_set(WK_ERR_IO, "%s: tensor '%s': data_offsets [%" PRIu64 ", %" PRIu64 "] %s (the data section has %" PRIu64
                 " bytes)", path, name, b, e, b > e ? "end before they begin" : "run past the end of the file", data_size);
         return false;
     }
     uint64_t bits, want;
     if (!wk_mul_u64(numel, d->bits, &bits) || bits % 8) {
-        wk_merr(WK_ERR_IO, "%s: tensor '%s': %" PRIu64 " elements of %s are not a whole number of bytes", path, name,
+        wk_error_set(WK_ERR_IO, "%s: tensor '%s': %" PRIu64 " elements of %s are not a whole number of bytes", path, name,
                 numel, d->name);
         return false;
     }
     want = bits / 8;
     if (e - b != want) {
-        wk_merr(WK_ERR_IO, "%s: tensor '%s': data_offsets [%" PRIu64 ", %" PRIu64 "] hold %" PRIu64
+        wk_error_set(WK_ERR_IO, "%s: tensor '%s': data_offsets [%" PRIu64 ", %" PRIu64 "] hold %" PRIu64
                 " bytes, its shape of %" PRIu64 " %s elements needs %" PRIu64, path, name, b, e, e - b, numel, d->name,
                 want);
         return false;
@@ -191,7 +191,7 @@ static bool parse_entry(wk_safetensors *s, const char *path, const char *name, c
 static bool add_meta(wk_safetensors *s, const char *path, const wk_json *m)
 {
     if (wk_json_kind(m) != WK_JSON_OBJECT) {
-        wk_merr(WK_ERR_IO, "%s: __metadata__ is %s, expected an object of strings", path, kind_name(wk_json_kind(m)));
+        wk_error_set(WK_ERR_IO, "%s: __metadata__ is %s, expected an object of strings", path, kind_name(wk_json_kind(m)));
         return false;
     }
     for (size_t i = 0; i < wk_json_count(m); i++) {
@@ -199,7 +199,7 @@ static bool add_meta(wk_safetensors *s, const char *path, const wk_json *m)
         const char *k = wk_json_key(m, i, &klen);
         const char *v = wk_json_string(wk_json_item(m, i), &vlen);
         if (!v) {
-            wk_merr(WK_ERR_IO, "%s: __metadata__ \"%.100s\" is %s, expected a string", path, k,
+            wk_error_set(WK_ERR_IO, "%s: __metadata__ \"%.100s\" is %s, expected a string", path, k,
                     kind_name(wk_json_kind(wk_json_item(m, i))));
             return false;
         }
@@ -229,17 +229,17 @@ static bool open_file(wk_safetensors *s, const char *path)
     s->nfiles++;
     path = m->path;
     if (m->size < 8) {
-        wk_merr(WK_ERR_IO, "%s: truncated: the header length needs 8 bytes, the file has %" PRIu64, path, m->size);
+        wk_error_set(WK_ERR_IO, "%s: truncated: the header length needs 8 bytes, the file has %" PRIu64, path, m->size);
         return false;
     }
     uint64_t n = wk_ld64(m->p);
     if (n > ST_MAX_HEADER) {   /* as the safetensors package refuses it (HeaderTooLarge) */
-        wk_merr(WK_ERR_IO, "%s: header length %" PRIu64 " is over the safetensors limit of %d bytes", path, n,
+        wk_error_set(WK_ERR_IO, "%s: header length %" PRIu64 " is over the safetensors limit of %d bytes", path, n,
                 ST_MAX_HEADER);
         return false;
     }
     if (n > m->size - 8) {
-        wk_merr(WK_ERR_IO, "%s: header length %" PRIu64 " runs past the end of the file (%" PRIu64 " bytes)", path, n,
+        wk_error_set(WK_ERR_IO, "%s: header length %" PRIu64 " runs past the end of the file (%" PRIu64 " bytes)", path, n,
                 m->size);
         return false;
     }
@@ -249,7 +249,7 @@ static bool open_file(wk_safetensors *s, const char *path)
     if (!h) return false;
     bool ok = true;
     if (wk_json_kind(h) != WK_JSON_OBJECT) {
-        wk_merr(WK_ERR_IO, "%s: the header is %s, expected an object", path, kind_name(wk_json_kind(h)));
+        wk_error_set(WK_ERR_IO, "%s: the header is %s, expected an object", path, kind_name(wk_json_kind(h)));
         ok = false;
     }
     int64_t first = s->n;
@@ -258,7 +258,7 @@ static bool open_file(wk_safetensors *s, const char *path)
         size_t klen;
         const char *k = wk_json_key(h, i, &klen);
         if (strlen(k) != klen) {
-            wk_merr(WK_ERR_IO, "%s: a tensor name holds a NUL byte", path);
+            wk_error_set(WK_ERR_IO, "%s: a tensor name holds a NUL byte", path);
             ok = false;
         } else if (strcmp(k, "__metadata__") == 0) {
             ok = add_meta(s, path, wk_json_item(h, i));
@@ -276,7 +276,7 @@ static bool open_file(wk_safetensors *s, const char *path)
         t[i].file = path;
         t[i].data = m->p + t[i].offset;
         if (t[i].offset != at) {
-            wk_merr(WK_ERR_IO, "%s: tensor '%s' begins at data offset %" PRIu64 ", expected %" PRIu64 " (%s)", path,
+            wk_error_set(WK_ERR_IO, "%s: tensor '%s' begins at data offset %" PRIu64 ", expected %" PRIu64 " (%s)", path,
                     t[i].name, t[i].offset - data_start, at - data_start,
                     t[i].offset < at ? "it overlaps the tensor before it" : "a gap before it");
             return false;
@@ -284,7 +284,7 @@ static bool open_file(wk_safetensors *s, const char *path)
         at += t[i].nbytes;
     }
     if (at != m->size) {
-        wk_merr(WK_ERR_IO, "%s: the tensors end at data offset %" PRIu64 ", but the data section has %" PRIu64 " bytes",
+        wk_error_set(WK_ERR_IO, "%s: the tensors end at data offset %" PRIu64 ", but the data section has %" PRIu64 " bytes",
                 path, at - data_start, data_size);
         return false;
     }
@@ -308,7 +308,7 @@ static char *join(const char *dir, const char *name)
     size_t a = strlen(dir), b = strlen(name);
     char *r = malloc(a + b + 2);
     if (!r) {
-        wk_merr(WK_ERR_MEMORY, "out of memory");
+        wk_error_set(WK_ERR_MEMORY, "out of memory");
         return NULL;
     }
     memcpy(r, dir, a);
@@ -336,14 +336,14 @@ static bool open_index(wk_safetensors *s, const char *path)
     const char **shards = NULL;
     const wk_json *wm = wk_json_get(idx, "weight_map");
     if (wk_json_kind(wm) != WK_JSON_OBJECT) {
-        wk_merr(WK_ERR_IO, "%s: \"weight_map\" is %s, expected an object", path,
+        wk_error_set(WK_ERR_IO, "%s: \"weight_map\" is %s, expected an object", path,
                 wm ? kind_name(wk_json_kind(wm)) : "missing");
         goto out;
     }
     size_t n = wk_json_count(wm);
     shards = malloc((n ? n : 1) * sizeof *shards);
     if (!shards) {
-        wk_merr(WK_ERR_MEMORY, "%s: out of memory", path);
+        wk_error_set(WK_ERR_MEMORY, "%s: out of memory", path);
         goto out;
     }
     size_t ns = 0;
@@ -352,12 +352,12 @@ static bool open_index(wk_safetensors *s, const char *path)
         const char *f = wk_json_string(wk_json_item(wm, i), &len);
         const char *k = wk_json_key(wm, i, NULL);
         if (!f) {
-            wk_merr(WK_ERR_IO, "%s: weight_map[\"%.100s\"] is %s, expected a file name", path, k,
+            wk_error_set(WK_ERR_IO, "%s: weight_map[\"%.100s\"] is %s, expected a file name", path, k,
                     kind_name(wk_json_kind(wk_json_item(wm, i))));
             goto out;
         }
         if (len == 0 || strlen(f) != len || strchr(f, '/') || strcmp(f, ".") == 0 || strcmp(f, "..") == 0) {
-            wk_merr(WK_ERR_IO, "%s: weight_map[\"%.100s\"] = \"%.100s\" is not a file name in the index's folder", path, k, f);
+            wk_error_set(WK_ERR_IO, "%s: weight_map[\"%.100s\"] = \"%.100s\" is not a file name in the index's folder", path, k, f);
             goto out;
         }
         shards[ns++] = f;
@@ -368,12 +368,12 @@ static bool open_index(wk_safetensors *s, const char *path)
         if (u == 0 || strcmp(shards[u - 1], shards[i]) != 0) shards[u++] = shards[i];
     ns = u;
     if (ns == 0) {
-        wk_merr(WK_ERR_IO, "%s: \"weight_map\" names no tensor", path);
+        wk_error_set(WK_ERR_IO, "%s: \"weight_map\" names no tensor", path);
         goto out;
     }
     s->maps = calloc(ns, sizeof *s->maps);
     if (!s->maps) {
-        wk_merr(WK_ERR_MEMORY, "%s: out of memory", path);
+        wk_error_set(WK_ERR_MEMORY, "%s: out of memory", path);
         goto out;
     }
     const char *slash = strrchr(path, '/');
@@ -381,7 +381,7 @@ static bool open_index(wk_safetensors *s, const char *path)
     if (!dir) goto out;
     int64_t *first = calloc(ns + 1, sizeof *first);
     if (!first) {
-        wk_merr(WK_ERR_MEMORY, "%s: out of memory", path);
+        wk_error_set(WK_ERR_MEMORY, "%s: out of memory", path);
         goto out;
     }
     for (size_t i = 0; i < ns; i++) {
@@ -414,7 +414,7 @@ static bool open_index(wk_safetensors *s, const char *path)
         bool found = false;
         for (int64_t j = first[lo]; j < first[lo + 1] && !found; j++) found = strcmp(s->tensors[j].name, k) == 0;
         if (!found) {
-            wk_merr(WK_ERR_IO, "%s: weight_map puts tensor '%.200s' in %s, which does not hold it", path, k, f);
+            wk_error_set(WK_ERR_IO, "%s: weight_map puts tensor '%.200s' in %s, which does not hold it", path, k, f);
             free(first);
             goto out;
         }
@@ -444,15 +444,15 @@ WK_MODEL_API void wk_safetensors_close(wk_safetensors *s)
 WK_MODEL_API wk_safetensors *wk_safetensors_open(const char *path)
 {
     if (!path) {
-        wk_merr(WK_ERR_ARGUMENT, "safetensors: NULL path");
+        wk_error_set(WK_ERR_ARGUMENT, "safetensors: NULL path");
         return NULL;
     }
     wk_safetensors *s = calloc(1, sizeof *s);
     if (!s) {
-        wk_merr(WK_ERR_MEMORY, "%s: out of memory", path);
+        wk_error_set(WK_ERR_MEMORY, "%s: out of memory", path);
         return NULL;
     }
-    wk_model_clear_error();
+    wk_clear_error();
     bool ok;
     char *owned = NULL;
     const char *p = path;
@@ -462,7 +462,7 @@ WK_MODEL_API wk_safetensors *wk_safetensors_open(const char *path)
             free(owned);
             owned = join(path, "model.safetensors");
             if (owned && !exists(owned)) {
-                wk_merr(WK_ERR_IO, "%s: a folder without model.safetensors or model.safetensors.index.json", path);
+                wk_error_set(WK_ERR_IO, "%s: a folder without model.safetensors or model.safetensors.index.json", path);
                 free(owned);
                 wk_safetensors_close(s);
                 return NULL;
@@ -478,13 +478,13 @@ WK_MODEL_API wk_safetensors *wk_safetensors_open(const char *path)
         ok = open_index(s, p);
     } else {
         s->maps = calloc(1, sizeof *s->maps);
-        ok = s->maps ? open_file(s, p) : (wk_merr(WK_ERR_MEMORY, "%s: out of memory", p), false);
+        ok = s->maps ? open_file(s, p) : (wk_error_set(WK_ERR_MEMORY, "%s: out of memory", p), false);
     }
     free(owned);
     if (ok) {
         s->names = malloc((size_t)(s->n ? s->n : 1) * sizeof *s->names);
         if (!s->names) {
-            wk_merr(WK_ERR_MEMORY, "%s: out of memory", path);
+            wk_error_set(WK_ERR_MEMORY, "%s: out of memory", path);
             ok = false;
         }
     }
@@ -493,13 +493,13 @@ WK_MODEL_API wk_safetensors *wk_safetensors_open(const char *path)
         int64_t dup;
         ok = wk_strtab_build(&s->tab, s->names, NULL, (size_t)s->n, &dup);
         if (ok && dup >= 0) {
-            wk_merr(WK_ERR_IO, "%s: tensor '%s' appears in two shards (again in %s)", path, s->names[dup],
+            wk_error_set(WK_ERR_IO, "%s: tensor '%s' appears in two shards (again in %s)", path, s->names[dup],
                     s->tensors[dup].file);
             ok = false;
         }
     }
     if (!ok) {
-        if (wk_model_last_status() == WK_OK) wk_merr(WK_ERR_IO, "%s: cannot open", path);
+        if (wk_last_status() == WK_OK) wk_error_set(WK_ERR_IO, "%s: cannot open", path);
         wk_safetensors_close(s);
         return NULL;
     }
@@ -549,12 +549,12 @@ WK_MODEL_API int64_t wk_safetensors_tensor_index(const wk_safetensors *s, const 
 WK_MODEL_API wk_tensor *wk_safetensors_tensor(const wk_safetensors *s, const char *name, wk_device *dev)
 {
     if (!s || !name) {
-        wk_merr(WK_ERR_ARGUMENT, "safetensors: NULL %s", s ? "tensor name" : "handle");
+        wk_error_set(WK_ERR_ARGUMENT, "safetensors: NULL %s", s ? "tensor name" : "handle");
         return NULL;
     }
     int64_t i = wk_safetensors_tensor_index(s, name);
     if (i < 0) {
-        wk_merr(WK_ERR_ARGUMENT, "%s: no tensor named '%s'", s->nfiles ? s->maps[0].path : "safetensors", name);
+        wk_error_set(WK_ERR_ARGUMENT, "%s: no tensor named '%s'", s->nfiles ? s->maps[0].path : "safetensors", name);
         return NULL;
     }
     return wk_file_tensor_load(&s->tensors[i], dev);
@@ -563,9 +563,9 @@ WK_MODEL_API wk_tensor *wk_safetensors_tensor(const wk_safetensors *s, const cha
 WK_MODEL_API wk_status wk_safetensors_load_all(const wk_safetensors *s, wk_device *dev, wk_progress_mode mode,
                                                wk_tensor **out)
 {
-    if (!s) return wk_merr(WK_ERR_ARGUMENT, "safetensors: NULL handle");
+    if (!s) return wk_error_set(WK_ERR_ARGUMENT, "safetensors: NULL handle");
     const wk_file_tensor **infos = malloc((size_t)(s->n ? s->n : 1) * sizeof *infos);
-    if (!infos) return wk_merr(WK_ERR_MEMORY, "safetensors: out of memory");
+    if (!infos) return wk_error_set(WK_ERR_MEMORY, "safetensors: out of memory");
     for (int64_t i = 0; i < s->n; i++) infos[i] = &s->tensors[i];
     const char *label = s->nfiles ? wk_path_base(s->maps[0].path) : "";
     char buf[128];

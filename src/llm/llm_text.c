@@ -119,7 +119,7 @@ static wk_status text_from_gguf(wk_llm *m, llm_text *tx)
     tx->bytes = malloc(total + 1);
     tx->off = calloc((size_t)V + 1, sizeof *tx->off);
     tx->special = calloc((size_t)V, 1);
-    if (!tx->bytes || !tx->off || !tx->special) return wk_merr(WK_ERR_MEMORY, "out of memory for the vocabulary");
+    if (!tx->bytes || !tx->off || !tx->special) return wk_error_set(WK_ERR_MEMORY, "out of memory for the vocabulary");
     uint64_t o = 0;
     for (int64_t i = 0; i < V; i++) {
         tx->off[i] = o;
@@ -180,7 +180,7 @@ static char *read_small_file(const char *path)
 wk_status llm_text_init(wk_llm *m)
 {
     llm_text *tx = calloc(1, sizeof *tx);
-    if (!tx) return wk_merr(WK_ERR_MEMORY, "out of memory");
+    if (!tx) return wk_error_set(WK_ERR_MEMORY, "out of memory");
     m->tok = tx;
     wk_llm_info *in = &m->info;
     const char *tmpl = NULL;
@@ -224,7 +224,7 @@ wk_status llm_text_init(wk_llm *m)
             wk_json *gc = wk_json_parse_file(path, WK_JSON_ALLOW_NAN);
             if (gc) eog_json(m, gc);
             wk_json_free(gc);
-            wk_model_clear_error();
+            wk_clear_error();
         }
         if (m->src.tokcfg) tmpl = wk_json_string(wk_json_get(m->src.tokcfg, "chat_template"), NULL);
         if (!tmpl) {
@@ -244,7 +244,7 @@ wk_status llm_text_init(wk_llm *m)
             fclose(f);
             tx->tok = wk_tokenizer_from_json_file(path);
         } else {
-            wk_tokenizer_clear_error();
+            wk_clear_error();
             snprintf(tx->why, sizeof tx->why, "%s has no tokenizer.json", m->src.dir);
         }
     }
@@ -257,7 +257,7 @@ wk_status llm_text_init(wk_llm *m)
             snprintf(tx->why, sizeof tx->why, "the tokenizer has %d tokens, the model %lld",
                      (int)wk_tokenizer_n_tokens(tx->tok), (long long)in->n_vocab);
     } else if (!tx->why[0]) {
-        snprintf(tx->why, sizeof tx->why, "%s", wk_tokenizer_last_error());
+        snprintf(tx->why, sizeof tx->why, "%s", wk_last_error());
     }
     if (tmpl && !m->chat_template) m->chat_template = strdup(tmpl);
     in->chat = wk_chat_format_detect(m->chat_template);
@@ -304,14 +304,14 @@ wk_status wk_llm_tokenize(const wk_llm *m, const char *text, size_t len, bool ad
     if (ids) *ids = NULL;
     if (n) *n = 0;
     if (!m || !ids || !n || (!text && len))
-        return wk_merr(WK_ERR_ARGUMENT, "wk_llm_tokenize: %s is NULL", !m ? "the model" : !text ? "the text" : "an output");
+        return wk_error_set(WK_ERR_ARGUMENT, "wk_llm_tokenize: %s is NULL", !m ? "the model" : !text ? "the text" : "an output");
     const llm_text *tx = m->tok;
     if (!tx || !tx->tok || tx->why[0])
-        return wk_merr(WK_ERR_UNSUPPORTED, "%s has no usable tokenizer: %s", m->info.name,
+        return wk_error_set(WK_ERR_UNSUPPORTED, "%s has no usable tokenizer: %s", m->info.name,
                        tx && tx->why[0] ? tx->why : "none");
     unsigned flags = WK_TOK_PARSE_SPECIAL | (add_bos ? WK_TOK_ADD_SPECIAL : 0u);
     if (wk_tokenizer_encode(tx->tok, text ? text : "", len, flags, ids, n))
-        return wk_merr(wk_tokenizer_last_status(), "%s", wk_tokenizer_last_error());
+        return wk_error_set(wk_last_status(), "%s", wk_last_error());
     return WK_OK;
 }
 
@@ -344,17 +344,17 @@ typedef struct pending {
 wk_status wk_llm_generate(wk_llm *m, const int32_t *prompt, int64_t n_prompt, const wk_generate_opts *opts,
                           wk_llm_token_fn cb, void *user, wk_generate_stats *stats)
 {
-    wk_model_clear_error();
+    wk_clear_error();
     wk_generate_stats s = { 0 };
     if (stats) *stats = s;
     if (!m || n_prompt < 0 || (n_prompt > 0 && !prompt))
-        return wk_merr(WK_ERR_ARGUMENT, "wk_llm_generate: %s", !m ? "the model is NULL" : "bad prompt");
+        return wk_error_set(WK_ERR_ARGUMENT, "wk_llm_generate: %s", !m ? "the model is NULL" : "bad prompt");
     wk_generate_opts o = { .sampling = wk_sampling_greedy() };
     if (opts) o = *opts;
-    if (o.n_stop < 0 || (o.n_stop > 0 && !o.stop)) return wk_merr(WK_ERR_ARGUMENT, "wk_llm_generate: bad stop strings");
-    if (n_prompt == 0 && m->pos == 0) return wk_merr(WK_ERR_ARGUMENT, "wk_llm_generate: an empty prompt and cache");
+    if (o.n_stop < 0 || (o.n_stop > 0 && !o.stop)) return wk_error_set(WK_ERR_ARGUMENT, "wk_llm_generate: bad stop strings");
+    if (n_prompt == 0 && m->pos == 0) return wk_error_set(WK_ERR_ARGUMENT, "wk_llm_generate: an empty prompt and cache");
     if (n_prompt > m->info.context - m->pos)
-        return wk_merr(WK_ERR_ARGUMENT,
+        return wk_error_set(WK_ERR_ARGUMENT,
                        "the prompt of %lld tokens does not fit: the context holds %lld and %lld are in use "
                        "(a longer context: --ctx / wk_llm_options.context, up to the model's %lld)",
                        (long long)n_prompt, (long long)m->info.context, (long long)m->pos,
@@ -370,7 +370,7 @@ wk_status wk_llm_generate(wk_llm *m, const int32_t *prompt, int64_t n_prompt, co
         if (o.stop[i] && strlen(o.stop[i]) > max_stop) max_stop = strlen(o.stop[i]);
     wk_status st = WK_OK;
     if (!logits || !sm) {
-        st = sm ? wk_merr(WK_ERR_MEMORY, "out of memory") : wk_model_last_status();
+        st = sm ? wk_error_set(WK_ERR_MEMORY, "out of memory") : wk_last_status();
         goto out;
     }
     for (int64_t i = 0; i < n_prompt; i++) wk_sampler_accept(sm, prompt[i]);
@@ -382,7 +382,7 @@ wk_status wk_llm_generate(wk_llm *m, const int32_t *prompt, int64_t n_prompt, co
     double t0 = now_ms();
     if (n_prompt > 0) st = dev_greedy ? llm_eval_greedy(m, prompt, n_prompt, &next) : wk_llm_eval(m, prompt, n_prompt, false, logits);
     else {   /* continue from the cache: the last token again is not possible, so refuse */
-        st = wk_merr(WK_ERR_ARGUMENT, "wk_llm_generate: give at least one prompt token");
+        st = wk_error_set(WK_ERR_ARGUMENT, "wk_llm_generate: give at least one prompt token");
     }
     if (st) goto out;
     s.prompt_tokens = n_prompt;
@@ -391,7 +391,7 @@ wk_status wk_llm_generate(wk_llm *m, const int32_t *prompt, int64_t n_prompt, co
     for (;;) {
         const int32_t tok = dev_greedy ? next : wk_sampler_sample(sm, logits);
         if (tok < 0) {
-            st = wk_model_last_status();
+            st = wk_last_status();
             break;
         }
         if (!o.ignore_eog && wk_llm_is_eog(m, tok)) {
@@ -406,7 +406,7 @@ wk_status wk_llm_generate(wk_llm *m, const int32_t *prompt, int64_t n_prompt, co
         const char *txt;
         if (stream) {
             if (wk_tok_stream_push(stream, tok, &txt, &len)) {
-                st = wk_merr(wk_tokenizer_last_status(), "decoding token %d: %s", tok, wk_tokenizer_last_error());
+                st = wk_error_set(wk_last_status(), "decoding token %d: %s", tok, wk_last_error());
                 break;
             }
         } else {
@@ -416,7 +416,7 @@ wk_status wk_llm_generate(wk_llm *m, const int32_t *prompt, int64_t n_prompt, co
             size_t cap = (pd.n + len + 1) * 2;
             char *p = realloc(pd.p, cap);
             if (!p) {
-                st = wk_merr(WK_ERR_MEMORY, "out of memory");
+                st = wk_error_set(WK_ERR_MEMORY, "out of memory");
                 break;
             }
             pd.p = p;

@@ -23,7 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/stat.h>
-#include "model_internal.h"
+#include "formats_internal.h"
 
 typedef struct json_doc {
     wk_arena arena;
@@ -101,7 +101,7 @@ __attribute__((format(printf, 3, 4))) static void *jp_err(jp *P, const unsigned 
     va_end(ap);
     long line, col;
     jp_where(P, at, &line, &col);
-    wk_merr(WK_ERR_IO, "%s: JSON line %ld, column %ld (byte %lld): %s", P->doc->name, line, col,
+    wk_error_set(WK_ERR_IO, "%s: JSON line %ld, column %ld (byte %lld): %s", P->doc->name, line, col,
             (long long)(at - P->start), what);
     return NULL;
 }
@@ -110,7 +110,7 @@ static void *jp_oom(jp *P)
 {
     if (!P->failed) {
         P->failed = true;
-        wk_merr(WK_ERR_MEMORY, "%s: out of memory while parsing JSON", P->doc->name);
+        wk_error_set(WK_ERR_MEMORY, "%s: out of memory while parsing JSON", P->doc->name);
     }
     return NULL;
 }
@@ -605,18 +605,18 @@ WK_MODEL_API wk_json *wk_json_parse(const char *text, size_t len, const char *na
 {
     if (!name) name = "JSON";
     if (!text && len) {
-        wk_merr(WK_ERR_ARGUMENT, "%s: NULL text", name);
+        wk_error_set(WK_ERR_ARGUMENT, "%s: NULL text", name);
         return NULL;
     }
     if (flags & ~WK_JSON_ALLOW_NAN) {
-        wk_merr(WK_ERR_ARGUMENT, "%s: unknown JSON flags 0x%x", name, flags);
+        wk_error_set(WK_ERR_ARGUMENT, "%s: unknown JSON flags 0x%x", name, flags);
         return NULL;
     }
     json_doc *doc = calloc(1, sizeof *doc);
     char *nm = doc ? strdup(name) : NULL;
     if (!nm) {
         free(doc);
-        wk_merr(WK_ERR_MEMORY, "%s: out of memory", name);
+        wk_error_set(WK_ERR_MEMORY, "%s: out of memory", name);
         return NULL;
     }
     doc->name = nm;
@@ -755,7 +755,7 @@ WK_MODEL_API const char *wk_json_doc_name(const wk_json *v) { return v ? v->doc-
 WK_MODEL_API wk_json *wk_config_open(const char *path)
 {
     if (!path) {
-        wk_merr(WK_ERR_ARGUMENT, "config: NULL path");
+        wk_error_set(WK_ERR_ARGUMENT, "config: NULL path");
         return NULL;
     }
     struct stat sb;
@@ -763,7 +763,7 @@ WK_MODEL_API wk_json *wk_config_open(const char *path)
         size_t n = strlen(path);
         char *full = malloc(n + 16);
         if (!full) {
-            wk_merr(WK_ERR_MEMORY, "%s: out of memory", path);
+            wk_error_set(WK_ERR_MEMORY, "%s: out of memory", path);
             return NULL;
         }
         snprintf(full, n + 16, "%s%sconfig.json", path, n && path[n - 1] == '/' ? "" : "/");
@@ -791,11 +791,11 @@ static const char *kind_words(wk_json_type k)
 static wk_status cfg_lookup(const wk_json *cfg, const char *path, bool required, const wk_json **out)
 {
     *out = NULL;
-    if (!cfg || !path) return wk_merr(WK_ERR_ARGUMENT, "config: NULL %s", cfg ? "key" : "config");
+    if (!cfg || !path) return wk_error_set(WK_ERR_ARGUMENT, "config: NULL %s", cfg ? "key" : "config");
     const wk_json *v = wk_json_path(cfg, path);
     if (!v || v->kind == WK_JSON_NULL) {
         if (required)
-            return wk_merr(WK_ERR_ARGUMENT, "%s: '%s' is %s, and the model needs it", wk_json_doc_name(cfg), path,
+            return wk_error_set(WK_ERR_ARGUMENT, "%s: '%s' is %s, and the model needs it", wk_json_doc_name(cfg), path,
                            v ? "null" : "missing");
         return WK_OK;
     }
@@ -809,7 +809,7 @@ static wk_status cfg_wrong(const wk_json *cfg, const char *path, const wk_json *
     if (v->kind == WK_JSON_STRING) snprintf(shown, sizeof shown, " \"%.60s\"", v->s);
     else if (v->kind == WK_JSON_NUMBER) snprintf(shown, sizeof shown, " %.17g", v->num);
     else if (v->kind == WK_JSON_BOOL) snprintf(shown, sizeof shown, " %s", v->b ? "true" : "false");
-    return wk_merr(WK_ERR_IO, "%s: '%s' is %s%s, expected %s", wk_json_doc_name(cfg), path, kind_words(v->kind), shown,
+    return wk_error_set(WK_ERR_IO, "%s: '%s' is %s%s, expected %s", wk_json_doc_name(cfg), path, kind_words(v->kind), shown,
                    want);
 }
 

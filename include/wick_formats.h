@@ -1,17 +1,17 @@
-/* wick_model.h — model files: GGUF (v2 and v3, read and write),
+/* wick_formats.h — model files: GGUF (v2 and v3, read and write),
  * safetensors (one file or a sharded model), JSON (config.json,
  * tokenizer.json) and loading tensors onto a device with a progress bar.
- * The code lives in src/model/ and is written against wick.h only.
+ * The code lives in src/formats/ and is written against wick.h and
+ * wick_ext.h only (the lowest of the layers above the core).
  * docs/model-files.md says what is supported and what is checked.
  *
- * Conventions (as wick.h's, with one difference)
+ * Conventions (as wick.h's)
  *   - Functions that make something return it, or NULL on error; functions
  *     that act return a wk_status.
- *   - Errors of this layer are reported through wk_model_last_error() and
- *     wk_model_last_status() (thread-local), not wk_last_error(): the core's
- *     error state has no public setter. When a core call fails inside a
- *     model function (wk_from_host of a tensor, say), its message is copied
- *     here with the file and tensor in front.
+ *   - Errors are reported through the library's one thread-local error
+ *     state, wk_last_error() and wk_last_status(), as every op's are. When
+ *     a core call fails inside a file function (wk_from_host of a tensor,
+ *     say), the file and tensor are put in front of its message.
  *   - A file that is truncated or corrupt gives WK_ERR_IO and a message
  *     naming the file, the field and the value; every offset, size, count
  *     and string length is checked against the file before it is used.
@@ -21,8 +21,8 @@
  *     data) live until it is closed.
  *   - Only little-endian files on little-endian hosts.
  */
-#ifndef WICK_MODEL_H
-#define WICK_MODEL_H
+#ifndef WICK_FORMATS_H
+#define WICK_FORMATS_H
 
 #include "wick.h"
 
@@ -33,13 +33,6 @@ extern "C" {
 #if defined(__GNUC__)
 #pragma GCC visibility push(default)
 #endif
-
-/* ------------------------------------------------------------------ */
-/* errors of the model layer                                           */
-
-const char *wk_model_last_error(void);   /* "" when there is none */
-wk_status wk_model_last_status(void);
-void wk_model_clear_error(void);
 
 /* ------------------------------------------------------------------ */
 /* progress of a load                                                  */
@@ -301,4 +294,4 @@ wk_status wk_config_str(const wk_json *cfg, const char *path, bool required, con
 #ifdef __cplusplus
 }
 #endif
-#endif /* WICK_MODEL_H */
+#endif /* WICK_FORMATS_H */

@@ -85,7 +85,7 @@ static wk_status want(wk_llm *m, wlist *wl, wk_tensor **dst, const char *gname, 
         if (!required) return WK_OK;
         char name[256];
         snprintf(name, sizeof name, m->src.gguf ? gname : hname, layer);
-        return wk_merr(WK_ERR_IO, "%s: the tensor %s is missing (a %s model needs it)",
+        return wk_error_set(WK_ERR_IO, "%s: the tensor %s is missing (a %s model needs it)",
                        m->src.gguf ? wk_gguf_path(m->src.gguf) : m->src.dir, name, wk_llm_arch_name(m->info.arch));
     }
     bool ok = info->shape.rank == rank && info->shape.dims[0] == d0 && (rank == 1 || info->shape.dims[1] == d1);
@@ -96,22 +96,22 @@ static wk_status want(wk_llm *m, wlist *wl, wk_tensor **dst, const char *gname, 
             p += snprintf(got + p, sizeof got - (size_t)p, "%s%lld", i ? ", " : "", (long long)info->shape.dims[i]);
         if (rank == 1) snprintf(exp, sizeof exp, "%lld", (long long)d0);
         else snprintf(exp, sizeof exp, "%lld, %lld", (long long)d0, (long long)d1);
-        return wk_merr(WK_ERR_IO, "%s: tensor %s has shape [%s]; the model's hyperparameters say [%s]", info->file,
+        return wk_error_set(WK_ERR_IO, "%s: tensor %s has shape [%s]; the model's hyperparameters say [%s]", info->file,
                        info->name, got, exp);
     }
     if (info->dtype == WK_DTYPE_COUNT)
-        return wk_merr(WK_ERR_UNSUPPORTED, "%s: tensor %s is of type %s, which wick does not have", info->file, info->name,
+        return wk_error_set(WK_ERR_UNSUPPORTED, "%s: tensor %s is of type %s, which wick does not have", info->file, info->name,
                        info->type_name);
     if (wk_dtype_is_quantized(info->dtype) && !matrix)
-        return wk_merr(WK_ERR_UNSUPPORTED, "%s: tensor %s is %s; wick takes block types for matrices only", info->file,
+        return wk_error_set(WK_ERR_UNSUPPORTED, "%s: tensor %s is %s; wick takes block types for matrices only", info->file,
                        info->name, wk_dtype_name(info->dtype));
     if (!wk_dtype_is_float(info->dtype) && !wk_dtype_is_quantized(info->dtype))
-        return wk_merr(WK_ERR_UNSUPPORTED, "%s: tensor %s is %s, not a float or block type", info->file, info->name,
+        return wk_error_set(WK_ERR_UNSUPPORTED, "%s: tensor %s is %s, not a float or block type", info->file, info->name,
                        wk_dtype_name(info->dtype));
     if (wl->n == wl->cap) {
         int64_t cap = wl->cap ? wl->cap * 2 : 64;
         wslot *s = realloc(wl->s, (size_t)cap * sizeof *s);
-        if (!s) return wk_merr(WK_ERR_MEMORY, "out of memory");
+        if (!s) return wk_error_set(WK_ERR_MEMORY, "out of memory");
         wl->s = s;
         wl->cap = cap;
     }
@@ -158,7 +158,7 @@ static wk_status load_shares(wk_llm *m, const wlist *wl, wk_tensor **raw)
                 wk_release(raw[j]);
                 raw[j] = NULL;
             }
-            return wk_model_last_status();
+            return wk_last_status();
         }
     }
     return WK_OK;
@@ -220,16 +220,16 @@ static wk_status load_weights(wk_llm *m, const wk_llm_options *o)
         if (!infos || !raw) {
             free(infos);
             free(raw);
-            st = wk_merr(WK_ERR_MEMORY, "out of memory");
+            st = wk_error_set(WK_ERR_MEMORY, "out of memory");
             goto done;
         }
         for (int64_t i = 0; i < wl.n; i++) infos[i] = wl.s[i].info;
-        const char *label = m->src.gguf ? wk_path_base(wk_gguf_path(m->src.gguf)) : wk_path_base(m->src.dir);
+        const char *label = m->src.gguf ? llm_path_base(wk_gguf_path(m->src.gguf)) : llm_path_base(m->src.dir);
         st = m->tp.comm ? load_shares(m, &wl, raw) : wk_file_tensors_load(infos, wl.n, m->dev, o->progress, label, raw);
         for (int64_t i = 0; st == WK_OK && i < wl.n; i++) {
             wk_tensor *t = prepare(m, raw[i], o);
             if (!t) {
-                st = wk_merr_core("%s: tensor %s", wl.s[i].info->file, wl.s[i].info->name);
+                st = wk_error_wrap("%s: tensor %s", wl.s[i].info->file, wl.s[i].info->name);
                 break;
             }
             *wl.s[i].dst = t;
@@ -244,7 +244,7 @@ static wk_status load_weights(wk_llm *m, const wk_llm_options *o)
     }
     if (st == WK_OK && !m->output)   /* tied; tensor parallel: without the zero row */
         m->output = m->tp.comm ? wk_narrow(m->tok_embd, 0, 0, m->tp.n_voc) : wk_retain(m->tok_embd);
-    if (st == WK_OK && !m->output) st = wk_merr_core("the output head");
+    if (st == WK_OK && !m->output) st = wk_error_wrap("the output head");
 done:
     free(wl.s);
     return st;
@@ -257,18 +257,18 @@ static wk_status rope_tables(wk_llm *m, double base, const wk_rope_scaling *sc, 
 {
     const int64_t D = m->info.head_dim, n = m->info.context, half = D / 2;
     if (!freq_factors) {
-        if (wk_rope_tables(m->dev, D, base, n, sc, pcos, psin) != WK_OK) return wk_merr_core("rope tables");
+        if (wk_rope_tables(m->dev, D, base, n, sc, pcos, psin) != WK_OK) return wk_error_wrap("rope tables");
         return WK_OK;
     }
     const wk_file_tensor *fi = llm_find(m, "rope_freqs.weight", NULL, -1);
     if (!fi || fi->dtype != WK_F32 || fi->shape.rank != 1 || fi->shape.dims[0] != half)
-        return wk_merr(WK_ERR_IO, "%s: rope_freqs.weight must be f32 [%lld]", wk_gguf_path(m->src.gguf), (long long)half);
+        return wk_error_set(WK_ERR_IO, "%s: rope_freqs.weight must be f32 [%lld]", wk_gguf_path(m->src.gguf), (long long)half);
     const unsigned char *fd = fi->data;
     float *c = malloc((size_t)(n * half) * sizeof *c), *s = malloc((size_t)(n * half) * sizeof *s);
     if (!c || !s) {
         free(c);
         free(s);
-        return wk_merr(WK_ERR_MEMORY, "out of memory for rope tables of %lld positions", (long long)n);
+        return wk_error_set(WK_ERR_MEMORY, "out of memory for rope tables of %lld positions", (long long)n);
     }
     for (int64_t i = 0; i < half; i++) {
         float ff;
@@ -287,7 +287,7 @@ static wk_status rope_tables(wk_llm *m, double base, const wk_rope_scaling *sc, 
         wk_release(*pcos);
         wk_release(*psin);
         *pcos = *psin = NULL;
-        return wk_merr_core("rope tables");
+        return wk_error_wrap("rope tables");
     }
     return WK_OK;
 }
@@ -303,7 +303,7 @@ static wk_status fuse(wk_tensor **dst, wk_tensor **const *parts, int n)
     wk_tensor *ts[3] = { 0 };
     for (int i = 0; i < n; i++) ts[i] = *parts[i];
     wk_tensor *c = wk_cat(ts, n, 0);
-    if (!c) return wk_merr_core("stacking weights");
+    if (!c) return wk_error_wrap("stacking weights");
     *dst = c;
     for (int i = 0; i < n; i++) {
         wk_release(*parts[i]);
@@ -347,29 +347,29 @@ static wk_status open_source(wk_llm *m, const char *path)
 {
     if (is_gguf(path)) {
         m->src.gguf = wk_gguf_open(path);
-        return m->src.gguf ? WK_OK : wk_model_last_status();
+        return m->src.gguf ? WK_OK : wk_last_status();
     }
     m->src.st = wk_safetensors_open(path);
-    if (!m->src.st) return wk_model_last_status();
+    if (!m->src.st) return wk_last_status();
     /* config.json: in the folder, or beside the file */
     const char *first = wk_safetensors_file_path(m->src.st, 0);
     const char *slash = strrchr(first, '/');
     size_t dl = slash ? (size_t)(slash - first) : 1;
     m->src.dir = malloc(dl + 1);
-    if (!m->src.dir) return wk_merr(WK_ERR_MEMORY, "out of memory");
+    if (!m->src.dir) return wk_error_set(WK_ERR_MEMORY, "out of memory");
     memcpy(m->src.dir, slash ? first : ".", dl);
     m->src.dir[dl] = 0;
     char cfg[4096];
     snprintf(cfg, sizeof cfg, "%s/config.json", m->src.dir);
     m->src.config = wk_config_open(cfg);
-    if (!m->src.config) return wk_merr(WK_ERR_IO, "%s: a safetensors model needs its config.json beside it: %s", path,
-                                       wk_model_last_error());
+    if (!m->src.config) return wk_error_set(WK_ERR_IO, "%s: a safetensors model needs its config.json beside it: %s", path,
+                                       wk_last_error());
     snprintf(cfg, sizeof cfg, "%s/tokenizer_config.json", m->src.dir);
     FILE *f = fopen(cfg, "rb");
     if (f) {
         fclose(f);
         m->src.tokcfg = wk_json_parse_file(cfg, WK_JSON_ALLOW_NAN);   /* optional: its chat template */
-        wk_model_clear_error();
+        wk_clear_error();
     }
     return WK_OK;
 }
@@ -377,24 +377,24 @@ static wk_status open_source(wk_llm *m, const char *path)
 static wk_llm *load_one(const char *path, wk_device *dev, const wk_llm_options *opts)
 {
     if (!path || !dev) {
-        wk_merr(WK_ERR_ARGUMENT, "wk_llm_load: %s is NULL", path ? "the device" : "the path");
+        wk_error_set(WK_ERR_ARGUMENT, "wk_llm_load: %s is NULL", path ? "the device" : "the path");
         return NULL;
     }
     wk_llm_options o = { 0 };
     if (opts) o = *opts;
     if (o.act_dtype == WK_U8) o.act_dtype = WK_F32;
     if (o.act_dtype != WK_F32 && o.act_dtype != WK_BF16) {
-        wk_merr(WK_ERR_DTYPE, "wk_llm_load: activations must be f32 or bf16, not %s", wk_dtype_name(o.act_dtype));
+        wk_error_set(WK_ERR_DTYPE, "wk_llm_load: activations must be f32 or bf16, not %s", wk_dtype_name(o.act_dtype));
         return NULL;
     }
     if (o.context < 0 || o.prefill_chunk < 0) {
-        wk_merr(WK_ERR_ARGUMENT, "wk_llm_load: context %lld and prefill_chunk %lld must not be negative",
+        wk_error_set(WK_ERR_ARGUMENT, "wk_llm_load: context %lld and prefill_chunk %lld must not be negative",
                 (long long)o.context, (long long)o.prefill_chunk);
         return NULL;
     }
     wk_llm *m = calloc(1, sizeof *m);
     if (!m) {
-        wk_merr(WK_ERR_MEMORY, "out of memory");
+        wk_error_set(WK_ERR_MEMORY, "out of memory");
         return NULL;
     }
     m->dev = dev;
@@ -416,25 +416,25 @@ static wk_llm *load_one(const char *path, wk_device *dev, const wk_llm_options *
     if (m->src.gguf) {   /* the vocabulary: the embedding's rows */
         const wk_file_tensor *te = llm_find(m, "token_embd.weight", NULL, -1);
         if (!te || te->shape.rank != 2) {
-            st = wk_merr(WK_ERR_IO, "%s: token_embd.weight is missing or not 2-d", path);
+            st = wk_error_set(WK_ERR_IO, "%s: token_embd.weight is missing or not 2-d", path);
             goto fail;
         }
         in->n_vocab = te->shape.dims[0];
         m->hp.tied = llm_find(m, "output.weight", NULL, -1) == NULL;
     }
     if (in->n_vocab <= 0 || in->n_vocab > ((int64_t)1 << 31)) {
-        st = wk_merr(WK_ERR_IO, "%s: vocabulary of %lld tokens", path, (long long)in->n_vocab);
+        st = wk_error_set(WK_ERR_IO, "%s: vocabulary of %lld tokens", path, (long long)in->n_vocab);
         goto fail;
     }
     in->context = o.context ? o.context : (in->train_context < 4096 ? in->train_context : 4096);
     if (in->context > in->train_context) {
-        st = wk_merr(WK_ERR_ARGUMENT, "%s: a context of %lld tokens is longer than the model's %lld", path,
+        st = wk_error_set(WK_ERR_ARGUMENT, "%s: a context of %lld tokens is longer than the model's %lld", path,
                      (long long)in->context, (long long)in->train_context);
         goto fail;
     }
     if ((st = llm_tp_plan(&m->tp, o.comm, in))) goto fail;
     if (m->tp.comm && wk_comm_device(m->tp.comm) != dev) {
-        st = wk_merr(WK_ERR_ARGUMENT, "wk_llm_load: rank %d's communicator is on %s, the model on %s", m->tp.rank,
+        st = wk_error_set(WK_ERR_ARGUMENT, "wk_llm_load: rank %d's communicator is on %s, the model on %s", m->tp.rank,
                      wk_device_name(wk_comm_device(m->tp.comm)), wk_device_name(dev));
         goto fail;
     }
@@ -456,7 +456,7 @@ static wk_llm *load_one(const char *path, wk_device *dev, const wk_llm_options *
         m->layers[l].k_cache = wk_zeros(dev, in->act_dtype, s);
         m->layers[l].v_cache = wk_zeros(dev, in->act_dtype, s);
         if (!m->layers[l].k_cache || !m->layers[l].v_cache) {
-            st = wk_merr_core("KV cache of %lld positions (layer %lld)", (long long)cap, (long long)l);
+            st = wk_error_wrap("KV cache of %lld positions (layer %lld)", (long long)cap, (long long)l);
             goto fail;
         }
     }
@@ -473,21 +473,21 @@ fail:
  * would otherwise leave the others waiting in their first collective. */
 static wk_llm *load_agree(wk_llm *m, wk_comm *comm, const char *path)
 {
-    char *why = m ? NULL : strdup(wk_model_last_error());
-    const wk_status why_st = m ? WK_OK : wk_model_last_status();
+    char *why = m ? NULL : strdup(wk_last_error());
+    const wk_status why_st = m ? WK_OK : wk_last_status();
     int32_t failed = m ? 0 : 1;
     wk_tensor *t = wk_from_host(wk_comm_device(comm), WK_I32, WK_SHAPE(1), &failed);
     const bool told = t && wk_all_reduce(comm, t) == WK_OK && wk_to_host(t, &failed, sizeof failed) == WK_OK;
     wk_release(t);
     if (!m) {   /* this rank's own error stays its message */
-        wk_merr(why_st, "%s", why ? why : "out of memory");
+        wk_error_set(why_st, "%s", why ? why : "out of memory");
         free(why);
         return NULL;
     }
     if (!told || failed) {
-        if (!told) wk_merr_core("wk_llm_load: rank %d: the check that every rank loaded", wk_comm_rank(comm));
+        if (!told) wk_error_wrap("wk_llm_load: rank %d: the check that every rank loaded", wk_comm_rank(comm));
         else
-            wk_merr(WK_ERR_BACKEND, "wk_llm_load: %s: %d of the %d ranks failed to load their share (their errors say "
+            wk_error_set(WK_ERR_BACKEND, "wk_llm_load: %s: %d of the %d ranks failed to load their share (their errors say "
                     "why); rank %d had loaded its own", path ? path : "(null)", (int)failed, wk_comm_size(comm),
                     wk_comm_rank(comm));
         wk_llm_free(m);
@@ -498,7 +498,7 @@ static wk_llm *load_agree(wk_llm *m, wk_comm *comm, const char *path)
 
 wk_llm *wk_llm_load(const char *path, wk_device *dev, const wk_llm_options *opts)
 {
-    wk_model_clear_error();
+    wk_clear_error();
     wk_llm *m = load_one(path, dev, opts);
     wk_comm *comm = opts ? opts->comm : NULL;
     return comm && wk_comm_size(comm) > 1 ? load_agree(m, comm, path) : m;
@@ -651,7 +651,7 @@ static wk_status window_room(wk_llm *m, int64_t T)
     }
     if (st != WK_OK) {
         m->pos = m->sw_base = 0;
-        return wk_merr_core("moving the window caches' last %lld positions (the cache is emptied)", (long long)keep);
+        return wk_error_wrap("moving the window caches' last %lld positions (the cache is emptied)", (long long)keep);
     }
     m->sw_base = pos - keep;
     return WK_OK;
@@ -659,9 +659,9 @@ static wk_status window_room(wk_llm *m, int64_t T)
 
 wk_status wk_llm_rewind(wk_llm *m, int64_t pos)
 {
-    if (!m) return wk_merr(WK_ERR_ARGUMENT, "wk_llm_rewind: the model is NULL");
+    if (!m) return wk_error_set(WK_ERR_ARGUMENT, "wk_llm_rewind: the model is NULL");
     if (pos < 0 || pos > m->pos)
-        return wk_merr(WK_ERR_ARGUMENT, "wk_llm_rewind: position %lld is outside the %lld the cache holds", (long long)pos,
+        return wk_error_set(WK_ERR_ARGUMENT, "wk_llm_rewind: position %lld is outside the %lld the cache holds", (long long)pos,
                        (long long)m->pos);
     set_pos(m, pos);   /* later positions are overwritten before they are read */
     return WK_OK;
@@ -1036,7 +1036,7 @@ static wk_status graphs_init(wk_llm *m)
 {
     if (m->graphs) return WK_OK;
     llm_graphs *G = calloc(1, sizeof *G);
-    if (!G) return wk_merr(WK_ERR_MEMORY, "out of host memory for the decode graphs' inputs");
+    if (!G) return wk_error_set(WK_ERR_MEMORY, "out of host memory for the decode graphs' inputs");
     m->graphs = G;
     wk_scope_begin();
     const uint32_t ids[2] = { 1, 2 }, ones[2] = { 1, 1 }, voc0 = (uint32_t)m->tp.voc0;
@@ -1049,7 +1049,7 @@ static wk_status graphs_init(wk_llm *m)
     for (int i = 0; i < 2; i++) G->ev[i] = wk_event_new(m->dev);
     if (!G->in || !G->c_ids || !G->c_ones || !G->c_voc0 || !G->host_best || !G->ev[0] || !G->ev[1]) {
         llm_graphs_free(m);
-        return wk_merr_core("the decode graphs' inputs");
+        return wk_error_wrap("the decode graphs' inputs");
     }
     return WK_OK;
 }
@@ -1081,7 +1081,7 @@ static wk_status graph_record(wk_llm *m, int64_t cap, bool greedy)
     wk_graph_free(*gp);
     wk_release(*op);
     *gp = NULL, *op = NULL, *cp = 0;
-    if (wk_graph_begin(m->dev) != WK_OK) return wk_merr_core("recording a decode step");
+    if (wk_graph_begin(m->dev) != WK_OK) return wk_error_wrap("recording a decode step");
     wk_scope_begin();
     llm_dyn dy = { .pos = wk_narrow(G->in, 0, 1, 1), .kv_len = wk_narrow(G->in, 0, 2, 1), .cap = cap };
     /* the tables' rows at the position, for ropes apart from rope_kv (q/k norms, separate projections) */
@@ -1101,7 +1101,7 @@ static wk_status graph_record(wk_llm *m, int64_t cap, bool greedy)
     if (!g || !out) {
         wk_graph_free(g);
         wk_release(out);
-        return wk_merr_core("recording a decode step");
+        return wk_error_wrap("recording a decode step");
     }
     *gp = g, *op = out, *cp = cap;
     return WK_OK;
@@ -1123,7 +1123,7 @@ static wk_status graph_ready(wk_llm *m, bool greedy, bool *used)
     if (st != WK_OK) {   /* not recordable here (a library that cannot be captured) */
         m->graph_off = true;
         llm_graphs_free(m);
-        wk_model_clear_error();
+        wk_clear_error();
         return WK_OK;
     }
     *used = true;
@@ -1169,7 +1169,7 @@ static wk_status graph_step(wk_llm *m, int32_t token, float *out, bool *used)
             wk_event_elapsed_ms(m->t_gev[1], m->t_gev[2], &g) == WK_OK)
             m->t_gn++, m->t_gw_ms += w, m->t_gg_ms += g;
     }
-    return st == WK_OK ? WK_OK : wk_merr_core("replaying the decode step at position %lld", (long long)m->pos);
+    return st == WK_OK ? WK_OK : wk_error_wrap("replaying the decode step at position %lld", (long long)m->pos);
 }
 
 /* Queue one greedy step (its inputs already in place) and the copy of its
@@ -1237,7 +1237,7 @@ static wk_status graph_greedy(wk_llm *m, int32_t token, int32_t *best, bool *use
         return WK_OK;
     }
     G->ahead = false;
-    return wk_merr_core("the greedy decode step at position %lld", (long long)pos);
+    return wk_error_wrap("the greedy decode step at position %lld", (long long)pos);
 }
 
 /* Tokens [T] at positions pos .. pos+T-1 through the model; rows of logits
@@ -1258,7 +1258,7 @@ static wk_status forward(wk_llm *m, const int32_t *tokens, int64_t T, int64_t fi
     }
     greedy_drop(m);   /* this pass changes what a step queued ahead read */
     uint32_t *ids = malloc((size_t)T * sizeof *ids);
-    if (!ids) return wk_merr(WK_ERR_MEMORY, "out of memory");
+    if (!ids) return wk_error_set(WK_ERR_MEMORY, "out of memory");
     local_ids(m, tokens, T, ids);
 
     const double t0 = m->timing ? llm_now_ms() : 0;
@@ -1285,7 +1285,7 @@ static wk_status forward(wk_llm *m, const int32_t *tokens, int64_t T, int64_t fi
     else if (want == LLM_OUT_BEST) st = wk_to_host(o, &b, sizeof b);
     else st = wk_device_synchronize(m->dev);   /* no logits wanted: the work is done and errors surface */
     if (want == LLM_OUT_BEST && st == WK_OK) *best = (int32_t)b;
-    if (st != WK_OK) st = wk_merr_core("forward pass at position %lld (%lld tokens)", (long long)pos, (long long)T);
+    if (st != WK_OK) st = wk_error_wrap("forward pass at position %lld (%lld tokens)", (long long)pos, (long long)T);
     if (m->timing && T == 1 && st == WK_OK && want != LLM_OUT_NONE) {
         if (parts) parts_add(m);
         timing_add(m, t0, t1);
@@ -1304,24 +1304,24 @@ wk_status wk_llm_eval(wk_llm *m, const int32_t *tokens, int64_t n, bool all_logi
 
 wk_status llm_eval_greedy(wk_llm *m, const int32_t *tokens, int64_t n, int32_t *next)
 {
-    if (!next) return wk_merr(WK_ERR_ARGUMENT, "llm_eval_greedy: next is NULL");
+    if (!next) return wk_error_set(WK_ERR_ARGUMENT, "llm_eval_greedy: next is NULL");
     return eval(m, tokens, n, false, NULL, next);
 }
 
 static wk_status eval(wk_llm *m, const int32_t *tokens, int64_t n, bool all_logits, float *logits, int32_t *best)
 {
-    wk_model_clear_error();
+    wk_clear_error();
     if (!m || (!tokens && n > 0) || n < 0)
-        return wk_merr(WK_ERR_ARGUMENT, "wk_llm_eval: %s", !m ? "the model is NULL" : "bad tokens or count");
+        return wk_error_set(WK_ERR_ARGUMENT, "wk_llm_eval: %s", !m ? "the model is NULL" : "bad tokens or count");
     if (n == 0) return WK_OK;
     if (n > m->info.context - m->pos)
-        return wk_merr(WK_ERR_ARGUMENT,
+        return wk_error_set(WK_ERR_ARGUMENT,
                        "context full: %lld tokens do not fit after the %lld in the cache (context %lld; "
                        "load with a longer context, up to the model's %lld)",
                        (long long)n, (long long)m->pos, (long long)m->info.context, (long long)m->info.train_context);
     for (int64_t i = 0; i < n; i++)
         if (tokens[i] < 0 || tokens[i] >= m->info.n_vocab)
-            return wk_merr(WK_ERR_INDEX, "wk_llm_eval: token %lld is %d, outside the vocabulary of %lld", (long long)i,
+            return wk_error_set(WK_ERR_INDEX, "wk_llm_eval: token %lld is %d, outside the vocabulary of %lld", (long long)i,
                            tokens[i], (long long)m->info.n_vocab);
     const int64_t start = m->pos, V = m->info.n_vocab;
     for (int64_t i = 0; i < n; i += m->chunk) {

@@ -88,12 +88,12 @@ char *wk_chat_apply(wk_chat_format f, const char *default_system, const wk_chat_
                     bool add_generation_prompt)
 {
     if (n < 0 || (n > 0 && !msgs)) {
-        wk_merr(WK_ERR_ARGUMENT, "wk_chat_apply: %d messages at %p", n, (const void *)msgs);
+        wk_error_set(WK_ERR_ARGUMENT, "wk_chat_apply: %d messages at %p", n, (const void *)msgs);
         return NULL;
     }
     for (int i = 0; i < n; i++)
         if (!msgs[i].role || !msgs[i].content) {
-            wk_merr(WK_ERR_ARGUMENT, "wk_chat_apply: message %d has no %s", i, msgs[i].role ? "content" : "role");
+            wk_error_set(WK_ERR_ARGUMENT, "wk_chat_apply: message %d has no %s", i, msgs[i].role ? "content" : "role");
             return NULL;
         }
     sbuf b = { 0 };
@@ -160,12 +160,12 @@ char *wk_chat_apply(wk_chat_format f, const char *default_system, const wk_chat_
     }
     default:
         free(b.p);
-        wk_merr(WK_ERR_ARGUMENT, "wk_chat_apply: unknown chat format %d", (int)f);
+        wk_error_set(WK_ERR_ARGUMENT, "wk_chat_apply: unknown chat format %d", (int)f);
         return NULL;
     }
     if (b.oom) {
         free(b.p);
-        wk_merr(WK_ERR_MEMORY, "out of memory formatting a chat");
+        wk_error_set(WK_ERR_MEMORY, "out of memory formatting a chat");
         return NULL;
     }
     return b.p;
@@ -174,7 +174,7 @@ char *wk_chat_apply(wk_chat_format f, const char *default_system, const wk_chat_
 char *wk_llm_chat_apply(const wk_llm *m, const wk_chat_message *msgs, int n, bool add_generation_prompt)
 {
     if (!m) {
-        wk_merr(WK_ERR_ARGUMENT, "wk_llm_chat_apply: the model is NULL");
+        wk_error_set(WK_ERR_ARGUMENT, "wk_llm_chat_apply: the model is NULL");
         return NULL;
     }
     return wk_chat_apply(m->info.chat, m->default_system, msgs, n, add_generation_prompt);

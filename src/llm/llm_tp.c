@@ -6,7 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include "llm_tp.h"
-#include "model_internal.h"
+#include "wick_ext.h"
+#include "wick_formats.h"
 
 wk_status llm_tp_plan(llm_tp *tp, wk_comm *comm, const wk_llm_info *in)
 {
@@ -16,17 +17,17 @@ wk_status llm_tp_plan(llm_tp *tp, wk_comm *comm, const wk_llm_info *in)
     tp->rank = r, tp->size = n;
     const int64_t H = in->n_head, Hkv = in->n_head_kv, F = in->n_ff, V = in->n_vocab;
     if (H % n)
-        return wk_merr(WK_ERR_ARGUMENT,
+        return wk_error_set(WK_ERR_ARGUMENT,
                        "tensor parallel over %d ranks: the model's %lld query heads do not split evenly (use a rank "
                        "count that divides %lld)",
                        n, (long long)H, (long long)H);
     if (Hkv % n && n % Hkv)
-        return wk_merr(WK_ERR_ARGUMENT,
+        return wk_error_set(WK_ERR_ARGUMENT,
                        "tensor parallel over %d ranks: the model's %lld KV heads neither split evenly nor replicate "
                        "evenly (the ranks must divide %lld or be a multiple of it)",
                        n, (long long)Hkv, (long long)Hkv);
     if (F % n)
-        return wk_merr(WK_ERR_ARGUMENT,
+        return wk_error_set(WK_ERR_ARGUMENT,
                        "tensor parallel over %d ranks: the feed-forward width %lld does not split evenly", n,
                        (long long)F);
     tp->n_head = H / n;
@@ -52,25 +53,25 @@ wk_tensor *llm_tp_slice(const wk_file_tensor *info, wk_device *dev, int64_t r0, 
     const int rank = info->shape.rank;
     const int64_t rows = info->shape.dims[0], cols = rank == 2 ? info->shape.dims[1] : 1;
     if (rank != 1 && rank != 2) {
-        wk_merr(WK_ERR_ARGUMENT, "%s: tensor %s has rank %d; shares are taken of vectors and matrices", info->file,
+        wk_error_set(WK_ERR_ARGUMENT, "%s: tensor %s has rank %d; shares are taken of vectors and matrices", info->file,
                 info->name, rank);
         return NULL;
     }
     if (rank == 1) c0 = 0, nc = 1;
     const int64_t bs = (int64_t)wk_dtype_block_size(dt), bb = (int64_t)wk_dtype_block_bytes(dt);
     if (bs <= 0 || bb <= 0) {
-        wk_merr(WK_ERR_UNSUPPORTED, "%s: tensor %s is of type %s, which wick does not have", info->file, info->name,
+        wk_error_set(WK_ERR_UNSUPPORTED, "%s: tensor %s is of type %s, which wick does not have", info->file, info->name,
                 info->type_name);
         return NULL;
     }
     if (r0 < 0 || nr < 0 || nzero < 0 || c0 < 0 || nc <= 0 || c0 + nc > cols) {
-        wk_merr(WK_ERR_ARGUMENT, "%s: tensor %s: the share rows [%lld, +%lld) columns [%lld, +%lld) is outside its [%lld, %lld]",
+        wk_error_set(WK_ERR_ARGUMENT, "%s: tensor %s: the share rows [%lld, +%lld) columns [%lld, +%lld) is outside its [%lld, %lld]",
                 info->file, info->name, (long long)r0, (long long)nr, (long long)c0, (long long)nc, (long long)rows,
                 (long long)cols);
         return NULL;
     }
     if (c0 % bs || nc % bs) {
-        wk_merr(WK_ERR_ARGUMENT,
+        wk_error_set(WK_ERR_ARGUMENT,
                 "%s: tensor %s is %s (blocks of %lld values along a row): a share of columns [%lld, +%lld) cuts "
                 "blocks; use fewer ranks or a type with smaller blocks",
                 info->file, info->name, wk_dtype_name(dt), (long long)bs, (long long)c0, (long long)nc);
@@ -78,14 +79,14 @@ wk_tensor *llm_tp_slice(const wk_file_tensor *info, wk_device *dev, int64_t r0, 
     }
     const int64_t row_bytes = cols / bs * bb, share_bytes = nc / bs * bb, skip = c0 / bs * bb;
     if ((uint64_t)(rows * row_bytes) > info->nbytes) {
-        wk_merr(WK_ERR_IO, "%s: tensor %s holds %llu bytes, less than its shape needs", info->file, info->name,
+        wk_error_set(WK_ERR_IO, "%s: tensor %s holds %llu bytes, less than its shape needs", info->file, info->name,
                 (unsigned long long)info->nbytes);
         return NULL;
     }
     const size_t total = (size_t)((nr + nzero) * share_bytes);
     unsigned char *host = malloc(total ? total : 1);
     if (!host) {
-        wk_merr(WK_ERR_MEMORY, "out of host memory for a %zu-byte share of %s", total, info->name);
+        wk_error_set(WK_ERR_MEMORY, "out of host memory for a %zu-byte share of %s", total, info->name);
         return NULL;
     }
     const unsigned char *src = info->data;
@@ -97,6 +98,6 @@ wk_tensor *llm_tp_slice(const wk_file_tensor *info, wk_device *dev, int64_t r0, 
     wk_shape s = rank == 2 ? WK_SHAPE(nr + nzero, nc) : WK_SHAPE(nr + nzero);
     wk_tensor *t = wk_from_host(dev, dt, s, host);
     free(host);
-    if (!t) wk_merr_core("%s: the share of tensor %s", info->file, info->name);
+    if (!t) wk_error_wrap("%s: the share of tensor %s", info->file, info->name);
     return t;
 }

@@ -19,7 +19,7 @@
 
 #include "wick_comm.h"
 #include "wick_llm.h"
-#include "wick_model.h"
+#include "wick_formats.h"
 
 typedef struct llm_tp {
     wk_comm *comm;           /* NULL: the whole model on this device        */

@@ -27,7 +27,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include "model_internal.h"
+#include "formats_internal.h"
 
 /* ---- ggml types ----------------------------------------------------------- */
 
@@ -165,7 +165,7 @@ __attribute__((format(printf, 2, 3))) static void set_field(rd *r, const char *f
 static bool need(rd *r, uint64_t n, const char *what)
 {
     if (n <= r->size - r->pos) return true;
-    wk_merr(WK_ERR_IO, "%s: truncated: %s%s%s needs %" PRIu64 " bytes at offset %" PRIu64 ", the %" PRIu64
+    wk_error_set(WK_ERR_IO, "%s: truncated: %s%s%s needs %" PRIu64 " bytes at offset %" PRIu64 ", the %" PRIu64
             "-byte file has %" PRIu64 " left", r->path, r->field, r->field[0] && what[0] ? " " : "", what, n, r->pos,
             r->size, r->size - r->pos);
     return false;
@@ -194,7 +194,7 @@ static bool rd_str(rd *r, const char *what, const char **s, uint64_t *len)
     snprintf(w, sizeof w, "%s length", what);
     if (!rd_u64(r, w, len)) return false;
     if (*len > r->size - r->pos) {
-        wk_merr(WK_ERR_IO, "%s: %s%s%s is %" PRIu64 " bytes at offset %" PRIu64 ", past the end of the file (%" PRIu64
+        wk_error_set(WK_ERR_IO, "%s: %s%s%s is %" PRIu64 " bytes at offset %" PRIu64 ", past the end of the file (%" PRIu64
                 " bytes left)", r->path, r->field, r->field[0] && what[0] ? " " : "", what, *len, r->pos - 8,
                 r->size - r->pos);
         return false;
@@ -212,7 +212,7 @@ static bool bad(rd *r, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(what, sizeof what, fmt, ap);
     va_end(ap);
-    wk_merr(WK_ERR_IO, "%s: %s%s%s", r->path, r->field, r->field[0] ? ": " : "", what);
+    wk_error_set(WK_ERR_IO, "%s: %s%s%s", r->path, r->field, r->field[0] ? ": " : "", what);
     return false;
 }
 
@@ -470,20 +470,20 @@ WK_MODEL_API wk_gguf *wk_gguf_open(const char *path)
 {
     wk_gguf *g = calloc(1, sizeof *g);
     if (!g) {
-        wk_merr(WK_ERR_MEMORY, "%s: out of memory", path ? path : "(null)");
+        wk_error_set(WK_ERR_MEMORY, "%s: out of memory", path ? path : "(null)");
         return NULL;
     }
     if (wk_map_open(path, &g->map) != WK_OK) {
         free(g);
         return NULL;
     }
-    wk_model_clear_error();
+    wk_clear_error();
     if (!parse(g)) {
-        if (wk_model_last_status() == WK_OK) wk_merr(WK_ERR_IO, "%s: cannot parse", g->map.path);
-        else if (wk_model_last_status() == WK_ERR_MEMORY) {
+        if (wk_last_status() == WK_OK) wk_error_set(WK_ERR_IO, "%s: cannot parse", g->map.path);
+        else if (wk_last_status() == WK_ERR_MEMORY) {
             char msg[1024];
-            snprintf(msg, sizeof msg, "%s", wk_model_last_error());
-            wk_merr(WK_ERR_MEMORY, "%s: %s", g->map.path, msg);
+            snprintf(msg, sizeof msg, "%s", wk_last_error());
+            wk_error_set(WK_ERR_MEMORY, "%s: %s", g->map.path, msg);
         }
         wk_gguf_close(g);
         return NULL;
@@ -665,18 +665,18 @@ WK_MODEL_API const void *wk_gguf_array_data(const wk_gguf_value *v)
 
 static wk_status get_value(const wk_gguf *g, const char *key, const wk_gguf_value **v)
 {
-    if (!g || !key) return wk_merr(WK_ERR_ARGUMENT, "gguf: NULL %s", g ? "key" : "file");
+    if (!g || !key) return wk_error_set(WK_ERR_ARGUMENT, "gguf: NULL %s", g ? "key" : "file");
     *v = wk_gguf_find(g, key);
-    if (!*v) return wk_merr(WK_ERR_ARGUMENT, "%s: metadata key '%s' is missing", g->map.path, key);
+    if (!*v) return wk_error_set(WK_ERR_ARGUMENT, "%s: metadata key '%s' is missing", g->map.path, key);
     return WK_OK;
 }
 
 static wk_status wrong_type(const wk_gguf *g, const char *key, const wk_gguf_value *v, const char *want)
 {
     if (v->type == WK_GGUF_ARRAY)
-        return wk_merr(WK_ERR_DTYPE, "%s: metadata key '%s' is an array of %s, expected %s", g->map.path, key,
+        return wk_error_set(WK_ERR_DTYPE, "%s: metadata key '%s' is an array of %s, expected %s", g->map.path, key,
                        wk_gguf_type_name(v->elem), want);
-    return wk_merr(WK_ERR_DTYPE, "%s: metadata key '%s' is of type %s, expected %s", g->map.path, key,
+    return wk_error_set(WK_ERR_DTYPE, "%s: metadata key '%s' is of type %s, expected %s", g->map.path, key,
                    wk_gguf_type_name(v->type), want);
 }
 
@@ -686,7 +686,7 @@ WK_MODEL_API wk_status wk_gguf_get_int(const wk_gguf *g, const char *key, int64_
     wk_status st = get_value(g, key, &v);
     if (st) return st;
     if (!wk_gguf_value_int(v, out))
-        return is_unsigned(v->type) ? wk_merr(WK_ERR_DTYPE, "%s: metadata key '%s' holds %" PRIu64 ", which does not fit int64",
+        return is_unsigned(v->type) ? wk_error_set(WK_ERR_DTYPE, "%s: metadata key '%s' holds %" PRIu64 ", which does not fit int64",
                                               g->map.path, key, v->s.u)
                                     : wrong_type(g, key, v, "an integer");
     return WK_OK;
@@ -698,7 +698,7 @@ WK_MODEL_API wk_status wk_gguf_get_uint(const wk_gguf *g, const char *key, uint6
     wk_status st = get_value(g, key, &v);
     if (st) return st;
     if (!wk_gguf_value_uint(v, out))
-        return is_signed(v->type) ? wk_merr(WK_ERR_DTYPE, "%s: metadata key '%s' holds %" PRId64 ", which is negative",
+        return is_signed(v->type) ? wk_error_set(WK_ERR_DTYPE, "%s: metadata key '%s' holds %" PRId64 ", which is negative",
                                             g->map.path, key, v->s.i)
                                   : wrong_type(g, key, v, "an unsigned integer");
     return WK_OK;
@@ -772,12 +772,12 @@ WK_MODEL_API int64_t wk_gguf_tensor_index(const wk_gguf *g, const char *name)
 WK_MODEL_API wk_tensor *wk_gguf_tensor(const wk_gguf *g, const char *name, wk_device *dev)
 {
     if (!g || !name) {
-        wk_merr(WK_ERR_ARGUMENT, "gguf: NULL %s", g ? "tensor name" : "file");
+        wk_error_set(WK_ERR_ARGUMENT, "gguf: NULL %s", g ? "tensor name" : "file");
         return NULL;
     }
     int64_t i = wk_gguf_tensor_index(g, name);
     if (i < 0) {
-        wk_merr(WK_ERR_ARGUMENT, "%s: no tensor named '%s'", g->map.path, name);
+        wk_error_set(WK_ERR_ARGUMENT, "%s: no tensor named '%s'", g->map.path, name);
         return NULL;
     }
     return wk_file_tensor_load(&g->tensors[i], dev);
@@ -785,10 +785,10 @@ WK_MODEL_API wk_tensor *wk_gguf_tensor(const wk_gguf *g, const char *name, wk_de
 
 WK_MODEL_API wk_status wk_gguf_load_all(const wk_gguf *g, wk_device *dev, wk_progress_mode mode, wk_tensor **out)
 {
-    if (!g) return wk_merr(WK_ERR_ARGUMENT, "gguf: NULL file");
+    if (!g) return wk_error_set(WK_ERR_ARGUMENT, "gguf: NULL file");
     int64_t n = g->n_tensors;
     const wk_file_tensor **infos = malloc((size_t)(n ? n : 1) * sizeof *infos);
-    if (!infos) return wk_merr(WK_ERR_MEMORY, "%s: out of memory", g->map.path);
+    if (!infos) return wk_error_set(WK_ERR_MEMORY, "%s: out of memory", g->map.path);
     for (int64_t i = 0; i < n; i++) infos[i] = &g->tensors[i];
     wk_status st = wk_file_tensors_load(infos, n, dev, mode, wk_path_base(g->map.path), out);
     free(infos);
@@ -861,7 +861,7 @@ WK_MODEL_API wk_gguf_writer *wk_gguf_writer_new(void)
 {
     wk_gguf_writer *w = calloc(1, sizeof *w);
     if (!w) {
-        wk_merr(WK_ERR_MEMORY, "gguf writer: out of memory");
+        wk_error_set(WK_ERR_MEMORY, "gguf writer: out of memory");
         return NULL;
     }
     w->alignment = 32;
@@ -889,7 +889,7 @@ static wk_status put_kv(wk_gguf_writer *w, const char *key, wbuf *b)
 {
     if (b->oom) {
         free(b->p);
-        return wk_merr(WK_ERR_MEMORY, "gguf writer: out of memory for the value of '%s'", key);
+        return wk_error_set(WK_ERR_MEMORY, "gguf writer: out of memory for the value of '%s'", key);
     }
     for (size_t i = 0; i < w->nkv; i++)
         if (strcmp(w->kv[i].key, key) == 0) {
@@ -902,7 +902,7 @@ static wk_status put_kv(wk_gguf_writer *w, const char *key, wbuf *b)
         wkv *k = realloc(w->kv, cap * sizeof *k);
         if (!k) {
             free(b->p);
-            return wk_merr(WK_ERR_MEMORY, "gguf writer: out of memory");
+            return wk_error_set(WK_ERR_MEMORY, "gguf writer: out of memory");
         }
         w->kv = k;
         w->capkv = cap;
@@ -910,7 +910,7 @@ static wk_status put_kv(wk_gguf_writer *w, const char *key, wbuf *b)
     char *kc = strdup(key);
     if (!kc) {
         free(b->p);
-        return wk_merr(WK_ERR_MEMORY, "gguf writer: out of memory");
+        return wk_error_set(WK_ERR_MEMORY, "gguf writer: out of memory");
     }
     w->kv[w->nkv].key = kc;
     w->kv[w->nkv].val = *b;
@@ -920,8 +920,8 @@ static wk_status put_kv(wk_gguf_writer *w, const char *key, wbuf *b)
 
 static wk_status check_wk(const wk_gguf_writer *w, const char *key)
 {
-    if (!w) return wk_merr(WK_ERR_ARGUMENT, "gguf writer: NULL writer");
-    if (!key) return wk_merr(WK_ERR_ARGUMENT, "gguf writer: NULL key");
+    if (!w) return wk_error_set(WK_ERR_ARGUMENT, "gguf writer: NULL writer");
+    if (!key) return wk_error_set(WK_ERR_ARGUMENT, "gguf writer: NULL key");
     return WK_OK;
 }
 
@@ -955,7 +955,7 @@ WK_MODEL_API wk_status wk_gguf_writer_set_strn(wk_gguf_writer *w, const char *ke
 {
     wk_status st = check_wk(w, key);
     if (st) return st;
-    if (!v && len) return wk_merr(WK_ERR_ARGUMENT, "gguf writer: '%s': NULL string", key);
+    if (!v && len) return wk_error_set(WK_ERR_ARGUMENT, "gguf writer: '%s': NULL string", key);
     wbuf b = { 0 };
     wb_u32(&b, WK_GGUF_STRING);
     wb_str(&b, v ? v : "", len);
@@ -964,15 +964,15 @@ WK_MODEL_API wk_status wk_gguf_writer_set_strn(wk_gguf_writer *w, const char *ke
 
 WK_MODEL_API wk_status wk_gguf_writer_set_str(wk_gguf_writer *w, const char *key, const char *v)
 {
-    if (w && key && !v) return wk_merr(WK_ERR_ARGUMENT, "gguf writer: '%s': NULL string", key);
+    if (w && key && !v) return wk_error_set(WK_ERR_ARGUMENT, "gguf writer: '%s': NULL string", key);
     return wk_gguf_writer_set_strn(w, key, v, v ? strlen(v) : 0);
 }
 
 WK_MODEL_API wk_status wk_gguf_writer_set_alignment(wk_gguf_writer *w, uint32_t alignment)
 {
-    if (!w) return wk_merr(WK_ERR_ARGUMENT, "gguf writer: NULL writer");
+    if (!w) return wk_error_set(WK_ERR_ARGUMENT, "gguf writer: NULL writer");
     if (alignment == 0 || (alignment & (alignment - 1)))
-        return wk_merr(WK_ERR_ARGUMENT, "gguf writer: alignment %" PRIu32 " is not a power of two", alignment);
+        return wk_error_set(WK_ERR_ARGUMENT, "gguf writer: alignment %" PRIu32 " is not a power of two", alignment);
     wk_status st = wk_gguf_writer_set_u32(w, "general.alignment", alignment);
     if (st == WK_OK) w->alignment = alignment;
     return st;
@@ -984,9 +984,9 @@ WK_MODEL_API wk_status wk_gguf_writer_set_array(wk_gguf_writer *w, const char *k
     wk_status st = check_wk(w, key);
     if (st) return st;
     if ((unsigned)et >= WK_GGUF_TYPE_COUNT || et == WK_GGUF_ARRAY)
-        return wk_merr(WK_ERR_ARGUMENT, "gguf writer: '%s': arrays of %s cannot be set (copy nested arrays with "
+        return wk_error_set(WK_ERR_ARGUMENT, "gguf writer: '%s': arrays of %s cannot be set (copy nested arrays with "
                        "wk_gguf_writer_copy_kv)", key, wk_gguf_type_name(et));
-    if (n && !data) return wk_merr(WK_ERR_ARGUMENT, "gguf writer: '%s': NULL data for %" PRIu64 " elements", key, n);
+    if (n && !data) return wk_error_set(WK_ERR_ARGUMENT, "gguf writer: '%s': NULL data for %" PRIu64 " elements", key, n);
     wbuf b = { 0 };
     wb_u32(&b, WK_GGUF_ARRAY);
     wb_u32(&b, (uint32_t)et);
@@ -996,7 +996,7 @@ WK_MODEL_API wk_status wk_gguf_writer_set_array(wk_gguf_writer *w, const char *k
         for (uint64_t i = 0; i < n; i++) {
             if (!s[i]) {
                 free(b.p);
-                return wk_merr(WK_ERR_ARGUMENT, "gguf writer: '%s': string %" PRIu64 " is NULL", key, i);
+                return wk_error_set(WK_ERR_ARGUMENT, "gguf writer: '%s': string %" PRIu64 " is NULL", key, i);
             }
             wb_str(&b, s[i], strlen(s[i]));
         }
@@ -1010,7 +1010,7 @@ WK_MODEL_API wk_status wk_gguf_writer_set_array(wk_gguf_writer *w, const char *k
         uint64_t bytes;
         if (!wk_mul_u64(n, scalar_size(et), &bytes) || bytes > SIZE_MAX) {
             free(b.p);
-            return wk_merr(WK_ERR_ARGUMENT, "gguf writer: '%s': %" PRIu64 " elements are too many", key, n);
+            return wk_error_set(WK_ERR_ARGUMENT, "gguf writer: '%s': %" PRIu64 " elements are too many", key, n);
         }
         wb_put(&b, data, (size_t)bytes);
     }
@@ -1034,9 +1034,9 @@ WK_MODEL_API wk_status wk_gguf_writer_copy_kv(wk_gguf_writer *w, const wk_gguf *
 {
     wk_status st = check_wk(w, key);
     if (st) return st;
-    if (!src) return wk_merr(WK_ERR_ARGUMENT, "gguf writer: NULL source file");
+    if (!src) return wk_error_set(WK_ERR_ARGUMENT, "gguf writer: NULL source file");
     const wk_gguf_value *v = wk_gguf_find(src, key);
-    if (!v) return wk_merr(WK_ERR_ARGUMENT, "%s: metadata key '%s' is missing", src->map.path, key);
+    if (!v) return wk_error_set(WK_ERR_ARGUMENT, "%s: metadata key '%s' is missing", src->map.path, key);
     wbuf b = { 0 };
     wb_u32(&b, (uint32_t)v->type);
     if (v->type == WK_GGUF_STRING) {
@@ -1064,37 +1064,37 @@ WK_MODEL_API wk_status wk_gguf_writer_copy_kv(wk_gguf_writer *w, const wk_gguf *
 static wk_status add_tensor(wk_gguf_writer *w, const char *name, wk_dtype dt, wk_shape shape, wk_tensor *t,
                             const void *data)
 {
-    if (!w) return wk_merr(WK_ERR_ARGUMENT, "gguf writer: NULL writer");
-    if (!name) return wk_merr(WK_ERR_ARGUMENT, "gguf writer: NULL tensor name");
+    if (!w) return wk_error_set(WK_ERR_ARGUMENT, "gguf writer: NULL writer");
+    if (!name) return wk_error_set(WK_ERR_ARGUMENT, "gguf writer: NULL tensor name");
     uint32_t gt;
     if (!wk_dtype_ggml_type(dt, &gt))
-        return wk_merr(WK_ERR_DTYPE, "gguf writer: tensor '%s': GGUF has no type for wick's %s", name, wk_dtype_name(dt));
+        return wk_error_set(WK_ERR_DTYPE, "gguf writer: tensor '%s': GGUF has no type for wick's %s", name, wk_dtype_name(dt));
     if (shape.rank < 0 || shape.rank > 4)
-        return wk_merr(WK_ERR_SHAPE, "gguf writer: tensor '%s' has rank %d (GGUF tensors have at most 4 dims)", name,
+        return wk_error_set(WK_ERR_SHAPE, "gguf writer: tensor '%s' has rank %d (GGUF tensors have at most 4 dims)", name,
                        shape.rank);
     uint64_t numel = 1;
     for (int d = 0; d < shape.rank; d++) {
         if (shape.dims[d] < 0 || !wk_mul_u64(numel, (uint64_t)shape.dims[d], &numel))
-            return wk_merr(WK_ERR_SHAPE, "gguf writer: tensor '%s': bad dim %d (%" PRId64 ")", name, d, shape.dims[d]);
+            return wk_error_set(WK_ERR_SHAPE, "gguf writer: tensor '%s': bad dim %d (%" PRId64 ")", name, d, shape.dims[d]);
     }
     const ggml_type_info *ti = ggml_info(gt);
     uint64_t nbytes;
     if ((shape.rank > 0 && shape.dims[shape.rank - 1] % ti->block) || !wk_block_bytes(numel, ti->block, ti->bytes, &nbytes))
-        return wk_merr(WK_ERR_SHAPE, "gguf writer: tensor '%s': a %s row must be whole blocks of %" PRIu32
+        return wk_error_set(WK_ERR_SHAPE, "gguf writer: tensor '%s': a %s row must be whole blocks of %" PRIu32
                        " elements (shape has %" PRIu64 " elements)", name, ti->name, ti->block, numel);
     for (size_t i = 0; i < w->nten; i++)
         if (strcmp(w->ten[i].name, name) == 0)
-            return wk_merr(WK_ERR_ARGUMENT, "gguf writer: a tensor named '%s' was added already", name);
-    if (nbytes && !t && !data) return wk_merr(WK_ERR_ARGUMENT, "gguf writer: tensor '%s': NULL data", name);
+            return wk_error_set(WK_ERR_ARGUMENT, "gguf writer: a tensor named '%s' was added already", name);
+    if (nbytes && !t && !data) return wk_error_set(WK_ERR_ARGUMENT, "gguf writer: tensor '%s': NULL data", name);
     if (w->nten == w->capten) {
         size_t cap = w->capten ? 2 * w->capten : 16;
         wten *n = realloc(w->ten, cap * sizeof *n);
-        if (!n) return wk_merr(WK_ERR_MEMORY, "gguf writer: out of memory");
+        if (!n) return wk_error_set(WK_ERR_MEMORY, "gguf writer: out of memory");
         w->ten = n;
         w->capten = cap;
     }
     char *nc = strdup(name);
-    if (!nc) return wk_merr(WK_ERR_MEMORY, "gguf writer: out of memory");
+    if (!nc) return wk_error_set(WK_ERR_MEMORY, "gguf writer: out of memory");
     w->ten[w->nten] = (wten){ .name = nc, .dt = dt, .shape = shape, .ggml = gt, .nbytes = nbytes,
                               .t = t ? wk_retain(t) : NULL, .data = data };
     w->nten++;
@@ -1103,7 +1103,7 @@ static wk_status add_tensor(wk_gguf_writer *w, const char *name, wk_dtype dt, wk
 
 WK_MODEL_API wk_status wk_gguf_writer_add_tensor(wk_gguf_writer *w, const char *name, const wk_tensor *t)
 {
-    if (!t) return wk_merr(WK_ERR_ARGUMENT, "gguf writer: tensor '%s' is NULL", name ? name : "(null)");
+    if (!t) return wk_error_set(WK_ERR_ARGUMENT, "gguf writer: tensor '%s' is NULL", name ? name : "(null)");
     return add_tensor(w, name, wk_tensor_dtype(t), wk_tensor_shape(t), (wk_tensor *)t, NULL);
 }
 
@@ -1129,7 +1129,7 @@ static bool write_pad(FILE *f, uint64_t pos, uint64_t align)
 
 WK_MODEL_API wk_status wk_gguf_writer_write(wk_gguf_writer *w, const char *path)
 {
-    if (!w || !path) return wk_merr(WK_ERR_ARGUMENT, "gguf writer: NULL %s", w ? "path" : "writer");
+    if (!w || !path) return wk_error_set(WK_ERR_ARGUMENT, "gguf writer: NULL %s", w ? "path" : "writer");
     uint64_t a = w->alignment;
     /* header and infos in memory */
     wbuf h = { 0 };
@@ -1154,25 +1154,25 @@ WK_MODEL_API wk_status wk_gguf_writer_write(wk_gguf_writer *w, const char *path)
     }
     if (h.oom) {
         free(h.p);
-        return wk_merr(WK_ERR_MEMORY, "%s: out of memory for the header", path);
+        return wk_error_set(WK_ERR_MEMORY, "%s: out of memory for the header", path);
     }
     size_t plen = strlen(path);
     char *tmp = malloc(plen + 5);
     if (!tmp) {
         free(h.p);
-        return wk_merr(WK_ERR_MEMORY, "%s: out of memory", path);
+        return wk_error_set(WK_ERR_MEMORY, "%s: out of memory", path);
     }
     memcpy(tmp, path, plen);
     memcpy(tmp + plen, ".tmp", 5);
     FILE *f = fopen(tmp, "wb");
     if (!f) {
-        wk_status st = wk_merr(WK_ERR_IO, "%s: cannot create: %s", tmp, strerror(errno));
+        wk_status st = wk_error_set(WK_ERR_IO, "%s: cannot create: %s", tmp, strerror(errno));
         free(h.p);
         free(tmp);
         return st;
     }
     wk_status st = WK_OK;
-    if (!write_all(f, h.p, h.n) || !write_pad(f, h.n, a)) st = wk_merr(WK_ERR_IO, "%s: write failed: %s", tmp, strerror(errno));
+    if (!write_all(f, h.p, h.n) || !write_pad(f, h.n, a)) st = wk_error_set(WK_ERR_IO, "%s: write failed: %s", tmp, strerror(errno));
     free(h.p);
     void *buf = NULL;
     size_t bufcap = 0;
@@ -1181,7 +1181,7 @@ WK_MODEL_API wk_status wk_gguf_writer_write(wk_gguf_writer *w, const char *path)
         const void *src = t->data;
         if (t->t) {
             if (t->nbytes > SIZE_MAX) {
-                st = wk_merr(WK_ERR_MEMORY, "%s: tensor '%s' is too large", path, t->name);
+                st = wk_error_set(WK_ERR_MEMORY, "%s: tensor '%s' is too large", path, t->name);
                 break;
             }
             if (bufcap < t->nbytes) {
@@ -1190,24 +1190,24 @@ WK_MODEL_API wk_status wk_gguf_writer_write(wk_gguf_writer *w, const char *path)
                 buf = malloc(bufcap ? bufcap : 1);
                 if (!buf) {
                     bufcap = 0;
-                    st = wk_merr(WK_ERR_MEMORY, "%s: out of memory for tensor '%s' (%" PRIu64 " bytes)", path, t->name,
+                    st = wk_error_set(WK_ERR_MEMORY, "%s: out of memory for tensor '%s' (%" PRIu64 " bytes)", path, t->name,
                                  t->nbytes);
                     break;
                 }
             }
             wk_clear_error();
             if (t->nbytes && wk_to_host(t->t, buf, (size_t)t->nbytes) != WK_OK) {
-                st = wk_merr_core("%s: reading tensor '%s' back", path, t->name);
+                st = wk_error_wrap("%s: reading tensor '%s' back", path, t->name);
                 break;
             }
             src = buf;
         }
         if (!write_all(f, src, (size_t)t->nbytes) || !write_pad(f, t->nbytes, a))
-            st = wk_merr(WK_ERR_IO, "%s: write failed: %s", tmp, strerror(errno));
+            st = wk_error_set(WK_ERR_IO, "%s: write failed: %s", tmp, strerror(errno));
     }
     free(buf);
-    if (fclose(f) != 0 && st == WK_OK) st = wk_merr(WK_ERR_IO, "%s: write failed: %s", tmp, strerror(errno));
-    if (st == WK_OK && rename(tmp, path) != 0) st = wk_merr(WK_ERR_IO, "%s: cannot rename to %s: %s", tmp, path, strerror(errno));
+    if (fclose(f) != 0 && st == WK_OK) st = wk_error_set(WK_ERR_IO, "%s: write failed: %s", tmp, strerror(errno));
+    if (st == WK_OK && rename(tmp, path) != 0) st = wk_error_set(WK_ERR_IO, "%s: cannot rename to %s: %s", tmp, path, strerror(errno));
     if (st != WK_OK) remove(tmp);
     free(tmp);
     return st;

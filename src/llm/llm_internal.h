@@ -5,9 +5,19 @@
 #ifndef WICK_LLM_INTERNAL_H
 #define WICK_LLM_INTERNAL_H
 
+#include <string.h>
 #include "wick_llm.h"
-#include "model_internal.h"
+#include "wick_ext.h"
+#include "wick_formats.h"
 #include "llm_tp.h"
+
+/* The last component of a path, for labels and messages. */
+static inline const char *llm_path_base(const char *path)
+{
+    if (!path) return "";
+    const char *s = strrchr(path, '/');
+    return s && s[1] ? s + 1 : path;
+}
 
 /* One transformer block's weights and cache. NULL where the architecture
  * has none. Matrices are [out, in] (a GGUF file's ne reversed, a HF

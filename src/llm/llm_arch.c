@@ -29,14 +29,14 @@ static wk_status g_int(const wk_gguf *g, const char *arch, const char *key, bool
     const wk_gguf_value *v = wk_gguf_find(g, k);
     if (!v) {
         if (!required) return WK_OK;
-        return wk_merr(WK_ERR_IO, "%s: the key %s is missing (the %s architecture needs it)", wk_gguf_path(g), k, arch);
+        return wk_error_set(WK_ERR_IO, "%s: the key %s is missing (the %s architecture needs it)", wk_gguf_path(g), k, arch);
     }
     int64_t x;
     if (!wk_gguf_value_int(v, &x)) {
         if (wk_gguf_value_type(v) == WK_GGUF_ARRAY)
-            return wk_merr(WK_ERR_UNSUPPORTED, "%s: %s is an array (a value per layer); wick takes one value",
+            return wk_error_set(WK_ERR_UNSUPPORTED, "%s: %s is an array (a value per layer); wick takes one value",
                            wk_gguf_path(g), k);
-        return wk_merr(WK_ERR_IO, "%s: %s is a %s, not an integer", wk_gguf_path(g), k,
+        return wk_error_set(WK_ERR_IO, "%s: %s is a %s, not an integer", wk_gguf_path(g), k,
                        wk_gguf_type_name(wk_gguf_value_type(v)));
     }
     *out = x;
@@ -53,7 +53,7 @@ static wk_status g_float(const wk_gguf *g, const char *arch, const char *key, do
     int64_t i;
     if (wk_gguf_value_float(v, &x)) *out = x;
     else if (wk_gguf_value_int(v, &i)) *out = (double)i;
-    else return wk_merr(WK_ERR_IO, "%s: %s is a %s, not a number", wk_gguf_path(g), k, wk_gguf_type_name(wk_gguf_value_type(v)));
+    else return wk_error_set(WK_ERR_IO, "%s: %s is a %s, not a number", wk_gguf_path(g), k, wk_gguf_type_name(wk_gguf_value_type(v)));
     return WK_OK;
 }
 
@@ -70,16 +70,16 @@ static wk_status hparams_gguf(wk_llm *m)
     llm_hparams *hp = &m->hp;
     const char *path = wk_gguf_path(g);
     const char *arch = g_str(g, "general.architecture");
-    if (!arch) return wk_merr(WK_ERR_IO, "%s: general.architecture is missing", path);
+    if (!arch) return wk_error_set(WK_ERR_IO, "%s: general.architecture is missing", path);
     if (!strcmp(arch, "llama") || !strcmp(arch, "mistral")) in->arch = WK_LLM_LLAMA;
     else if (!strcmp(arch, "qwen2")) in->arch = WK_LLM_QWEN2;
     else if (!strcmp(arch, "qwen3")) in->arch = WK_LLM_QWEN3;
     else if (!strcmp(arch, "gemma3")) in->arch = WK_LLM_GEMMA3;
     else
-        return wk_merr(WK_ERR_UNSUPPORTED, "%s: architecture '%s' is not supported (wick runs llama, qwen2, qwen3, gemma3)",
+        return wk_error_set(WK_ERR_UNSUPPORTED, "%s: architecture '%s' is not supported (wick runs llama, qwen2, qwen3, gemma3)",
                        path, arch);
     const char *name = g_str(g, "general.name");
-    snprintf(in->name, sizeof in->name, "%s", name ? name : wk_path_base(path));
+    snprintf(in->name, sizeof in->name, "%s", name ? name : llm_path_base(path));
 
     wk_status st;
     int64_t ctx = 0, E = 0, L = 0, F = 0, H = 0, Hkv = 0, D = 0, rope_dim = 0, swa = 0;
@@ -89,7 +89,7 @@ static wk_status hparams_gguf(wk_llm *m)
         return st;
     Hkv = H;
     if ((st = g_int(g, arch, "attention.head_count_kv", false, &Hkv))) return st;
-    if (H <= 0) return wk_merr(WK_ERR_IO, "%s: %s.attention.head_count is %lld", path, arch, (long long)H);
+    if (H <= 0) return wk_error_set(WK_ERR_IO, "%s: %s.attention.head_count is %lld", path, arch, (long long)H);
     D = E / H;
     if ((st = g_int(g, arch, "attention.key_length", false, &D))) return st;
     rope_dim = D;
@@ -103,7 +103,7 @@ static wk_status hparams_gguf(wk_llm *m)
     in->n_head_kv = Hkv;
     in->head_dim = D;
     if (rope_dim != D)
-        return wk_merr(WK_ERR_UNSUPPORTED, "%s: rope over %lld of a head's %lld dims (partial rotary) is not supported",
+        return wk_error_set(WK_ERR_UNSUPPORTED, "%s: rope over %lld of a head's %lld dims (partial rotary) is not supported",
                        path, (long long)rope_dim, (long long)D);
     in->norm_eps = 1e-5;
     in->rope_base = 10000.0;
@@ -122,7 +122,7 @@ static wk_status hparams_gguf(wk_llm *m)
         if ((st = g_float(g, arch, "rope.scaling.factor", &hp->scaling.factor))) return st;
         if (hp->scaling.factor == 1.0) hp->scaling.type = WK_ROPE_SCALING_NONE;
     } else if (stype && strcmp(stype, "none")) {
-        return wk_merr(WK_ERR_UNSUPPORTED, "%s: rope scaling '%s' is not supported (none, linear and Llama 3's are)",
+        return wk_error_set(WK_ERR_UNSUPPORTED, "%s: rope scaling '%s' is not supported (none, linear and Llama 3's are)",
                        path, stype);
     }
     hp->freq_factors = wk_gguf_tensor_index(g, "rope_freqs.weight") >= 0;
@@ -161,7 +161,7 @@ static wk_status c_int(const wk_json *c, const char *key, bool required, int64_t
 {
     wk_status st = wk_config_int(c, key, required, out);
     if (st == WK_ERR_ARGUMENT && required)
-        return wk_merr(WK_ERR_IO, "%s: \"%s\" is missing (the model needs it)", wk_json_doc_name(c), key);
+        return wk_error_set(WK_ERR_IO, "%s: \"%s\" is missing (the model needs it)", wk_json_doc_name(c), key);
     return st;
 }
 
@@ -202,7 +202,7 @@ static wk_status rope_params(const wk_json *c, const char *layer_type, double *t
         wk_json_number(wk_json_get(rs, "high_freq_factor"), &sc->high_freq_factor);
         wk_json_number(wk_json_get(rs, "original_max_position_embeddings"), &sc->original_max_position);
     } else {
-        return wk_merr(WK_ERR_UNSUPPORTED, "%s: rope scaling '%s' is not supported (none, linear and llama3 are)",
+        return wk_error_set(WK_ERR_UNSUPPORTED, "%s: rope scaling '%s' is not supported (none, linear and llama3 are)",
                        wk_json_doc_name(c), type);
     }
     return WK_OK;
@@ -222,16 +222,16 @@ static wk_status hparams_hf(wk_llm *m)
     else if (!strcmp(mt, "qwen3")) in->arch = WK_LLM_QWEN3;
     else if (!strcmp(mt, "gemma3_text")) in->arch = WK_LLM_GEMMA3;
     else
-        return wk_merr(WK_ERR_UNSUPPORTED,
+        return wk_error_set(WK_ERR_UNSUPPORTED,
                        "%s: model_type '%s' is not supported (wick runs llama, mistral, qwen2, qwen3, gemma3_text)", doc, mt);
-    snprintf(in->name, sizeof in->name, "%s", wk_path_base(m->src.dir));
+    snprintf(in->name, sizeof in->name, "%s", llm_path_base(m->src.dir));
 
     int64_t E = 0, L = 0, F = 0, H = 0;
     if ((st = c_int(c, "hidden_size", true, &E)) || (st = c_int(c, "num_hidden_layers", true, &L)) ||
         (st = c_int(c, "intermediate_size", true, &F)) || (st = c_int(c, "num_attention_heads", true, &H)) ||
         (st = c_int(c, "vocab_size", true, &in->n_vocab)))
         return st;
-    if (H <= 0) return wk_merr(WK_ERR_IO, "%s: num_attention_heads is %lld", doc, (long long)H);
+    if (H <= 0) return wk_error_set(WK_ERR_IO, "%s: num_attention_heads is %lld", doc, (long long)H);
     in->n_embd = E;
     in->n_layer = L;
     in->n_ff = F;
@@ -253,7 +253,7 @@ static wk_status hparams_hf(wk_llm *m)
     const char *act = NULL;
     if ((st = wk_config_str(c, in->arch == WK_LLM_GEMMA3 ? "hidden_activation" : "hidden_act", false, &act))) return st;
     if (act && strcmp(act, "silu") && strcmp(act, "gelu_pytorch_tanh"))
-        return wk_merr(WK_ERR_UNSUPPORTED, "%s: activation '%s' is not supported (silu, gelu_pytorch_tanh)", doc, act);
+        return wk_error_set(WK_ERR_UNSUPPORTED, "%s: activation '%s' is not supported (silu, gelu_pytorch_tanh)", doc, act);
 
     in->rope_interleaved = false;
     if (in->arch == WK_LLM_GEMMA3) {
@@ -271,7 +271,7 @@ static wk_status hparams_hf(wk_llm *m)
     case WK_LLM_LLAMA: {
         bool bias = false;
         if ((st = wk_config_bool(c, "attention_bias", false, &bias))) return st;
-        if (bias) return wk_merr(WK_ERR_UNSUPPORTED, "%s: attention_bias is not supported for llama", doc);
+        if (bias) return wk_error_set(WK_ERR_UNSUPPORTED, "%s: attention_bias is not supported for llama", doc);
         int64_t swa = 0;
         if ((st = c_int(c, "sliding_window", false, &swa))) return st;
         if (swa > 0) {
@@ -284,7 +284,7 @@ static wk_status hparams_hf(wk_llm *m)
         hp->qkv_bias = true;
         bool use_swa = false;
         if ((st = wk_config_bool(c, "use_sliding_window", false, &use_swa))) return st;
-        if (use_swa) return wk_merr(WK_ERR_UNSUPPORTED, "%s: qwen2's use_sliding_window is not supported", doc);
+        if (use_swa) return wk_error_set(WK_ERR_UNSUPPORTED, "%s: qwen2's use_sliding_window is not supported", doc);
         break;
     }
     case WK_LLM_QWEN3: hp->qk_norm = true; break;
@@ -293,7 +293,7 @@ static wk_status hparams_hf(wk_llm *m)
         hp->embd_scale = sqrt((double)E);
         double qpas = 256;
         if ((st = wk_config_float(c, "query_pre_attn_scalar", false, &qpas))) return st;
-        if (qpas <= 0) return wk_merr(WK_ERR_IO, "%s: query_pre_attn_scalar is %g", doc, qpas);
+        if (qpas <= 0) return wk_error_set(WK_ERR_IO, "%s: query_pre_attn_scalar is %g", doc, qpas);
         hp->attn_scale = 1.0 / sqrt(qpas);
         in->sliding_window = 4096;
         if ((st = c_int(c, "sliding_window", false, &in->sliding_window))) return st;
@@ -304,12 +304,12 @@ static wk_status hparams_hf(wk_llm *m)
             return st;
         if (wk_json_kind(lt) == WK_JSON_ARRAY) {
             if ((int64_t)wk_json_count(lt) != L)
-                return wk_merr(WK_ERR_IO, "%s: layer_types has %zu entries for %lld layers", doc, wk_json_count(lt),
+                return wk_error_set(WK_ERR_IO, "%s: layer_types has %zu entries for %lld layers", doc, wk_json_count(lt),
                                (long long)L);
             for (int64_t l = 0; l < L; l++) {
                 const char *s = wk_json_string(wk_json_item(lt, (size_t)l), NULL);
                 if (!s || (strcmp(s, "sliding_attention") && strcmp(s, "full_attention")))
-                    return wk_merr(WK_ERR_IO, "%s: layer_types[%lld] is not sliding_attention or full_attention", doc,
+                    return wk_error_set(WK_ERR_IO, "%s: layer_types[%lld] is not sliding_attention or full_attention", doc,
                                    (long long)l);
                 m->layers[l].sliding = !strcmp(s, "sliding_attention");
             }
@@ -329,7 +329,7 @@ static bool check_dims(const wk_llm_info *in, const char *what)
     int64_t v[] = { in->n_embd, in->n_layer, in->n_ff, in->n_head, in->n_head_kv, in->head_dim };
     for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
         if (v[i] <= 0 || v[i] > lim) {
-            wk_merr(WK_ERR_IO,
+            wk_error_set(WK_ERR_IO,
                     "%s: hyperparameters out of range (embedding %lld, layers %lld, ffn %lld, heads %lld, kv heads %lld, "
                     "head dim %lld)",
                     what, (long long)in->n_embd, (long long)in->n_layer, (long long)in->n_ff, (long long)in->n_head,
@@ -337,16 +337,16 @@ static bool check_dims(const wk_llm_info *in, const char *what)
             return false;
         }
     if (in->n_head % in->n_head_kv) {
-        wk_merr(WK_ERR_IO, "%s: %lld heads are not a multiple of %lld kv heads", what, (long long)in->n_head,
+        wk_error_set(WK_ERR_IO, "%s: %lld heads are not a multiple of %lld kv heads", what, (long long)in->n_head,
                 (long long)in->n_head_kv);
         return false;
     }
     if (in->head_dim % 2) {
-        wk_merr(WK_ERR_IO, "%s: head dim %lld is odd (rope needs pairs)", what, (long long)in->head_dim);
+        wk_error_set(WK_ERR_IO, "%s: head dim %lld is odd (rope needs pairs)", what, (long long)in->head_dim);
         return false;
     }
     if (in->train_context <= 0) {
-        wk_merr(WK_ERR_IO, "%s: context length %lld", what, (long long)in->train_context);
+        wk_error_set(WK_ERR_IO, "%s: context length %lld", what, (long long)in->train_context);
         return false;
     }
     return true;
@@ -365,11 +365,11 @@ wk_status llm_read_hparams(wk_llm *m, const char *path)
     }
     if (L <= 0 || L > 4096) L = 1;
     m->layers = calloc((size_t)L, sizeof *m->layers);
-    if (!m->layers) return wk_merr(WK_ERR_MEMORY, "out of memory");
+    if (!m->layers) return wk_error_set(WK_ERR_MEMORY, "out of memory");
     st = m->src.gguf ? hparams_gguf(m) : hparams_hf(m);
     if (st) return st;
-    if (m->info.n_layer != L) return wk_merr(WK_ERR_IO, "%s: layer count changed while reading", path);
-    return check_dims(&m->info, path) ? WK_OK : wk_model_last_status();
+    if (m->info.n_layer != L) return wk_error_set(WK_ERR_IO, "%s: layer count changed while reading", path);
+    return check_dims(&m->info, path) ? WK_OK : wk_last_status();
 }
 
 const wk_file_tensor *llm_find(const wk_llm *m, const char *gguf_name, const char *hf_name, int layer)

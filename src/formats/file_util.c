@@ -10,74 +10,37 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
-#include "model_internal.h"
-
-/* ---- errors ------------------------------------------------------------ */
-
-static _Thread_local wk_status tl_status;
-static _Thread_local char tl_message[1024];
-
-const char *wk_model_last_error(void) { return tl_message; }
-wk_status wk_model_last_status(void) { return tl_status; }
-void wk_model_clear_error(void)
-{
-    tl_status = WK_OK;
-    tl_message[0] = 0;
-}
-
-wk_status wk_merr(wk_status st, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(tl_message, sizeof tl_message, fmt, ap);
-    va_end(ap);
-    tl_status = st;
-    return st;
-}
-
-wk_status wk_merr_core(const char *fmt, ...)
-{
-    char prefix[512];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(prefix, sizeof prefix, fmt, ap);
-    va_end(ap);
-    wk_status st = wk_last_status();
-    if (st == WK_OK) st = WK_ERR_BACKEND;
-    snprintf(tl_message, sizeof tl_message, "%s: %s", prefix, wk_last_error());
-    tl_status = st;
-    return st;
-}
+#include "formats_internal.h"
 
 /* ---- mapped files ------------------------------------------------------- */
 
 wk_status wk_map_open(const char *path, wk_map *m)
 {
     memset(m, 0, sizeof *m);
-    if (!path) return wk_merr(WK_ERR_ARGUMENT, "NULL path");
+    if (!path) return wk_error_set(WK_ERR_ARGUMENT, "NULL path");
     int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return wk_merr(WK_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    if (fd < 0) return wk_error_set(WK_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
     struct stat sb;
     if (fstat(fd, &sb) != 0) {
         int e = errno;
         close(fd);
-        return wk_merr(WK_ERR_IO, "%s: cannot stat: %s", path, strerror(e));
+        return wk_error_set(WK_ERR_IO, "%s: cannot stat: %s", path, strerror(e));
     }
     if (!S_ISREG(sb.st_mode)) {
         close(fd);
-        return wk_merr(WK_ERR_IO, "%s: not a regular file%s", path, S_ISDIR(sb.st_mode) ? " (a directory)" : "");
+        return wk_error_set(WK_ERR_IO, "%s: not a regular file%s", path, S_ISDIR(sb.st_mode) ? " (a directory)" : "");
     }
     m->path = strdup(path);
     if (!m->path) {
         close(fd);
-        return wk_merr(WK_ERR_MEMORY, "%s: out of memory", path);
+        return wk_error_set(WK_ERR_MEMORY, "%s: out of memory", path);
     }
     m->size = (uint64_t)sb.st_size;
     if (m->size > 0) {
         if ((uint64_t)(size_t)m->size != m->size) {
             close(fd);
             wk_map_close(m);
-            return wk_merr(WK_ERR_IO, "%s: %llu bytes do not fit the address space", path, (unsigned long long)sb.st_size);
+            return wk_error_set(WK_ERR_IO, "%s: %llu bytes do not fit the address space", path, (unsigned long long)sb.st_size);
         }
         void *p = mmap(NULL, (size_t)m->size, PROT_READ, MAP_PRIVATE, fd, 0);
         if (p == MAP_FAILED) {
@@ -85,7 +48,7 @@ wk_status wk_map_open(const char *path, wk_map *m)
             close(fd);
             free(m->path);
             memset(m, 0, sizeof *m);
-            return wk_merr(WK_ERR_IO, "%s: cannot map %llu bytes: %s", path, (unsigned long long)sb.st_size,
+            return wk_error_set(WK_ERR_IO, "%s: cannot map %llu bytes: %s", path, (unsigned long long)sb.st_size,
                            strerror(e));
         }
         m->p = p;
@@ -114,7 +77,7 @@ void *wk_arena_alloc(wk_arena *a, size_t bytes)
 {
     size_t need = (bytes + 15) & ~(size_t)15;
     if (need < bytes) {
-        wk_merr(WK_ERR_MEMORY, "arena: %zu bytes is too large", bytes);
+        wk_error_set(WK_ERR_MEMORY, "arena: %zu bytes is too large", bytes);
         return NULL;
     }
     wk_arena_block *b = a->head;
@@ -122,7 +85,7 @@ void *wk_arena_alloc(wk_arena *a, size_t bytes)
         size_t cap = need > ((size_t)1 << 16) ? need : ((size_t)1 << 16);
         b = malloc(sizeof *b + cap);
         if (!b) {
-            wk_merr(WK_ERR_MEMORY, "out of memory (%zu bytes)", bytes);
+            wk_error_set(WK_ERR_MEMORY, "out of memory (%zu bytes)", bytes);
             return NULL;
         }
         b->used = 0;
@@ -144,7 +107,7 @@ void *wk_arena_alloc(wk_arena *a, size_t bytes)
 char *wk_arena_strndup(wk_arena *a, const char *s, size_t len)
 {
     if (len == SIZE_MAX) {
-        wk_merr(WK_ERR_MEMORY, "string too long");
+        wk_error_set(WK_ERR_MEMORY, "string too long");
         return NULL;
     }
     char *d = wk_arena_alloc(a, len + 1);
@@ -202,14 +165,14 @@ bool wk_strtab_build(wk_strtab *t, const char *const *names, const size_t *lens,
     t->slots = NULL;
     t->cap = 0;
     if (n >= UINT32_MAX / 2) {
-        wk_merr(WK_ERR_MEMORY, "%zu names are too many", n);
+        wk_error_set(WK_ERR_MEMORY, "%zu names are too many", n);
         return false;
     }
     size_t cap = 16;
     while (cap < 2 * n) cap *= 2;
     t->slots = calloc(cap, sizeof *t->slots);
     if (!t->slots) {
-        wk_merr(WK_ERR_MEMORY, "out of memory (a table of %zu names)", n);
+        wk_error_set(WK_ERR_MEMORY, "out of memory (a table of %zu names)", n);
         return false;
     }
     t->cap = cap;
@@ -347,31 +310,31 @@ void wk_progress_end(wk_progress *p, bool ok)
 wk_tensor *wk_file_tensor_load(const wk_file_tensor *info, wk_device *dev)
 {
     if (!info) {
-        wk_merr(WK_ERR_ARGUMENT, "NULL tensor info");
+        wk_error_set(WK_ERR_ARGUMENT, "NULL tensor info");
         return NULL;
     }
     if (!dev) {
-        wk_merr(WK_ERR_ARGUMENT, "%s: tensor '%s': NULL device", info->file, info->name);
+        wk_error_set(WK_ERR_ARGUMENT, "%s: tensor '%s': NULL device", info->file, info->name);
         return NULL;
     }
     if ((unsigned)info->dtype >= WK_DTYPE_COUNT) {
         if (info->ggml_type != UINT32_MAX)
-            wk_merr(WK_ERR_UNSUPPORTED, "%s: tensor '%s' is of ggml type %u (%s), which wick does not support",
+            wk_error_set(WK_ERR_UNSUPPORTED, "%s: tensor '%s' is of ggml type %u (%s), which wick does not support",
                     info->file, info->name, info->ggml_type, info->type_name);
         else
-            wk_merr(WK_ERR_UNSUPPORTED, "%s: tensor '%s' is of dtype %s, which wick does not support", info->file,
+            wk_error_set(WK_ERR_UNSUPPORTED, "%s: tensor '%s' is of dtype %s, which wick does not support", info->file,
                     info->name, info->type_name);
         return NULL;
     }
     wk_clear_error();
     wk_tensor *t = wk_from_host(dev, info->dtype, info->shape, info->data);
     if (!t) {
-        wk_merr_core("%s: tensor '%s' (%s, %llu bytes) to %s", info->file, info->name, wk_dtype_name(info->dtype),
+        wk_error_wrap("%s: tensor '%s' (%s, %llu bytes) to %s", info->file, info->name, wk_dtype_name(info->dtype),
                      (unsigned long long)info->nbytes, wk_device_name(dev));
         return NULL;
     }
     if (wk_tensor_nbytes(t) != info->nbytes) {   /* the file's size and wick's disagree: never expected */
-        wk_merr(WK_ERR_IO, "%s: tensor '%s': %llu bytes in the file, wick's %s tensor of this shape takes %zu",
+        wk_error_set(WK_ERR_IO, "%s: tensor '%s': %llu bytes in the file, wick's %s tensor of this shape takes %zu",
                 info->file, info->name, (unsigned long long)info->nbytes, wk_dtype_name(info->dtype),
                 wk_tensor_nbytes(t));
         wk_release(t);
@@ -383,16 +346,16 @@ wk_tensor *wk_file_tensor_load(const wk_file_tensor *info, wk_device *dev)
 wk_status wk_file_tensors_load(const wk_file_tensor *const *infos, int64_t n, wk_device *dev,
                                wk_progress_mode mode, const char *label, wk_tensor **out)
 {
-    if (n < 0 || (n > 0 && (!infos || !out))) return wk_merr(WK_ERR_ARGUMENT, "load: bad tensor list (n = %lld)", (long long)n);
+    if (n < 0 || (n > 0 && (!infos || !out))) return wk_error_set(WK_ERR_ARGUMENT, "load: bad tensor list (n = %lld)", (long long)n);
     uint64_t total = 0;
     for (int64_t i = 0; i < n; i++) {
         out[i] = NULL;
-        if (!infos[i]) return wk_merr(WK_ERR_ARGUMENT, "load: tensor info %lld is NULL", (long long)i);
+        if (!infos[i]) return wk_error_set(WK_ERR_ARGUMENT, "load: tensor info %lld is NULL", (long long)i);
         total += infos[i]->nbytes;
     }
     /* the dtype check first: an unsupported tensor fails the load before any copy */
     for (int64_t i = 0; i < n; i++)
-        if ((unsigned)infos[i]->dtype >= WK_DTYPE_COUNT) return wk_file_tensor_load(infos[i], dev), wk_model_last_status();
+        if ((unsigned)infos[i]->dtype >= WK_DTYPE_COUNT) return wk_file_tensor_load(infos[i], dev), wk_last_status();
     wk_progress *p = wk_progress_begin(label, total, mode);
     for (int64_t i = 0; i < n; i++) {
         out[i] = wk_file_tensor_load(infos[i], dev);
@@ -402,7 +365,7 @@ wk_status wk_file_tensors_load(const wk_file_tensor *const *infos, int64_t n, wk
                 wk_release(out[j]);
                 out[j] = NULL;
             }
-            return wk_model_last_status();
+            return wk_last_status();
         }
         wk_progress_add(p, infos[i]->nbytes);
     }

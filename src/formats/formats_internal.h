@@ -1,28 +1,25 @@
-/* model_internal.h — what the files of src/model/ share: the layer's error
- * state, mapped files, a bump arena, a string hash table, checked
- * arithmetic and little-endian reads. Written against the public API only
- * (tools/check-layers). */
-#ifndef WICK_MODEL_INTERNAL_H
-#define WICK_MODEL_INTERNAL_H
+/* formats_internal.h — what the files of src/formats/ share: mapped files,
+ * a bump arena, a string hash table, the table of a file's tensors,
+ * checked arithmetic and little-endian reads. Errors go to the library's
+ * one error state (wk_error_set, wick_ext.h). Written against the public
+ * API only (tools/check-layers). */
+#ifndef WICK_FORMATS_INTERNAL_H
+#define WICK_FORMATS_INTERNAL_H
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 #include "wick.h"
-#include "wick_model.h"
+#include "wick_ext.h"
+#include "wick_formats.h"
 
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
-#error "src/model reads little-endian files by plain loads: a big-endian host needs byte swaps"
+#error "src/formats reads little-endian files by plain loads: a big-endian host needs byte swaps"
 #endif
 
 #define WK_MODEL_API __attribute__((visibility("default")))
 
-/* ---- errors (model_util.c) ------------------------------------------- */
-
-wk_status wk_merr(wk_status st, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-/* The core's last error, with a prefix: "prefix: core message". */
-wk_status wk_merr_core(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* ---- mapped files ----------------------------------------------------- */
 
@@ -85,4 +82,4 @@ const char *wk_path_base(const char *path);
 /* Sizes for messages: "1.23 GB". buf of 32. */
 const char *wk_fmt_bytes(uint64_t bytes, char *buf);
 
-#endif /* WICK_MODEL_INTERNAL_H */
+#endif /* WICK_FORMATS_INTERNAL_H */

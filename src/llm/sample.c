@@ -76,12 +76,12 @@ void wk_sampler_reset(wk_sampler *s)
 wk_sampler *wk_sampler_new(const wk_sampling *p, int64_t n_vocab)
 {
     if (!p || n_vocab <= 0 || n_vocab > ((int64_t)1 << 31)) {
-        wk_merr(WK_ERR_ARGUMENT, "wk_sampler_new: %s", !p ? "the parameters are NULL" : "bad vocabulary size");
+        wk_error_set(WK_ERR_ARGUMENT, "wk_sampler_new: %s", !p ? "the parameters are NULL" : "bad vocabulary size");
         return NULL;
     }
     if (!(p->top_p >= 0) || !(p->min_p >= 0) || p->min_p > 1 || p->top_k < 0 || p->repeat_last_n < 0 ||
         !isfinite(p->temperature) || !isfinite(p->repeat_penalty)) {
-        wk_merr(WK_ERR_ARGUMENT,
+        wk_error_set(WK_ERR_ARGUMENT,
                 "wk_sampler_new: bad parameters (temperature %g, top_k %lld, top_p %g, min_p %g, repeat_penalty %g, "
                 "repeat_last_n %lld)",
                 p->temperature, (long long)p->top_k, p->top_p, p->min_p, p->repeat_penalty, (long long)p->repeat_last_n);
@@ -101,7 +101,7 @@ wk_sampler *wk_sampler_new(const wk_sampling *p, int64_t n_vocab)
     return s;
 oom:
     wk_sampler_free(s);
-    wk_merr(WK_ERR_MEMORY, "out of memory for a sampler of %lld tokens", (long long)n_vocab);
+    wk_error_set(WK_ERR_MEMORY, "out of memory for a sampler of %lld tokens", (long long)n_vocab);
     return NULL;
 }
 
@@ -166,7 +166,7 @@ static void top_sorted(const double *lg, int32_t *idx, int64_t n, int64_t k)
 int32_t wk_sampler_sample(wk_sampler *s, const float *logits)
 {
     if (!s || !logits) {
-        wk_merr(WK_ERR_ARGUMENT, "wk_sampler_sample: %s is NULL", !s ? "the sampler" : "logits");
+        wk_error_set(WK_ERR_ARGUMENT, "wk_sampler_sample: %s is NULL", !s ? "the sampler" : "logits");
         return -1;
     }
     const int64_t V = s->n_vocab;
