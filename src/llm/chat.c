@@ -177,7 +177,7 @@ char *wk_llm_chat_apply(const wk_llm *m, const wk_chat_message *msgs, int n, boo
         wk_error_set(WK_ERR_ARGUMENT, "wk_llm_chat_apply: the model is NULL");
         return NULL;
     }
-    return wk_chat_apply(m->info.chat, m->default_system, msgs, n, add_generation_prompt);
+    return wk_chat_apply(m->cfg.info.chat, m->text.default_system, msgs, n, add_generation_prompt);
 }
 
 /* Llama 3.1+'s "Today Date": WICK_CHAT_DATE when set (to reproduce a

@@ -1,38 +1,32 @@
-/* llm_internal.h — what the language-model files of src/model/ share: the
- * model struct (hyperparameters, weights, KV cache, rope tables), the
- * hyperparameter reader (llm_arch.c) and the text side (llm_text.c).
+/* llm_internal.h — what the files of src/llm/ share. A model (struct
+ * wk_llm) is four parts kept apart:
+ *
+ *   llm_config   what the file says: the architecture's descriptor, the
+ *                hyperparameters, which layers slide, the tensor-parallel
+ *                plan (hparams.c, arch.c and one file per architecture)
+ *   llm_weights  the tensors read from the file, fused at load, and the
+ *                rope tables made from the config (weights.c)
+ *   llm_state    the KV caches, the position, the window caches (state.c)
+ *   llm_runtime  the recorded decode steps and the timing (decode_graph.c,
+ *                timing.c)
+ *
+ * plus the text side (tokenizer, end-of-generation ids, chat template:
+ * text.c). A forward pass (step.c) embeds the tokens, runs each layer
+ * through its architecture's layer function (llama.c, qwen.c, gemma3.c),
+ * which is written with the blocks of blocks.c, and ends in the logits.
+ * docs/architecture.md has the picture and how to add an architecture.
  * Written against the public headers only (tools/check-layers). */
 #ifndef WICK_LLM_INTERNAL_H
 #define WICK_LLM_INTERNAL_H
 
+#include <stddef.h>
 #include <string.h>
 #include "wick_llm.h"
 #include "wick_ext.h"
 #include "wick_formats.h"
 #include "llm_tp.h"
 
-/* The last component of a path, for labels and messages. */
-static inline const char *llm_path_base(const char *path)
-{
-    if (!path) return "";
-    const char *s = strrchr(path, '/');
-    return s && s[1] ? s + 1 : path;
-}
-
-/* One transformer block's weights and cache. NULL where the architecture
- * has none. Matrices are [out, in] (a GGUF file's ne reversed, a HF
- * Linear's weight); dense ones are in the activation dtype, block ones as
- * the file has them. */
-typedef struct llm_layer {
-    wk_tensor *attn_norm, *wq, *wk, *wv, *wo, *bq, *bk, *bv, *q_norm, *k_norm, *post_attn_norm;
-    wk_tensor *ffn_norm, *w_gate, *w_up, *w_down, *post_ffn_norm;
-    /* fused at load (llm.c, fuse_layer): [wq; wk; wv] and its bias, and
-       [w_gate; w_up], when the parts share a dtype; the parts are then
-       NULL. One matmul instead of three (two) per step. */
-    wk_tensor *wqkv, *bqkv, *w_gu;
-    bool sliding;                 /* gemma3's local layers, Mistral's window */
-    wk_tensor *k_cache, *v_cache; /* [1, Hkv, context, D] (Hkv: the rank's)    */
-} llm_layer;
+/* ---- configuration ---------------------------------------------------------- */
 
 /* The file a model came from: one of the two. */
 typedef struct llm_source {
@@ -43,83 +37,307 @@ typedef struct llm_source {
     char *dir;                    /* safetensors: the model's folder          */
 } llm_source;
 
-/* Hyperparameters beyond wk_llm_info. */
+/* Hyperparameters beyond wk_llm_info. What differs between architectures
+ * in structure (biases, q/k norms, post-norms, the MLP's activation) is
+ * not here: it is the architecture's tensor table and layer function. */
 typedef struct llm_hparams {
     bool gemma_norm;              /* norms are x * (1 + w) (HF gemma files)   */
-    bool qkv_bias, qk_norm, post_norms, gelu_mlp;
     double attn_scale;            /* 0: 1/sqrt(D)                             */
     double embd_scale;            /* 0: none                                  */
     double attn_softcap, final_softcap;
     wk_rope_scaling scaling;      /* global layers                            */
     wk_rope_scaling scaling_local;
+    bool local_rope;              /* sliding layers have their own rope tables
+                                     (rope_base_local, scaling_local: gemma3) */
     bool freq_factors;            /* GGUF rope_freqs.weight divides the freqs */
     bool tied;                    /* output = token embedding                  */
 } llm_hparams;
 
-struct wk_llm {
+typedef struct llm_arch_desc llm_arch_desc;
+typedef struct llm_pass llm_pass;
+
+typedef struct llm_config {
+    const llm_arch_desc *arch;
     wk_llm_info info;
     llm_hparams hp;
+    bool *sliding;                /* [n_layer]: the layer attends in a window */
     llm_tp tp;                    /* this rank's share (the whole model: 0 of 1) */
-    llm_source src;
-    wk_device *dev;
+} llm_config;
+
+/* ---- weights ------------------------------------------------------------------ */
+
+/* One transformer block's weights. NULL where the architecture has none.
+ * Matrices are [out, in] (a GGUF file's ne reversed, a HF Linear's
+ * weight); dense ones are in the activation dtype, block ones as the file
+ * has them. */
+typedef struct llm_layer {
+    wk_tensor *attn_norm, *wq, *wk, *wv, *wo, *bq, *bk, *bv, *q_norm, *k_norm, *post_attn_norm;
+    wk_tensor *ffn_norm, *w_gate, *w_up, *w_down, *post_ffn_norm;
+    /* fused at load (weights.c): [wq; wk; wv] and its bias, and
+       [w_gate; w_up], when the parts share a dtype; the parts are then
+       NULL. One matmul instead of three (two) per step. */
+    wk_tensor *wqkv, *bqkv, *w_gu;
+} llm_layer;
+
+typedef struct llm_weights {
     wk_tensor *tok_embd, *out_norm, *output;
-    llm_layer *layers;
+    llm_layer *layers;            /* [n_layer] */
     wk_tensor *cos, *sin, *cos_local, *sin_local;   /* [context, D/2] f32 */
+} llm_weights;
+
+/* ---- run state -------------------------------------------------------------- */
+
+/* The KV caches and the position. Window caches (state.c): the
+ * sliding-window layers' K and V hold sw_cap positions, sw_base ..
+ * sw_base + sw_cap - 1, when that is less than the context (sw_cap 0:
+ * every cache holds the context). */
+typedef struct llm_state {
+    wk_tensor **k_cache, **v_cache;   /* [n_layer] of [1, Hkv, cap, D] (Hkv: the rank's) */
     int64_t pos, chunk;
-    /* window caches (llm.c): the sliding-window layers' K and V hold
-       sw_cap positions, sw_base .. sw_base + sw_cap - 1, when that is
-       less than the context (sw_cap 0: every cache holds the context) */
     int64_t sw_cap, sw_base;
-    /* WICK_LLM_TIMING=1: host time of one-token forward passes, split into
-       issuing the work and waiting for the logits (printed at free); =2:
-       also the device's time by part of the pass, from events recorded
-       between the parts (LLM_PARTS per layer, then the output head) */
-    int timing;
-    /* recorded decode steps (llm.c, "recorded decode steps"); graph_off:
-       WICK_LLM_GRAPH=0; graph_step: the positions one graph serves
-       (WICK_LLM_GRAPH=N, a multiple of 16; 0 by default: the whole cache);
-       greedy_graph: greedy steps through the greedy graph, queued ahead
-       (the default; WICK_LLM_GREEDY_GRAPH=0: eager steps) */
-    struct llm_graphs *graphs;
+} llm_state;
+
+/* ---- runtime ---------------------------------------------------------------- */
+
+typedef struct llm_graphs llm_graphs;
+typedef struct llm_timing llm_timing;
+
+typedef struct llm_runtime {
+    /* recorded decode steps (decode_graph.c); graph_off: WICK_LLM_GRAPH=0;
+       graph_step: the positions one graph serves (WICK_LLM_GRAPH=N, a
+       multiple of 16; 0 by default: the whole cache); greedy_graph: greedy
+       steps through the greedy graph, queued ahead (the default;
+       WICK_LLM_GREEDY_GRAPH=0: eager steps) */
+    llm_graphs *graphs;
     bool graph_off, greedy_graph;
     int64_t graph_step;
-    int64_t t_steps;
-    double t_issue_ms, t_wait_ms;
-    struct wk_event **t_ev;       /* LLM_EVENTS(m) events (llm.c)         */
-    double t_part_ms[7];          /* per part (llm.c), over steps, layers  */
-    /* WICK_LLM_TIMING=1 with recorded steps: events before the step's
-       input writes, before and after the replay; their device times */
-    struct wk_event *t_gev[3];
-    double t_gw_ms, t_gg_ms;
-    int64_t t_gn;
-    /* text: token strings from the file (GGUF) for EOG detection and,
-       when a tokenizer is built in, the tokenizer */
+    llm_timing *timing;           /* WICK_LLM_TIMING (timing.c); NULL: off */
+} llm_runtime;
+
+/* ---- text ------------------------------------------------------------------- */
+
+typedef struct llm_text_state {
     char *chat_template;
     char *default_system;
-    void *tok;                    /* llm_text.c's */
+    void *tok;                    /* text.c's */
+} llm_text_state;
+
+struct wk_llm {
+    llm_config cfg;
+    llm_weights w;
+    llm_state st;
+    llm_runtime rt;
+    llm_text_state text;
+    llm_source src;
+    wk_device *dev;
 };
 
-/* llm_arch.c: architecture and hyperparameters from the file, the names
- * of its tensors. */
-wk_status llm_read_hparams(wk_llm *m, const char *path);
+/* The last component of a path, for labels and messages. */
+static inline const char *llm_path_base(const char *path)
+{
+    if (!path) return "";
+    const char *s = strrchr(path, '/');
+    return s && s[1] ? s + 1 : path;
+}
+
+/* ---- architectures (arch.c; one file each) ------------------------------------- */
+
+/* The dims a tensor table names (resolved against the model's config). */
+typedef enum llm_dim { LLM_D0, LLM_DE, LLM_DQ, LLM_DKV, LLM_DF, LLM_DHEAD, LLM_DVOC } llm_dim;
+
+/* What a rank of a tensor-parallel model holds of a weight (llm_tp.h). */
+typedef enum llm_share {
+    LLM_SH_ALL,       /* all of it (norms, q/k norms)                           */
+    LLM_SH_ROWS_Q,    /* rows of its query heads (wq, bq)                       */
+    LLM_SH_ROWS_KV,   /* rows of its KV heads (wk, wv, bk, bv)                  */
+    LLM_SH_COLS_Q,    /* columns of its query heads (wo)                        */
+    LLM_SH_ROWS_FF,   /* rows of its FFN slice (gate, up)                       */
+    LLM_SH_COLS_FF,   /* columns of its FFN slice (down)                        */
+    LLM_SH_ROWS_VOC,  /* rows of its vocabulary slice (embedding, output)       */
+} llm_share;
+
+/* One row of an architecture's table of layer tensors: the llm_layer
+ * member it fills, its names (printf patterns with the layer) in a GGUF
+ * file and in a Hugging Face file, its shape ([d0] or [d0, d1]), whether
+ * it multiplies activations (a matrix: may stay block-quantized), and the
+ * share a rank holds. Every row is required. */
+typedef struct llm_wrow {
+    size_t member;                /* offsetof(llm_layer, ...)                 */
+    const char *gguf, *hf;
+    llm_dim d0, d1;               /* d1 LLM_D0: a vector                      */
+    bool matrix;
+    llm_share share;
+} llm_wrow;
+
+/* GGUF metadata of one architecture (hparams.c reads the common keys). */
+typedef struct llm_gguf_keys {
+    const wk_gguf *g;
+    const char *arch;             /* general.architecture, the keys' prefix    */
+    int64_t swa;                  /* attention.sliding_window (0: absent)      */
+    bool swa_present;
+} llm_gguf_keys;
+
+struct llm_arch_desc {
+    wk_llm_arch arch;
+    const char *name;                /* wk_llm_arch_name                        */
+    const char *const *gguf_archs;   /* general.architecture values, NULL-ended */
+    const char *const *hf_types;     /* config.json model_type values            */
+    /* defaults of a config.json that does not say */
+    int64_t hf_head_dim;             /* 0: hidden_size / num_attention_heads    */
+    double hf_rope_base;
+    bool hf_tied;
+    const char *hf_act_key, *act;    /* the activation's key and its one value  */
+    /* the architecture's own hyperparameters, after the common ones */
+    wk_status (*read_gguf)(llm_config *c, const llm_gguf_keys *k);
+    wk_status (*read_hf)(llm_config *c, const wk_json *cfg);
+    const llm_wrow *rows;            /* the layer tensors                       */
+    int n_rows;
+    /* one layer of the forward pass (step.c calls it for each layer) */
+    wk_tensor *(*layer)(llm_pass *p, const llm_layer *y, wk_tensor *h, const wk_tensor *next_norm);
+};
+
+/* llama's layer (llama.c), which Qwen 2 and 3 run too (qwen.c) */
+wk_tensor *llm_llama_layer(llm_pass *p, const llm_layer *y, wk_tensor *h, const wk_tensor *next_norm);
+
+/* The descriptors (one file each), and the lookups by name (arch.c). */
+extern const llm_arch_desc llm_llama, llm_qwen2, llm_qwen3, llm_gemma3;
+const llm_arch_desc *llm_arch_by_gguf(const char *name);
+const llm_arch_desc *llm_arch_by_hf(const char *model_type);
+/* The names wick runs, for messages: "llama, mistral, qwen2, ..." */
+const char *llm_arch_list(bool hf);
+
+/* The rows every llama-like layer has: its q/k/v/o projections and its
+ * gated MLP (the norms differ by architecture). */
+#define LLM_ROWS_QKVO                                                                                          \
+    { offsetof(llm_layer, wq), "blk.%d.attn_q.weight", "model.layers.%d.self_attn.q_proj.weight", LLM_DQ,     \
+      LLM_DE, true, LLM_SH_ROWS_Q },                                                                         \
+    { offsetof(llm_layer, wk), "blk.%d.attn_k.weight", "model.layers.%d.self_attn.k_proj.weight", LLM_DKV,    \
+      LLM_DE, true, LLM_SH_ROWS_KV },                                                                        \
+    { offsetof(llm_layer, wv), "blk.%d.attn_v.weight", "model.layers.%d.self_attn.v_proj.weight", LLM_DKV,    \
+      LLM_DE, true, LLM_SH_ROWS_KV },                                                                        \
+    { offsetof(llm_layer, wo), "blk.%d.attn_output.weight", "model.layers.%d.self_attn.o_proj.weight", LLM_DE, \
+      LLM_DQ, true, LLM_SH_COLS_Q }
+#define LLM_ROWS_MLP                                                                                           \
+    { offsetof(llm_layer, w_gate), "blk.%d.ffn_gate.weight", "model.layers.%d.mlp.gate_proj.weight", LLM_DF,   \
+      LLM_DE, true, LLM_SH_ROWS_FF },                                                                        \
+    { offsetof(llm_layer, w_up), "blk.%d.ffn_up.weight", "model.layers.%d.mlp.up_proj.weight", LLM_DF, LLM_DE, \
+      true, LLM_SH_ROWS_FF },                                                                                \
+    { offsetof(llm_layer, w_down), "blk.%d.ffn_down.weight", "model.layers.%d.mlp.down_proj.weight", LLM_DE,   \
+      LLM_DF, true, LLM_SH_COLS_FF }
+#define LLM_ROW_NORM(member, gguf, hf, dim) { offsetof(llm_layer, member), gguf, hf, dim, LLM_D0, false, LLM_SH_ALL }
+
+/* ---- hyperparameters (hparams.c) ------------------------------------------------ */
+
+/* The architecture and hyperparameters from the file: m->cfg filled
+ * (sliding allocated). */
+wk_status llm_read_config(wk_llm *m, const char *path);
 /* The file's tensor for a role: gguf_name / hf_name are printf patterns
  * with the layer (-1 for a global tensor). NULL when absent. */
 const wk_file_tensor *llm_find(const wk_llm *m, const char *gguf_name, const char *hf_name, int layer);
+/* config.json readers for the architectures' own keys: an integer (a
+ * missing required one named), and rope theta and scaling (layer_type:
+ * transformers 5's per-layer-type rope_parameters, gemma3) */
+wk_status llm_hf_int(const wk_json *c, const char *key, bool required, int64_t *out);
+wk_status llm_hf_rope(const wk_json *c, const char *layer_type, double *theta, wk_rope_scaling *sc);
 
-/* llm.c: wk_llm_eval without logits: *next is the last token's argmax,
- * taken on the device (the first index of the largest logit; a NaN logit
- * counts as the largest there, where the sampler skips it). For greedy
- * generation (llm_text.c). */
-wk_status llm_eval_greedy(wk_llm *m, const int32_t *tokens, int64_t n, int32_t *next);
+/* ---- weights and state (weights.c, state.c) --------------------------------------- */
 
-/* llm.c: the recorded decode steps' graphs and inputs, freed (at free,
- * and wherever what they recorded stops holding). */
-typedef struct llm_graphs llm_graphs;
+wk_status llm_load_weights(wk_llm *m, const wk_llm_options *o);
+wk_status llm_fuse_weights(wk_llm *m);   /* q/k/v and gate/up stacked (WICK_LLM_FUSE=0: not) */
+void llm_weights_free(wk_llm *m);
+/* the rope tables, the KV caches (window caches where they are smaller) */
+wk_status llm_state_init(wk_llm *m);
+void llm_state_free(wk_llm *m);
+/* the position after a rewind to pos (window caches may empty it) */
+void llm_set_pos(wk_llm *m, int64_t pos);
+/* room for T positions at the position in the window caches */
+wk_status llm_window_room(wk_llm *m, int64_t T);
+/* layer l's cache holds a window (moves), not the whole context */
+static inline bool llm_windowed(const wk_llm *m, int64_t l) { return m->cfg.sliding[l] && m->st.sw_cap > 0; }
+
+/* ---- the forward pass (step.c, blocks.c) ------------------------------------------- */
+
+/* What a recorded decode step (decode_graph.c) reads from device memory
+ * instead of taking from the host: the position, the rope tables' rows
+ * there, and the count of keys in the cache (the attention spans a fixed
+ * stretch of it). NULL: an eager pass (the host's pos). */
+typedef struct llm_dyn {
+    const wk_tensor *pos;                    /* u32 [1]                         */
+    const wk_tensor *cos, *sin, *cos_l, *sin_l;   /* [1, D/2] rows at pos (local: gemma3) */
+    const wk_tensor *kv_len;                 /* u32 [1]: pos + 1                */
+    int64_t cap;                             /* keys the attention spans        */
+} llm_dyn;
+
+/* What a pass gives back: rows of logits (f32) of tokens first_out ..
+ * T-1, the last token's argmax (u32 [1], taken on the device, so that 4
+ * bytes come back instead of a row), or nothing (the residual). */
+enum { LLM_OUT_NONE, LLM_OUT_LOGITS, LLM_OUT_BEST };
+
+/* One forward pass in progress: its tokens' span, the residual stream x
+ * and the block output f not yet added to it. The blocks read and write
+ * it; the architectures' layer functions pass it along. */
+struct llm_pass {
+    wk_llm *m;
+    int64_t l;                    /* the layer being run                    */
+    int64_t T, pos;               /* tokens, the first one's position       */
+    const llm_dyn *dy;            /* a recorded step: NULL when eager       */
+    wk_tensor *x, *f;             /* the residual stream; the last block's
+                                     output when not yet added (last layer) */
+};
+
+/* The pass of tokens tid (u32 [T], the rank's ids; NULL: the one token
+ * of the rank's row `row`, known to the host) at positions pos ..
+ * pos+T-1 (dy: at dy's position, T 1), up to the output `want` asks for:
+ * a tensor of the current scope, NULL + error on failure (step.c). */
+wk_tensor *llm_pass_run(wk_llm *m, const wk_tensor *tid, int64_t row, int64_t T, int64_t pos, int64_t first_out,
+                        int want, const llm_dyn *dy);
+/* The rank's rows of the token ids (those outside its vocabulary share
+ * look up the share's last row, zeros); ids [T]. */
+void llm_local_ids(const wk_llm *m, const int32_t *tokens, int64_t T, uint32_t *ids);
+
+/* The blocks (blocks.c): each names what it makes (timing.c marks the
+ * pass's parts by these names). */
+typedef enum llm_act { LLM_SILU, LLM_GELU_TANH } llm_act;
+wk_tensor *blk_embed(llm_pass *p, const wk_tensor *tid, int64_t row);
+wk_tensor *blk_norm(const llm_pass *p, const wk_tensor *x, const wk_tensor *w);
+wk_tensor *blk_qkv_rope_cache(llm_pass *p, const llm_layer *y, const wk_tensor *h);
+wk_tensor *blk_attention(llm_pass *p, const llm_layer *y, const wk_tensor *q);
+wk_tensor *blk_gated_mlp(llm_pass *p, const llm_layer *y, const wk_tensor *h, llm_act act);
+wk_tensor *blk_residual_norm(llm_pass *p, wk_tensor *f, const wk_tensor *post, const wk_tensor *next_norm);
+wk_tensor *blk_logits(llm_pass *p, int64_t first_out, int want);
+
+/* ---- runtime (decode_graph.c, timing.c) -------------------------------------------- */
+
+/* The recorded steps: the one-token pass replayed to its logits (*used
+ * false: the model does not record; do the eager pass), and the greedy
+ * step, which feeds itself the next token on the device. */
+wk_status llm_graph_step(wk_llm *m, int32_t token, float *out, bool *used);
+wk_status llm_graph_greedy(wk_llm *m, int32_t token, int32_t *best, bool *used);
+/* a greedy step queued ahead is not to be used (what it read changes) */
+void llm_greedy_drop(wk_llm *m);
 void llm_graphs_free(wk_llm *m);
 
-/* llm_text.c: tokenizer and end-of-generation tokens, set up at load. */
+/* WICK_LLM_TIMING=1: host time of one-token passes (issue, wait); =2: the
+ * device's time by named part, from events at each block's end. */
+void llm_timing_init(wk_llm *m);
+double llm_now_ms(void);
+bool llm_timing_by_part(const wk_llm *m);        /* =2 (no recorded steps then) */
+bool llm_parts_on(const wk_llm *m, int64_t T);   /* events between parts this pass */
+void llm_mark(const llm_pass *p, const char *part);
+void llm_parts_add(wk_llm *m);                   /* after a pass's result is back */
+void llm_timing_add(wk_llm *m, double t0, double t1);
+void llm_timing_replay(wk_llm *m, int phase);    /* events around a replay: 0 before the inputs, 1, 2 */
+void llm_timing_replay_add(wk_llm *m);
+void llm_timing_free(wk_llm *m);
+
+/* ---- text (text.c, generate.c) ------------------------------------------------------ */
+
+/* wk_llm_eval without logits: *next is the last token's argmax, taken on
+ * the device (the first index of the largest logit; a NaN logit counts as
+ * the largest there, where the sampler skips it). For greedy generation. */
+wk_status llm_eval_greedy(wk_llm *m, const int32_t *tokens, int64_t n, int32_t *next);
+/* tokenizer and end-of-generation tokens, set up at load */
 wk_status llm_text_init(wk_llm *m);
 void llm_text_free(wk_llm *m);
-
 
 #endif /* WICK_LLM_INTERNAL_H */

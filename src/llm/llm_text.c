@@ -108,7 +108,7 @@ static wk_status text_from_gguf(wk_llm *m, llm_text *tx)
     if (mv) model = wk_gguf_value_str(mv, NULL);
     if (!toks || wk_gguf_array_type(toks) != WK_GGUF_STRING) return WK_OK;   /* no vocabulary: ids only */
     const uint64_t n = wk_gguf_array_len(toks);
-    const int64_t V = m->info.n_vocab;
+    const int64_t V = m->cfg.info.n_vocab;
     const bool bpe = model && !strcmp(model, "gpt2");
     uint64_t total = 0;
     for (uint64_t i = 0; i < n && (int64_t)i < V; i++) {
@@ -140,7 +140,7 @@ static wk_status text_from_gguf(wk_llm *m, llm_text *tx)
 
 static void add_eog(wk_llm *m, int64_t id)
 {
-    wk_llm_info *in = &m->info;
+    wk_llm_info *in = &m->cfg.info;
     if (id < 0 || id >= in->n_vocab) return;
     for (int i = 0; i < in->n_eog; i++)
         if (in->eog_ids[i] == id) return;
@@ -181,8 +181,8 @@ wk_status llm_text_init(wk_llm *m)
 {
     llm_text *tx = calloc(1, sizeof *tx);
     if (!tx) return wk_error_set(WK_ERR_MEMORY, "out of memory");
-    m->tok = tx;
-    wk_llm_info *in = &m->info;
+    m->text.tok = tx;
+    wk_llm_info *in = &m->cfg.info;
     const char *tmpl = NULL;
     if (m->src.gguf) {
         const wk_gguf *g = m->src.gguf;
@@ -229,8 +229,8 @@ wk_status llm_text_init(wk_llm *m)
         if (m->src.tokcfg) tmpl = wk_json_string(wk_json_get(m->src.tokcfg, "chat_template"), NULL);
         if (!tmpl) {
             snprintf(path, sizeof path, "%s/chat_template.jinja", m->src.dir);
-            m->chat_template = read_small_file(path);
-            tmpl = m->chat_template;
+            m->text.chat_template = read_small_file(path);
+            tmpl = m->text.chat_template;
         }
     }
     /* the tokenizer */
@@ -259,16 +259,16 @@ wk_status llm_text_init(wk_llm *m)
     } else if (!tx->why[0]) {
         snprintf(tx->why, sizeof tx->why, "%s", wk_last_error());
     }
-    if (tmpl && !m->chat_template) m->chat_template = strdup(tmpl);
-    in->chat = wk_chat_format_detect(m->chat_template);
-    m->default_system = wk_chat_default_system(in->chat, m->chat_template);
-    in->default_system = m->default_system;
+    if (tmpl && !m->text.chat_template) m->text.chat_template = strdup(tmpl);
+    in->chat = wk_chat_format_detect(m->text.chat_template);
+    m->text.default_system = wk_chat_default_system(in->chat, m->text.chat_template);
+    in->default_system = m->text.default_system;
     return WK_OK;
 }
 
 void llm_text_free(wk_llm *m)
 {
-    llm_text *tx = m->tok;
+    llm_text *tx = m->text.tok;
     if (tx) {
         free(tx->bytes);
         free(tx->off);
@@ -276,16 +276,16 @@ void llm_text_free(wk_llm *m)
         wk_tokenizer_free(tx->tok);
         free(tx);
     }
-    m->tok = NULL;
-    free(m->chat_template);
-    free(m->default_system);
+    m->text.tok = NULL;
+    free(m->text.chat_template);
+    free(m->text.default_system);
 }
 
 const char *wk_llm_token_text(const wk_llm *m, int32_t id, size_t *len)
 {
     if (len) *len = 0;
-    if (!m || !m->tok || id < 0 || id >= m->info.n_vocab) return "";
-    const llm_text *tx = m->tok;
+    if (!m || !m->text.tok || id < 0 || id >= m->cfg.info.n_vocab) return "";
+    const llm_text *tx = m->text.tok;
     if (!tx->off) return "";
     if (len) *len = (size_t)(tx->off[id + 1] - tx->off[id]);
     return tx->bytes + tx->off[id];
@@ -294,8 +294,8 @@ const char *wk_llm_token_text(const wk_llm *m, int32_t id, size_t *len)
 bool wk_llm_is_eog(const wk_llm *m, int32_t id)
 {
     if (!m) return false;
-    for (int i = 0; i < m->info.n_eog; i++)
-        if (m->info.eog_ids[i] == id) return true;
+    for (int i = 0; i < m->cfg.info.n_eog; i++)
+        if (m->cfg.info.eog_ids[i] == id) return true;
     return false;
 }
 
@@ -305,9 +305,9 @@ wk_status wk_llm_tokenize(const wk_llm *m, const char *text, size_t len, bool ad
     if (n) *n = 0;
     if (!m || !ids || !n || (!text && len))
         return wk_error_set(WK_ERR_ARGUMENT, "wk_llm_tokenize: %s is NULL", !m ? "the model" : !text ? "the text" : "an output");
-    const llm_text *tx = m->tok;
+    const llm_text *tx = m->text.tok;
     if (!tx || !tx->tok || tx->why[0])
-        return wk_error_set(WK_ERR_UNSUPPORTED, "%s has no usable tokenizer: %s", m->info.name,
+        return wk_error_set(WK_ERR_UNSUPPORTED, "%s has no usable tokenizer: %s", m->cfg.info.name,
                        tx && tx->why[0] ? tx->why : "none");
     unsigned flags = WK_TOK_PARSE_SPECIAL | (add_bos ? WK_TOK_ADD_SPECIAL : 0u);
     if (wk_tokenizer_encode(tx->tok, text ? text : "", len, flags, ids, n))
@@ -352,18 +352,18 @@ wk_status wk_llm_generate(wk_llm *m, const int32_t *prompt, int64_t n_prompt, co
     wk_generate_opts o = { .sampling = wk_sampling_greedy() };
     if (opts) o = *opts;
     if (o.n_stop < 0 || (o.n_stop > 0 && !o.stop)) return wk_error_set(WK_ERR_ARGUMENT, "wk_llm_generate: bad stop strings");
-    if (n_prompt == 0 && m->pos == 0) return wk_error_set(WK_ERR_ARGUMENT, "wk_llm_generate: an empty prompt and cache");
-    if (n_prompt > m->info.context - m->pos)
+    if (n_prompt == 0 && m->st.pos == 0) return wk_error_set(WK_ERR_ARGUMENT, "wk_llm_generate: an empty prompt and cache");
+    if (n_prompt > m->cfg.info.context - m->st.pos)
         return wk_error_set(WK_ERR_ARGUMENT,
                        "the prompt of %lld tokens does not fit: the context holds %lld and %lld are in use "
                        "(a longer context: --ctx / wk_llm_options.context, up to the model's %lld)",
-                       (long long)n_prompt, (long long)m->info.context, (long long)m->pos,
-                       (long long)m->info.train_context);
-    const int64_t V = m->info.n_vocab;
+                       (long long)n_prompt, (long long)m->cfg.info.context, (long long)m->st.pos,
+                       (long long)m->cfg.info.train_context);
+    const int64_t V = m->cfg.info.n_vocab;
     float *logits = malloc((size_t)V * sizeof *logits);
     wk_sampler *sm = wk_sampler_new(&o.sampling, V);
     pending pd = { 0 };
-    const llm_text *tx = m->tok;
+    const llm_text *tx = m->text.tok;
     wk_tok_stream *stream = tx && tx->tok && !tx->why[0] ? wk_tok_stream_new(tx->tok, WK_TOK_SKIP_SPECIAL | WK_TOK_KEEP_SPACE) : NULL;
     size_t max_stop = 0;
     for (int i = 0; i < o.n_stop; i++)
@@ -462,7 +462,7 @@ wk_status wk_llm_generate(wk_llm *m, const int32_t *prompt, int64_t n_prompt, co
             s.stop = WK_STOP_LENGTH;
             break;
         }
-        if (m->pos >= m->info.context) {
+        if (m->st.pos >= m->cfg.info.context) {
             s.stop = WK_STOP_CONTEXT;
             break;
         }

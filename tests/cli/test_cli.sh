@@ -225,7 +225,7 @@ if [ -f "$smol" ]; then
   [ "$(grep -c '^> ' "$tmp/err")" -le 1 ] && [ "$(grep -o '> ' "$tmp/err" | wc -l)" -eq 3 ] && ok || bad run_tp_chat_prompts "stderr: '$(err)'"
   # WICK_LLM_TIMING=2: the device time by part, one line per rank
   expect run_timing_parts 0 env WICK_LLM_TIMING=2 "$wick" run "$smol" --device cpu --tp 3 -p hi -n 4 -q
-  [ "$(err | grep -c "device time of a one-token pass by part.*(all_reduce,) add + next layer's norm [0-9.]*; output head [0-9.]*; all [0-9.]* of the host's [0-9.]*$")" -eq 3 ] \
+  [ "$(err | grep -c "device time of a one-token pass by part.*embedding [0-9.]*;.*attention [0-9.]*;.*residual + norm [0-9.]*; gated mlp [0-9.]*; output head [0-9.]*; all [0-9.]* of the host's [0-9.]*$")" -eq 3 ] \
     && ok || bad run_timing_parts_lines "stderr: '$(err)'"
 else
   echo "skip cli/run_tp_chat: no $smol"

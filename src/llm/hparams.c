@@ -1,16 +1,18 @@
-/* llm_arch.c — what a model file says about its architecture: the
- * hyperparameters of llama, qwen2, qwen3 and gemma3 from GGUF metadata or
- * from a Hugging Face config.json (the transformers 4 keys, rope_theta and
- * rope_scaling, and the transformers 5 ones, rope_parameters), and the
- * names of their tensors in either kind of file.
+/* hparams.c — what a model file says about its architecture and shape:
+ * the keys every architecture shares, from GGUF metadata or a Hugging
+ * Face config.json (the transformers 4 keys, rope_theta and rope_scaling,
+ * and the transformers 5 ones, rope_parameters); then the architecture's
+ * own reader (its descriptor's read_gguf / read_hf: llama.c, qwen.c,
+ * gemma3.c) for what only it has. And the lookup of a file's tensors by
+ * their GGUF or HF names.
  *
  * GGUF and HF differ in three ways the forward pass must know:
  *   - llama.cpp's converter permutes the rows of llama's Q and K weights so
  *     that rope rotates adjacent pairs (2i, 2i + 1) (llama.cpp's "normal"
  *     rope, wk_rope_i); HF files and every other architecture here rotate
- *     halves (i, i + D/2) (NeoX rope, wk_rope).
+ *     halves (i, i + D/2) (NeoX rope, wk_rope). llama.c says so.
  *   - the converter adds 1 to gemma's norm weights, so a GGUF gemma3 uses
- *     the plain rms_norm where HF's uses x * (1 + w).
+ *     the plain rms_norm where HF's uses x * (1 + w) (gemma3.c).
  *   - Llama 3.1's rope scaling is a tensor in GGUF (rope_freqs.weight, the
  *     factor each frequency is divided by) and rope_scaling in HF's config.
  */
@@ -66,23 +68,23 @@ static const char *g_str(const wk_gguf *g, const char *key)
 static wk_status hparams_gguf(wk_llm *m)
 {
     const wk_gguf *g = m->src.gguf;
-    wk_llm_info *in = &m->info;
-    llm_hparams *hp = &m->hp;
+    wk_llm_info *in = &m->cfg.info;
+    llm_hparams *hp = &m->cfg.hp;
     const char *path = wk_gguf_path(g);
     const char *arch = g_str(g, "general.architecture");
     if (!arch) return wk_error_set(WK_ERR_IO, "%s: general.architecture is missing", path);
-    if (!strcmp(arch, "llama") || !strcmp(arch, "mistral")) in->arch = WK_LLM_LLAMA;
-    else if (!strcmp(arch, "qwen2")) in->arch = WK_LLM_QWEN2;
-    else if (!strcmp(arch, "qwen3")) in->arch = WK_LLM_QWEN3;
-    else if (!strcmp(arch, "gemma3")) in->arch = WK_LLM_GEMMA3;
-    else
-        return wk_error_set(WK_ERR_UNSUPPORTED, "%s: architecture '%s' is not supported (wick runs llama, qwen2, qwen3, gemma3)",
-                       path, arch);
+    const llm_arch_desc *desc = llm_arch_by_gguf(arch);
+    if (!desc)
+        return wk_error_set(WK_ERR_UNSUPPORTED, "%s: architecture '%s' is not supported (wick runs %s)", path, arch,
+                            llm_arch_list(false));
+    m->cfg.arch = desc;
+    in->arch = desc->arch;
     const char *name = g_str(g, "general.name");
     snprintf(in->name, sizeof in->name, "%s", name ? name : llm_path_base(path));
 
     wk_status st;
-    int64_t ctx = 0, E = 0, L = 0, F = 0, H = 0, Hkv = 0, D = 0, rope_dim = 0, swa = 0;
+    int64_t ctx = 0, E = 0, L = 0, F = 0, H = 0, Hkv = 0, D = 0, rope_dim = 0;
+    llm_gguf_keys k = { .g = g, .arch = arch };
     if ((st = g_int(g, arch, "context_length", true, &ctx)) || (st = g_int(g, arch, "embedding_length", true, &E)) ||
         (st = g_int(g, arch, "block_count", true, &L)) || (st = g_int(g, arch, "feed_forward_length", true, &F)) ||
         (st = g_int(g, arch, "attention.head_count", true, &H)))
@@ -94,7 +96,10 @@ static wk_status hparams_gguf(wk_llm *m)
     if ((st = g_int(g, arch, "attention.key_length", false, &D))) return st;
     rope_dim = D;
     if ((st = g_int(g, arch, "rope.dimension_count", false, &rope_dim))) return st;
-    if ((st = g_int(g, arch, "attention.sliding_window", false, &swa))) return st;
+    k.swa = -1;
+    if ((st = g_int(g, arch, "attention.sliding_window", false, &k.swa))) return st;
+    k.swa_present = k.swa != -1;
+    if (!k.swa_present) k.swa = 0;
     in->train_context = ctx;
     in->n_embd = E;
     in->n_layer = L;
@@ -104,7 +109,7 @@ static wk_status hparams_gguf(wk_llm *m)
     in->head_dim = D;
     if (rope_dim != D)
         return wk_error_set(WK_ERR_UNSUPPORTED, "%s: rope over %lld of a head's %lld dims (partial rotary) is not supported",
-                       path, (long long)rope_dim, (long long)D);
+                            path, (long long)rope_dim, (long long)D);
     in->norm_eps = 1e-5;
     in->rope_base = 10000.0;
     if ((st = g_float(g, arch, "attention.layer_norm_rms_epsilon", &in->norm_eps)) ||
@@ -113,9 +118,9 @@ static wk_status hparams_gguf(wk_llm *m)
         (st = g_float(g, arch, "final_logit_softcapping", &hp->final_softcap)))
         return st;
 
-    char k[160];
-    snprintf(k, sizeof k, "%s.rope.scaling.type", arch);
-    const char *stype = g_str(g, k);
+    char key[160];
+    snprintf(key, sizeof key, "%s.rope.scaling.type", arch);
+    const char *stype = g_str(g, key);
     if (stype && !strcmp(stype, "linear")) {
         hp->scaling.type = WK_ROPE_SCALING_LINEAR;
         hp->scaling.factor = 1.0;
@@ -123,41 +128,19 @@ static wk_status hparams_gguf(wk_llm *m)
         if (hp->scaling.factor == 1.0) hp->scaling.type = WK_ROPE_SCALING_NONE;
     } else if (stype && strcmp(stype, "none")) {
         return wk_error_set(WK_ERR_UNSUPPORTED, "%s: rope scaling '%s' is not supported (none, linear and Llama 3's are)",
-                       path, stype);
+                            path, stype);
     }
     hp->freq_factors = wk_gguf_tensor_index(g, "rope_freqs.weight") >= 0;
-
-    /* what the converter did (see the top of the file) */
-    in->rope_interleaved = in->arch == WK_LLM_LLAMA;
+    /* what the converter did (see the top of the file) is the
+       architecture's to say, with its own keys */
+    in->rope_interleaved = false;
     hp->gemma_norm = false;
-    switch (in->arch) {
-    case WK_LLM_LLAMA:
-        if (swa > 0) {               /* Mistral v0.1's window, on every layer */
-            in->sliding_window = swa;
-            for (int64_t l = 0; l < L; l++) m->layers[l].sliding = true;
-        }
-        break;
-    case WK_LLM_QWEN2: hp->qkv_bias = true; break;
-    case WK_LLM_QWEN3: hp->qk_norm = true; break;
-    case WK_LLM_GEMMA3:
-        hp->qk_norm = hp->post_norms = hp->gelu_mlp = true;
-        hp->embd_scale = sqrt((double)E);
-        /* llama.cpp's gemma3: every 6th layer global, the others a window
-           with rope base 10000 unscaled; the 27B shape scales by
-           n_embd/n_head, the others by the head dim */
-        in->sliding_window = swa > 0 ? swa : 4096;
-        in->rope_base_local = 10000.0;
-        for (int64_t l = 0; l < L; l++) m->layers[l].sliding = (l + 1) % 6 != 0;
-        hp->attn_scale = L == 62 ? 1.0 / sqrt((double)E / (double)H) : 1.0 / sqrt((double)D);
-        break;
-    default: break;
-    }
-    return WK_OK;
+    return desc->read_gguf(&m->cfg, &k);
 }
 
 /* ---- config.json ------------------------------------------------------------ */
 
-static wk_status c_int(const wk_json *c, const char *key, bool required, int64_t *out)
+wk_status llm_hf_int(const wk_json *c, const char *key, bool required, int64_t *out)
 {
     wk_status st = wk_config_int(c, key, required, out);
     if (st == WK_ERR_ARGUMENT && required)
@@ -168,7 +151,7 @@ static wk_status c_int(const wk_json *c, const char *key, bool required, int64_t
 /* rope theta and scaling: transformers 5 writes rope_parameters (for
  * gemma3 one object per layer type), transformers 4 rope_theta and
  * rope_scaling. */
-static wk_status rope_params(const wk_json *c, const char *layer_type, double *theta, wk_rope_scaling *sc)
+wk_status llm_hf_rope(const wk_json *c, const char *layer_type, double *theta, wk_rope_scaling *sc)
 {
     const wk_json *rp = wk_json_get(c, "rope_parameters");
     if (rp && layer_type && wk_json_get(rp, layer_type)) rp = wk_json_get(rp, layer_type);
@@ -211,25 +194,24 @@ static wk_status rope_params(const wk_json *c, const char *layer_type, double *t
 static wk_status hparams_hf(wk_llm *m)
 {
     const wk_json *c = m->src.config;
-    wk_llm_info *in = &m->info;
-    llm_hparams *hp = &m->hp;
+    wk_llm_info *in = &m->cfg.info;
+    llm_hparams *hp = &m->cfg.hp;
     const char *doc = wk_json_doc_name(c);
     const char *mt = NULL;
     wk_status st = wk_config_str(c, "model_type", true, &mt);
     if (st) return st;
-    if (!strcmp(mt, "llama") || !strcmp(mt, "mistral")) in->arch = WK_LLM_LLAMA;
-    else if (!strcmp(mt, "qwen2")) in->arch = WK_LLM_QWEN2;
-    else if (!strcmp(mt, "qwen3")) in->arch = WK_LLM_QWEN3;
-    else if (!strcmp(mt, "gemma3_text")) in->arch = WK_LLM_GEMMA3;
-    else
-        return wk_error_set(WK_ERR_UNSUPPORTED,
-                       "%s: model_type '%s' is not supported (wick runs llama, mistral, qwen2, qwen3, gemma3_text)", doc, mt);
+    const llm_arch_desc *desc = llm_arch_by_hf(mt);
+    if (!desc)
+        return wk_error_set(WK_ERR_UNSUPPORTED, "%s: model_type '%s' is not supported (wick runs %s)", doc, mt,
+                            llm_arch_list(true));
+    m->cfg.arch = desc;
+    in->arch = desc->arch;
     snprintf(in->name, sizeof in->name, "%s", llm_path_base(m->src.dir));
 
     int64_t E = 0, L = 0, F = 0, H = 0;
-    if ((st = c_int(c, "hidden_size", true, &E)) || (st = c_int(c, "num_hidden_layers", true, &L)) ||
-        (st = c_int(c, "intermediate_size", true, &F)) || (st = c_int(c, "num_attention_heads", true, &H)) ||
-        (st = c_int(c, "vocab_size", true, &in->n_vocab)))
+    if ((st = llm_hf_int(c, "hidden_size", true, &E)) || (st = llm_hf_int(c, "num_hidden_layers", true, &L)) ||
+        (st = llm_hf_int(c, "intermediate_size", true, &F)) || (st = llm_hf_int(c, "num_attention_heads", true, &H)) ||
+        (st = llm_hf_int(c, "vocab_size", true, &in->n_vocab)))
         return st;
     if (H <= 0) return wk_error_set(WK_ERR_IO, "%s: num_attention_heads is %lld", doc, (long long)H);
     in->n_embd = E;
@@ -237,90 +219,26 @@ static wk_status hparams_hf(wk_llm *m)
     in->n_ff = F;
     in->n_head = H;
     in->n_head_kv = H;
-    in->head_dim = in->arch == WK_LLM_GEMMA3 ? 256 : E / H;
+    in->head_dim = desc->hf_head_dim ? desc->hf_head_dim : E / H;
     in->train_context = 2048;
     in->norm_eps = 1e-6;
-    in->rope_base = in->arch == WK_LLM_GEMMA3 ? 1e6 : 10000.0;
-    if ((st = c_int(c, "num_key_value_heads", false, &in->n_head_kv)) || (st = c_int(c, "head_dim", false, &in->head_dim)) ||
-        (st = c_int(c, "max_position_embeddings", false, &in->train_context)) ||
+    in->rope_base = desc->hf_rope_base;
+    if ((st = llm_hf_int(c, "num_key_value_heads", false, &in->n_head_kv)) ||
+        (st = llm_hf_int(c, "head_dim", false, &in->head_dim)) ||
+        (st = llm_hf_int(c, "max_position_embeddings", false, &in->train_context)) ||
         (st = wk_config_float(c, "rms_norm_eps", false, &in->norm_eps)) ||
         (st = wk_config_float(c, "attn_logit_softcapping", false, &hp->attn_softcap)) ||
         (st = wk_config_float(c, "final_logit_softcapping", false, &hp->final_softcap)))
         return st;
-    bool tied = in->arch == WK_LLM_GEMMA3;
+    bool tied = desc->hf_tied;
     if ((st = wk_config_bool(c, "tie_word_embeddings", false, &tied))) return st;
     hp->tied = tied;
     const char *act = NULL;
-    if ((st = wk_config_str(c, in->arch == WK_LLM_GEMMA3 ? "hidden_activation" : "hidden_act", false, &act))) return st;
+    if ((st = wk_config_str(c, desc->hf_act_key, false, &act))) return st;
     if (act && strcmp(act, "silu") && strcmp(act, "gelu_pytorch_tanh"))
         return wk_error_set(WK_ERR_UNSUPPORTED, "%s: activation '%s' is not supported (silu, gelu_pytorch_tanh)", doc, act);
-
     in->rope_interleaved = false;
-    if (in->arch == WK_LLM_GEMMA3) {
-        if ((st = rope_params(c, "full_attention", &in->rope_base, &hp->scaling))) return st;
-        in->rope_base_local = 10000.0;
-        if ((st = wk_config_float(c, "rope_local_base_freq", false, &in->rope_base_local))) return st;
-        if (wk_json_get(wk_json_get(c, "rope_parameters"), "sliding_attention") &&
-            (st = rope_params(c, "sliding_attention", &in->rope_base_local, &hp->scaling_local)))
-            return st;
-    } else if ((st = rope_params(c, NULL, &in->rope_base, &hp->scaling))) {
-        return st;
-    }
-
-    switch (in->arch) {
-    case WK_LLM_LLAMA: {
-        bool bias = false;
-        if ((st = wk_config_bool(c, "attention_bias", false, &bias))) return st;
-        if (bias) return wk_error_set(WK_ERR_UNSUPPORTED, "%s: attention_bias is not supported for llama", doc);
-        int64_t swa = 0;
-        if ((st = c_int(c, "sliding_window", false, &swa))) return st;
-        if (swa > 0) {
-            in->sliding_window = swa;
-            for (int64_t l = 0; l < L; l++) m->layers[l].sliding = true;
-        }
-        break;
-    }
-    case WK_LLM_QWEN2: {
-        hp->qkv_bias = true;
-        bool use_swa = false;
-        if ((st = wk_config_bool(c, "use_sliding_window", false, &use_swa))) return st;
-        if (use_swa) return wk_error_set(WK_ERR_UNSUPPORTED, "%s: qwen2's use_sliding_window is not supported", doc);
-        break;
-    }
-    case WK_LLM_QWEN3: hp->qk_norm = true; break;
-    case WK_LLM_GEMMA3: {
-        hp->qk_norm = hp->post_norms = hp->gelu_mlp = hp->gemma_norm = true;
-        hp->embd_scale = sqrt((double)E);
-        double qpas = 256;
-        if ((st = wk_config_float(c, "query_pre_attn_scalar", false, &qpas))) return st;
-        if (qpas <= 0) return wk_error_set(WK_ERR_IO, "%s: query_pre_attn_scalar is %g", doc, qpas);
-        hp->attn_scale = 1.0 / sqrt(qpas);
-        in->sliding_window = 4096;
-        if ((st = c_int(c, "sliding_window", false, &in->sliding_window))) return st;
-        const wk_json *lt = wk_json_get(c, "layer_types");
-        int64_t pattern = 6;
-        if ((st = c_int(c, "sliding_window_pattern", false, &pattern)) ||
-            (st = c_int(c, "_sliding_window_pattern", false, &pattern)))
-            return st;
-        if (wk_json_kind(lt) == WK_JSON_ARRAY) {
-            if ((int64_t)wk_json_count(lt) != L)
-                return wk_error_set(WK_ERR_IO, "%s: layer_types has %zu entries for %lld layers", doc, wk_json_count(lt),
-                               (long long)L);
-            for (int64_t l = 0; l < L; l++) {
-                const char *s = wk_json_string(wk_json_item(lt, (size_t)l), NULL);
-                if (!s || (strcmp(s, "sliding_attention") && strcmp(s, "full_attention")))
-                    return wk_error_set(WK_ERR_IO, "%s: layer_types[%lld] is not sliding_attention or full_attention", doc,
-                                   (long long)l);
-                m->layers[l].sliding = !strcmp(s, "sliding_attention");
-            }
-        } else {
-            for (int64_t l = 0; l < L; l++) m->layers[l].sliding = pattern > 0 && (l + 1) % pattern != 0;
-        }
-        break;
-    }
-    default: break;
-    }
-    return WK_OK;
+    return desc->read_hf(&m->cfg, c);
 }
 
 static bool check_dims(const wk_llm_info *in, const char *what)
@@ -352,7 +270,7 @@ static bool check_dims(const wk_llm_info *in, const char *what)
     return true;
 }
 
-wk_status llm_read_hparams(wk_llm *m, const char *path)
+wk_status llm_read_config(wk_llm *m, const char *path)
 {
     /* the layer count first, for the per-layer flags */
     int64_t L = 0;
@@ -364,12 +282,12 @@ wk_status llm_read_hparams(wk_llm *m, const char *path)
         return st;
     }
     if (L <= 0 || L > 4096) L = 1;
-    m->layers = calloc((size_t)L, sizeof *m->layers);
-    if (!m->layers) return wk_error_set(WK_ERR_MEMORY, "out of memory");
+    m->cfg.sliding = calloc((size_t)L, sizeof *m->cfg.sliding);
+    if (!m->cfg.sliding) return wk_error_set(WK_ERR_MEMORY, "out of memory");
     st = m->src.gguf ? hparams_gguf(m) : hparams_hf(m);
     if (st) return st;
-    if (m->info.n_layer != L) return wk_error_set(WK_ERR_IO, "%s: layer count changed while reading", path);
-    return check_dims(&m->info, path) ? WK_OK : wk_last_status();
+    if (m->cfg.info.n_layer != L) return wk_error_set(WK_ERR_IO, "%s: layer count changed while reading", path);
+    return check_dims(&m->cfg.info, path) ? WK_OK : wk_last_status();
 }
 
 const wk_file_tensor *llm_find(const wk_llm *m, const char *gguf_name, const char *hf_name, int layer)

@@ -1,0 +1,88 @@
+/* qwen.c — Qwen 2 (and 2.5) and Qwen 3: llama's layer (llama.c) with
+ * biases on the q, k and v projections (Qwen 2) or an RMS norm of each
+ * query and key head before rope (Qwen 3). Both are tensors of their
+ * tables below, which the blocks apply where they are loaded, so the
+ * layer function is llama's:
+ *
+ *   q, k, v = h Wq + bq, h Wk + bk, h Wv + bv                 (Qwen 2)
+ *   q, k = rms_norm(q) per head, rms_norm(k) per head        (Qwen 3)
+ *   then rope, attention, the SwiGLU MLP as in llama.c.
+ */
+#include "llm_internal.h"
+
+static wk_status read_gguf(llm_config *c, const llm_gguf_keys *k)
+{
+    (void)c, (void)k;
+    return WK_OK;
+}
+
+static wk_status read_hf2(llm_config *c, const wk_json *cfg)
+{
+    wk_status st = llm_hf_rope(cfg, NULL, &c->info.rope_base, &c->hp.scaling);
+    bool use_swa = false;
+    if (st || (st = wk_config_bool(cfg, "use_sliding_window", false, &use_swa))) return st;
+    if (use_swa)
+        return wk_error_set(WK_ERR_UNSUPPORTED, "%s: qwen2's use_sliding_window is not supported", wk_json_doc_name(cfg));
+    return WK_OK;
+}
+
+static wk_status read_hf3(llm_config *c, const wk_json *cfg)
+{
+    return llm_hf_rope(cfg, NULL, &c->info.rope_base, &c->hp.scaling);
+}
+
+#define ROW_ATTN_NORM LLM_ROW_NORM(attn_norm, "blk.%d.attn_norm.weight", "model.layers.%d.input_layernorm.weight", LLM_DE)
+#define ROW_FFN_NORM \
+    LLM_ROW_NORM(ffn_norm, "blk.%d.ffn_norm.weight", "model.layers.%d.post_attention_layernorm.weight", LLM_DE)
+
+static const llm_wrow rows2[] = {
+    ROW_ATTN_NORM,
+    LLM_ROWS_QKVO,
+    { offsetof(llm_layer, bq), "blk.%d.attn_q.bias", "model.layers.%d.self_attn.q_proj.bias", LLM_DQ, LLM_D0, false,
+      LLM_SH_ROWS_Q },
+    { offsetof(llm_layer, bk), "blk.%d.attn_k.bias", "model.layers.%d.self_attn.k_proj.bias", LLM_DKV, LLM_D0, false,
+      LLM_SH_ROWS_KV },
+    { offsetof(llm_layer, bv), "blk.%d.attn_v.bias", "model.layers.%d.self_attn.v_proj.bias", LLM_DKV, LLM_D0, false,
+      LLM_SH_ROWS_KV },
+    ROW_FFN_NORM,
+    LLM_ROWS_MLP,
+};
+
+static const llm_wrow rows3[] = {
+    ROW_ATTN_NORM,
+    LLM_ROWS_QKVO,
+    LLM_ROW_NORM(q_norm, "blk.%d.attn_q_norm.weight", "model.layers.%d.self_attn.q_norm.weight", LLM_DHEAD),
+    LLM_ROW_NORM(k_norm, "blk.%d.attn_k_norm.weight", "model.layers.%d.self_attn.k_norm.weight", LLM_DHEAD),
+    ROW_FFN_NORM,
+    LLM_ROWS_MLP,
+};
+
+const llm_arch_desc llm_qwen2 = {
+    .arch = WK_LLM_QWEN2,
+    .name = "qwen2",
+    .gguf_archs = (const char *const[]){ "qwen2", NULL },
+    .hf_types = (const char *const[]){ "qwen2", NULL },
+    .hf_rope_base = 10000.0,
+    .hf_act_key = "hidden_act",
+    .act = "silu",
+    .read_gguf = read_gguf,
+    .read_hf = read_hf2,
+    .rows = rows2,
+    .n_rows = sizeof rows2 / sizeof rows2[0],
+    .layer = llm_llama_layer,
+};
+
+const llm_arch_desc llm_qwen3 = {
+    .arch = WK_LLM_QWEN3,
+    .name = "qwen3",
+    .gguf_archs = (const char *const[]){ "qwen3", NULL },
+    .hf_types = (const char *const[]){ "qwen3", NULL },
+    .hf_rope_base = 10000.0,
+    .hf_act_key = "hidden_act",
+    .act = "silu",
+    .read_gguf = read_gguf,
+    .read_hf = read_hf3,
+    .rows = rows3,
+    .n_rows = sizeof rows3 / sizeof rows3[0],
+    .layer = llm_llama_layer,
+};

@@ -1,0 +1,262 @@
+/* weights.c — a model's weights read from its file: the global tensors
+ * (embedding, final norm, output head) and each layer's tensors as its
+ * architecture's table lists them (llm_wrow: names in GGUF and HF files,
+ * shapes, shares), checked against the config, each rank's share read
+ * from the mapping (tensor parallel), converted to the activation dtype
+ * (dense) or kept as the file has them (block types), and fused at load:
+ * q/k/v stacked into one matrix, gate/up into one. */
+#include <stdio.h>
+#include <stdlib.h>
+#include "llm_internal.h"
+
+/* A table's dim for this model (the whole model's: files hold it all). */
+static int64_t dim_of(const wk_llm_info *in, llm_dim d)
+{
+    switch (d) {
+    case LLM_DE: return in->n_embd;
+    case LLM_DQ: return in->n_head * in->head_dim;
+    case LLM_DKV: return in->n_head_kv * in->head_dim;
+    case LLM_DF: return in->n_ff;
+    case LLM_DHEAD: return in->head_dim;
+    case LLM_DVOC: return in->n_vocab;
+    default: return 0;
+    }
+}
+
+/* A weight to load: where it goes, which file tensor, and the shape it must
+ * have (rank 1 or 2). */
+typedef struct wslot {
+    wk_tensor **dst;
+    const wk_file_tensor *info;
+    int rank;
+    int64_t d0, d1;
+    bool matrix;      /* a weight multiplied by activations (may stay quantized) */
+    bool embedding;   /* the token embedding (may stay quantized: qgather)       */
+    llm_share share;  /* tensor parallel: the rank's part (llm_tp.h)             */
+} wslot;
+
+typedef struct wlist {
+    wslot *s;
+    int64_t n, cap;
+} wlist;
+
+static wk_status want(wk_llm *m, wlist *wl, wk_tensor **dst, const char *gname, const char *hname, int layer,
+                      bool required, int rank, int64_t d0, int64_t d1, bool matrix, int share)
+{
+    const wk_file_tensor *info = llm_find(m, gname, hname, layer);
+    if (!info) {
+        if (!required) return WK_OK;
+        char name[256];
+        snprintf(name, sizeof name, m->src.gguf ? gname : hname, layer);
+        return wk_error_set(WK_ERR_IO, "%s: the tensor %s is missing (a %s model needs it)",
+                       m->src.gguf ? wk_gguf_path(m->src.gguf) : m->src.dir, name, wk_llm_arch_name(m->cfg.info.arch));
+    }
+    bool ok = info->shape.rank == rank && info->shape.dims[0] == d0 && (rank == 1 || info->shape.dims[1] == d1);
+    if (!ok) {
+        char got[128] = "", exp[64];
+        int p = 0;
+        for (int i = 0; i < info->shape.rank && p < 100; i++)
+            p += snprintf(got + p, sizeof got - (size_t)p, "%s%lld", i ? ", " : "", (long long)info->shape.dims[i]);
+        if (rank == 1) snprintf(exp, sizeof exp, "%lld", (long long)d0);
+        else snprintf(exp, sizeof exp, "%lld, %lld", (long long)d0, (long long)d1);
+        return wk_error_set(WK_ERR_IO, "%s: tensor %s has shape [%s]; the model's hyperparameters say [%s]", info->file,
+                       info->name, got, exp);
+    }
+    if (info->dtype == WK_DTYPE_COUNT)
+        return wk_error_set(WK_ERR_UNSUPPORTED, "%s: tensor %s is of type %s, which wick does not have", info->file, info->name,
+                       info->type_name);
+    if (wk_dtype_is_quantized(info->dtype) && !matrix)
+        return wk_error_set(WK_ERR_UNSUPPORTED, "%s: tensor %s is %s; wick takes block types for matrices only", info->file,
+                       info->name, wk_dtype_name(info->dtype));
+    if (!wk_dtype_is_float(info->dtype) && !wk_dtype_is_quantized(info->dtype))
+        return wk_error_set(WK_ERR_UNSUPPORTED, "%s: tensor %s is %s, not a float or block type", info->file, info->name,
+                       wk_dtype_name(info->dtype));
+    if (wl->n == wl->cap) {
+        int64_t cap = wl->cap ? wl->cap * 2 : 64;
+        wslot *s = realloc(wl->s, (size_t)cap * sizeof *s);
+        if (!s) return wk_error_set(WK_ERR_MEMORY, "out of memory");
+        wl->s = s;
+        wl->cap = cap;
+    }
+    wl->s[wl->n++] = (wslot){ dst, info, rank, d0, d1, matrix, false, share };
+    return WK_OK;
+}
+
+/* The tensor as the forward pass uses it (see the top of the file). */
+static wk_tensor *prepare(const wk_llm *m, wk_tensor *t, const wk_llm_options *o)
+{
+    const wk_dtype act = m->cfg.info.act_dtype;
+    const wk_dtype dt = wk_tensor_dtype(t);
+    if (wk_dtype_is_quantized(dt)) {
+        if (!o->dequantize) return wk_retain(t);
+        return wk_dequantize(t, act);
+    }
+    if (dt == act) return wk_retain(t);
+    return wk_to_dtype(t, act);
+}
+
+/* Tensor parallel: each weight's share for this rank, read from the
+ * file's mapping (only the share travels to the device). */
+static wk_status load_shares(wk_llm *m, const wlist *wl, wk_tensor **raw)
+{
+    const llm_tp *tp = &m->cfg.tp;
+    const int64_t D = m->cfg.info.head_dim;
+    for (int64_t i = 0; i < wl->n; i++) {
+        const wslot *w = &wl->s[i];
+        int64_t r0 = 0, nr = w->d0, c0 = 0, nc = w->rank == 2 ? w->d1 : 1;
+        switch (w->share) {
+        case LLM_SH_ROWS_Q: r0 = tp->head0 * D, nr = tp->n_head * D; break;
+        case LLM_SH_ROWS_KV: r0 = tp->kv0 * D, nr = tp->n_kv * D; break;
+        case LLM_SH_COLS_Q: c0 = tp->head0 * D, nc = tp->n_head * D; break;
+        case LLM_SH_ROWS_FF: r0 = tp->ff0, nr = tp->n_ff; break;
+        case LLM_SH_COLS_FF: c0 = tp->ff0, nc = tp->n_ff; break;
+        case LLM_SH_ROWS_VOC: r0 = tp->voc0, nr = tp->n_voc; break;
+        default: break;
+        }
+        /* the embedding's share ends with a row of zeros, which the tokens
+           of other ranks look up (forward) */
+        raw[i] = llm_tp_slice(w->info, m->dev, r0, nr, c0, nc, w->embedding ? 1 : 0);
+        if (!raw[i]) {
+            for (int64_t j = 0; j < i; j++) {
+                wk_release(raw[j]);
+                raw[j] = NULL;
+            }
+            return wk_last_status();
+        }
+    }
+    return WK_OK;
+}
+
+wk_status llm_load_weights(wk_llm *m, const wk_llm_options *o)
+{
+    const wk_llm_info *in = &m->cfg.info;
+    const llm_hparams *hp = &m->cfg.hp;
+    const int64_t E = in->n_embd, V = in->n_vocab;
+    wlist wl = { 0 };
+    wk_status st;
+    m->w.layers = calloc((size_t)in->n_layer, sizeof *m->w.layers);
+    if (!m->w.layers) return wk_error_set(WK_ERR_MEMORY, "out of memory");
+#define WANT(dst, g, h, l, req, rank, d0, d1, mat, share) \
+    if ((st = want(m, &wl, dst, g, h, l, req, rank, d0, d1, mat, share))) goto done
+
+    WANT(&m->w.tok_embd, "token_embd.weight", "model.embed_tokens.weight", -1, true, 2, V, E, true, LLM_SH_ROWS_VOC);
+    wl.s[wl.n - 1].embedding = true;
+    WANT(&m->w.out_norm, "output_norm.weight", "model.norm.weight", -1, true, 1, E, 0, false, LLM_SH_ALL);
+    if (!hp->tied)
+        WANT(&m->w.output, "output.weight", "lm_head.weight", -1, !!m->src.st && !hp->tied, 2, V, E, true, LLM_SH_ROWS_VOC);
+    const llm_arch_desc *arch = m->cfg.arch;
+    for (int l = 0; l < in->n_layer; l++) {
+        llm_layer *y = &m->w.layers[l];
+        for (int r = 0; r < arch->n_rows; r++) {
+            const llm_wrow *w = &arch->rows[r];
+            const int64_t d0 = dim_of(in, w->d0), d1 = dim_of(in, w->d1);
+            WANT((wk_tensor **)((char *)y + w->member), w->gguf, w->hf, l, true, w->d1 == LLM_D0 ? 1 : 2, d0, d1,
+                 w->matrix, w->share);
+        }
+    }
+#undef WANT
+
+    {
+        uint64_t dtype_bytes[WK_DTYPE_COUNT] = { 0 };
+        const wk_file_tensor **infos = malloc((size_t)wl.n * sizeof *infos);
+        wk_tensor **raw = calloc((size_t)wl.n, sizeof *raw);
+        if (!infos || !raw) {
+            free(infos);
+            free(raw);
+            st = wk_error_set(WK_ERR_MEMORY, "out of memory");
+            goto done;
+        }
+        for (int64_t i = 0; i < wl.n; i++) infos[i] = wl.s[i].info;
+        const char *label = m->src.gguf ? llm_path_base(wk_gguf_path(m->src.gguf)) : llm_path_base(m->src.dir);
+        st = m->cfg.tp.comm ? load_shares(m, &wl, raw) : wk_file_tensors_load(infos, wl.n, m->dev, o->progress, label, raw);
+        for (int64_t i = 0; st == WK_OK && i < wl.n; i++) {
+            wk_tensor *t = prepare(m, raw[i], o);
+            if (!t) {
+                st = wk_error_wrap("%s: tensor %s", wl.s[i].info->file, wl.s[i].info->name);
+                break;
+            }
+            *wl.s[i].dst = t;
+            m->cfg.info.weight_bytes += wk_tensor_nbytes(t);
+            if (wl.s[i].matrix) dtype_bytes[wl.s[i].info->dtype] += wl.s[i].info->nbytes;
+        }
+        for (int d = 0; d < WK_DTYPE_COUNT; d++)   /* the dtype holding most matrix bytes */
+            if (dtype_bytes[d] > dtype_bytes[m->cfg.info.weight_dtype]) m->cfg.info.weight_dtype = (wk_dtype)d;
+        for (int64_t i = 0; i < wl.n; i++) wk_release(raw[i]);
+        free(infos);
+        free(raw);
+    }
+    if (st == WK_OK && !m->w.output)   /* tied; tensor parallel: without the zero row */
+        m->w.output = m->cfg.tp.comm ? wk_narrow(m->w.tok_embd, 0, 0, m->cfg.tp.n_voc) : wk_retain(m->w.tok_embd);
+    if (st == WK_OK && !m->w.output) st = wk_error_wrap("the output head");
+done:
+    free(wl.s);
+    return st;
+}
+
+/* n matrices (or biases) stacked along dim 0 into *dst when all are
+ * present and of one dtype (one block type for quantized ones: rows are
+ * whole blocks, so stacking rows is a byte copy); the parts are released
+ * and set to NULL. Otherwise nothing changes. */
+static wk_status fuse(wk_tensor **dst, wk_tensor **const *parts, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (!*parts[i] || wk_tensor_dtype(*parts[i]) != wk_tensor_dtype(*parts[0])) return WK_OK;
+    wk_tensor *ts[3] = { 0 };
+    for (int i = 0; i < n; i++) ts[i] = *parts[i];
+    wk_tensor *c = wk_cat(ts, n, 0);
+    if (!c) return wk_error_wrap("stacking weights");
+    *dst = c;
+    for (int i = 0; i < n; i++) {
+        wk_release(*parts[i]);
+        *parts[i] = NULL;
+    }
+    return WK_OK;
+}
+
+/* A layer's q, k, v matrices as one (and their biases, when every part
+ * fuses), and gate with up: a decode step then launches 3 matmuls fewer.
+ * WICK_LLM_FUSE=0 keeps them apart (for measuring the difference). */
+static wk_status fuse_layer(llm_layer *y)
+{
+    const char *e = getenv("WICK_LLM_FUSE");
+    if (e && !strcmp(e, "0")) return WK_OK;
+    wk_status st;
+    const bool bias = y->bq || y->bk || y->bv;
+    const bool same = wk_tensor_dtype(y->wq) == wk_tensor_dtype(y->wk) && wk_tensor_dtype(y->wq) == wk_tensor_dtype(y->wv);
+    if (same && (!bias || (y->bq && y->bk && y->bv))) {
+        wk_tensor **w[3] = { &y->wq, &y->wk, &y->wv }, **b[3] = { &y->bq, &y->bk, &y->bv };
+        if (bias && (st = fuse(&y->bqkv, b, 3))) return st;
+        if (!bias || y->bqkv) {
+            if ((st = fuse(&y->wqkv, w, 3))) return st;
+        }
+    }
+    wk_tensor **g[2] = { &y->w_gate, &y->w_up };
+    return fuse(&y->w_gu, g, 2);
+}
+
+
+wk_status llm_fuse_weights(wk_llm *m)
+{
+    wk_status st = WK_OK;
+    for (int64_t l = 0; l < m->cfg.info.n_layer && st == WK_OK; l++) st = fuse_layer(&m->w.layers[l]);
+    return st;
+}
+
+void llm_weights_free(wk_llm *m)
+{
+    if (m->w.layers) {
+        for (int64_t l = 0; l < m->cfg.info.n_layer; l++) {
+            llm_layer *y = &m->w.layers[l];
+            wk_tensor *ts[] = { y->attn_norm, y->wq, y->wk, y->wv, y->wo, y->bq, y->bk, y->bv, y->q_norm, y->k_norm,
+                                y->post_attn_norm, y->ffn_norm, y->w_gate, y->w_up, y->w_down, y->post_ffn_norm,
+                                y->wqkv, y->bqkv, y->w_gu };
+            for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++) wk_release(ts[i]);
+        }
+        free(m->w.layers);
+        m->w.layers = NULL;
+    }
+    wk_release(m->w.tok_embd);
+    wk_release(m->w.out_norm);
+    wk_release(m->w.output);
+    m->w.tok_embd = m->w.out_norm = m->w.output = NULL;
+}
