@@ -127,6 +127,7 @@ test: all
 	$(BUILD)/wick-tests
 	CC="$(CC)" tests/cli/test_cli.sh $(BUILD)/wick
 	tools/check-layers && tools/check-layers --self-test
+	tools/check-env && tools/check-env --self-test
 
 asan:
 	$(MAKE) BUILD=build-asan OPT="-O1 -fno-omit-frame-pointer" EXTRA_CFLAGS="-fsanitize=address,undefined -fno-sanitize-recover=undefined" \
