@@ -24,7 +24,7 @@
 #include "wick_llm.h"
 #include "wick_ext.h"
 #include "wick_formats.h"
-#include "llm_tp.h"
+#include "tp.h"
 
 /* ---- configuration ---------------------------------------------------------- */
 
@@ -339,5 +339,7 @@ wk_status llm_eval_greedy(wk_llm *m, const int32_t *tokens, int64_t n, int32_t *
 /* tokenizer and end-of-generation tokens, set up at load */
 wk_status llm_text_init(wk_llm *m);
 void llm_text_free(wk_llm *m);
+/* the model's tokenizer, NULL when it has none (text.c) */
+const struct wk_tokenizer *llm_text_tokenizer(const wk_llm *m);
 
 #endif /* WICK_LLM_INTERNAL_H */

@@ -1,11 +1,11 @@
-/* llm_tp.c — tensor parallelism for the language models: the plan of one
+/* tp.c — tensor parallelism for the language models: the plan of one
  * rank's shares (llm_tp_plan) and the reads of those shares from a file's
- * mapping (llm_tp_slice). See llm_tp.h for the scheme; llm.c loads and
- * runs a rank with them. */
+ * mapping (llm_tp_slice). See tp.h for the scheme; weights.c loads a
+ * rank's shares with them and blocks.c joins the ranks' partial results. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "llm_tp.h"
+#include "tp.h"
 #include "wick_ext.h"
 #include "wick_formats.h"
 

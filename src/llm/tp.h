@@ -1,4 +1,4 @@
-/* llm_tp.h — tensor parallelism for the language models (llm_tp.c): which
+/* tp.h — tensor parallelism for the language models (tp.c): which
  * share of every weight one rank holds, and the reads of those shares from
  * the file's mapping. docs/tensor-parallel.md has the scheme:
  *
