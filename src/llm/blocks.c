@@ -5,8 +5,9 @@
  * fusion choices for its part (which ops run as one launch on which
  * device), so an architecture's layer function (llama.c, qwen.c,
  * gemma3.c) reads as the maths and never changes when a fusion does; and
- * each marks its end by name (llm_mark: WICK_LLM_TIMING=2 sums the
- * device's time by these names).
+ * each names what it makes (llm_mark: WICK_LLM_TIMING=2 sums the
+ * device's time by these names, WICK_LLM_DUMP prints the tensors they
+ * name).
  *
  * What a block does is decided by the weights the architecture's tensor
  * table loaded (a bias, q/k norms, a post-norm: present or NULL) and by
@@ -63,7 +64,7 @@ wk_tensor *blk_embed(llm_pass *p, const wk_tensor *tid, int64_t row)
     }
     if (x && m->cfg.tp.comm && wk_all_reduce(m->cfg.tp.comm, x) != WK_OK) x = NULL;
     if (x && m->cfg.hp.embd_scale > 0) x = wk_affine(x, in_dtype(m->cfg.hp.embd_scale, act), 0.0);
-    llm_mark(p, "embedding");
+    llm_mark(p, "embedding", x);
     return x;
 }
 
@@ -139,7 +140,7 @@ wk_tensor *blk_qkv_rope_cache(llm_pass *p, const llm_layer *y, const wk_tensor *
             wk_tensor *r = y->bqkv ? wk_rope_kv(wk_reshape(qkv, WK_SHAPE(1, T, H + 2 * Hkv, D)), H, c, s, p0, pt, il, kc, vc)
                                    : wk_linear_rope_kv(h, y->wqkv, H, c, s, p0, pt, il, kc, vc);
             q = wk_transpose(r, 1, 2);
-            llm_mark(p, "q/k/v, rope, cache");
+            llm_mark(p, "q (k, v cached)", q);
             return q;
         }
         if (!qk_norm) {   /* q and k rotated in one launch */
@@ -165,7 +166,7 @@ wk_tensor *blk_qkv_rope_cache(llm_pass *p, const llm_layer *y, const wk_tensor *
         k = rope(p, k);
     }
     const bool ok = q && cache_write(p, k, v);
-    llm_mark(p, "q/k/v, rope, cache");
+    llm_mark(p, "q (k, v cached)", ok ? q : NULL);
     return ok ? q : NULL;
 }
 
@@ -193,9 +194,9 @@ wk_tensor *blk_attention(llm_pass *p, const llm_layer *y, const wk_tensor *q)
         const int64_t lo = win && pos - in->sliding_window + 1 > base ? pos - in->sliding_window + 1 : base;
         a = wk_attention(q, wk_narrow(kc, 2, lo - base, pos + T - lo), wk_narrow(vc, 2, lo - base, pos + T - lo), &ao);
     }
-    llm_mark(p, "attention");
+    llm_mark(p, "attention", a);
     a = a ? linear(wk_reshape(wk_transpose(a, 1, 2), WK_SHAPE(T, m->cfg.tp.n_head * in->head_dim)), y->wo, NULL) : NULL;
-    llm_mark(p, "o projection");
+    llm_mark(p, "o_proj", a);
     return a;
 }
 
@@ -220,7 +221,7 @@ wk_tensor *blk_gated_mlp(llm_pass *p, const llm_layer *y, const wk_tensor *h, ll
         a = act == LLM_GELU_TANH ? wk_mul(wk_gelu(g), u) : wk_silu_mul(g, u);
     }
     wk_tensor *f = a ? linear(a, y->w_down, NULL) : NULL;
-    llm_mark(p, "gated mlp");
+    llm_mark(p, "gated_mlp", f);
     return f;
 }
 
@@ -254,7 +255,7 @@ wk_tensor *blk_residual_norm(llm_pass *p, wk_tensor *f, const wk_tensor *post, c
         h = f ? wk_add_rms_norm(f, p->x, next_norm, m->cfg.info.norm_eps, m->cfg.hp.gemma_norm, &xo) : NULL;
     }
     if (next_norm) p->x = xo;
-    llm_mark(p, "residual + norm");
+    llm_mark(p, "residual_norm", h);
     return h;
 }
 
@@ -282,6 +283,6 @@ wk_tensor *blk_logits(llm_pass *p, int64_t first_out, int want)
     wk_tensor *o = want == LLM_OUT_BEST ? (lg ? wk_argmax(lg, 1, false) : NULL)
                    : lg && in->act_dtype != WK_F32 ? wk_to_dtype(lg, WK_F32)
                                                    : lg;
-    llm_mark(p, "output head");
+    llm_mark(p, "logits", o);
     return o;
 }

@@ -318,12 +318,14 @@ void llm_greedy_drop(wk_llm *m);
 void llm_graphs_free(wk_llm *m);
 
 /* WICK_LLM_TIMING=1: host time of one-token passes (issue, wait); =2: the
- * device's time by named part, from events at each block's end. */
+ * device's time by named part, from events at each block's end.
+ * WICK_LLM_DUMP: each block's result of eager passes, by name, printed. */
 void llm_timing_init(wk_llm *m);
 double llm_now_ms(void);
 bool llm_timing_by_part(const wk_llm *m);        /* =2 (no recorded steps then) */
 bool llm_parts_on(const wk_llm *m, int64_t T);   /* events between parts this pass */
-void llm_mark(const llm_pass *p, const char *part);
+/* the end of a block: t is what it made, by name (timing; WICK_LLM_DUMP) */
+void llm_mark(const llm_pass *p, const char *name, const wk_tensor *t);
 void llm_parts_add(wk_llm *m);                   /* after a pass's result is back */
 void llm_timing_add(wk_llm *m, double t0, double t1);
 void llm_timing_replay(wk_llm *m, int phase);    /* events around a replay: 0 before the inputs, 1, 2 */

@@ -1,4 +1,5 @@
-/* timing.c — WICK_LLM_TIMING, for whoever tunes the forward pass:
+/* timing.c — what the blocks' named marks (llm_mark) feed, for whoever
+ * tunes or debugs the forward pass. WICK_LLM_TIMING:
  *   =1  the host's time of one-token passes, split into issuing the work
  *       and waiting for the result, and, for replayed steps, the device's
  *       time writing the step's inputs and running it (printed at free);
@@ -7,7 +8,11 @@
  *       interval before a mark adds to the sum of the mark's name, so the
  *       parts are the blocks' names (summed over layers). Recorded steps
  *       are not used at =2 (the events sit between their launches).
- * Read once at load. */
+ * WICK_LLM_DUMP=1 (every name) or =NAME (one block's, e.g. attention):
+ * each block's result of eager passes printed to stderr as it is made,
+ * with the layer, the first position, the shape, mean |x|, max |x| and the
+ * first values (a host copy per block: for comparing with a reference's
+ * hooks, not for speed; recorded steps are not dumped). Read once at load. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
@@ -17,6 +22,7 @@ enum { MAX_PARTS = 16 };
 
 struct llm_timing {
     int level;
+    char *dump;           /* WICK_LLM_DUMP: "" every name, else one; NULL off */
     int64_t steps;
     double issue_ms, wait_ms;
     /* =2: events of the pass in progress (active), the name each one
@@ -45,11 +51,41 @@ double llm_now_ms(void)
 
 void llm_timing_init(wk_llm *m)
 {
-    const char *e = getenv("WICK_LLM_TIMING");
+    const char *e = getenv("WICK_LLM_TIMING"), *d = getenv("WICK_LLM_DUMP");
     const int level = !e || !e[0] || !strcmp(e, "0") ? 0 : !strcmp(e, "2") ? 2 : 1;
-    if (!level) return;
-    m->rt.timing = calloc(1, sizeof *m->rt.timing);
-    if (m->rt.timing) m->rt.timing->level = level;   /* no memory: no timing */
+    const bool dump = d && d[0] && strcmp(d, "0");
+    if (!level && !dump) return;
+    llm_timing *t = m->rt.timing = calloc(1, sizeof *m->rt.timing);
+    if (!t) return;   /* no memory: no timing */
+    t->level = level;
+    if (dump) t->dump = strdup(strcmp(d, "1") ? d : "");
+}
+
+/* WICK_LLM_DUMP: t's stats, named */
+static void dump(const llm_pass *p, const char *name, const wk_tensor *t)
+{
+    if (p->dy || !t) return;
+    wk_scope_begin();
+    const int64_t n = wk_tensor_numel(t);
+    wk_tensor *f = wk_contiguous(wk_to_dtype(t, WK_F32));
+    float *v = f && n > 0 ? malloc((size_t)n * sizeof *v) : NULL;
+    if (v && wk_to_host(f, v, (size_t)n * sizeof *v) == WK_OK) {
+        double sum = 0, mx = 0;
+        for (int64_t i = 0; i < n; i++) {
+            const double a = v[i] < 0 ? -(double)v[i] : (double)v[i];
+            sum += a;
+            if (a > mx || a != a) mx = a;
+        }
+        char shape[96] = "";
+        int k = 0;
+        for (int i = 0; i < wk_tensor_rank(t) && k >= 0 && k < (int)sizeof shape; i++)
+            k += snprintf(shape + k, sizeof shape - (size_t)k, "%s%lld", i ? ", " : "", (long long)wk_tensor_dim(t, i));
+        fprintf(stderr, "wick: dump pos %lld layer %lld %s [%s]: mean|x| %.6g max|x| %.6g first %.6g %.6g %.6g %.6g\n",
+                (long long)p->pos, (long long)p->l, name, shape, sum / (double)n, mx, v[0], n > 1 ? v[1] : 0.0,
+                n > 2 ? v[2] : 0.0, n > 3 ? v[3] : 0.0);
+    }
+    free(v);
+    wk_scope_end();
 }
 
 bool llm_parts_on(const wk_llm *m, int64_t T)
@@ -58,14 +94,16 @@ bool llm_parts_on(const wk_llm *m, int64_t T)
     if (!t) return false;
     t->active = t->level == 2 && T == 1;
     t->n_ev = 0;
-    if (t->active) llm_mark(&(llm_pass){ .m = (wk_llm *)m }, NULL);
+    if (t->active) llm_mark(&(llm_pass){ .m = (wk_llm *)m }, NULL, NULL);
     return t->active;
 }
 
-void llm_mark(const llm_pass *p, const char *part)
+void llm_mark(const llm_pass *p, const char *part, const wk_tensor *tensor)
 {
     llm_timing *t = p->m->rt.timing;
-    if (!t || !t->active) return;
+    if (!t) return;
+    if (t->dump && part && (!t->dump[0] || !strcmp(t->dump, part))) dump(p, part, tensor);
+    if (!t->active) return;
     if (t->n_ev == t->cap_ev) {
         const int64_t cap = t->cap_ev ? 2 * t->cap_ev : 64;
         wk_event **ev = realloc(t->ev, (size_t)cap * sizeof *ev);
@@ -106,7 +144,7 @@ void llm_parts_add(wk_llm *m)
 void llm_timing_add(wk_llm *m, double t0, double t1)
 {
     llm_timing *t = m->rt.timing;
-    if (!t) return;
+    if (!t || !t->level) return;
     t->steps++;
     t->issue_ms += t1 - t0;
     t->wait_ms += llm_now_ms() - t1;
@@ -115,7 +153,7 @@ void llm_timing_add(wk_llm *m, double t0, double t1)
 void llm_timing_replay(wk_llm *m, int phase)
 {
     llm_timing *t = m->rt.timing;
-    if (!t) return;
+    if (!t || !t->level) return;
     if (phase == 0) {
         for (int i = 0; i < 3; i++)
             if (!t->gev[i]) t->gev[i] = wk_event_new(m->dev);
@@ -165,6 +203,7 @@ void llm_timing_free(wk_llm *m)
     for (int64_t i = 0; i < t->cap_ev; i++) wk_event_free(t->ev[i]);
     free(t->ev);
     free(t->ev_name);
+    free(t->dump);
     free(t);
     m->rt.timing = NULL;
 }

@@ -223,9 +223,14 @@ if [ -f "$smol" ]; then
   expect run_tp_chat 0 sh -c '"$1" run "$2" --chat --device cpu --temp 0.8 --seed 5 -n 12 -q --tp 3 < "$3"' _ "$wick" "$smol" "$tmp/turns"
   [ -s "$tmp/chat1" ] && cmp -s "$tmp/chat1" "$tmp/out" && ok || bad run_tp_chat_same "one device: '$(cat "$tmp/chat1")'; --tp 3: '$(out)'"
   [ "$(grep -c '^> ' "$tmp/err")" -le 1 ] && [ "$(grep -o '> ' "$tmp/err" | wc -l)" -eq 3 ] && ok || bad run_tp_chat_prompts "stderr: '$(err)'"
+  # WICK_LLM_DUMP=name: that block's result, once per layer and pass (logits: once per pass)
+  expect run_dump_attention 0 env WICK_LLM_DUMP=attention "$wick" run "$smol" --device cpu -p hi -n 2 -q
+  [ "$(err | grep -c '^wick: dump pos [0-9]* layer [0-9]* attention \[1, ')" -eq 60 ] && ok || bad run_dump_attention_lines "stderr: '$(err | head -3)'"
+  expect run_dump_logits 0 env WICK_LLM_DUMP=logits "$wick" run "$smol" --device cpu -p hi -n 2 -q
+  [ "$(err | grep -c '^wick: dump pos [0-9]* layer 29 logits \[1, 49152\]')" -eq 2 ] && ok || bad run_dump_logits_lines "stderr: '$(err | head -3)'"
   # WICK_LLM_TIMING=2: the device time by part, one line per rank
   expect run_timing_parts 0 env WICK_LLM_TIMING=2 "$wick" run "$smol" --device cpu --tp 3 -p hi -n 4 -q
-  [ "$(err | grep -c "device time of a one-token pass by part.*embedding [0-9.]*;.*attention [0-9.]*;.*residual + norm [0-9.]*; gated mlp [0-9.]*; output head [0-9.]*; all [0-9.]* of the host's [0-9.]*$")" -eq 3 ] \
+  [ "$(err | grep -c "device time of a one-token pass by part.*embedding [0-9.]*;.*attention [0-9.]*;.*residual_norm [0-9.]*; gated_mlp [0-9.]*; logits [0-9.]*; all [0-9.]* of the host's [0-9.]*$")" -eq 3 ] \
     && ok || bad run_timing_parts_lines "stderr: '$(err)'"
 else
   echo "skip cli/run_tp_chat: no $smol"
