@@ -14,6 +14,7 @@ and with chunks of 4 (window caches on the sliding models), and greedy
 decode steps of its own (no forcing: the tokens must match too).
 
   tools/llm_bitcheck.py --ref REFBUILD --new build [--device cpu] [--gguf a.gguf ...] [--out DIR]
+                        [--ref-env VAR=value] [--new-env VAR=value]   (e.g. each tree's WICK_CUDA_PLUGIN)
 
 Exit 1 when any pair differs. Needs torch, transformers, numpy, gguf
 (tools/hf_gguf.py); without torch only the --gguf files are compared.
@@ -23,11 +24,12 @@ import argparse, filecmp, os, subprocess, sys, tempfile
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 
-def run(exe, path, device, dtype, prompt, out, chunk=0, steps=8):
+def run(exe, path, device, dtype, prompt, out, chunk=0, extra_env=()):
     cmd = [exe, path, "--device", device, "--dtype", dtype, "--prompt", ",".join(map(str, prompt)), "--out", out]
     if chunk:
         cmd += ["--chunk", str(chunk)]
     env = dict(os.environ, WICK_PROGRESS="0")
+    env.update(kv.split("=", 1) for kv in extra_env)
     r = subprocess.run(cmd, capture_output=True, text=True, env=env)
     if r.returncode != 0:
         return r.stderr.strip().splitlines()[-1] if r.stderr.strip() else f"exit {r.returncode}"
@@ -42,6 +44,8 @@ def main():
     ap.add_argument("--gguf", nargs="*", default=[], help="more GGUF files (real models)")
     ap.add_argument("--out", default=None, help="keep the models and outputs here")
     ap.add_argument("--no-random", action="store_true", help="only the --gguf files")
+    ap.add_argument("--ref-env", action="append", default=[], help="VAR=value for the reference's runs (repeatable)")
+    ap.add_argument("--new-env", action="append", default=[], help="VAR=value for the new build's runs")
     a = ap.parse_args()
     tmp = a.out or tempfile.mkdtemp(prefix="wick-bitcheck-")
     os.makedirs(tmp, exist_ok=True)
@@ -79,10 +83,10 @@ def main():
             for chunk in ([0, 4] if sliding else [0]):
                 outs = []
                 errs = []
-                for side, b in (("ref", a.ref), ("new", a.new)):
+                for side, b, env in (("ref", a.ref, a.ref_env), ("new", a.new, a.new_env)):
                     o = os.path.join(tmp, f"{name}-{dtype}-{chunk}-{side}.bin")
                     errs.append(run(os.path.join(b, "wick-llm-oracle"), path, a.device, dtype, rng_prompt[:np_], o,
-                                    chunk))
+                                    chunk, env))
                     outs.append(o)
                 if errs[0] or errs[1]:
                     same = errs[0] == errs[1] and errs[0] is not None and errs[1] is not None
