@@ -212,6 +212,21 @@ const char *wk_path_base(const char *path)
     return s && s[1] ? s + 1 : path;
 }
 
+char *wk_path_join(const char *dir, const char *name)
+{
+    size_t a = strlen(dir), b = strlen(name);
+    char *r = malloc(a + b + 2);
+    if (!r) {
+        wk_error_set(WK_ERR_MEMORY, "out of memory");
+        return NULL;
+    }
+    memcpy(r, dir, a);
+    size_t k = a;
+    if (a && dir[a - 1] != '/') r[k++] = '/';
+    memcpy(r + k, name, b + 1);
+    return r;
+}
+
 const char *wk_fmt_bytes(uint64_t bytes, char *buf)
 {
     static const char *const units[] = { "B", "kB", "MB", "GB", "TB", "PB", "EB" };

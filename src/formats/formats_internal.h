@@ -115,6 +115,9 @@ static inline uint64_t wk_ld64(const unsigned char *p) { uint64_t v; memcpy(&v, 
 /* The last path component (for labels). */
 const char *wk_path_base(const char *path);
 
+/* dir + "/" + name (no second slash), malloc'd; NULL (error set) on memory. */
+char *wk_path_join(const char *dir, const char *name);
+
 /* Sizes for messages: "1.23 GB". buf of 32. */
 const char *wk_fmt_bytes(uint64_t bytes, char *buf);
 

@@ -94,22 +94,6 @@ static void find_gguf(const char *dir, char *out, size_t outsz)
     closedir(d);
 }
 
-/* dir + "/" + name, malloc'd; NULL (error set) on memory. */
-static char *join(const char *dir, const char *name)
-{
-    size_t a = strlen(dir), b = strlen(name);
-    char *r = malloc(a + b + 2);
-    if (!r) {
-        wk_error_set(WK_ERR_MEMORY, "%s: out of memory", dir);
-        return NULL;
-    }
-    memcpy(r, dir, a);
-    size_t k = a;
-    if (a && dir[a - 1] != '/') r[k++] = '/';
-    memcpy(r + k, name, b + 1);
-    return r;
-}
-
 /* The safetensors model's folder: the path itself when a folder (without
  * trailing slashes), else the folder of the file ("." when none is named). */
 static char *model_dir(const char *path, bool is_dir)
@@ -136,7 +120,7 @@ static char *model_dir(const char *path, bool is_dir)
  * safetensors model at f->path; path is what the caller gave, for messages. */
 static wk_status open_configs(wk_model_file *f, const char *path)
 {
-    char *cfg = join(f->path, "config.json");
+    char *cfg = wk_path_join(f->path, "config.json");
     if (!cfg) return wk_last_status();
     struct stat sb;
     if (stat(cfg, &sb) != 0) {
@@ -162,7 +146,7 @@ static wk_status open_configs(wk_model_file *f, const char *path)
         return st;
     }
     free(cfg);
-    char *tok = join(f->path, "tokenizer_config.json");
+    char *tok = wk_path_join(f->path, "tokenizer_config.json");
     if (!tok) return wk_last_status();
     if (stat(tok, &sb) == 0 && S_ISREG(sb.st_mode)) {
         f->tokcfg = wk_json_parse_file(tok, WK_JSON_ALLOW_NAN);   /* optional: its chat template */

@@ -298,21 +298,6 @@ static bool exists(const char *p)
     return stat(p, &sb) == 0;
 }
 
-static char *join(const char *dir, const char *name)
-{
-    size_t a = strlen(dir), b = strlen(name);
-    char *r = malloc(a + b + 2);
-    if (!r) {
-        wk_error_set(WK_ERR_MEMORY, "out of memory");
-        return NULL;
-    }
-    memcpy(r, dir, a);
-    size_t k = a;
-    if (a && dir[a - 1] != '/') r[k++] = '/';
-    memcpy(r + k, name, b + 1);
-    return r;
-}
-
 static int cmp_str(const void *a, const void *b) { return strcmp(*(const char *const *)a, *(const char *const *)b); }
 
 static bool ends_with(const char *s, const char *suffix)
@@ -380,7 +365,7 @@ static bool open_index(wk_safetensors *s, const char *path)
         goto out;
     }
     for (size_t i = 0; i < ns; i++) {
-        char *full = join(*dir ? dir : ".", shards[i]);
+        char *full = wk_path_join(*dir ? dir : ".", shards[i]);
         if (!full) {
             free(first);
             goto out;
@@ -451,10 +436,10 @@ WK_MODEL_API wk_safetensors *wk_safetensors_open(const char *path)
     char *owned = NULL;
     const char *p = path;
     if (is_dir(path)) {
-        owned = join(path, "model.safetensors.index.json");
+        owned = wk_path_join(path, "model.safetensors.index.json");
         if (owned && !exists(owned)) {
             free(owned);
-            owned = join(path, "model.safetensors");
+            owned = wk_path_join(path, "model.safetensors");
             if (owned && !exists(owned)) {
                 wk_error_set(WK_ERR_IO, "%s: a folder without model.safetensors or model.safetensors.index.json", path);
                 free(owned);
