@@ -1,6 +1,7 @@
 /* wick_formats.h — model files: GGUF (v2 and v3, read and write),
  * safetensors (one file or a sharded model), JSON (config.json,
- * tokenizer.json) and loading tensors onto a device with a progress bar.
+ * tokenizer.json), loading tensors onto a device with a progress bar, and
+ * wk_model_file, one handle over a model's weights in either format.
  * The code lives in src/formats/ and is written against wick.h and
  * wick_ext.h only (the lowest of the layers above the core).
  * docs/model-files.md says what is supported and what is checked.
@@ -286,6 +287,38 @@ wk_status wk_config_int(const wk_json *cfg, const char *path, bool required, int
 wk_status wk_config_float(const wk_json *cfg, const char *path, bool required, double *out);
 wk_status wk_config_bool(const wk_json *cfg, const char *path, bool required, bool *out);
 wk_status wk_config_str(const wk_json *cfg, const char *path, bool required, const char **out);
+
+/* ------------------------------------------------------------------ */
+/* a model's weights, whatever the format                              */
+
+/* One handle over the formats above, for code that loads a model:
+ *   - a GGUF file, known by its magic whatever its name; a file named
+ *     .gguf without it is WK_ERR_IO "not a GGUF file" showing its first
+ *     bytes (a file of another name is read as safetensors);
+ *   - a safetensors model (one file, a model.safetensors.index.json, or a
+ *     folder holding either) with its config.json beside it: required,
+ *     WK_ERR_IO naming the path when it is absent, not valid JSON or not
+ *     an object; and tokenizer_config.json beside it when present (parsed
+ *     with WK_JSON_ALLOW_NAN; a file that does not parse is left out,
+ *     without an error).
+ * A path that does not exist is WK_ERR_IO "no such file or folder". Its
+ * tensors are those of the file underneath (wk_gguf_tensor_info's,
+ * wk_safetensors_tensor_info's, in the same order). */
+typedef struct wk_model_file wk_model_file;
+wk_model_file *wk_model_file_open(const char *path);
+void wk_model_file_close(wk_model_file *f);                 /* NULL is fine */
+/* The GGUF file, or the safetensors model's folder (where its config.json is). */
+const char *wk_model_file_path(const wk_model_file *f);
+int64_t wk_model_file_tensor_count(const wk_model_file *f);
+const wk_file_tensor *wk_model_file_tensor_info(const wk_model_file *f, int64_t i);   /* NULL past the end */
+const wk_file_tensor *wk_model_file_find(const wk_model_file *f, const char *name);   /* NULL when absent, no error set */
+/* One tensor on dev (wk_file_tensor_load); an absent name is WK_ERR_ARGUMENT. */
+wk_tensor *wk_model_file_tensor(const wk_model_file *f, const char *name, wk_device *dev);
+/* The file underneath, and the configs; they live as long as f. */
+const wk_gguf *wk_model_file_gguf(const wk_model_file *f);                /* NULL for safetensors */
+const wk_safetensors *wk_model_file_safetensors(const wk_model_file *f);  /* NULL for GGUF */
+const wk_json *wk_model_file_config(const wk_model_file *f);              /* config.json; NULL for GGUF */
+const wk_json *wk_model_file_tokenizer_config(const wk_model_file *f);    /* tokenizer_config.json or NULL */
 
 #if defined(__GNUC__)
 #pragma GCC visibility pop

@@ -26,6 +26,12 @@
  *   safetensors every dtype, scalar and empty tensors, metadata, shards
  *               through the index and the folder, corrupt headers,
  *               truncations and flips
+ *   model_file  wk_model_file over a GGUF file (any name) and safetensors
+ *               models (file, folder, shards; config.json required,
+ *               tokenizer_config.json optional): the same tensors and bytes
+ *               as the wk_gguf / wk_safetensors route; a text file named
+ *               .gguf, a missing path, folders without model files, bad
+ *               configs, NULL arguments
  * Case names: model_files/<part>/<what>.
  */
 #include <math.h>
@@ -83,21 +89,29 @@ static const char *tmp_dir(void)
     return tmp_dir_buf;
 }
 
-static void tmp_dir_remove(void)
+/* Removes dir's files and folders (the model-file cases write folders). */
+static void remove_tree(const char *dir, int depth)
 {
-    if (!tmp_dir_buf[0] || strcmp(tmp_dir_buf, ".") == 0) return;
-    DIR *d = opendir(tmp_dir_buf);
+    DIR *d = opendir(dir);
     if (d) {
         struct dirent *e;
-        char p[600];
+        char p[1024];
         while ((e = readdir(d)))
             if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) {
-                snprintf(p, sizeof p, "%s/%s", tmp_dir_buf, e->d_name);
-                remove(p);
+                snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
+                struct stat sb;
+                if (depth < 4 && lstat(p, &sb) == 0 && S_ISDIR(sb.st_mode)) remove_tree(p, depth + 1);
+                else remove(p);
             }
         closedir(d);
     }
-    rmdir(tmp_dir_buf);
+    rmdir(dir);
+}
+
+static void tmp_dir_remove(void)
+{
+    if (!tmp_dir_buf[0] || strcmp(tmp_dir_buf, ".") == 0) return;
+    remove_tree(tmp_dir_buf, 0);
     tmp_dir_buf[0] = 0;
 }
 
@@ -1495,6 +1509,234 @@ static void st_fuzz_cases(void)
     }
 }
 
+/* ---- wk_model_file ------------------------------------------------------------------- */
+
+/* a copy of a fixture at a path of the temporary folder */
+static bool copy_file(const char *from, const char *to)
+{
+    size_t n;
+    unsigned char *p = read_file(from, &n);
+    return p && write_file(to, p, n);
+}
+
+static bool write_text(const char *path, const char *text) { return write_file(path, text, strlen(text)); }
+
+/* A model file's tensors are those of the file underneath, by index and by
+ * name; each loads to the bytes the direct route gives. */
+static void check_same_tensors(const char *what, const wk_model_file *f, int64_t count,
+                               const wk_file_tensor *(*info)(const void *, int64_t), const void *h,
+                               wk_tensor *(*load)(const void *, const char *, wk_device *))
+{
+    T_CHECK(wk_model_file_tensor_count(f) == count && count > 0, "%s: %lld tensors, the file has %lld", what,
+            (long long)wk_model_file_tensor_count(f), (long long)count);
+    for (int64_t i = 0; i < count; i++) {
+        const wk_file_tensor *a = wk_model_file_tensor_info(f, i), *b = info(h, i);
+        if (!a || !b) {
+            t_fail("%s: tensor %lld: no info", what, (long long)i);
+            continue;
+        }
+        T_CHECK(strcmp(a->name, b->name) == 0 && strcmp(a->file, b->file) == 0 && a->dtype == b->dtype &&
+                    a->ggml_type == b->ggml_type && strcmp(a->type_name, b->type_name) == 0 &&
+                    t_shape_eq(a->shape, b->shape) && a->offset == b->offset && a->nbytes == b->nbytes,
+                "%s: tensor %lld ('%s') differs from the file's", what, (long long)i, b->name);
+        T_CHECK(wk_model_file_find(f, b->name) == a, "%s: find('%s') is not tensor %lld", what, b->name, (long long)i);
+        if ((unsigned)a->dtype >= WK_DTYPE_COUNT) continue;
+        wk_tensor *x = t_own(wk_model_file_tensor(f, b->name, t_dev()));
+        wk_tensor *y = t_own(load(h, b->name, t_dev()));
+        if (!x || !y) {
+            t_fail("%s: load of '%s': %s", what, b->name, wk_last_error());
+            continue;
+        }
+        size_t n = wk_tensor_nbytes(x);
+        T_CHECK(n == wk_tensor_nbytes(y) && n == a->nbytes && wk_tensor_dtype(x) == wk_tensor_dtype(y) &&
+                    t_shape_eq(wk_tensor_shape(x), wk_tensor_shape(y)), "%s: '%s': size, dtype or shape", what, b->name);
+        void *px = t_mem(n + 1), *py = t_mem(n + 1);
+        T_OK(wk_to_host(x, px, n));
+        T_OK(wk_to_host(y, py, n));
+        T_CHECK(memcmp(px, py, n) == 0 && fnv64(px, n) == fnv64(a->data, n), "%s: '%s': bytes differ", what, b->name);
+    }
+    T_CHECK(wk_model_file_tensor_info(f, count) == NULL && wk_model_file_tensor_info(f, -1) == NULL,
+            "%s: info past the end", what);
+    wk_clear_error();
+    T_CHECK(wk_model_file_find(f, "no.such.tensor") == NULL && wk_last_status() == WK_OK, "%s: an absent name: %s", what,
+            wk_last_error());
+    mf_err("absent tensor", WK_ERR_ARGUMENT, wk_model_file_tensor(f, "no.such.tensor", t_dev()) ? WK_OK : wk_last_status(),
+           "no tensor named", "no.such.tensor", NULL);
+}
+
+static const wk_file_tensor *gi(const void *h, int64_t i) { return wk_gguf_tensor_info(h, i); }
+static wk_tensor *gl(const void *h, const char *n, wk_device *d) { return wk_gguf_tensor(h, n, d); }
+static const wk_file_tensor *si(const void *h, int64_t i) { return wk_safetensors_tensor_info(h, i); }
+static wk_tensor *sl(const void *h, const char *n, wk_device *d) { return wk_safetensors_tensor(h, n, d); }
+
+/* open must fail with status want and a message holding every word */
+static void mfile_err(const char *what, const char *path, wk_status want, ...)
+{
+    wk_clear_error();
+    wk_model_file *f = wk_model_file_open(path);
+    const char *msg = wk_last_error();
+    if (f) t_fail("%s: %s opened", what, path);
+    else if (wk_last_status() != want)
+        t_fail("%s: status %s, expected %s (\"%s\")", what, wk_status_name(wk_last_status()), wk_status_name(want), msg);
+    va_list ap;
+    va_start(ap, want);
+    for (const char *w = va_arg(ap, const char *); w; w = va_arg(ap, const char *))
+        T_CHECK(strstr(msg, w) != NULL, "%s: message \"%s\" does not mention \"%s\"", what, msg, w);
+    va_end(ap);
+    wk_model_file_close(f);
+    wk_clear_error();
+}
+
+static void model_file_cases(void)
+{
+    if (t_case("model_files/model_file/gguf")) {
+        /* the fixture, and a copy named as no GGUF file is: the magic decides */
+        const char *copy = tmp_path("weights.bin");
+        copy_file(mf_path("small.gguf"), copy);
+        const char *paths[] = { mf_path("small.gguf"), copy };
+        for (int k = 0; k < 2; k++) {
+            wk_model_file *f = wk_model_file_open(paths[k]);
+            wk_gguf *g = wk_gguf_open(paths[k]);
+            if (!f || !g) {
+                t_fail("%s: %s", paths[k], wk_last_error());
+            } else {
+                T_CHECK(strcmp(wk_model_file_path(f), paths[k]) == 0, "path %s", wk_model_file_path(f));
+                T_CHECK(wk_model_file_gguf(f) && !wk_model_file_safetensors(f) && !wk_model_file_config(f) &&
+                            !wk_model_file_tokenizer_config(f), "a GGUF handle: the gguf only");
+                T_CHECK(wk_gguf_tensor_info(wk_model_file_gguf(f), 1) == wk_model_file_tensor_info(f, 1),
+                        "the gguf's own table");
+                check_same_tensors(paths[k], f, wk_gguf_tensor_count(g), gi, g, gl);
+            }
+            wk_gguf_close(g);
+            wk_model_file_close(f);
+        }
+    }
+    if (t_case("model_files/model_file/safetensors")) {
+        /* a folder: no config.json, then one, then a tokenizer_config.json */
+        const char *dir = tmp_path("st-model");
+        mkdir(dir, 0755);
+        char file[600], cfg[600], tok[600], idx[600];
+        snprintf(file, sizeof file, "%s/model.safetensors", dir);
+        snprintf(cfg, sizeof cfg, "%s/config.json", dir);
+        snprintf(tok, sizeof tok, "%s/tokenizer_config.json", dir);
+        copy_file(mf_path("folder/model.safetensors"), file);
+        mfile_err("no config.json", dir, WK_ERR_IO, dir, "config.json", "does not exist", NULL);
+        mfile_err("no config.json (the file)", file, WK_ERR_IO, file, "config.json", "does not exist", NULL);
+        write_text(cfg, "{\"hidden_size\": 8,}");
+        mfile_err("config.json invalid", dir, WK_ERR_IO, dir, "config.json", "not valid", "line 1", NULL);
+        write_text(cfg, "[1, 2]");
+        mfile_err("config.json an array", dir, WK_ERR_IO, dir, "config.json", "an array", "expected an object", NULL);
+        write_text(cfg, "{\"hidden_size\": 8, \"initializer_range\": NaN, \"rope_scaling\": {\"factor\": 2.5}}");
+        const char *ways[] = { dir, file };
+        for (int k = 0; k < 2; k++) {
+            wk_model_file *f = wk_model_file_open(ways[k]);
+            wk_safetensors *s = wk_safetensors_open(ways[k]);
+            if (!f || !s) {
+                t_fail("%s: %s", ways[k], wk_last_error());
+            } else {
+                T_CHECK(strcmp(wk_model_file_path(f), dir) == 0, "%s: path %s, expected the folder %s", ways[k],
+                        wk_model_file_path(f), dir);
+                T_CHECK(!wk_model_file_gguf(f) && wk_model_file_safetensors(f) && !wk_model_file_tokenizer_config(f),
+                        "%s: handles", ways[k]);
+                int64_t h = 0;
+                double fac = 0;
+                T_CHECK(wk_config_int(wk_model_file_config(f), "hidden_size", true, &h) == WK_OK && h == 8 &&
+                            wk_config_float(wk_model_file_config(f), "rope_scaling.factor", true, &fac) == WK_OK &&
+                            fac == 2.5, "%s: config.json values", ways[k]);
+                check_same_tensors(ways[k], f, wk_safetensors_tensor_count(s), si, s, sl);
+            }
+            wk_safetensors_close(s);
+            wk_model_file_close(f);
+        }
+        /* tokenizer_config.json: read when present; one that does not parse is left out, no error */
+        write_text(tok, "{\"chat_template\": \"{{ x }}\", \"model_max_length\": Infinity}");
+        wk_model_file *f = wk_model_file_open(dir);
+        const char *tmpl = NULL;
+        T_CHECK(f && wk_config_str(wk_model_file_tokenizer_config(f), "chat_template", true, &tmpl) == WK_OK && tmpl &&
+                    strcmp(tmpl, "{{ x }}") == 0, "tokenizer_config.json: %s", wk_last_error());
+        wk_model_file_close(f);
+        write_text(tok, "{\"chat_template\": ");
+        wk_clear_error();
+        f = wk_model_file_open(dir);
+        T_CHECK(f && !wk_model_file_tokenizer_config(f) && wk_model_file_config(f) && wk_last_status() == WK_OK,
+                "a broken tokenizer_config.json: %s", wk_last_error());
+        wk_model_file_close(f);
+        /* a shard index with its config.json (the fixture's folder) */
+        snprintf(idx, sizeof idx, "%s", mf_path("sharded/model.safetensors.index.json"));
+        const char *sh[] = { mf_path("sharded"), idx };
+        for (int k = 0; k < 2; k++) {
+            f = wk_model_file_open(sh[k]);
+            wk_safetensors *s = wk_safetensors_open(sh[k]);
+            if (!f || !s) {
+                t_fail("%s: %s", sh[k], wk_last_error());
+            } else {
+                T_CHECK(strcmp(wk_model_file_path(f), mf_path("sharded")) == 0, "%s: path %s", sh[k], wk_model_file_path(f));
+                T_CHECK(wk_safetensors_file_count(wk_model_file_safetensors(f)) == 2, "%s: two shards", sh[k]);
+                const char *arch = NULL;
+                T_CHECK(wk_json_string(wk_json_item(wk_json_get(wk_model_file_config(f), "architectures"), 0), NULL) &&
+                            wk_config_str(wk_model_file_config(f), "torch_dtype", true, &arch) == WK_OK &&
+                            strcmp(arch, "bfloat16") == 0, "%s: config.json", sh[k]);
+                check_same_tensors(sh[k], f, wk_safetensors_tensor_count(s), si, s, sl);
+            }
+            wk_safetensors_close(s);
+            wk_model_file_close(f);
+        }
+    }
+    if (t_case("model_files/model_file/errors")) {
+        const char *txt = tmp_path("notes.gguf");
+        write_text(txt, "hello, world\n");
+        mfile_err("a text file named .gguf", txt, WK_ERR_IO, txt, "not a GGUF file", "68 65 6c 6c", "\"hello, w\"", NULL);
+        wk_clear_error();
+        wk_model_file_close(wk_model_file_open(txt));
+        T_CHECK(!strstr(wk_last_error(), "safetensors") && !strstr(wk_last_error(), "header"),
+                "a .gguf text file gets a safetensors message: %s", wk_last_error());
+        const char *other = tmp_path("notes.bin");
+        write_text(other, "hello, world\n");
+        mfile_err("a text file of another name", other, WK_ERR_IO, other, "not a GGUF file", "68 65 6c 6c",
+                  "nor a safetensors file", "header length", NULL);
+        const char *empty = tmp_path("EMPTY.GGUF");
+        write_text(empty, "");
+        mfile_err("an empty .gguf", empty, WK_ERR_IO, "not a GGUF file", "empty", NULL);
+        const char *missing = tmp_path("no-such-model");
+        mfile_err("a missing path", missing, WK_ERR_IO, missing, "no such file or folder", NULL);
+        char deeper[600];
+        snprintf(deeper, sizeof deeper, "%s/model.safetensors", missing);
+        mfile_err("a missing folder", deeper, WK_ERR_IO, deeper, "no such file or folder", NULL);
+        const char *dir = tmp_path("no-model");
+        mkdir(dir, 0755);
+        mfile_err("a folder without model files", dir, WK_ERR_IO, dir, "model.safetensors", NULL);
+        char g[600];
+        snprintf(g, sizeof g, "%s/model-q4.gguf", dir);
+        copy_file(mf_path("small.gguf"), g);
+        mfile_err("a folder with a GGUF file", dir, WK_ERR_IO, dir, "model.safetensors", "model-q4.gguf", NULL);
+        const char *corrupt = tmp_path("corrupt.gguf");
+        write_text(corrupt, "GGUF\x07");
+        mfile_err("a truncated GGUF", corrupt, WK_ERR_IO, corrupt, "truncated", NULL);
+    }
+    if (t_case("model_files/model_file/null")) {
+        mf_err("NULL path", WK_ERR_ARGUMENT, wk_model_file_open(NULL) ? WK_OK : wk_last_status(), "NULL path", NULL);
+        wk_model_file_close(NULL);
+        T_CHECK(wk_model_file_path(NULL) == NULL && wk_model_file_tensor_count(NULL) == 0 &&
+                    wk_model_file_tensor_info(NULL, 0) == NULL && wk_model_file_find(NULL, "a.f32") == NULL &&
+                    wk_model_file_gguf(NULL) == NULL && wk_model_file_safetensors(NULL) == NULL &&
+                    wk_model_file_config(NULL) == NULL && wk_model_file_tokenizer_config(NULL) == NULL,
+                "NULL handle");
+        mf_err("NULL handle", WK_ERR_ARGUMENT, wk_model_file_tensor(NULL, "a.f32", t_dev()) ? WK_OK : wk_last_status(),
+               "NULL file", NULL);
+        wk_model_file *f = wk_model_file_open(mf_path("small.gguf"));
+        if (!f) {
+            t_fail("open: %s", wk_last_error());
+            return;
+        }
+        T_CHECK(wk_model_file_find(f, NULL) == NULL, "find(NULL)");
+        mf_err("NULL name", WK_ERR_ARGUMENT, wk_model_file_tensor(f, NULL, t_dev()) ? WK_OK : wk_last_status(),
+               "NULL tensor name", NULL);
+        mf_err("NULL device", WK_ERR_ARGUMENT, wk_model_file_tensor(f, "a.f32", NULL) ? WK_OK : wk_last_status(),
+               "a.f32", "NULL device", NULL);
+        wk_model_file_close(f);
+    }
+}
+
 static void misc_cases(void)
 {
     if (!t_case("model_files/misc")) return;
@@ -1528,6 +1770,7 @@ T_SUITE(model_files)
     st_cases();
     st_corrupt_cases();
     st_fuzz_cases();
+    model_file_cases();
     misc_cases();
     tmp_dir_remove();
 }

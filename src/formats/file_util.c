@@ -1,6 +1,6 @@
-/* model_util.c — the model layer's shared pieces: its error state, mapped
- * files, the arena, the name table, the progress bar and loading file
- * tensors onto a device. */
+/* file_util.c — the shared pieces of src/formats: mapped files, the
+ * arena, the name -> index table, sizes for messages and the progress bar.
+ * (The table of a file's tensors and loading them: file_tensor.c.) */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
@@ -212,6 +212,21 @@ const char *wk_path_base(const char *path)
     return s && s[1] ? s + 1 : path;
 }
 
+char *wk_path_join(const char *dir, const char *name)
+{
+    size_t a = strlen(dir), b = strlen(name);
+    char *r = malloc(a + b + 2);
+    if (!r) {
+        wk_error_set(WK_ERR_MEMORY, "out of memory");
+        return NULL;
+    }
+    memcpy(r, dir, a);
+    size_t k = a;
+    if (a && dir[a - 1] != '/') r[k++] = '/';
+    memcpy(r + k, name, b + 1);
+    return r;
+}
+
 const char *wk_fmt_bytes(uint64_t bytes, char *buf)
 {
     static const char *const units[] = { "B", "kB", "MB", "GB", "TB", "PB", "EB" };
@@ -303,72 +318,4 @@ void wk_progress_end(wk_progress *p, bool ok)
         fprintf(stderr, " failed\n");
     fflush(stderr);
     free(p);
-}
-
-/* ---- loading -------------------------------------------------------------------- */
-
-wk_tensor *wk_file_tensor_load(const wk_file_tensor *info, wk_device *dev)
-{
-    if (!info) {
-        wk_error_set(WK_ERR_ARGUMENT, "NULL tensor info");
-        return NULL;
-    }
-    if (!dev) {
-        wk_error_set(WK_ERR_ARGUMENT, "%s: tensor '%s': NULL device", info->file, info->name);
-        return NULL;
-    }
-    if ((unsigned)info->dtype >= WK_DTYPE_COUNT) {
-        if (info->ggml_type != UINT32_MAX)
-            wk_error_set(WK_ERR_UNSUPPORTED, "%s: tensor '%s' is of ggml type %u (%s), which wick does not support",
-                    info->file, info->name, info->ggml_type, info->type_name);
-        else
-            wk_error_set(WK_ERR_UNSUPPORTED, "%s: tensor '%s' is of dtype %s, which wick does not support", info->file,
-                    info->name, info->type_name);
-        return NULL;
-    }
-    wk_clear_error();
-    wk_tensor *t = wk_from_host(dev, info->dtype, info->shape, info->data);
-    if (!t) {
-        wk_error_wrap("%s: tensor '%s' (%s, %llu bytes) to %s", info->file, info->name, wk_dtype_name(info->dtype),
-                     (unsigned long long)info->nbytes, wk_device_name(dev));
-        return NULL;
-    }
-    if (wk_tensor_nbytes(t) != info->nbytes) {   /* the file's size and wick's disagree: never expected */
-        wk_error_set(WK_ERR_IO, "%s: tensor '%s': %llu bytes in the file, wick's %s tensor of this shape takes %zu",
-                info->file, info->name, (unsigned long long)info->nbytes, wk_dtype_name(info->dtype),
-                wk_tensor_nbytes(t));
-        wk_release(t);
-        return NULL;
-    }
-    return t;
-}
-
-wk_status wk_file_tensors_load(const wk_file_tensor *const *infos, int64_t n, wk_device *dev,
-                               wk_progress_mode mode, const char *label, wk_tensor **out)
-{
-    if (n < 0 || (n > 0 && (!infos || !out))) return wk_error_set(WK_ERR_ARGUMENT, "load: bad tensor list (n = %lld)", (long long)n);
-    uint64_t total = 0;
-    for (int64_t i = 0; i < n; i++) {
-        out[i] = NULL;
-        if (!infos[i]) return wk_error_set(WK_ERR_ARGUMENT, "load: tensor info %lld is NULL", (long long)i);
-        total += infos[i]->nbytes;
-    }
-    /* the dtype check first: an unsupported tensor fails the load before any copy */
-    for (int64_t i = 0; i < n; i++)
-        if ((unsigned)infos[i]->dtype >= WK_DTYPE_COUNT) return wk_file_tensor_load(infos[i], dev), wk_last_status();
-    wk_progress *p = wk_progress_begin(label, total, mode);
-    for (int64_t i = 0; i < n; i++) {
-        out[i] = wk_file_tensor_load(infos[i], dev);
-        if (!out[i]) {
-            wk_progress_end(p, false);
-            for (int64_t j = 0; j < i; j++) {
-                wk_release(out[j]);
-                out[j] = NULL;
-            }
-            return wk_last_status();
-        }
-        wk_progress_add(p, infos[i]->nbytes);
-    }
-    wk_progress_end(p, true);
-    return WK_OK;
 }

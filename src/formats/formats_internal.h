@@ -56,6 +56,42 @@ int64_t wk_strtab_find(const wk_strtab *t, const char *const *names, const size_
                        size_t keylen);
 void wk_strtab_free(wk_strtab *t);
 
+/* ---- the table of a file's tensors (file_tensor.c) --------------------- */
+
+/* The tensors of a GGUF file or of a safetensors model with their name
+ * index: wk_gguf_tensor_* and wk_safetensors_tensor_* are calls of these.
+ * Entries are added, then indexed once (wk_tensor_table_index); the
+ * pointers into it live until it is freed. */
+typedef struct wk_tensor_table {
+    wk_file_tensor *tensors;  /* n of them, in the format's order */
+    int64_t n, cap;
+    const char **names;       /* names[i] == tensors[i].name (the index's keys) */
+    wk_strtab index;
+    const char *kind;         /* "gguf", "safetensors": a NULL name's message */
+    const char *path;         /* the file an absent tensor's message names */
+    char label[256];          /* the progress bar's (a file name, "N shards") */
+} wk_tensor_table;
+
+/* Room for n entries (false and WK_ERR_MEMORY set on failure). */
+bool wk_tensor_table_reserve(wk_tensor_table *t, int64_t n);
+/* A zeroed entry at the end; NULL (error set) on memory. */
+wk_file_tensor *wk_tensor_table_add(wk_tensor_table *t);
+/* The name index over every entry; *dup is the first index whose name
+ * repeats an earlier one, or -1. false on memory (set). */
+bool wk_tensor_table_index(wk_tensor_table *t, int64_t *dup);
+void wk_tensor_table_free(wk_tensor_table *t);
+/* As the public calls: t may be NULL (0, NULL, -1); _load and _load_all
+ * set null_handle as the message when t is NULL ("gguf: NULL file"). */
+int64_t wk_tensor_table_count(const wk_tensor_table *t);
+const wk_file_tensor *wk_tensor_table_info(const wk_tensor_table *t, int64_t i);
+int64_t wk_tensor_table_find(const wk_tensor_table *t, const char *name);
+wk_tensor *wk_tensor_table_load(const wk_tensor_table *t, const char *null_handle, const char *name, wk_device *dev);
+wk_status wk_tensor_table_load_all(const wk_tensor_table *t, const char *null_handle, wk_device *dev,
+                                   wk_progress_mode mode, wk_tensor **out);
+/* The table of an open file (NULL for NULL): what wk_model_file reads. */
+const wk_tensor_table *wk_gguf_tensor_table(const wk_gguf *g);
+const wk_tensor_table *wk_safetensors_tensor_table(const wk_safetensors *s);
+
 /* ---- checked arithmetic ------------------------------------------------- */
 
 static inline bool wk_add_u64(uint64_t a, uint64_t b, uint64_t *out) { return !__builtin_add_overflow(a, b, out); }
@@ -78,6 +114,9 @@ static inline uint64_t wk_ld64(const unsigned char *p) { uint64_t v; memcpy(&v, 
 
 /* The last path component (for labels). */
 const char *wk_path_base(const char *path);
+
+/* dir + "/" + name (no second slash), malloc'd; NULL (error set) on memory. */
+char *wk_path_join(const char *dir, const char *name);
 
 /* Sizes for messages: "1.23 GB". buf of 32. */
 const char *wk_fmt_bytes(uint64_t bytes, char *buf);

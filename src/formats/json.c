@@ -1,6 +1,7 @@
 /* json.c — a strict RFC 8259 JSON parser (config.json, tokenizer.json,
- * model.safetensors.index.json, safetensors headers) and the HF config
- * getters.
+ * model.safetensors.index.json, safetensors headers). Reading the values
+ * and freeing a document: json_access.c; the HF config.json getters:
+ * config.c.
  *
  * The text must be UTF-8 (checked inside strings: no overlong forms, no
  * encoded surrogates, nothing past U+10FFFF); a leading byte order mark is
@@ -11,42 +12,13 @@
  * kept exactly beside its double. Duplicate keys and nesting deeper than
  * WK_JSON_MAX_DEPTH are errors. Every error is WK_ERR_IO naming the
  * document, the line and column, and what was found.
- *
- * Memory: one arena per document holds every node, string and table;
- * objects of more than 8 members get a hash table for look-ups (and for
- * finding duplicate keys), so a 150k-entry vocabulary parses in linear
- * time.
  */
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <sys/stat.h>
-#include "formats_internal.h"
-
-typedef struct json_doc {
-    wk_arena arena;
-    char *name;
-    wk_json *root;
-} json_doc;
-
-struct wk_json {
-    wk_json_type kind;
-    bool b;
-    bool is_int;                /* a number whose literal fits int64 exactly */
-    int64_t i;
-    double num;
-    const char *s;              /* string (NUL-terminated) */
-    size_t len;
-    size_t n;                   /* elements / members */
-    wk_json **items;
-    const char **keys;          /* objects */
-    size_t *klens;
-    uint32_t *slots;            /* objects of more than 8 members: index + 1 */
-    size_t cap;
-    json_doc *doc;
-};
+#include "json_internal.h"
 
 /* ---- the parser --------------------------------------------------------- */
 
@@ -410,23 +382,6 @@ static bool stack_push(jp *P, wk_json *v, const char *key, size_t klen, const un
     return true;
 }
 
-static int64_t obj_find(const wk_json *o, const char *key, size_t klen)
-{
-    if (o->slots) {
-        size_t mask = o->cap - 1, j = (size_t)wk_str_hash(key, klen) & mask;
-        for (;;) {
-            uint32_t s = o->slots[j];
-            if (!s) return -1;
-            size_t i = s - 1;
-            if (o->klens[i] == klen && memcmp(o->keys[i], key, klen) == 0) return (int64_t)i;
-            j = (j + 1) & mask;
-        }
-    }
-    for (size_t i = 0; i < o->n; i++)
-        if (o->klens[i] == klen && memcmp(o->keys[i], key, klen) == 0) return (int64_t)i;
-    return -1;
-}
-
 /* The members pushed since base become the object's; a repeated key is an error. */
 static bool close_object(jp *P, wk_json *o, size_t base)
 {
@@ -442,37 +397,8 @@ static bool close_object(jp *P, wk_json *o, size_t base)
         memcpy(o->keys, P->kstack + base, n * sizeof *o->keys);
         memcpy(o->klens, P->lstack + base, n * sizeof *o->klens);
     }
-    int64_t dup = -1;
-    if (n > 8) {
-        size_t cap = 16;
-        while (cap < 2 * n) cap *= 2;
-        o->slots = wk_arena_alloc(&P->doc->arena, cap * sizeof *o->slots);
-        if (!o->slots) return jp_oom(P), false;
-        o->cap = cap;
-        for (size_t i = 0; i < n && dup < 0; i++) {
-            size_t j = (size_t)wk_str_hash(o->keys[i], o->klens[i]) & (cap - 1);
-            for (;;) {
-                uint32_t s = o->slots[j];
-                if (!s) {
-                    o->slots[j] = (uint32_t)(i + 1);
-                    break;
-                }
-                size_t k = s - 1;
-                if (o->klens[k] == o->klens[i] && memcmp(o->keys[k], o->keys[i], o->klens[i]) == 0) {
-                    dup = (int64_t)i;
-                    break;
-                }
-                j = (j + 1) & (cap - 1);
-            }
-        }
-    } else {
-        for (size_t i = 1; i < n && dup < 0; i++)
-            for (size_t k = 0; k < i; k++)
-                if (o->klens[k] == o->klens[i] && memcmp(o->keys[k], o->keys[i], o->klens[i]) == 0) {
-                    dup = (int64_t)i;
-                    break;
-                }
-    }
+    int64_t dup;
+    if (!wk_json_obj_index(&P->doc->arena, o, &dup)) return jp_oom(P), false;
     const unsigned char *at = dup >= 0 ? where[dup] : NULL;
     P->top = base;
     if (dup >= 0) {
@@ -656,200 +582,4 @@ WK_MODEL_API wk_json *wk_json_parse_file(const char *path, unsigned flags)
     wk_json *r = wk_json_parse((const char *)m.p, (size_t)m.size, path, flags);
     wk_map_close(&m);
     return r;
-}
-
-WK_MODEL_API void wk_json_free(wk_json *root)
-{
-    if (!root) return;
-    json_doc *doc = root->doc;
-    if (doc->root != root) return;   /* not a document's root: it lives as long as its root */
-    wk_arena_free(&doc->arena);
-    free(doc->name);
-    free(doc);
-}
-
-/* ---- reading ------------------------------------------------------------- */
-
-WK_MODEL_API wk_json_type wk_json_kind(const wk_json *v) { return v ? v->kind : WK_JSON_NULL; }
-
-WK_MODEL_API size_t wk_json_count(const wk_json *v)
-{
-    return v && (v->kind == WK_JSON_ARRAY || v->kind == WK_JSON_OBJECT) ? v->n : 0;
-}
-
-WK_MODEL_API const wk_json *wk_json_item(const wk_json *v, size_t i)
-{
-    if (!v || (v->kind != WK_JSON_ARRAY && v->kind != WK_JSON_OBJECT) || i >= v->n) return NULL;
-    return v->items[i];
-}
-
-WK_MODEL_API const char *wk_json_key(const wk_json *v, size_t i, size_t *len)
-{
-    if (!v || v->kind != WK_JSON_OBJECT || i >= v->n) return NULL;
-    if (len) *len = v->klens[i];
-    return v->keys[i];
-}
-
-WK_MODEL_API const wk_json *wk_json_get(const wk_json *obj, const char *key)
-{
-    if (!obj || obj->kind != WK_JSON_OBJECT || !key) return NULL;
-    int64_t i = obj_find(obj, key, strlen(key));
-    return i < 0 ? NULL : obj->items[i];
-}
-
-WK_MODEL_API const char *wk_json_string(const wk_json *v, size_t *len)
-{
-    if (!v || v->kind != WK_JSON_STRING) return NULL;
-    if (len) *len = v->len;
-    return v->s;
-}
-
-WK_MODEL_API bool wk_json_number(const wk_json *v, double *out)
-{
-    if (!v || v->kind != WK_JSON_NUMBER) return false;
-    if (out) *out = v->num;
-    return true;
-}
-
-WK_MODEL_API bool wk_json_int(const wk_json *v, int64_t *out)
-{
-    if (!v || v->kind != WK_JSON_NUMBER) return false;
-    if (v->is_int) {
-        if (out) *out = v->i;
-        return true;
-    }
-    double d = v->num;
-    if (!isfinite(d) || d != floor(d) || d < -9223372036854775808.0 || d >= 9223372036854775808.0) return false;
-    if (out) *out = (int64_t)d;
-    return true;
-}
-
-WK_MODEL_API bool wk_json_bool(const wk_json *v, bool *out)
-{
-    if (!v || v->kind != WK_JSON_BOOL) return false;
-    if (out) *out = v->b;
-    return true;
-}
-
-WK_MODEL_API const wk_json *wk_json_path(const wk_json *root, const char *path)
-{
-    if (!root || !path) return NULL;
-    const wk_json *v = root;
-    const char *p = path;
-    for (;;) {
-        const char *dot = strchr(p, '.');
-        size_t n = dot ? (size_t)(dot - p) : strlen(p);
-        if (!v || v->kind != WK_JSON_OBJECT) return NULL;
-        int64_t i = obj_find(v, p, n);
-        if (i < 0) return NULL;
-        v = v->items[i];
-        if (!dot) return v;
-        p = dot + 1;
-    }
-}
-
-WK_MODEL_API const char *wk_json_doc_name(const wk_json *v) { return v ? v->doc->name : ""; }
-
-/* ---- HF config.json ---------------------------------------------------------- */
-
-WK_MODEL_API wk_json *wk_config_open(const char *path)
-{
-    if (!path) {
-        wk_error_set(WK_ERR_ARGUMENT, "config: NULL path");
-        return NULL;
-    }
-    struct stat sb;
-    if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode)) {
-        size_t n = strlen(path);
-        char *full = malloc(n + 16);
-        if (!full) {
-            wk_error_set(WK_ERR_MEMORY, "%s: out of memory", path);
-            return NULL;
-        }
-        snprintf(full, n + 16, "%s%sconfig.json", path, n && path[n - 1] == '/' ? "" : "/");
-        wk_json *r = wk_json_parse_file(full, WK_JSON_ALLOW_NAN);
-        free(full);
-        return r;
-    }
-    return wk_json_parse_file(path, WK_JSON_ALLOW_NAN);
-}
-
-static const char *kind_words(wk_json_type k)
-{
-    switch (k) {
-    case WK_JSON_NULL: return "null";
-    case WK_JSON_BOOL: return "a boolean";
-    case WK_JSON_NUMBER: return "a number";
-    case WK_JSON_STRING: return "a string";
-    case WK_JSON_ARRAY: return "an array";
-    case WK_JSON_OBJECT: return "an object";
-    }
-    return "?";
-}
-
-/* The value at path, or NULL: absent/null is WK_OK (or WK_ERR_ARGUMENT when required). */
-static wk_status cfg_lookup(const wk_json *cfg, const char *path, bool required, const wk_json **out)
-{
-    *out = NULL;
-    if (!cfg || !path) return wk_error_set(WK_ERR_ARGUMENT, "config: NULL %s", cfg ? "key" : "config");
-    const wk_json *v = wk_json_path(cfg, path);
-    if (!v || v->kind == WK_JSON_NULL) {
-        if (required)
-            return wk_error_set(WK_ERR_ARGUMENT, "%s: '%s' is %s, and the model needs it", wk_json_doc_name(cfg), path,
-                           v ? "null" : "missing");
-        return WK_OK;
-    }
-    *out = v;
-    return WK_OK;
-}
-
-static wk_status cfg_wrong(const wk_json *cfg, const char *path, const wk_json *v, const char *want)
-{
-    char shown[96] = "";
-    if (v->kind == WK_JSON_STRING) snprintf(shown, sizeof shown, " \"%.60s\"", v->s);
-    else if (v->kind == WK_JSON_NUMBER) snprintf(shown, sizeof shown, " %.17g", v->num);
-    else if (v->kind == WK_JSON_BOOL) snprintf(shown, sizeof shown, " %s", v->b ? "true" : "false");
-    return wk_error_set(WK_ERR_IO, "%s: '%s' is %s%s, expected %s", wk_json_doc_name(cfg), path, kind_words(v->kind), shown,
-                   want);
-}
-
-WK_MODEL_API wk_status wk_config_int(const wk_json *cfg, const char *path, bool required, int64_t *out)
-{
-    const wk_json *v;
-    wk_status st = cfg_lookup(cfg, path, required, &v);
-    if (st != WK_OK || !v) return st;
-    int64_t i;
-    if (!wk_json_int(v, &i)) return cfg_wrong(cfg, path, v, "an integer");
-    if (out) *out = i;
-    return WK_OK;
-}
-
-WK_MODEL_API wk_status wk_config_float(const wk_json *cfg, const char *path, bool required, double *out)
-{
-    const wk_json *v;
-    wk_status st = cfg_lookup(cfg, path, required, &v);
-    if (st != WK_OK || !v) return st;
-    if (v->kind != WK_JSON_NUMBER) return cfg_wrong(cfg, path, v, "a number");
-    if (out) *out = v->num;
-    return WK_OK;
-}
-
-WK_MODEL_API wk_status wk_config_bool(const wk_json *cfg, const char *path, bool required, bool *out)
-{
-    const wk_json *v;
-    wk_status st = cfg_lookup(cfg, path, required, &v);
-    if (st != WK_OK || !v) return st;
-    if (v->kind != WK_JSON_BOOL) return cfg_wrong(cfg, path, v, "true or false");
-    if (out) *out = v->b;
-    return WK_OK;
-}
-
-WK_MODEL_API wk_status wk_config_str(const wk_json *cfg, const char *path, bool required, const char **out)
-{
-    const wk_json *v;
-    wk_status st = cfg_lookup(cfg, path, required, &v);
-    if (st != WK_OK || !v) return st;
-    if (v->kind != WK_JSON_STRING) return cfg_wrong(cfg, path, v, "a string");
-    if (out) *out = v->s;
-    return WK_OK;
 }

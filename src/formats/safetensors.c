@@ -56,10 +56,7 @@ struct wk_safetensors {
     int nfiles;
     wk_map *maps;
     wk_arena arena;
-    int64_t n, cap;
-    wk_file_tensor *tensors;
-    const char **names;
-    wk_strtab tab;
+    wk_tensor_table tensors;
     int64_t nmeta, capmeta;
     const char **mkeys, **mvals;
 };
@@ -136,9 +133,8 @@ static bool parse_entry(wk_safetensors *s, const char *path, const char *name, c
         wk_error_set(WK_ERR_IO, "%s: tensor '%s': shape has %zu dims (wick takes at most %d)", path, name, rank, WK_MAX_RANK);
         return false;
     }
-    if (!grow((void **)&s->tensors, &s->cap, s->n + 1, sizeof *s->tensors)) return false;
-    wk_file_tensor *t = &s->tensors[s->n];
-    memset(t, 0, sizeof *t);
+    wk_file_tensor *t = wk_tensor_table_add(&s->tensors);
+    if (!t) return false;
     t->shape.rank = (int)rank;
     uint64_t numel = 1;
     for (size_t i = 0; i < rank; i++) {
@@ -184,7 +180,6 @@ static bool parse_entry(wk_safetensors *s, const char *path, const char *name, c
     t->ggml_type = UINT32_MAX;
     t->offset = data_start + b;
     t->nbytes = e - b;
-    s->n++;
     return true;
 }
 
@@ -252,7 +247,7 @@ static bool open_file(wk_safetensors *s, const char *path)
         wk_error_set(WK_ERR_IO, "%s: the header is %s, expected an object", path, kind_name(wk_json_kind(h)));
         ok = false;
     }
-    int64_t first = s->n;
+    int64_t first = s->tensors.n;
     uint64_t data_start = 8 + n, data_size = m->size - data_start;
     for (size_t i = 0; ok && i < wk_json_count(h); i++) {
         size_t klen;
@@ -268,8 +263,8 @@ static bool open_file(wk_safetensors *s, const char *path)
     }
     wk_json_free(h);
     if (!ok) return false;
-    wk_file_tensor *t = s->tensors + first;
-    int64_t cnt = s->n - first;
+    wk_file_tensor *t = s->tensors.tensors + first;
+    int64_t cnt = s->tensors.n - first;
     if (cnt > 1) qsort(t, (size_t)cnt, sizeof *t, cmp_offset);
     uint64_t at = data_start;
     for (int64_t i = 0; i < cnt; i++) {
@@ -301,21 +296,6 @@ static bool exists(const char *p)
 {
     struct stat sb;
     return stat(p, &sb) == 0;
-}
-
-static char *join(const char *dir, const char *name)
-{
-    size_t a = strlen(dir), b = strlen(name);
-    char *r = malloc(a + b + 2);
-    if (!r) {
-        wk_error_set(WK_ERR_MEMORY, "out of memory");
-        return NULL;
-    }
-    memcpy(r, dir, a);
-    size_t k = a;
-    if (a && dir[a - 1] != '/') r[k++] = '/';
-    memcpy(r + k, name, b + 1);
-    return r;
 }
 
 static int cmp_str(const void *a, const void *b) { return strcmp(*(const char *const *)a, *(const char *const *)b); }
@@ -385,12 +365,12 @@ static bool open_index(wk_safetensors *s, const char *path)
         goto out;
     }
     for (size_t i = 0; i < ns; i++) {
-        char *full = join(*dir ? dir : ".", shards[i]);
+        char *full = wk_path_join(*dir ? dir : ".", shards[i]);
         if (!full) {
             free(first);
             goto out;
         }
-        first[i] = s->n;
+        first[i] = s->tensors.n;
         bool fo = open_file(s, full);
         free(full);
         if (!fo) {   /* the message names the shard */
@@ -398,7 +378,7 @@ static bool open_index(wk_safetensors *s, const char *path)
             goto out;
         }
     }
-    first[ns] = s->n;
+    first[ns] = s->tensors.n;
     /* every weight_map entry is in the shard it names */
     for (size_t i = 0; i < n; i++) {
         const char *k = wk_json_key(wm, i, NULL);
@@ -412,7 +392,7 @@ static bool open_index(wk_safetensors *s, const char *path)
             else hi = mid;
         }
         bool found = false;
-        for (int64_t j = first[lo]; j < first[lo + 1] && !found; j++) found = strcmp(s->tensors[j].name, k) == 0;
+        for (int64_t j = first[lo]; j < first[lo + 1] && !found; j++) found = strcmp(s->tensors.tensors[j].name, k) == 0;
         if (!found) {
             wk_error_set(WK_ERR_IO, "%s: weight_map puts tensor '%.200s' in %s, which does not hold it", path, k, f);
             free(first);
@@ -432,11 +412,9 @@ WK_MODEL_API void wk_safetensors_close(wk_safetensors *s)
     if (!s) return;
     for (int i = 0; s->maps && i < s->nfiles; i++) wk_map_close(&s->maps[i]);
     free(s->maps);
-    free(s->tensors);
-    free(s->names);
+    wk_tensor_table_free(&s->tensors);
     free(s->mkeys);
     free(s->mvals);
-    wk_strtab_free(&s->tab);
     wk_arena_free(&s->arena);
     free(s);
 }
@@ -452,15 +430,16 @@ WK_MODEL_API wk_safetensors *wk_safetensors_open(const char *path)
         wk_error_set(WK_ERR_MEMORY, "%s: out of memory", path);
         return NULL;
     }
+    s->tensors.kind = "safetensors";
     wk_clear_error();
     bool ok;
     char *owned = NULL;
     const char *p = path;
     if (is_dir(path)) {
-        owned = join(path, "model.safetensors.index.json");
+        owned = wk_path_join(path, "model.safetensors.index.json");
         if (owned && !exists(owned)) {
             free(owned);
-            owned = join(path, "model.safetensors");
+            owned = wk_path_join(path, "model.safetensors");
             if (owned && !exists(owned)) {
                 wk_error_set(WK_ERR_IO, "%s: a folder without model.safetensors or model.safetensors.index.json", path);
                 free(owned);
@@ -482,19 +461,15 @@ WK_MODEL_API wk_safetensors *wk_safetensors_open(const char *path)
     }
     free(owned);
     if (ok) {
-        s->names = malloc((size_t)(s->n ? s->n : 1) * sizeof *s->names);
-        if (!s->names) {
-            wk_error_set(WK_ERR_MEMORY, "%s: out of memory", path);
-            ok = false;
-        }
-    }
-    if (ok) {
-        for (int64_t i = 0; i < s->n; i++) s->names[i] = s->tensors[i].name;
+        wk_tensor_table *tt = &s->tensors;
+        tt->path = s->nfiles ? s->maps[0].path : "safetensors";
+        if (s->nfiles > 1) snprintf(tt->label, sizeof tt->label, "%d shards", s->nfiles);
+        else snprintf(tt->label, sizeof tt->label, "%s", s->nfiles ? wk_path_base(s->maps[0].path) : "");
         int64_t dup;
-        ok = wk_strtab_build(&s->tab, s->names, NULL, (size_t)s->n, &dup);
+        ok = wk_tensor_table_index(tt, &dup);
         if (ok && dup >= 0) {
-            wk_error_set(WK_ERR_IO, "%s: tensor '%s' appears in two shards (again in %s)", path, s->names[dup],
-                    s->tensors[dup].file);
+            wk_error_set(WK_ERR_IO, "%s: tensor '%s' appears in two shards (again in %s)", path, tt->names[dup],
+                    tt->tensors[dup].file);
             ok = false;
         }
     }
@@ -533,47 +508,32 @@ WK_MODEL_API const char *wk_safetensors_meta(const wk_safetensors *s, const char
     return NULL;
 }
 
-WK_MODEL_API int64_t wk_safetensors_tensor_count(const wk_safetensors *s) { return s ? s->n : 0; }
+/* ---- tensors (the table: file_tensor.c) ------------------------------------------------ */
+
+const wk_tensor_table *wk_safetensors_tensor_table(const wk_safetensors *s) { return s ? &s->tensors : NULL; }
+
+WK_MODEL_API int64_t wk_safetensors_tensor_count(const wk_safetensors *s)
+{
+    return wk_tensor_table_count(wk_safetensors_tensor_table(s));
+}
 
 WK_MODEL_API const wk_file_tensor *wk_safetensors_tensor_info(const wk_safetensors *s, int64_t i)
 {
-    return s && i >= 0 && i < s->n ? &s->tensors[i] : NULL;
+    return wk_tensor_table_info(wk_safetensors_tensor_table(s), i);
 }
 
 WK_MODEL_API int64_t wk_safetensors_tensor_index(const wk_safetensors *s, const char *name)
 {
-    if (!s || !name) return -1;
-    return wk_strtab_find(&s->tab, s->names, NULL, name, strlen(name));
+    return wk_tensor_table_find(wk_safetensors_tensor_table(s), name);
 }
 
 WK_MODEL_API wk_tensor *wk_safetensors_tensor(const wk_safetensors *s, const char *name, wk_device *dev)
 {
-    if (!s || !name) {
-        wk_error_set(WK_ERR_ARGUMENT, "safetensors: NULL %s", s ? "tensor name" : "handle");
-        return NULL;
-    }
-    int64_t i = wk_safetensors_tensor_index(s, name);
-    if (i < 0) {
-        wk_error_set(WK_ERR_ARGUMENT, "%s: no tensor named '%s'", s->nfiles ? s->maps[0].path : "safetensors", name);
-        return NULL;
-    }
-    return wk_file_tensor_load(&s->tensors[i], dev);
+    return wk_tensor_table_load(wk_safetensors_tensor_table(s), "safetensors: NULL handle", name, dev);
 }
 
 WK_MODEL_API wk_status wk_safetensors_load_all(const wk_safetensors *s, wk_device *dev, wk_progress_mode mode,
                                                wk_tensor **out)
 {
-    if (!s) return wk_error_set(WK_ERR_ARGUMENT, "safetensors: NULL handle");
-    const wk_file_tensor **infos = malloc((size_t)(s->n ? s->n : 1) * sizeof *infos);
-    if (!infos) return wk_error_set(WK_ERR_MEMORY, "safetensors: out of memory");
-    for (int64_t i = 0; i < s->n; i++) infos[i] = &s->tensors[i];
-    const char *label = s->nfiles ? wk_path_base(s->maps[0].path) : "";
-    char buf[128];
-    if (s->nfiles > 1) {
-        snprintf(buf, sizeof buf, "%d shards", s->nfiles);
-        label = buf;
-    }
-    wk_status st = wk_file_tensors_load(infos, s->n, dev, mode, label, out);
-    free(infos);
-    return st;
+    return wk_tensor_table_load_all(wk_safetensors_tensor_table(s), "safetensors: NULL handle", dev, mode, out);
 }
