@@ -292,15 +292,9 @@ wk_status llm_read_config(wk_llm *m, const char *path)
 
 const wk_file_tensor *llm_find(const wk_llm *m, const char *gguf_name, const char *hf_name, int layer)
 {
+    const char *pattern = m->src.gguf ? gguf_name : hf_name;
     char name[256];
-    if (m->src.gguf) {
-        if (!gguf_name) return NULL;
-        snprintf(name, sizeof name, gguf_name, layer);
-        int64_t i = wk_gguf_tensor_index(m->src.gguf, name);
-        return i < 0 ? NULL : wk_gguf_tensor_info(m->src.gguf, i);
-    }
-    if (!hf_name) return NULL;
-    snprintf(name, sizeof name, hf_name, layer);
-    int64_t i = wk_safetensors_tensor_index(m->src.st, name);
-    return i < 0 ? NULL : wk_safetensors_tensor_info(m->src.st, i);
+    if (!pattern) return NULL;
+    snprintf(name, sizeof name, pattern, layer);
+    return wk_model_file_find(m->src.file, name);
 }

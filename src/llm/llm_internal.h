@@ -28,13 +28,15 @@
 
 /* ---- configuration ---------------------------------------------------------- */
 
-/* The file a model came from: one of the two. */
+/* The file a model came from (wick_formats.h), and what it holds: a GGUF
+ * file or a safetensors model (one of the two). */
 typedef struct llm_source {
-    wk_gguf *gguf;
-    wk_safetensors *st;
-    wk_json *config;              /* safetensors: config.json                 */
-    wk_json *tokcfg;              /* safetensors: tokenizer_config.json       */
-    char *dir;                    /* safetensors: the model's folder          */
+    wk_model_file *file;
+    const wk_gguf *gguf;
+    const wk_safetensors *st;
+    const wk_json *config;        /* safetensors: config.json                 */
+    const wk_json *tokcfg;        /* safetensors: tokenizer_config.json       */
+    const char *dir;              /* safetensors: the model's folder          */
 } llm_source;
 
 /* Hyperparameters beyond wk_llm_info. What differs between architectures

@@ -6,44 +6,16 @@
 #include <stdlib.h>
 #include "llm_internal.h"
 
-static bool is_gguf(const char *path)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f) return false;
-    char magic[4] = { 0 };
-    size_t n = fread(magic, 1, 4, f);
-    fclose(f);
-    return n == 4 && !memcmp(magic, "GGUF", 4);
-}
-
 static wk_status open_source(wk_llm *m, const char *path)
 {
-    if (is_gguf(path)) {
-        m->src.gguf = wk_gguf_open(path);
-        return m->src.gguf ? WK_OK : wk_last_status();
-    }
-    m->src.st = wk_safetensors_open(path);
-    if (!m->src.st) return wk_last_status();
-    /* config.json: in the folder, or beside the file */
-    const char *first = wk_safetensors_file_path(m->src.st, 0);
-    const char *slash = strrchr(first, '/');
-    size_t dl = slash ? (size_t)(slash - first) : 1;
-    m->src.dir = malloc(dl + 1);
-    if (!m->src.dir) return wk_error_set(WK_ERR_MEMORY, "out of memory");
-    memcpy(m->src.dir, slash ? first : ".", dl);
-    m->src.dir[dl] = 0;
-    char cfg[4096];
-    snprintf(cfg, sizeof cfg, "%s/config.json", m->src.dir);
-    m->src.config = wk_config_open(cfg);
-    if (!m->src.config) return wk_error_set(WK_ERR_IO, "%s: a safetensors model needs its config.json beside it: %s", path,
-                                       wk_last_error());
-    snprintf(cfg, sizeof cfg, "%s/tokenizer_config.json", m->src.dir);
-    FILE *f = fopen(cfg, "rb");
-    if (f) {
-        fclose(f);
-        m->src.tokcfg = wk_json_parse_file(cfg, WK_JSON_ALLOW_NAN);   /* optional: its chat template */
-        wk_clear_error();
-    }
+    llm_source *src = &m->src;
+    src->file = wk_model_file_open(path);
+    if (!src->file) return wk_last_status();
+    src->gguf = wk_model_file_gguf(src->file);
+    src->st = wk_model_file_safetensors(src->file);
+    src->config = wk_model_file_config(src->file);
+    src->tokcfg = wk_model_file_tokenizer_config(src->file);
+    src->dir = src->st ? wk_model_file_path(src->file) : NULL;
     return WK_OK;
 }
 
@@ -168,11 +140,7 @@ void wk_llm_free(wk_llm *m)
     llm_weights_free(m);
     llm_text_free(m);
     free(m->cfg.sliding);
-    wk_gguf_close(m->src.gguf);
-    wk_safetensors_close(m->src.st);
-    wk_json_free(m->src.config);
-    wk_json_free(m->src.tokcfg);
-    free(m->src.dir);
+    wk_model_file_close(m->src.file);
     free(m);
 }
 
