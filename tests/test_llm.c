@@ -49,6 +49,7 @@
 #include <unistd.h>
 #include <pthread.h>
 #include "test.h"
+#include "t_files.h"
 #include "wick_comm.h"
 #include "wick_llm.h"
 
@@ -259,11 +260,7 @@ static float *to_f32(const double *p, int64_t n, double add)
 }
 
 /* A name -> f32 array list, written as GGUF or safetensors. */
-typedef struct tw {
-    char name[64];
-    wk_shape shape;
-    float *data;
-} tw;
+typedef t_tensor tw;
 
 static int collect(const tmodel *m, tw *out)
 {
@@ -386,38 +383,11 @@ static bool write_hf(const tmodel *m, const char *dir)
     if (system(path) != 0) return false;
     tw *ts = t_mem(512 * sizeof *ts);
     int n = collect(m, ts);
-    /* safetensors: u64 header size, JSON header, data */
-    size_t hcap = 65536, hl = 0;
-    char *hdr = t_mem(hcap);
-    uint64_t off = 0;
-    hl += (size_t)snprintf(hdr + hl, hcap - hl, "{\"__metadata__\":{\"format\":\"pt\"}");
-    for (int i = 0; i < n; i++) {
-        int64_t cnt = 1;
-        for (int d = 0; d < ts[i].shape.rank; d++) cnt *= ts[i].shape.dims[d];
-        hl += (size_t)snprintf(hdr + hl, hcap - hl, ",\"%s\":{\"dtype\":\"F32\",\"shape\":[", ts[i].name);
-        for (int d = 0; d < ts[i].shape.rank; d++)
-            hl += (size_t)snprintf(hdr + hl, hcap - hl, "%s%lld", d ? "," : "", (long long)ts[i].shape.dims[d]);
-        hl += (size_t)snprintf(hdr + hl, hcap - hl, "],\"data_offsets\":[%llu,%llu]}", (unsigned long long)off,
-                               (unsigned long long)(off + (uint64_t)cnt * 4));
-        off += (uint64_t)cnt * 4;
-    }
-    hl += (size_t)snprintf(hdr + hl, hcap - hl, "}");
-    while (hl % 8) hdr[hl++] = ' ';
     snprintf(path, sizeof path, "%s/model.safetensors", dir);
-    FILE *f = fopen(path, "wb");
-    if (!f) return false;
-    uint64_t h64 = hl;
-    fwrite(&h64, 8, 1, f);
-    fwrite(hdr, 1, hl, f);
-    for (int i = 0; i < n; i++) {
-        int64_t cnt = 1;
-        for (int d = 0; d < ts[i].shape.rank; d++) cnt *= ts[i].shape.dims[d];
-        fwrite(ts[i].data, 4, (size_t)cnt, f);
-    }
-    fclose(f);
+    if (!t_write_safetensors(path, ts, n)) return false;
     static const char *const mt[] = { "llama", "qwen2", "qwen3", "gemma3_text" };
     snprintf(path, sizeof path, "%s/config.json", dir);
-    f = fopen(path, "w");
+    FILE *f = fopen(path, "w");
     if (!f) return false;
     fprintf(f, "{\"model_type\":\"%s\",\"vocab_size\":%d,\"hidden_size\":%d,\"num_hidden_layers\":%d,"
                "\"num_attention_heads\":%d,\"num_key_value_heads\":%d,\"head_dim\":%d,\"intermediate_size\":%d,"

@@ -14,7 +14,9 @@
  * HF's norms are x * (1 + w); llama.cpp's converter adds the 1 to the
  * weights, so a GGUF file takes the plain norm. */
 #include <math.h>
+#include <stdio.h>
 #include "llm_internal.h"
+#include "llm_config_check.h"
 
 static wk_tensor *layer(llm_pass *p, const llm_layer *y, wk_tensor *h, const wk_tensor *next_norm)
 {
@@ -34,15 +36,25 @@ static void common(llm_config *c)
     c->info.rope_base_local = 10000.0;
 }
 
-/* llama.cpp's gemma3: every 6th layer global, the others a window with
- * rope base 10000 unscaled; the 27B shape (62 layers) scales by
- * n_embd/n_head, the others by the head dim. */
+/* llama.cpp's gemma3 (src/models/gemma3.cpp): no window (the key absent
+ * or 0): every layer global; else the layers of
+ * attention.sliding_window_pattern (5 in 6 when absent) slide, with rope
+ * base rope.freq_base_swa (10000) unscaled; the 27B shape (62 layers)
+ * scales by n_embd/n_head, the others by the head dim. */
 static wk_status read_gguf(llm_config *c, const llm_gguf_keys *k)
 {
     wk_llm_info *in = &c->info;
     common(c);
-    in->sliding_window = k->swa > 0 ? k->swa : 4096;
-    for (int64_t l = 0; l < in->n_layer; l++) c->sliding[l] = (l + 1) % 6 != 0;
+    in->sliding_window = k->swa > 0 ? k->swa : 0;
+    char key[160];
+    snprintf(key, sizeof key, "%s.rope.freq_base_swa", k->arch);
+    const wk_gguf_value *v = wk_gguf_find(k->g, key);
+    double base;
+    int64_t ib;
+    if (v && wk_gguf_value_float(v, &base)) in->rope_base_local = base;
+    else if (v && wk_gguf_value_int(v, &ib)) in->rope_base_local = (double)ib;
+    else if (v) return wk_error_set(WK_ERR_IO, "%s: %s is not a number", wk_gguf_path(k->g), key);
+    for (int64_t l = 0; l < in->n_layer; l++) c->sliding[l] = k->swa > 0 && llm_gguf_layer_sliding(k->g, k->arch, l);
     c->hp.attn_scale = in->n_layer == 62 ? 1.0 / sqrt((double)in->n_embd / (double)in->n_head)
                                          : 1.0 / sqrt((double)in->head_dim);
     return WK_OK;
@@ -57,9 +69,8 @@ static wk_status layer_types(llm_config *c, const wk_json *cfg)
     const wk_json *lt = wk_json_get(cfg, "layer_types");
     int64_t pattern = 6;
     wk_status st;
-    if ((st = llm_hf_int(cfg, "sliding_window_pattern", false, &pattern)) ||
-        (st = llm_hf_int(cfg, "_sliding_window_pattern", false, &pattern)))
-        return st;
+    /* not _sliding_window_pattern, which Gemma3TextConfig does not read */
+    if ((st = llm_hf_int(cfg, "sliding_window_pattern", false, &pattern))) return st;
     if (wk_json_kind(lt) != WK_JSON_ARRAY) {
         for (int64_t l = 0; l < L; l++) c->sliding[l] = pattern > 0 && (l + 1) % pattern != 0;
         return WK_OK;
@@ -119,8 +130,6 @@ const llm_arch_desc llm_gemma3 = {
     .hf_head_dim = 256,
     .hf_rope_base = 1e6,
     .hf_tied = true,
-    .hf_act_key = "hidden_activation",
-    .act = "gelu_pytorch_tanh",
     .read_gguf = read_gguf,
     .read_hf = read_hf,
     .rows = rows,

@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "llm_internal.h"
+#include "llm_config_check.h"
 
 /* ---- GGUF ------------------------------------------------------------------- */
 
@@ -83,6 +84,8 @@ static wk_status hparams_gguf(wk_llm *m)
     snprintf(in->name, sizeof in->name, "%s", name ? name : llm_path_base(path));
 
     wk_status st;
+    /* keys and tensors refused, or ignored as llama.cpp does (llm_gguf_check.c) */
+    if ((st = llm_check_gguf(g, arch, in->arch))) return st;
     int64_t ctx = 0, E = 0, L = 0, F = 0, H = 0, Hkv = 0, D = 0, rope_dim = 0;
     llm_gguf_keys k = { .g = g, .arch = arch };
     if ((st = g_int(g, arch, "context_length", true, &ctx)) || (st = g_int(g, arch, "embedding_length", true, &E)) ||
@@ -114,19 +117,24 @@ static wk_status hparams_gguf(wk_llm *m)
     in->rope_base = 10000.0;
     if ((st = g_float(g, arch, "attention.layer_norm_rms_epsilon", &in->norm_eps)) ||
         (st = g_float(g, arch, "rope.freq_base", &in->rope_base)) ||
-        (st = g_float(g, arch, "attn_logit_softcapping", &hp->attn_softcap)) ||
-        (st = g_float(g, arch, "final_logit_softcapping", &hp->final_softcap)))
+        /* llama.cpp reads no attention softcap for these architectures, the final one for gemma3 only */
+        (in->arch == WK_LLM_GEMMA3 && (st = g_float(g, arch, "final_logit_softcapping", &hp->final_softcap))))
         return st;
 
     char key[160];
     snprintf(key, sizeof key, "%s.rope.scaling.type", arch);
     const char *stype = g_str(g, key);
-    if (stype && !strcmp(stype, "linear")) {
+    /* llama.cpp's type is linear when absent, its factor rope.scaling.factor, else the older
+       rope.scale_linear; 0 means 1 */
+    if (!stype || !strcmp(stype, "linear")) {
         hp->scaling.type = WK_ROPE_SCALING_LINEAR;
-        hp->scaling.factor = 1.0;
-        if ((st = g_float(g, arch, "rope.scaling.factor", &hp->scaling.factor))) return st;
-        if (hp->scaling.factor == 1.0) hp->scaling.type = WK_ROPE_SCALING_NONE;
-    } else if (stype && strcmp(stype, "none")) {
+        hp->scaling.factor = 0.0;
+        snprintf(key, sizeof key, "%s.rope.scaling.factor", arch);
+        if ((st = g_float(g, arch, wk_gguf_find(g, key) ? "rope.scaling.factor" : "rope.scale_linear",
+                          &hp->scaling.factor)))
+            return st;
+        if (hp->scaling.factor == 0.0 || hp->scaling.factor == 1.0) hp->scaling.type = WK_ROPE_SCALING_NONE;
+    } else if (strcmp(stype, "none")) {
         return wk_error_set(WK_ERR_UNSUPPORTED, "%s: rope scaling '%s' is not supported (none, linear and Llama 3's are)",
                             path, stype);
     }
@@ -207,6 +215,8 @@ static wk_status hparams_hf(wk_llm *m)
     m->cfg.arch = desc;
     in->arch = desc->arch;
     snprintf(in->name, sizeof in->name, "%s", llm_path_base(m->src.dir));
+    /* fields refused, or ignored as transformers does (llm_config_check.c) */
+    if ((st = llm_check_config(c, in->arch))) return st;
 
     int64_t E = 0, L = 0, F = 0, H = 0;
     if ((st = llm_hf_int(c, "hidden_size", true, &E)) || (st = llm_hf_int(c, "num_hidden_layers", true, &L)) ||
@@ -227,16 +237,14 @@ static wk_status hparams_hf(wk_llm *m)
         (st = llm_hf_int(c, "head_dim", false, &in->head_dim)) ||
         (st = llm_hf_int(c, "max_position_embeddings", false, &in->train_context)) ||
         (st = wk_config_float(c, "rms_norm_eps", false, &in->norm_eps)) ||
-        (st = wk_config_float(c, "attn_logit_softcapping", false, &hp->attn_softcap)) ||
-        (st = wk_config_float(c, "final_logit_softcapping", false, &hp->final_softcap)))
+        /* transformers applies no attention softcap in these models, the final one in gemma3 only */
+        (in->arch == WK_LLM_GEMMA3 && (st = wk_config_float(c, "final_logit_softcapping", false, &hp->final_softcap))))
         return st;
     bool tied = desc->hf_tied;
     if ((st = wk_config_bool(c, "tie_word_embeddings", false, &tied))) return st;
-    hp->tied = tied;
-    const char *act = NULL;
-    if ((st = wk_config_str(c, desc->hf_act_key, false, &act))) return st;
-    if (act && strcmp(act, "silu") && strcmp(act, "gelu_pytorch_tanh"))
-        return wk_error_set(WK_ERR_UNSUPPORTED, "%s: activation '%s' is not supported (silu, gelu_pytorch_tanh)", doc, act);
+    /* transformers 5 does not tie when the file holds lm_head.weight (tie_weights); the activation
+       (hidden_act, hidden_activation) is checked in llm_config_check.c */
+    hp->tied = tied && !llm_find(m, NULL, "lm_head.weight", -1);
     in->rope_interleaved = false;
     return desc->read_hf(&m->cfg, c);
 }

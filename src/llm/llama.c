@@ -11,6 +11,7 @@
  *
  * Qwen 2 and 3 run this same layer (qwen.c): their q/k/v biases and q/k
  * norms are tensors of their tables, which the blocks apply. */
+#include <string.h>
 #include "llm_internal.h"
 
 wk_tensor *llm_llama_layer(llm_pass *p, const llm_layer *y, wk_tensor *h, const wk_tensor *next_norm)
@@ -38,15 +39,17 @@ static wk_status read_gguf(llm_config *c, const llm_gguf_keys *k)
     return WK_OK;
 }
 
+/* The window is Mistral's (MistralConfig: 4096 when absent, none when
+ * null); transformers' LlamaModel has none. Biases and the activation are
+ * checked with the other fields (llm_config_check.c). */
 static wk_status read_hf(llm_config *c, const wk_json *cfg)
 {
-    const char *doc = wk_json_doc_name(cfg);
     wk_status st = llm_hf_rope(cfg, NULL, &c->info.rope_base, &c->hp.scaling);
-    bool bias = false;
-    int64_t swa = 0;
-    if (st || (st = wk_config_bool(cfg, "attention_bias", false, &bias))) return st;
-    if (bias) return wk_error_set(WK_ERR_UNSUPPORTED, "%s: attention_bias is not supported for llama", doc);
-    if ((st = llm_hf_int(cfg, "sliding_window", false, &swa))) return st;
+    if (st) return st;
+    const char *mt = wk_json_string(wk_json_get(cfg, "model_type"), NULL);
+    const bool mistral = mt && !strcmp(mt, "mistral");
+    int64_t swa = mistral && !wk_json_get(cfg, "sliding_window") ? 4096 : 0;
+    if (mistral && (st = llm_hf_int(cfg, "sliding_window", false, &swa))) return st;
     if (swa > 0) all_sliding(c, swa);
     return WK_OK;
 }
@@ -64,8 +67,6 @@ const llm_arch_desc llm_llama = {
     .gguf_archs = (const char *const[]){ "llama", "mistral", NULL },
     .hf_types = (const char *const[]){ "llama", "mistral", NULL },
     .hf_rope_base = 10000.0,
-    .hf_act_key = "hidden_act",
-    .act = "silu",
     .read_gguf = read_gguf,
     .read_hf = read_hf,
     .rows = rows,

@@ -188,7 +188,6 @@ struct llm_arch_desc {
     int64_t hf_head_dim;             /* 0: hidden_size / num_attention_heads    */
     double hf_rope_base;
     bool hf_tied;
-    const char *hf_act_key, *act;    /* the activation's key and its one value  */
     /* the architecture's own hyperparameters, after the common ones */
     wk_status (*read_gguf)(llm_config *c, const llm_gguf_keys *k);
     wk_status (*read_hf)(llm_config *c, const wk_json *cfg);

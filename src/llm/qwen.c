@@ -16,17 +16,9 @@ static wk_status read_gguf(llm_config *c, const llm_gguf_keys *k)
     return WK_OK;
 }
 
-static wk_status read_hf2(llm_config *c, const wk_json *cfg)
-{
-    wk_status st = llm_hf_rope(cfg, NULL, &c->info.rope_base, &c->hp.scaling);
-    bool use_swa = false;
-    if (st || (st = wk_config_bool(cfg, "use_sliding_window", false, &use_swa))) return st;
-    if (use_swa)
-        return wk_error_set(WK_ERR_UNSUPPORTED, "%s: qwen2's use_sliding_window is not supported", wk_json_doc_name(cfg));
-    return WK_OK;
-}
-
-static wk_status read_hf3(llm_config *c, const wk_json *cfg)
+/* Windows (use_sliding_window, max_window_layers) and biases are checked
+ * with the other fields (llm_config_check.c): what runs has none. */
+static wk_status read_hf(llm_config *c, const wk_json *cfg)
 {
     return llm_hf_rope(cfg, NULL, &c->info.rope_base, &c->hp.scaling);
 }
@@ -63,10 +55,8 @@ const llm_arch_desc llm_qwen2 = {
     .gguf_archs = (const char *const[]){ "qwen2", NULL },
     .hf_types = (const char *const[]){ "qwen2", NULL },
     .hf_rope_base = 10000.0,
-    .hf_act_key = "hidden_act",
-    .act = "silu",
     .read_gguf = read_gguf,
-    .read_hf = read_hf2,
+    .read_hf = read_hf,
     .rows = rows2,
     .n_rows = sizeof rows2 / sizeof rows2[0],
     .layer = llm_llama_layer,
@@ -78,10 +68,8 @@ const llm_arch_desc llm_qwen3 = {
     .gguf_archs = (const char *const[]){ "qwen3", NULL },
     .hf_types = (const char *const[]){ "qwen3", NULL },
     .hf_rope_base = 10000.0,
-    .hf_act_key = "hidden_act",
-    .act = "silu",
     .read_gguf = read_gguf,
-    .read_hf = read_hf3,
+    .read_hf = read_hf,
     .rows = rows3,
     .n_rows = sizeof rows3 / sizeof rows3[0],
     .layer = llm_llama_layer,
