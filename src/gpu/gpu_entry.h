@@ -69,10 +69,13 @@ wk_status wk_gpu_arg_sort(void *ctx, const wk_op_args *a);
 wk_status wk_gpu_qconvert(void *ctx, const wk_op_args *a);
 wk_status wk_gpu_qmatmul(void *ctx, const wk_op_args *a);
 wk_status wk_gpu_qgather(void *ctx, const wk_op_args *a);
-/* quant.hip: the dense f16/bf16 matvec (m <= 8, b a transposed row-major
- * matrix) that matmul.hip tries first under WICK_MATVEC=wick; *done false
- * when it does not apply */
+/* gemv.hip: the dense f16/bf16 matvec (m <= 8, b a transposed row-major
+ * matrix) that matmul.hip tries first; *done false when it does not apply */
 wk_status wk_gpu_dense_matvec(void *ctx, const wk_view *dst, const wk_view *a, const wk_view *b, bool *done);
+/* quant.hip: its qmvq_kernel on plain f16/bf16 rows (dt) of W, rows w_rs
+ * bytes apart: the dense matvec's kernel for 2 to 8 rows of x */
+wk_status wk_gpu_qmvq_dense(void *ctx, wk_dtype dt, const uint8_t *w, int64_t w_rs, int64_t n, int64_t k,
+                            const wk_view *d, const wk_view *x);
 /* comm.hip: collectives through NCCL / RCCL (backend.h's comm_* members) */
 wk_status wk_gpu_comm_available(void);
 bool wk_gpu_comm_dtype(wk_dtype dt);
