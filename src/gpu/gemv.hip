@@ -2,7 +2,11 @@
  * W [n, k] row-major f16/bf16, as a decode step makes it for every
  * projection, and the dense matvec that matmul.hip tries first for every
  * 2-d f16/bf16 product of m <= 8 rows (wk_gpu_dense_matvec: this kernel
- * for one row, quant.hip's qmvq_kernel for 2 to 8).
+ * for one row, quant.hip's qmvq_kernel for 2 to 8). Also the fused
+ * products of one row (backend.h's LINEAR family, wk_gpu_linear): the
+ * gate/up product with its SwiGLU gate and the q/k/v product with its
+ * rope and cache writes, each one launch summing as this kernel does, or
+ * else the device's two ops (src/fused.h).
  *
  * What a decode step needs from it is the device's read rate on matrices
  * of 16 to 120 MB, where the general kernels lose most: on an H200 the
@@ -29,6 +33,7 @@
  * one). Sums are per lane in order, then a butterfly: the result does not
  * depend on the grid, so every run gives the same bits. */
 #include "gpu_internal.h"
+#include "../fused.h"
 #include <stdlib.h>
 #include <string.h>
 
@@ -215,18 +220,22 @@ gv_glu_kernel(const T *__restrict__ w, int64_t w_rs, const T *__restrict__ x, T 
     }
 }
 
-/* backend.h's linear_silu_mul: where wk_gpu_dense_matvec sends a one-row
- * product of these operands to gv_kernel (gv_on, gv_fits), so
- * that the bits are the product's and silu_mul's; WICK_GPU_GLU=0: never
- * (the two launches, for comparisons). */
-extern "C" wk_status wk_gpu_linear_silu_mul(void *ctx, wk_dtype dt, const void *x, const void *w, int64_t w_rs, void *y,
-                                            int64_t F, int64_t k, bool *done)
+/* LINEAR_SILU_MUL in one launch where wk_gpu_dense_matvec would send the
+ * product of these operands to gv_kernel (gv_on, gv_fits), so that the
+ * bits are the product's and silu_mul's; *done false (nothing launched)
+ * otherwise, and with WICK_GPU_GLU=0 (the two launches, for
+ * comparisons). */
+static wk_status gv_silu_mul(wk_gpu_ctx *c, const wk_op_args *a, bool *done)
 {
-    wk_gpu_ctx *c = (wk_gpu_ctx *)ctx;
     static const bool off = [] {
         const char *e = getenv("WICK_GPU_GLU");
         return e && !strcmp(e, "0");
     }();
+    const wk_dtype dt = a->dst->dtype;
+    const void *x = wk_gpu_view_ptr(a->src[0]), *w = wk_gpu_view_ptr(a->src[1]);
+    const int64_t w_rs = a->src[1]->strides[a->src[1]->rank - 1], k = a->src[0]->dims[a->src[0]->rank - 1];
+    const int64_t F = a->dst->dims[a->dst->rank - 1];
+    void *y = wk_gpu_view_ptr(a->dst);
     *done = !off && gv_on() && gv_fits(dt, w, w_rs, x, F, k);
     if (!*done) return WK_OK;
     WK_GPU_ENTER(c);
@@ -294,19 +303,21 @@ gv_rope_kernel(const T *__restrict__ w, int64_t w_rs, const T *__restrict__ x, T
     o[i1] = wk_to<T>(y1);
 }
 
-/* backend.h's linear_rope_kv: where wk_gpu_dense_matvec sends a one-row
- * product of these operands to gv_kernel (gv_on, gv_fits) and
- * rope_kv's operands are a single row (B = T = 1) with f32 tables;
- * WICK_GPU_ROPE_FUSE=0: never (the two launches, for comparisons). */
-extern "C" wk_status wk_gpu_linear_rope_kv(void *ctx, const wk_op_args *r, const void *x, const void *w, int64_t w_rs,
-                                           int64_t k, bool *done)
+/* LINEAR_ROPE_KV in one launch where wk_gpu_dense_matvec would send the
+ * product of these operands to gv_kernel (gv_on, gv_fits) and rope_kv's
+ * operands are a single row (B = T = 1) with f32 tables; *done false
+ * (nothing launched) otherwise, and with WICK_GPU_ROPE_FUSE=0 (the two
+ * launches, for comparisons). */
+static wk_status gv_rope_kv(wk_gpu_ctx *c, const wk_op_args *a, bool *done)
 {
-    wk_gpu_ctx *c = (wk_gpu_ctx *)ctx;
     static const bool off = [] {
         const char *e = getenv("WICK_GPU_ROPE_FUSE");
         return e && !strcmp(e, "0");
     }();
     *done = false;
+    const wk_op_args *r = wk_linear_then(a);
+    const void *x = wk_gpu_view_ptr(a->src[0]), *w = wk_gpu_view_ptr(a->src[1]);
+    const int64_t w_rs = a->src[1]->strides[a->src[1]->rank - 1], k = a->src[0]->dims[a->src[0]->rank - 1];
     const wk_rope_kv_params *rp = (const wk_rope_kv_params *)r->params;
     if (off || !gv_on() || r->op != WK_OP_ROPE_KV || !rp || !rp->k_cache || !rp->v_cache) return WK_OK;
     const wk_view *qv = r->src[0], *d = r->dst, *cv = r->src[1], *sv = r->src[2], *pv = r->src[3];
@@ -344,4 +355,24 @@ extern "C" wk_status wk_gpu_linear_rope_kv(void *ctx, const wk_op_args *r, const
     GV_DISPATCH(c, dt, GV_ROPE_);
 #undef GV_ROPE_
     return wk_gpu_launched(c, "linear_rope_kv", __FILE__, __LINE__);
+}
+
+/* ---- the LINEAR family's entry point ----------------------------------------
+ * One launch where the kernels above take the operands; otherwise the two
+ * ops the fused one stands for (fused.h): the device's MATMUL into
+ * scratch, then the op that follows, through the op table. */
+extern "C" wk_status wk_gpu_linear(void *ctx, const wk_op_args *a)
+{
+    wk_gpu_ctx *c = (wk_gpu_ctx *)ctx;
+    bool done = false;
+    wk_status st = a->op == WK_OP_LINEAR_SILU_MUL ? gv_silu_mul(c, a, &done)
+                 : a->op == WK_OP_LINEAR_ROPE_KV  ? gv_rope_kv(c, a, &done)
+                                                  : WK_OK;
+    if (done || st != WK_OK) return st;
+    void *y = NULL;
+    st = wk_gpu_scratch_alloc(c, wk_linear_y_bytes(a), &y);
+    if (st != WK_OK) return st;
+    st = wk_linear_composed(wk_gpu_op_table(), c, a, y);
+    wk_gpu_scratch_free(c, y);
+    return st;
 }

@@ -99,12 +99,9 @@ wk_status wk_gpu_graph_begin(void *ctx);
 wk_status wk_gpu_graph_end(void *ctx, void **graph);
 wk_status wk_gpu_graph_launch(void *ctx, void *graph);
 void wk_gpu_graph_free(void *ctx, void *graph);
-/* gemv.hip: the one-row gate/up product with its gate (backend.h) */
-wk_status wk_gpu_linear_silu_mul(void *ctx, wk_dtype dt, const void *x, const void *w, int64_t w_rs, void *y,
-                                 int64_t F, int64_t k, bool *done);
-/* gemv.hip: the one-row q/k/v product with its rope_kv (backend.h) */
-wk_status wk_gpu_linear_rope_kv(void *ctx, const wk_op_args *rope, const void *x, const void *w, int64_t w_rs,
-                                int64_t k, bool *done);
+/* gemv.hip: the fused products (backend.h's LINEAR family): one row's
+ * gate/up product with its gate, its q/k/v product with its rope_kv */
+wk_status wk_gpu_linear(void *ctx, const wk_op_args *a);
 
 #ifdef __cplusplus
 }

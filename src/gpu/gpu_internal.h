@@ -34,6 +34,9 @@
  *   sort.hip          arg_sort (bitonic in shared memory; segmented radix)
  *   quant.hip         GGUF block types: dequantize, qgather, qmatmul
  *                     (qmatvec kernel for m <= 8)
+ *   gemv.hip          the dense matvec (one-row kernel; 2-8 rows on
+ *                     quant.hip's kernel) and the fused products (LINEAR
+ *                     family: the gate/up and q/k/v products of one row)
  *
  * Build note: every plugin compiles the .hip files one by one (in
  * parallel under make -j) and links the objects; no relocatable device

@@ -353,8 +353,6 @@ static void rt_fill_iface(wk_backend_iface *f)
     f->graph_end = wk_gpu_graph_end;
     f->graph_launch = wk_gpu_graph_launch;
     f->graph_free = wk_gpu_graph_free;
-    f->linear_silu_mul = wk_gpu_linear_silu_mul;
-    f->linear_rope_kv = wk_gpu_linear_rope_kv;
     f->read_async = wk_gpu_read_async;
 }
 

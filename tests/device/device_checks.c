@@ -423,33 +423,38 @@ static void check_graph(wk_device *dev)
 
 /* wk_linear_silu_mul on the device against its two calls there (the
  * product of the stacked matrix, then silu_mul of the halves), bit for
- * bit: one row (the fused launch where the device has one: aligned rows,
- * k a multiple of 8), a row stride wider than k, layouts it does not
- * take (k 12, two rows), and the decode shapes of an 8B model split in
- * two (F 7168, k 4096). */
+ * bit: one row (the LINEAR_SILU_MUL op: one launch where the device's
+ * kernel takes it: aligned rows, k a multiple of 8; else the device's
+ * two ops), a row stride wider than k, layouts the kernel does not take
+ * (k 12, f32, f64), two rows (the two calls), x as a vector, and the
+ * decode shapes of an 8B model split in two (F 7168, k 4096). (x of rank
+ * 3 or more is left out: there the one launch gives the 2-d product's
+ * bits, where the two calls make a batched one; docs/fused-ops.md.) */
 static void check_linear_silu_mul(wk_device *dev)
 {
-    static const struct { int64_t rows, F, k, pad; } cs[] = {
-        { 1, 48, 64, 0 }, { 1, 5, 8, 0 }, { 1, 300, 4104, 8 }, { 1, 7168, 4096, 0 }, { 1, 3, 12, 0 }, { 2, 40, 64, 0 },
+    static const struct { int64_t rows, F, k, pad; int xrank; } cs[] = {
+        { 1, 48, 64, 0, 2 }, { 1, 5, 8, 0, 2 },  { 1, 300, 4104, 8, 2 }, { 1, 7168, 4096, 0, 2 },
+        { 1, 3, 12, 0, 2 },  { 2, 40, 64, 0, 2 }, { 1, 24, 64, 0, 1 },
     };
-    const wk_dtype dts[3] = { WK_BF16, WK_F16, WK_F32 };
+    const wk_dtype dts[4] = { WK_BF16, WK_F16, WK_F32, WK_F64 };
     for (size_t c = 0; c < sizeof cs / sizeof cs[0]; c++)
-        for (int d = 0; d < 3; d++) {
+        for (int d = 0; d < 4; d++) {
             wk_scope_begin();
             const int64_t R = cs[c].rows, F = cs[c].F, k = cs[c].k;
-            wk_tensor *x = wk_rand_uniform(dev, dts[d], WK_SHAPE(R, k), -1, 1);
+            wk_tensor *x2 = wk_rand_uniform(dev, dts[d], WK_SHAPE(R, k), -1, 1);
+            wk_tensor *x = x2 && cs[c].xrank == 1 ? wk_reshape(x2, WK_SHAPE(k)) : x2;
             wk_tensor *wf = wk_rand_uniform(dev, dts[d], WK_SHAPE(2 * F, k + cs[c].pad), -1, 1);
             wk_tensor *w = wf ? wk_narrow(wf, 1, 0, k) : NULL;
             wk_tensor *y = x && w ? wk_linear_silu_mul(x, w) : NULL;
-            wk_tensor *gu = x && w ? wk_matmul(x, wk_transpose(w, 0, 1)) : NULL;
+            wk_tensor *gu = x && w ? wk_matmul(x2, wk_transpose(w, 0, 1)) : NULL;
             wk_tensor *ref = gu ? wk_silu_mul(wk_narrow(gu, 1, 0, F), wk_narrow(gu, 1, F, F)) : NULL;
-            const size_t bytes = (size_t)(R * F) * (dts[d] == WK_F32 ? 4 : 2);
+            const size_t bytes = (size_t)(R * F) * (size_t)wk_dtype_size(dts[d]);
             unsigned char *a = malloc(bytes), *b = malloc(bytes);
             const bool ok = y && ref && a && b && wk_to_host(y, a, bytes) == WK_OK && wk_to_host(ref, b, bytes) == WK_OK &&
                             memcmp(a, b, bytes) == 0;
             char what[96];
-            snprintf(what, sizeof what, "linear_silu_mul_%s_rows%lld_f%lld_k%lld%s", wk_dtype_name(dts[d]), (long long)R,
-                     (long long)F, (long long)k, cs[c].pad ? "_strided" : "");
+            snprintf(what, sizeof what, "linear_silu_mul_%s_rows%lld_f%lld_k%lld%s_x%dd", wk_dtype_name(dts[d]),
+                     (long long)R, (long long)F, (long long)k, cs[c].pad ? "_strided" : "", cs[c].xrank);
             check(what, ok, ok, 1);
             free(a);
             free(b);
@@ -463,7 +468,8 @@ static void check_linear_silu_mul(wk_device *dev)
  * (32 query heads, 8 KV heads) and split in two, adjacent pairs, device
  * positions (u32, i64; one past the caches: zero queries, no cache row),
  * a row stride wider than k, and what the fused launch does not take (f32,
- * two rows, k 12): each the same bits as the two calls. */
+ * f64, k 12: the device's two ops; two rows: the two calls): each the
+ * same bits as the two calls. */
 static void check_linear_rope_kv(wk_device *dev)
 {
     static const struct { int64_t T, Hq, Hkv, D, k, pad, C, off; bool inter; int devpos; } cs[] = {
@@ -471,9 +477,9 @@ static void check_linear_rope_kv(wk_device *dev)
         { 1, 4, 2, 64, 136, 8, 9, 3, true, 2 },       { 1, 2, 1, 64, 64, 0, 6, 6, false, 1 },
         { 1, 2, 1, 16, 12, 0, 6, 2, false, 0 },       { 2, 4, 2, 32, 64, 0, 9, 4, false, 0 },
     };
-    const wk_dtype dts[3] = { WK_BF16, WK_F16, WK_F32 };
+    const wk_dtype dts[4] = { WK_BF16, WK_F16, WK_F32, WK_F64 };
     for (size_t c = 0; c < sizeof cs / sizeof cs[0]; c++)
-        for (int d = 0; d < 3; d++) {
+        for (int d = 0; d < 4; d++) {
             wk_scope_begin();
             const int64_t T = cs[c].T, H = cs[c].Hq + 2 * cs[c].Hkv, D = cs[c].D, k = cs[c].k, C = cs[c].C;
             wk_tensor *x = wk_rand_uniform(dev, dts[d], WK_SHAPE(T, k), -1, 1);
