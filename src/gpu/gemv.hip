@@ -234,7 +234,7 @@ static wk_status gv_silu_mul(wk_gpu_ctx *c, const wk_op_args *a, bool *done)
     const wk_dtype dt = a->dst->dtype;
     const void *x = wk_gpu_view_ptr(a->src[0]), *w = wk_gpu_view_ptr(a->src[1]);
     const int64_t w_rs = a->src[1]->strides[a->src[1]->rank - 1], k = a->src[0]->dims[a->src[0]->rank - 1];
-    const int64_t F = a->dst->dims[a->dst->rank - 1];
+    const int64_t F = wk_view_numel(a->dst);   /* dst [F], coalesced (rank 0 when F is 1) */
     void *y = wk_gpu_view_ptr(a->dst);
     *done = !off && gv_on() && gv_fits(dt, w, w_rs, x, F, k);
     if (!*done) return WK_OK;
