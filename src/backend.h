@@ -61,7 +61,7 @@ extern "C" {
  *      instead of bumping the ABI; the members linear_silu_mul and
  *      linear_rope_kv removed; the members grouped by concern (devices
  *      and memory, ops, streams and events, run-time compilation,
- *      collectives, graphs) */
+ *      collectives, graphs); env_refresh (the knobs read once) appended */
 #define WK_BACKEND_ABI 10
 #define WK_BACKEND_ENTRY wk_backend_entry_v1
 
@@ -494,6 +494,14 @@ typedef struct wk_backend_iface {
     wk_status (*graph_end)(void *ctx, void **graph);
     wk_status (*graph_launch)(void *ctx, void *graph);
     void (*graph_free)(void *ctx, void *graph);
+
+    /* ---- environment knobs (ABI 10; NULL: the backend reads none) ---- */
+    /* The WICK_* variables a backend consults on its ops' paths are read
+     * once (when the backend is made), not on every op; env_refresh reads
+     * them again (wk_env_refresh, when no op runs). Those read when
+     * something is opened (a library, a device, a communicator) are not
+     * its business. */
+    void (*env_refresh)(void);
 } wk_backend_iface;
 
 /* A plugin's one exported symbol. Returns NULL (after set_error) when the

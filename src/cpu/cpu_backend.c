@@ -1,8 +1,9 @@
 /* cpu_backend.c — the CPU backend's vtable: device functions (host memory
- * is the device memory), events (host timestamps), and the op table that
+ * is the device memory), events (host timestamps), the op table that
  * wires each op (src/op_list.h) to the kernels of the other files of
- * src/cpu/, with the dtypes it takes; the fused products (LINEAR family)
- * run as their two ops (src/fused.h). */
+ * src/cpu/, with the dtypes it takes (the fused products, LINEAR family,
+ * run as their two ops: src/fused.h), and the environment knobs its ops
+ * consult, read when the backend is made and by env_refresh. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -274,6 +275,17 @@ static wk_status cpu_host_alloc(void *ctx, size_t bytes, void **ptr)
     return cpu_aligned_alloc(bytes, ptr);
 }
 
+/* ---- environment knobs (cpu_internal.h) ------------------------------- */
+
+wk_cpu_knobs wk_cpu_env;
+
+static void cpu_env_refresh(void)
+{
+    const char *e = getenv("WICK_MATMUL_GEMV");
+    wk_cpu_env.gemv_off = e && !strcmp(e, "0");
+    wk_cpu_env.qdot = wk_cpu_qdot_mode();
+}
+
 /* ---- the vtable ------------------------------------------------------- */
 
 static const wk_backend_iface cpu_iface = {
@@ -303,10 +315,12 @@ static const wk_backend_iface cpu_iface = {
     .comm_init_all = wk_cpu_comm_init_all,
     .comm_free = wk_cpu_comm_free,
     .comm_run = wk_cpu_comm_run,
+    .env_refresh = cpu_env_refresh,
 };
 
 const wk_backend_iface *wk_cpu_backend(const wk_host_api *host)
 {
     wk_cpu_host = host;
+    cpu_env_refresh();
     return &cpu_iface;
 }

@@ -119,15 +119,8 @@ static bool gv_fits(wk_dtype dt, const void *w, int64_t w_rs, const void *x, int
         }                                                                                                    \
     } while (0)
 
-/* false with WICK_GEMV=0 or WICK_MATVEC=blas (read once) */
-static bool gv_on(void)
-{
-    static const bool on = [] {
-        const char *gv = getenv("WICK_GEMV"), *mode = getenv("WICK_MATVEC");
-        return !(gv && !strcmp(gv, "0")) && !(mode && !strcmp(mode, "blas"));
-    }();
-    return on;
-}
+/* false with WICK_GEMV=0 or WICK_MATVEC=blas (gpu_env.h) */
+static bool gv_on(void) { return !wk_gpu_env.gemv_off && wk_gpu_env.matvec != WK_MATVEC_BLAS; }
 
 /* y = x . W^T for one row x when gv_fits (y contiguous); *done false
  * otherwise (nothing launched). w_rs: W's row stride in elements. */
@@ -177,12 +170,10 @@ extern "C" wk_status wk_gpu_dense_matvec(void *ctx, const wk_view *dst, const wk
         if (*done || st != WK_OK) return st;
     }
     if (m < 1 || m > 8 || n < 1 || k < 32 || k % 32 != 0) return WK_OK;
-    const char *mode = getenv("WICK_MATVEC");   /* per call: gpu_bench's sweeps set it */
-    if (!mode || !*mode || strcmp(mode, "auto") == 0) {
-        const char *lim = getenv("WICK_MATVEC_MAX_KIB");
-        const long long kib = lim && *lim ? atoll(lim) : 8192;
+    if (wk_gpu_env.matvec == WK_MATVEC_AUTO) {   /* gpu_bench's sweeps set it (and refresh) */
+        const long long kib = wk_gpu_env.matvec_max_kib;
         if ((double)n * (double)k * 2.0 > (double)kib * 1024.0) return WK_OK;
-    } else if (strcmp(mode, "wick") != 0) {
+    } else if (wk_gpu_env.matvec != WK_MATVEC_WICK) {
         return WK_OK;
     }
     if (b->strides[0] != 1 || ((b->strides[1] * 2) % 16) != 0) return WK_OK;
@@ -227,10 +218,7 @@ gv_glu_kernel(const T *__restrict__ w, int64_t w_rs, const T *__restrict__ x, T 
  * comparisons). */
 static wk_status gv_silu_mul(wk_gpu_ctx *c, const wk_op_args *a, bool *done)
 {
-    static const bool off = [] {
-        const char *e = getenv("WICK_GPU_GLU");
-        return e && !strcmp(e, "0");
-    }();
+    const bool off = wk_gpu_env.glu_off;
     const wk_dtype dt = a->dst->dtype;
     const void *x = wk_gpu_view_ptr(a->src[0]), *w = wk_gpu_view_ptr(a->src[1]);
     const int64_t w_rs = a->src[1]->strides[a->src[1]->rank - 1], k = a->src[0]->dims[a->src[0]->rank - 1];
@@ -310,10 +298,7 @@ gv_rope_kernel(const T *__restrict__ w, int64_t w_rs, const T *__restrict__ x, T
  * launches, for comparisons). */
 static wk_status gv_rope_kv(wk_gpu_ctx *c, const wk_op_args *a, bool *done)
 {
-    static const bool off = [] {
-        const char *e = getenv("WICK_GPU_ROPE_FUSE");
-        return e && !strcmp(e, "0");
-    }();
+    const bool off = wk_gpu_env.rope_fuse_off;
     *done = false;
     const wk_op_args *r = wk_linear_then(a);
     const void *x = wk_gpu_view_ptr(a->src[0]), *w = wk_gpu_view_ptr(a->src[1]);

@@ -406,8 +406,7 @@ wk_status wk_gpu_matmul(void *ctx, const wk_view *dst, const wk_view *a, const w
         if (mv || mst != WK_OK) return mst;
     }
 #if MM_BLAS
-    const char *mode = getenv("WICK_GEMM");
-    if (!mode || strcmp(mode, "tiled") != 0) {
+    if (!wk_gpu_env.gemm_tiled) {   /* WICK_GEMM=tiled: wick's kernel */
         bool done;
         wk_status st = mm_blas(c, dst, a, b, &done);
         if (done || st != WK_OK) return st;

@@ -779,12 +779,6 @@ template <int QT, int M> __global__ __launch_bounds__(QMV_BLOCK) void qmv_kernel
         }
 }
 
-static int q_env_int(const char *name, int dflt)
-{
-    const char *s = getenv(name);
-    return s && *s ? atoi(s) : dflt;
-}
-
 /* shared memory of a qmv launch */
 static size_t qmv_smem_bytes(int M, int kc)
 {
@@ -824,7 +818,7 @@ static wk_status qmv_run(wk_gpu_ctx *c, wk_dtype qt, const uint8_t *w, int64_t w
     p.m = (int)m;
     /* chunk of x in shared memory: WICK_QMV_X floats (all rows), a
      * multiple of 256 values per row */
-    int64_t kc = q_env_int("WICK_QMV_X", 8192) / M;
+    int64_t kc = wk_gpu_env.qmv_x / M;
     kc = kc / 256 * 256;
     if (kc < 256) kc = 256;
     if (kc > k) kc = k;
@@ -836,9 +830,9 @@ static wk_status qmv_run(wk_gpu_ctx *c, wk_dtype qt, const uint8_t *w, int64_t w
     const int64_t units = k / U;
     int tr = 1;
     while (tr < QMV_BLOCK && tr < units) tr *= 2;
-    const int64_t want = (int64_t)c->sm_count * q_env_int("WICK_QMV_BPS", k >= 8192 ? 1 : 2);
+    const int64_t want = (int64_t)c->sm_count * (wk_gpu_env.qmv_bps_set ? wk_gpu_env.qmv_bps : k >= 8192 ? 1 : 2);
     while (tr > 1 && (n + 2 * (QMV_BLOCK / tr) - 1) / (2 * (QMV_BLOCK / tr)) >= want) tr /= 2;
-    const int force = q_env_int("WICK_QMV_TR", 0);
+    const int force = wk_gpu_env.qmv_tr;
     if (force >= 1 && force <= QMV_BLOCK && (force & (force - 1)) == 0) tr = force;
     p.tr = tr;
     const int64_t nr = QMV_BLOCK / tr;
@@ -1390,7 +1384,7 @@ static wk_status qmvq_run(wk_gpu_ctx *c, wk_dtype qt, const uint8_t *w, int64_t 
          * decode step's time; WICK_QMVQ_LOCAL=0 turns it off), else in
          * scratch by qx_kernel first */
         const size_t xq_bytes = (size_t)M * (size_t)k, x_bytes = xq_bytes + (size_t)M * (size_t)(k / 32) * 8;
-        const bool local = M == 1 && x_bytes <= QMVQ_LOCAL_MAX && q_env_int("WICK_QMVQ_LOCAL", 1) != 0;
+        const bool local = M == 1 && x_bytes <= QMVQ_LOCAL_MAX && wk_gpu_env.qmvq_local != 0;
         if (!local) st = wk_gpu_scratch_alloc(c, x_bytes, &buf);
         if (st != WK_OK) return st;
         qx_params xp;
@@ -1432,7 +1426,7 @@ static wk_status qmvq_run(wk_gpu_ctx *c, wk_dtype qt, const uint8_t *w, int64_t 
      * multiprocessors. WICK_QMV_TR overrides. Each the best or near it in
      * the sweep of docs/quantization.md (H100) */
     int R = M <= 2 ? 2 : 4;
-    const int fr = q_env_int("WICK_QMVQ_R", 0);
+    const int fr = wk_gpu_env.qmvq_r;
     if (fr == 1 || fr == 2 || fr == 4) R = fr;
     if (M == 2 && R == 4) R = 2;                       /* instantiated: M 2 with R 1, 2; M 4 with R 2, 4 */
     if (M == 4 && R == 1) R = 2;
@@ -1444,7 +1438,7 @@ static wk_status qmvq_run(wk_gpu_ctx *c, wk_dtype qt, const uint8_t *w, int64_t 
     while (tr < QMV_BLOCK && tr < units &&
            2 * ((n + (int64_t)R * (QMV_BLOCK / tr) - 1) / ((int64_t)R * (QMV_BLOCK / tr))) < c->sm_count)
         tr *= 2;
-    const int force = q_env_int("WICK_QMV_TR", 0);
+    const int force = wk_gpu_env.qmv_tr;
     if (force >= 1 && force <= QMV_BLOCK && (force & (force - 1)) == 0) tr = force;
     p.tr = tr;
     const int64_t rpb = (int64_t)R * (QMV_BLOCK / tr);
@@ -1538,13 +1532,11 @@ extern "C" wk_status wk_gpu_qmatmul(void *ctx, const wk_op_args *a)
     WK_GPU_ENTER(c);
     const int64_t m = d->dims[0], n = d->dims[1];
     if (m == 0 || n == 0) return WK_OK;
-    const char *mode = getenv("WICK_QMATMUL");
-    const bool deq = mode && !strcmp(mode, "dequant");
+    const bool deq = wk_gpu_env.qmatmul_dequant;   /* WICK_QMATMUL=dequant */
     if (m <= 8 && !deq) {
         const int64_t B = wk_dt_block(w->dtype), BB = wk_dt_block_bytes(w->dtype);
         const uint8_t *wb = (const uint8_t *)w->base + w->offset / B * BB;
-        const char *act = getenv("WICK_QMATVEC");
-        if (qq_has(w->dtype) && !(act && !strcmp(act, "f32")))
+        if (qq_has(w->dtype) && !wk_gpu_env.qmatvec_f32)   /* WICK_QMATVEC=f32: qmv_run for all */
             return qmvq_run(c, w->dtype, wb, w->strides[0] / B * BB, n, w->dims[1], d, x);
         return qmv_run(c, w->dtype, wb, w->strides[0] / B * BB, n, w->dims[1], d, x);
     }

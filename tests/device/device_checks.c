@@ -33,7 +33,12 @@
  *    a view, index_select.
  *  - attention's kv_len (a count of keys in device memory) against the op
  *    on that many keys, called and in a recorded graph with the count
- *    rewritten between replays.
+ *    rewritten between replays;
+ *  - the fused products (linear_silu_mul, linear_rope_kv) bit for bit
+ *    against their two calls on the device;
+ *  - wk_env_refresh: a knob set at run time steers the ops after the
+ *    refresh, not before, and unset and refreshed gives the first bits
+ *    back.
  * Expected values are computed here by hand (small integer arithmetic).
  * Usage: wick-device-checks [--device NAME]   (needs about 8 GiB on it)
  * Ends with "N passed, N failed". */
@@ -43,6 +48,7 @@
 #include <string.h>
 #include <time.h>
 #include "wick.h"
+#include "wick_ext.h"
 
 static int passed, failed;
 
@@ -523,6 +529,44 @@ static void check_linear_rope_kv(wk_device *dev)
     wk_clear_error();
 }
 
+/* wk_env_refresh: the backends read their knobs once, so a knob set at
+ * run time changes nothing until the refresh; unset and refreshed, the
+ * first path is back. The knob turns the one-row matvec kernel off (cpu:
+ * WICK_MATMUL_GEMV=0, its GEMM path; a GPU: WICK_GEMV=0, quant.hip's
+ * qmvq kernel for this 8 MiB matrix), which sums in another order, so
+ * the bits of a [1, 4096] . [4096, 1024] product tell the paths apart. */
+static void check_env_refresh(wk_device *dev, bool cpu)
+{
+    const char *knob = cpu ? "WICK_MATMUL_GEMV" : "WICK_GEMV";
+    if (getenv(knob)) return;   /* the caller's own setting: left alone */
+    wk_scope_begin();
+    const wk_dtype dt = cpu ? WK_F32 : WK_BF16;
+    wk_tensor *x = wk_rand_uniform(dev, dt, WK_SHAPE(1, 4096), -1, 1);
+    wk_tensor *w = wk_rand_uniform(dev, dt, WK_SHAPE(1024, 4096), -1, 1);
+    wk_tensor *wt = w ? wk_transpose(w, 0, 1) : NULL;
+    const size_t bytes = 1024 * wk_dtype_size(dt);
+    unsigned char *h[4] = { malloc(bytes), malloc(bytes), malloc(bytes), malloc(bytes) };
+    bool ok = x && wt && h[0] && h[1] && h[2] && h[3];
+    for (int i = 0; i < 4 && ok; i++) {
+        if (i == 1) setenv(knob, "0", 1);   /* not read yet */
+        if (i == 2) wk_env_refresh();
+        if (i == 3) {
+            unsetenv(knob);
+            wk_env_refresh();
+        }
+        wk_tensor *y = wk_matmul(x, wt);
+        ok = y && wk_to_host(y, h[i], bytes) == WK_OK;
+    }
+    unsetenv(knob);
+    wk_env_refresh();
+    check("env_knob_not_read_per_op", ok && memcmp(h[0], h[1], bytes) == 0, ok, 1);
+    check("env_refresh_reads_the_knob", ok && memcmp(h[0], h[2], bytes) != 0, ok, 1);
+    check("env_refresh_after_unset_gives_the_first_bits", ok && memcmp(h[0], h[3], bytes) == 0, ok, 1);
+    for (int i = 0; i < 4; i++) free(h[i]);
+    wk_scope_end();
+    wk_clear_error();
+}
+
 /* max |a - b| / max |b| of two tensors of one shape (as f32) */
 static double rel_diff(const wk_tensor *a, const wk_tensor *b)
 {
@@ -633,6 +677,7 @@ int main(int argc, char **argv)
     check_quant(dev, cpu);
     check_linear_silu_mul(dev);
     check_linear_rope_kv(dev);
+    check_env_refresh(dev, strcmp(name, "cpu") == 0);
     if (wk_supports(dev, "graph", WK_F32)) check_attention_kv_len(dev);
     float tab[6] = { 1, 2, 3, 4, 5, 6 };
     wk_tensor *table = wk_from_host(dev, WK_F32, WK_SHAPE(3, 2), tab);
