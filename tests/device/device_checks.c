@@ -531,38 +531,38 @@ static void check_linear_rope_kv(wk_device *dev)
 
 /* wk_env_refresh: the backends read their knobs once, so a knob set at
  * run time changes nothing until the refresh; unset and refreshed, the
- * first path is back. The knob turns the one-row matvec kernel off (cpu:
- * WICK_MATMUL_GEMV=0, its GEMM path; a GPU: WICK_GEMV=0, quant.hip's
- * qmvq kernel for this 8 MiB matrix), which sums in another order, so
- * the bits of a [1, 4096] . [4096, 1024] product tell the paths apart. */
-static void check_env_refresh(wk_device *dev, bool cpu)
+ * first path is back. The knob switches the path of an f32 qmatmul of one
+ * row by q4_0 weights between x in f32 and x rounded to 8-bit blocks (cpu:
+ * WICK_CPU_QDOT=1 turns the integer path on; a GPU: WICK_QMATVEC=f32
+ * turns its 8-bit path off), which changes its f32 results well beyond
+ * rounding, so their bits tell the paths apart. (A knob of the bf16
+ * matvec would not: two summation orders rounded to bf16 often agree.) */
+static void check_env_refresh(wk_device *dev, wk_device *cpu, bool on_cpu)
 {
-    const char *knob = cpu ? "WICK_MATMUL_GEMV" : "WICK_GEMV";
+    const char *knob = on_cpu ? "WICK_CPU_QDOT" : "WICK_QMATVEC", *value = on_cpu ? "1" : "f32";
     if (getenv(knob)) return;   /* the caller's own setting: left alone */
     wk_scope_begin();
-    const wk_dtype dt = cpu ? WK_F32 : WK_BF16;
-    wk_tensor *x = wk_rand_uniform(dev, dt, WK_SHAPE(1, 4096), -1, 1);
-    wk_tensor *w = wk_rand_uniform(dev, dt, WK_SHAPE(1024, 4096), -1, 1);
-    wk_tensor *wt = w ? wk_transpose(w, 0, 1) : NULL;
-    const size_t bytes = 1024 * wk_dtype_size(dt);
-    unsigned char *h[4] = { malloc(bytes), malloc(bytes), malloc(bytes), malloc(bytes) };
-    bool ok = x && wt && h[0] && h[1] && h[2] && h[3];
+    wk_tensor *wf = wk_rand_uniform(cpu, WK_F32, WK_SHAPE(64, 256), -1, 1);
+    wk_tensor *wq = wf ? wk_quantize(wf, WK_Q4_0) : NULL;
+    wk_tensor *w = wq ? wk_to_device(wq, dev) : NULL;
+    wk_tensor *x = wk_rand_uniform(dev, WK_F32, WK_SHAPE(1, 256), -1, 1);
+    float h[4][64];
+    bool ok = w && x;
     for (int i = 0; i < 4 && ok; i++) {
-        if (i == 1) setenv(knob, "0", 1);   /* not read yet */
+        if (i == 1) setenv(knob, value, 1);   /* not read yet */
         if (i == 2) wk_env_refresh();
         if (i == 3) {
             unsetenv(knob);
             wk_env_refresh();
         }
-        wk_tensor *y = wk_matmul(x, wt);
-        ok = y && wk_to_host(y, h[i], bytes) == WK_OK;
+        wk_tensor *y = wk_qmatmul(x, w);
+        ok = y && wk_to_host(y, h[i], sizeof h[i]) == WK_OK;
     }
     unsetenv(knob);
     wk_env_refresh();
-    check("env_knob_not_read_per_op", ok && memcmp(h[0], h[1], bytes) == 0, ok, 1);
-    check("env_refresh_reads_the_knob", ok && memcmp(h[0], h[2], bytes) != 0, ok, 1);
-    check("env_refresh_after_unset_gives_the_first_bits", ok && memcmp(h[0], h[3], bytes) == 0, ok, 1);
-    for (int i = 0; i < 4; i++) free(h[i]);
+    check("env_knob_not_read_per_op", ok && memcmp(h[0], h[1], sizeof h[0]) == 0, ok, 1);
+    check("env_refresh_reads_the_knob", ok && memcmp(h[0], h[2], sizeof h[0]) != 0, ok, 1);
+    check("env_refresh_after_unset_gives_the_first_bits", ok && memcmp(h[0], h[3], sizeof h[0]) == 0, ok, 1);
     wk_scope_end();
     wk_clear_error();
 }
@@ -677,8 +677,8 @@ int main(int argc, char **argv)
     check_quant(dev, cpu);
     check_linear_silu_mul(dev);
     check_linear_rope_kv(dev);
-    check_env_refresh(dev, strcmp(name, "cpu") == 0);
     if (wk_supports(dev, "graph", WK_F32)) check_attention_kv_len(dev);
+    check_env_refresh(dev, cpu, strcmp(name, "cpu") == 0);
     float tab[6] = { 1, 2, 3, 4, 5, 6 };
     wk_tensor *table = wk_from_host(dev, WK_F32, WK_SHAPE(3, 2), tab);
     int64_t bad_h[2] = { 1, 3 }, bad_g[4] = { 0, 1, 5, 0 };
