@@ -55,6 +55,7 @@
 #include <string.h>
 #include <time.h>
 #include "wick.h"
+#include "wick_ext.h"
 #include "../cli/timing.h"
 
 /* ---- sizes ---------------------------------------------------------------- */
@@ -410,20 +411,7 @@ static wk_tensor *case_call(const gcase *c, const case_args *x)
         wk_attention_opts o;
         memset(&o, 0, sizeof o);
         o.causal = (c->op & 1) != 0;
-        if (!(c->op & 2)) return wk_attention(x->a, x->b, x->c, &o);
-        /* the portable paths for this call (the GPU plugin reads
-         * WICK_GPU_ATTN at each call): the FMA prefill kernel, and for
-         * decode the FMA flash-decoding that gfx1030 runs; the caller's
-         * setting restored */
-        char prev[64] = "";
-        const char *e = getenv("WICK_GPU_ATTN");
-        const bool had = e != NULL;
-        if (had) snprintf(prev, sizeof prev, "%s", e);
-        setenv("WICK_GPU_ATTN", c->kind == CK_ATTN_DECODE ? "decode_fma" : "portable", 1);
-        wk_tensor *r = wk_attention(x->a, x->b, x->c, &o);
-        if (had) setenv("WICK_GPU_ATTN", prev, 1);
-        else unsetenv("WICK_GPU_ATTN");
-        return r;
+        return wk_attention(x->a, x->b, x->c, &o);   /* op bit 2: case_knobs forced the portable path */
     }
     default: return NULL;
     }
@@ -456,6 +444,33 @@ static void print_error(const gcase *c, const char *msg)
     fflush(stdout);
 }
 
+/* The knobs a case sets around its timing: WICK_GEMM=tiled (c->tiled),
+ * and for attention's op bit 2 the portable paths (WICK_GPU_ATTN: the FMA
+ * prefill kernel, and for decode the FMA flash-decoding that gfx1030
+ * runs); on = false puts the caller's values back. The plugin reads its
+ * knobs once, so each change is followed by wk_env_refresh. */
+static void case_knobs(const gcase *c, bool on)
+{
+    static struct { bool set, had; char prev[64]; } attn;
+    const bool portable = (c->kind == CK_ATTN || c->kind == CK_ATTN_DECODE) && (c->op & 2);
+    if (c->tiled) {
+        if (on) setenv("WICK_GEMM", "tiled", 1);
+        else unsetenv("WICK_GEMM");
+    }
+    if (portable && on) {
+        const char *e = getenv("WICK_GPU_ATTN");
+        attn.had = e != NULL;
+        if (attn.had) snprintf(attn.prev, sizeof attn.prev, "%s", e);
+        setenv("WICK_GPU_ATTN", c->kind == CK_ATTN_DECODE ? "decode_fma" : "portable", 1);
+        attn.set = true;
+    } else if (portable && attn.set) {
+        if (attn.had) setenv("WICK_GPU_ATTN", attn.prev, 1);
+        else unsetenv("WICK_GPU_ATTN");
+        attn.set = false;
+    }
+    if (c->tiled || portable) wk_env_refresh();
+}
+
 static void run_op_case(run_ctx *r, const gcase *c)
 {
     char err[1024] = "";
@@ -480,7 +495,7 @@ static void run_op_case(run_ctx *r, const gcase *c)
         }
         x.a = x.view;
     }
-    if (c->tiled) setenv("WICK_GEMM", "tiled", 1);
+    case_knobs(c, true);
     times = malloc((size_t)r->reps * sizeof *times);
     ev_times = malloc((size_t)r->reps * sizeof *ev_times);
     ev = calloc((size_t)r->reps * 2, sizeof *ev);
@@ -530,7 +545,7 @@ static void run_op_case(run_ctx *r, const gcase *c)
     if (wk_event_synchronize(ev[2 * r->reps - 1]) != WK_OK) goto fail_wk;
     for (int i = 0; i < r->reps; i++)
         if (wk_event_elapsed_ms(ev[2 * i], ev[2 * i + 1], &ev_times[i]) != WK_OK) goto fail_wk;
-    if (c->tiled) unsetenv("WICK_GEMM");
+    case_knobs(c, false);
 
     /* compulsory traffic: each input read once, the output written once;
      * index_select reads only the selected rows; attention decode: the
@@ -610,7 +625,7 @@ static void run_op_case(run_ctx *r, const gcase *c)
 fail_wk:
     snprintf(err, sizeof err, "%s", wk_last_error());
 fail:
-    if (c->tiled) unsetenv("WICK_GEMM");
+    case_knobs(c, false);
     wk_release(last);
     wk_release(x.view);
     free_events(ev, 2 * r->reps);
@@ -1150,6 +1165,7 @@ static void run_q_case(struct run_ctx *r, const gcase *c)
             setenv("WICK_QMV_TR", v2, 1);
             if (f32) setenv("WICK_QMATVEC", "f32", 1);
             if (dense) setenv("WICK_MATVEC", "wick", 1);   /* the knobs are the wick kernel's */
+            wk_env_refresh();                               /* the plugin reads its knobs once */
             bool ok = true;
             for (int i = 0; i < r->reps && ok; i++) {
                 wk_tensor *out = NULL;
@@ -1170,6 +1186,7 @@ static void run_q_case(struct run_ctx *r, const gcase *c)
         }
         unsetenv("WICK_QMVQ_R");
         unsetenv("WICK_QMV_TR");
+        wk_env_refresh();
     }
     goto done;
 fail_wk:

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "wick.h"
+#include "wick_ext.h"
 #include "../cli/timing.h"
 
 typedef struct bcase {
@@ -36,6 +37,7 @@ static const bcase CASES[] = {
 static double time_case(const wk_tensor *x, const wk_tensor *w, const char *mode, int reps)
 {
     setenv("WICK_CPU_QDOT", mode, 1);
+    wk_env_refresh();   /* the knob is read once, then on a refresh */
     double *t = malloc(sizeof(double) * (size_t)reps);
     for (int i = 0; i < 2; i++) wk_release(wk_qmatmul(x, w));
     for (int i = 0; i < reps; i++) {
@@ -93,6 +95,7 @@ int main(int argc, char **argv)
         wk_release(x);
     }
     unsetenv("WICK_CPU_QDOT");
+    wk_env_refresh();
     wk_device_close(dev);
     return 0;
 }

@@ -5,7 +5,9 @@
  * op `warmup` times untimed, then `reps` times timed, and reports the
  * median (and min/max) in milliseconds and the rate it implies (GFLOP/s
  * for matmul, GB/s of compulsory traffic for the others: every input
- * element read once, every output element written once). One timed rep is
+ * element read once, every output element written once; for the fused
+ * gate/up product of one row, linear_silu_mul, that is its weight matrix,
+ * which decode reads at the device's copy rate at best). One timed rep is
  *
  *     synchronize; t0 = monotonic clock; out = op(inputs);
  *     synchronize; t1 = monotonic clock; release(out)
@@ -31,7 +33,7 @@
 #include "cli.h"
 #include "timing.h"
 
-typedef enum bench_kind { K_MATMUL, K_ADD, K_EXP, K_SUM_LAST, K_CAST, K_TRANSPOSE } bench_kind;
+typedef enum bench_kind { K_MATMUL, K_ADD, K_EXP, K_SUM_LAST, K_CAST, K_TRANSPOSE, K_LINEAR_SILU_MUL } bench_kind;
 
 typedef struct bench_case {
     const char *name;     /* what --op takes; unique                         */
@@ -40,7 +42,8 @@ typedef struct bench_case {
     wk_dtype dtype;       /* inputs                                          */
     wk_dtype out_dtype;
     int64_t n;            /* matmul: m = k = n; sum, transpose: [n, n];
-                             add, exp, cast: n elements                       */
+                             add, exp, cast: n elements; linear_silu_mul:
+                             x [1, n], w [2n, n]                              */
 } bench_case;
 
 static const bench_case cases[] = {
@@ -53,6 +56,8 @@ static const bench_case cases[] = {
     { "cast_f32_f16",       "wk_to_dtype",   K_CAST,      WK_F32,  WK_F16,  (int64_t)1 << 24 },
     { "cast_f32_bf16",      "wk_to_dtype",   K_CAST,      WK_F32,  WK_BF16, (int64_t)1 << 24 },
     { "transpose_copy_f32", "wk_contiguous", K_TRANSPOSE, WK_F32,  WK_F32,  4096 },
+    { "linear_silu_mul_bf16", "wk_linear_silu_mul", K_LINEAR_SILU_MUL, WK_BF16, WK_BF16, 4096 },
+    { "linear_silu_mul_f32", "wk_linear_silu_mul", K_LINEAR_SILU_MUL, WK_F32, WK_F32, 4096 },
 };
 #define N_CASES (int)(sizeof cases / sizeof cases[0])
 
@@ -107,6 +112,9 @@ static void shape_text(const bench_case *c, char *out, size_t size)
     case K_SUM_LAST: case K_TRANSPOSE:
         snprintf(out, size, "%lldx%lld", (long long)c->n, (long long)c->n);
         break;
+    case K_LINEAR_SILU_MUL:
+        snprintf(out, size, "1x%lld.%lldx%lld", (long long)c->n, (long long)(2 * c->n), (long long)c->n);
+        break;
     default:
         snprintf(out, size, "%lld", (long long)c->n);
     }
@@ -130,6 +138,7 @@ static double case_work(const bench_case *c)
     case K_EXP: case K_CAST: return n * (in + out);
     case K_SUM_LAST: return n * n * in + n * out;
     case K_TRANSPOSE: return n * n * (in + out);
+    case K_LINEAR_SILU_MUL: return 2.0 * n * n * in + n * (in + out);
     }
     return 0;
 }
@@ -140,7 +149,7 @@ static int64_t case_out_numel(const bench_case *c)
 {
     switch (c->kind) {
     case K_MATMUL: case K_TRANSPOSE: return c->n * c->n;
-    case K_SUM_LAST: return c->n;
+    case K_SUM_LAST: case K_LINEAR_SILU_MUL: return c->n;
     default: return c->n;
     }
 }
@@ -193,6 +202,11 @@ static bool inputs_make(wk_device *dev, const bench_case *c, bench_inputs *b)
         b->in[0] = wk_rand_uniform(dev, c->dtype, WK_SHAPE(c->n, c->n), -1.0, 1.0);
         b->n_in = 1;
         break;
+    case K_LINEAR_SILU_MUL:
+        b->in[0] = wk_rand_uniform(dev, c->dtype, WK_SHAPE(1, c->n), -1.0, 1.0);
+        b->in[1] = wk_rand_uniform(dev, c->dtype, WK_SHAPE(2 * c->n, c->n), -1.0, 1.0);
+        b->n_in = 2;
+        break;
     }
     for (int i = 0; i < b->n_in; i++)
         if (!b->in[i]) return false;
@@ -215,6 +229,7 @@ static wk_tensor *case_run(const bench_case *c, const bench_inputs *b)
     case K_SUM_LAST: return wk_sum(b->arg[0], &last_dim, 1, false);
     case K_CAST: return wk_to_dtype(b->arg[0], c->out_dtype);
     case K_TRANSPOSE: return wk_contiguous(b->arg[0]);
+    case K_LINEAR_SILU_MUL: return wk_linear_silu_mul(b->arg[0], b->arg[1]);
     }
     return NULL;
 }
@@ -346,7 +361,7 @@ static void print_json(const bench_case *c, const bench_opts *o, const bench_res
     }
     if (r->dumped) {
         printf(", \"dump\": [");
-        int n_in = c->kind == K_MATMUL || c->kind == K_ADD ? 2 : 1;
+        int n_in = c->kind == K_MATMUL || c->kind == K_ADD || c->kind == K_LINEAR_SILU_MUL ? 2 : 1;
         for (int i = 0; i < n_in; i++) printf("\"%s.in%d.bin\", ", c->name, i);
         printf("\"%s.out.bin\"]", c->name);
     }

@@ -24,6 +24,7 @@
 #include <unistd.h>
 #include "wick.h"
 #include "wick_comm.h"
+#include "wick_ext.h"
 #include "ranks.h"
 #include "wick_llm.h"
 #include "cli.h"
@@ -479,7 +480,10 @@ int wick_cmd_run(int argc, char **argv)
         else if (!strcmp(a, "--raw")) o.raw = true;
         else if (!strcmp(a, "--bf16")) o.load.act_dtype = WK_BF16;
         else if (!strcmp(a, "--dequantize")) o.load.dequantize = true;
-        else if (!strcmp(a, "--fast")) setenv("WICK_CPU_QDOT", "1", 1);   /* read by the cpu's qmatmul */
+        else if (!strcmp(a, "--fast")) {   /* read by the cpu's qmatmul (once: hence the refresh) */
+            setenv("WICK_CPU_QDOT", "1", 1);
+            wk_env_refresh();
+        }
         else if (!strcmp(a, "--ignore-eos")) o.gen.ignore_eog = true;
         else if (!strcmp(a, "-q") || !strcmp(a, "--quiet")) o.quiet = true;
         else if (!strcmp(a, "-n") || !strcmp(a, "--max-tokens") || !strcmp(a, "--temp") || !strcmp(a, "--top-k") ||

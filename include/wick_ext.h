@@ -1,7 +1,9 @@
 /* wick_ext.h — extending wick with your own kernels: custom ops (a C
  * struct of callbacks, one per device kind, run on wick's tensors) and
  * kernels compiled at run time (NVRTC on NVIDIA, hiprtc on AMD, from one
- * HIP-style source). docs/custom-ops.md has an example of each.
+ * HIP-style source). docs/custom-ops.md has an example of each. Also the
+ * refresh of the environment knobs (wk_env_refresh), for programs that
+ * change one at run time.
  *
  * Conventions as in wick.h: functions that make something return it or
  * NULL, the others a wk_status; wk_last_error() says what went wrong.
@@ -223,6 +225,20 @@ void wk_rtc_free(wk_rtc_kernel *k);
 bool wk_rtc_from_cache(const wk_rtc_kernel *k);
 /* The cache folder in use, "" when caching is off or no folder is known. */
 const char *wk_rtc_cache_dir(void);
+
+/* ------------------------------------------------------------------ */
+/* environment knobs                                                   */
+
+/* The WICK_* variables that steer ops (which kernel or path an op takes:
+ * WICK_CPU_QDOT, WICK_MATVEC, WICK_GEMM, WICK_GPU_ATTN, ...) are read
+ * once, when the backend that consults them is loaded, not on every op.
+ * A program that changes one afterwards (setenv, Python's os.environ)
+ * calls wk_env_refresh, with no op running on any thread, and the cpu
+ * and every GPU plugin loaded read theirs again. Variables read when
+ * something is opened (the plugin search, the caches, the libraries
+ * loaded at run time, a device, a communicator, a model) keep the value
+ * they had then. */
+void wk_env_refresh(void);
 
 #if defined(__GNUC__)
 #pragma GCC visibility pop

@@ -54,8 +54,15 @@ extern "C" {
  *   8  linear_silu_mul (one row's gate/up product and its gate in one
  *      launch) and read_async, appended; wk_attention_params.kv_len
  *   9  linear_rope_kv (one row's q/k/v product with its rope_kv in one
- *      launch), appended */
-#define WK_BACKEND_ABI 9
+ *      launch), appended
+ *  10  fused products are ops of the op table (op_list.h's LINEAR family:
+ *      LINEAR_SILU_MUL, LINEAR_ROPE_KV), so wk_supports, the coverage
+ *      suite and the benches see them and a future fusion appends an op
+ *      instead of bumping the ABI; the members linear_silu_mul and
+ *      linear_rope_kv removed; the members grouped by concern (devices
+ *      and memory, ops, streams and events, run-time compilation,
+ *      collectives, graphs); env_refresh (the knobs read once) appended */
+#define WK_BACKEND_ABI 10
 #define WK_BACKEND_ENTRY wk_backend_entry_v1
 
 /* ------------------------------------------------------------------ */
@@ -155,6 +162,22 @@ typedef enum wk_op_family {
                                 values. A row whose position is past the tables or the
                                 caches (possible only for src[3]; the core checks p[0])
                                 writes no cache row and zero queries.                */
+    WK_FAMILY_LINEAR,        /* a one-row product and the op that follows it, as one op
+                                (docs/fused-ops.md). src[0] a [.., 1, K] and src[1] b
+                                [.., K, N] are MATMUL's operands (batch dims 1, stride
+                                0): b the transposed view of a row-major W [N, K]
+                                (strides [.., 1, W's row stride]), a contiguous, K > 0.
+                                src[2] y [.., 1, N] is MATMUL's destination for them
+                                (contiguous) with base NULL: it is in no memory, the
+                                backend places it. params: the wk_op_args of the op
+                                that follows, as the core would run it on y; its views
+                                of y have base NULL (none of its other operands does),
+                                and its dst is dst. LINEAR_SILU_MUL: SILU_MUL of y's
+                                halves (dst [.., F], N = 2F); LINEAR_ROPE_KV: ROPE_KV of
+                                y as qkv [1, 1, H, D] (N = H D). The result has the bits
+                                of this backend's MATMUL into y, rounded to the dtype,
+                                then that op (src/fused.h runs the two); a backend may
+                                make them in one launch.                             */
     WK_FAMILY_RESERVED,      /* named for a layer still to come; no front-end yet    */
     WK_FAMILY_COUNT
 } wk_op_family;
@@ -343,7 +366,7 @@ typedef struct wk_backend_iface {
     int abi;                       /* WK_BACKEND_ABI                    */
     const char *kind;              /* "cpu", "cuda", "rocm"             */
 
-    /* ---- devices ---- */
+    /* ---- devices and memory ---- */
     int (*device_count)(void);     /* 0 when none; never an error       */
     wk_status (*device_open)(int index, void **ctx);
     void (*device_close)(void *ctx);
@@ -356,20 +379,44 @@ typedef struct wk_backend_iface {
      * copy ends only if it copied the host data first. */
     wk_status (*write)(void *ctx, void *dst, const void *host, size_t bytes);
     wk_status (*read)(void *ctx, void *host, const void *src, size_t bytes);
+    /* Transfers that do not wait (ABI 8; NULL: the core uses read): queue
+     * device -> host of bytes from src into host, which lies inside one
+     * host_alloc block (the core checks), on ctx's stream, and return;
+     * the host's copy is complete once an event recorded after it has
+     * been passed. */
+    wk_status (*read_async)(void *ctx, void *host, const void *src, size_t bytes);
     /* device -> device within this backend (ctx of dst and src may differ;
      * NULL if the backend cannot, and the core stages through the host). */
     wk_status (*copy_peer)(void *dst_ctx, void *dst, void *src_ctx, const void *src, size_t bytes);
+    /* Pinned host memory (ABI 2): page-locked host memory (bytes > 0).
+     * write and read of a host range that lies inside one such block
+     * copy it directly (one DMA, no staging), still keeping their
+     * contract above. */
+    wk_status (*host_alloc)(void *ctx, size_t bytes, void **ptr);
+    /* Free a block host_alloc returned (the core checks that it did). */
+    void (*host_free)(void *ctx, void *ptr);
 
     /* ---- ops (ABI 3) ---- */
     /* The backend's op table, indexed by wk_op, n_ops entries long (the
      * WK_OP_COUNT it was built with). An entry whose run is NULL, an op
      * at or past n_ops, or a dtype outside the entry's mask is
-     * unsupported. */
+     * unsupported. Fused products are ops too (the LINEAR family). */
     const struct wk_op_impl *ops;
     int n_ops;
 
-    /* ---- events (ABI 2) ---- */
-    /* A backend event handle (*ev), not yet recorded. */
+    /* ---- streams and events ---- */
+    /* Make ctx's device current on the calling thread and give its
+     * stream (cudaStream_t / hipStream_t), on which every op of ctx runs
+     * in order; NULL for a backend without streams (the cpu). (ABI 4:
+     * custom ops) */
+    wk_status (*stream)(void *ctx, void **stream);
+    /* Order ctx's stream and another stream of its device (a framework's,
+     * as a handle: cudaStream_t / hipStream_t, or CUDA's legacy (1) and
+     * per-thread (2) default streams) without blocking the host: when
+     * ctx_waits, work queued on ctx's stream from now on starts after the
+     * work queued on other so far; else the reverse. (ABI 5) */
+    wk_status (*stream_order)(void *ctx, void *other, bool ctx_waits);
+    /* Events (ABI 2): a backend event handle (*ev), not yet recorded. */
     wk_status (*event_new)(void *ctx, void **ev);
     /* May be called while the event's mark is still ahead of the device. */
     void (*event_free)(void *ctx, void *ev);
@@ -381,26 +428,6 @@ typedef struct wk_backend_iface {
     /* ms from start's mark to end's (waits for both). The core checks
      * that both were recorded on ctx. */
     wk_status (*event_elapsed_ms)(void *ctx, void *start, void *end, double *ms);
-
-    /* ---- pinned host memory (ABI 2) ---- */
-    /* Page-locked host memory (bytes > 0). write and read of a host range
-     * that lies inside one such block copy it directly (one DMA, no
-     * staging), still keeping their contract above. */
-    wk_status (*host_alloc)(void *ctx, size_t bytes, void **ptr);
-    /* Free a block host_alloc returned (the core checks that it did). */
-    void (*host_free)(void *ctx, void *ptr);
-
-    /* ---- custom ops (ABI 4) ---- */
-    /* Make ctx's device current on the calling thread and give its
-     * stream (cudaStream_t / hipStream_t), on which every op of ctx runs
-     * in order; NULL for a backend without streams (the cpu). */
-    wk_status (*stream)(void *ctx, void **stream);
-    /* Order ctx's stream and another stream of its device (a framework's,
-     * as a handle: cudaStream_t / hipStream_t, or CUDA's legacy (1) and
-     * per-thread (2) default streams) without blocking the host: when
-     * ctx_waits, work queued on ctx's stream from now on starts after the
-     * work queued on other so far; else the reverse. (ABI 5) */
-    wk_status (*stream_order)(void *ctx, void *other, bool ctx_waits);
 
     /* ---- kernels compiled at run time (ABI 5; NULL on the cpu) ---- */
     /* The target of ctx's device, without opening the compiler (what a
@@ -449,11 +476,10 @@ typedef struct wk_backend_iface {
      * return). Every rank calls it with the same kind, count, dtype and
      * root. */
     wk_status (*comm_run)(void *comm, const wk_coll_args *a);
-
-    /* ---- fused collectives (ABI 6; NULL: none) ---- */
-    /* Whether comm_run takes a (a kind that is not one of the three
-     * plain ones) on this comm; false sets no error. Every rank of a comm
-     * answers alike for the same arguments. */
+    /* Fused collectives (ABI 6; NULL: none): whether comm_run takes a (a
+     * kind that is not one of the three plain ones) on this comm; false
+     * sets no error. Every rank of a comm answers alike for the same
+     * arguments. */
     bool (*comm_fuses)(void *comm, const wk_coll_args *a);
 
     /* ---- graphs (ABI 7; NULL: the backend records none) ---- */
@@ -469,35 +495,13 @@ typedef struct wk_backend_iface {
     wk_status (*graph_launch)(void *ctx, void *graph);
     void (*graph_free)(void *ctx, void *graph);
 
-    /* ---- fused products (ABI 8; NULL: none) ---- */
-    /* y [F] = silu_mul(x . w[:F]^T, x . w[F:]^T) for one row x [k] and w
-     * [2F, k] of dtype dt (rows w_rs elements apart, last stride 1), x and
-     * y contiguous, F and k > 0: the bits this backend's matmul gives each
-     * half for one row, rounded to dt, then its silu_mul. *done false
-     * (nothing queued, no error) where it does not take these operands or
-     * its matmul would not make that product with the kernel the fused
-     * one shares. */
-    wk_status (*linear_silu_mul)(void *ctx, wk_dtype dt, const void *x, const void *w, int64_t w_rs, void *y,
-                                 int64_t F, int64_t k, bool *done);
-
-    /* ---- transfers that do not wait (ABI 8; NULL: the core uses read) ---- */
-    /* Queue device -> host of bytes from src into host, which lies inside
-     * one host_alloc block (the core checks), on ctx's stream, and return;
-     * the host's copy is complete once an event recorded after it has been
-     * passed. */
-    wk_status (*read_async)(void *ctx, void *host, const void *src, size_t bytes);
-
-    /* ---- the q/k/v product with its rope (ABI 9; NULL: none) ---- */
-    /* The ROPE_KV op `rope` (its src[0] has the dims [1, 1, H, D] and dtype
-     * of qkv but no data) on qkv = x . w^T for one row x [k] and w [H D, k]
-     * of qkv's dtype (rows w_rs elements apart, last stride 1), x
-     * contiguous, k > 0: each element of qkv the bits this backend's
-     * matmul gives it for one row, rounded to the dtype, then its rope_kv.
-     * *done false (nothing queued, no error) where it does not take these
-     * operands or its matmul would not make that product with the kernel
-     * the fused one shares. */
-    wk_status (*linear_rope_kv)(void *ctx, const wk_op_args *rope, const void *x, const void *w, int64_t w_rs,
-                                int64_t k, bool *done);
+    /* ---- environment knobs (ABI 10; NULL: the backend reads none) ---- */
+    /* The WICK_* variables a backend consults on its ops' paths are read
+     * once (when the backend is made), not on every op; env_refresh reads
+     * them again (wk_env_refresh, when no op runs). Those read when
+     * something is opened (a library, a device, a communicator) are not
+     * its business. */
+    void (*env_refresh)(void);
 } wk_backend_iface;
 
 /* A plugin's one exported symbol. Returns NULL (after set_error) when the

@@ -9,7 +9,11 @@
  * the op still loads (its op table is shorter; the core treats the ops it
  * lacks as unsupported). Then write its kernel bodies and its tests: for
  * an elementwise unary op that is all (see WK_OP_SIGMOID: UF_SIGMOID in
- * src/cpu/cpu_elementwise.c, its case in src/gpu/elementwise.hip).
+ * src/cpu/cpu_elementwise.c, its case in src/gpu/elementwise.hip). A
+ * fused op (several ops' work in one launch) is appended the same way, in
+ * a family of its own or an existing one (LINEAR: a one-row product and
+ * the op after it), so a new fusion changes no struct of backend.h
+ * (docs/fused-ops.md).
  *
  Each entry is X(KIND, NAME, "name", P, DTYPES); a user defines X to
  * dispatch on KIND (#define MY(K, N, S, P, D) MY_##K(N, S, P, D)):
@@ -119,6 +123,8 @@
     X(O, QUANTIZE, "quantize", QCONVERT, WK_DT_QUANTS)                             \
     X(O, QGATHER, "qgather", QGATHER, WK_DT_QUANTS)                                \
     X(O, ROPE_KV, "rope_kv", ROPE_KV, WK_DT_NN)                                    \
+    X(O, LINEAR_SILU_MUL, "linear_silu_mul", LINEAR, WK_DT_NN)                     \
+    X(O, LINEAR_ROPE_KV, "linear_rope_kv", LINEAR, WK_DT_NN)                       \
     /* append new ops above this line */
 
 /* Family of an entry (a wk_op_family value): WK_OP_FAMILY(K, P) */

@@ -16,7 +16,7 @@
 #include <string.h>
 #include "test.h"
 
-#define REQUIRED_PAIRS_MIN 515
+#define REQUIRED_PAIRS_MIN 523
 
 typedef struct pair { char op[32]; int dt; } pair;
 
@@ -172,7 +172,8 @@ bool t_coverage_check(bool print_listing, const char *required_path)
  * dtype that wk_supports(cpu, op, dtype) claims, the op's public entry
  * (wk_unary, wk_affine, wk_powf, wk_elu, wk_binary, wk_cmp, wk_where,
  * wk_reduce, wk_matmul, the index ops, wk_to_dtype for copy, wk_copy2d,
- * wk_const_set, wk_rand_*, the NN ops) runs on a small valid input and succeeds with the
+ * wk_const_set, wk_rand_*, the NN ops and the fused products on one
+ * row, which is where they are ops of their own) runs on a small valid input and succeeds with the
  * expected shape and dtype, so a pair listed as supported whose kernel is
  * missing fails here by name. A supported op this file has no call for
  * fails too (add its call to run_op). coverage/refuses/<op>/<dtype>: the
@@ -214,6 +215,7 @@ static const char *const other_ops[] = {
     "affine", "powf", "elu", "where_cond", "matmul", "index_select", "gather", "scatter_set", "scatter_add",
     "index_add", "copy", "copy2d", "const_set", "rand_uniform", "rand_normal", "softmax", "log_softmax",
     "rms_norm", "layer_norm", "add_rms_norm", "rope", "rope_i", "rope_thd", "rope_kv", "silu_mul", "attention",
+    "linear_silu_mul", "linear_rope_kv",
     "dequantize", "quantize", "qmatmul", "qgather",
     "conv1d", "conv_transpose1d", "conv2d", "conv_transpose2d", "avg_pool2d", "max_pool2d",
     "upsample_nearest1d", "upsample_nearest2d", "upsample_bilinear2d", "arg_sort",
@@ -403,6 +405,22 @@ static int run_op(const char *op, wk_dtype dt, char *why, size_t n)
         wk_tensor *kc = t_own(wk_zeros(t_dev(), dt, WK_SHAPE(1, 1, 5, 4))), *vc = t_own(wk_zeros(t_dev(), dt, WK_SHAPE(1, 1, 5, 4)));
         if (!qkv || !kc || !vc) return 1;
         return tensor_result(wk_rope_kv(qkv, 2, c, s, 3, NULL, false, kc, vc), dt, WK_SHAPE(1, 2, 2, 4), why, n);
+    }
+    if (!strcmp(op, "linear_silu_mul")) {   /* one row: the op itself, not the two calls */
+        wk_tensor *row = small(dt, 1, 4), *w = small(dt, 6, 4);
+        return row && w ? tensor_result(wk_linear_silu_mul(row, w), dt, WK_SHAPE(1, 3), why, n) : 1;
+    }
+    if (!strcmp(op, "linear_rope_kv")) {    /* one row; w: 2 query heads, 1 key, 1 value of D 4 */
+        wk_tensor *c = NULL, *s = NULL;
+        wk_status st = wk_rope_tables(t_dev(), 4, 10000, 8, NULL, &c, &s);
+        t_own(c);
+        t_own(s);
+        if (st != WK_OK) return status_result(st, why, n);
+        wk_tensor *row = small(dt, 1, 4), *w = small(dt, 16, 4);
+        wk_tensor *kc = t_own(wk_zeros(t_dev(), dt, WK_SHAPE(1, 1, 5, 4))), *vc = t_own(wk_zeros(t_dev(), dt, WK_SHAPE(1, 1, 5, 4)));
+        if (!row || !w || !kc || !vc) return 1;
+        return tensor_result(wk_linear_rope_kv(row, w, 2, c, s, 3, NULL, false, kc, vc), dt, WK_SHAPE(1, 1, 2, 4), why,
+                             n);
     }
     if (!strcmp(op, "attention")) {
         wk_tensor *q = as_shape(small(dt, 6, 4), WK_SHAPE(1, 2, 3, 4));

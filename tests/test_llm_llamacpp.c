@@ -51,6 +51,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "test.h"
+#include "wick_ext.h"
 #include "wick_llm.h"
 
 /* bounds: see the top and docs/cpu-qdot.md */
@@ -141,6 +142,7 @@ static void set_qdot(const char *v)
 {
     if (v) setenv("WICK_CPU_QDOT", v, 1);
     else unsetenv("WICK_CPU_QDOT");
+    wk_env_refresh();   /* the knob is read once, then on a refresh */
 }
 
 static void check_llamacpp(const lref_model *lm)

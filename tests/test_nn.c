@@ -407,6 +407,7 @@ static void linear_silu_mul_case(wk_dtype dt, wk_shape xs, int64_t F, t_layout_k
     wk_tensor *x = mk(dt, xlay, xs, -1, 1, &xv);
     wk_tensor *w = quant ? mk_q8_0(2 * F, K, &wv) : mk(dt, wlay, WK_SHAPE(2 * F, K), -1, 1, &wv);
     if (!x || !w || !xv || !wv) return;
+    t_cover("linear_silu_mul", dt);
     wk_tensor *y = t_own(wk_linear_silu_mul(x, w));
     wk_shape so = xs;
     so.dims[so.rank - 1] = F;

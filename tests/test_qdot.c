@@ -34,6 +34,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "test.h"
+#include "wick_ext.h"
 
 #define QDOT_RMS_BOUND 2e-2
 
@@ -311,9 +312,11 @@ static wk_tensor *qmm_mode(const wk_tensor *x, const wk_tensor *w, const char *m
     char *keep = old ? strdup(old) : NULL;
     if (mode) setenv("WICK_CPU_QDOT", mode, 1);
     else unsetenv("WICK_CPU_QDOT");
+    wk_env_refresh();   /* the knob is read once, then on a refresh */
     wk_tensor *y = T_NEED(wk_qmatmul(x, w));
     if (keep) setenv("WICK_CPU_QDOT", keep, 1);
     else unsetenv("WICK_CPU_QDOT");
+    wk_env_refresh();
     free(keep);
     return y;
 }

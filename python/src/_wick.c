@@ -3078,6 +3078,13 @@ static PyObject *m_supports(PyObject *mod, PyObject *args, PyObject *kw)
     if (!dev) return NULL;
     return PyBool_FromLong(wk_supports(dev, op, dt));
 }
+static PyObject *m_env_refresh(PyObject *mod, PyObject *unused)
+{
+    (void)mod;
+    (void)unused;
+    wk_env_refresh();
+    Py_RETURN_NONE;
+}
 static PyObject *m_op_names(PyObject *mod, PyObject *unused)
 {
     (void)mod;
@@ -3186,6 +3193,8 @@ static PyMethodDef module_methods[] = {
     F_V(device_info, "device_info(device='cpu') -> dict"),
     F_KW(supports, "supports(op, dtype, device='cpu') -> whether the device implements op for dtype"),
     { "op_names", (PyCFunction)m_op_names, METH_NOARGS, "op_names() -> every op name" },
+    { "env_refresh", (PyCFunction)m_env_refresh, METH_NOARGS,
+      "env_refresh(): read the WICK_* knobs that steer ops again (they are read once; call after changing os.environ)" },
     { "build_info", (PyCFunction)m_build_info, METH_NOARGS, "build_info() -> version, compiler, BLAS, plugins" },
     { "dtypes", (PyCFunction)m_dtypes, METH_NOARGS, "dtypes() -> every dtype name" },
     F_O(dtype_info, "dtype_info(dtype) -> dict(name, itemsize, block_size, block_bytes, is_float, is_quantized)"),

@@ -242,6 +242,8 @@ def test_info_functions():
     assert "f32" in wick.dtypes() and "q4_k" in wick.dtypes()
     assert wick.dtype_info("q4_0")["block_bytes"] == 18
     assert wick.supports("add", "f32") and "matmul" in wick.op_names()
+    assert wick.supports("linear_silu_mul", "bf16") and "linear_rope_kv" in wick.op_names()
+    assert wick.env_refresh() is None
     assert isinstance(wick.build_info(), str) and wick.__version__.count(".") == 2
     wick.synchronize()
 

@@ -44,6 +44,7 @@ from ._wick import (  # noqa: F401
     dtype_info,
     dtypes,
     empty,
+    env_refresh,
     frombuffer,
     full,
     layer_norm,

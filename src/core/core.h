@@ -187,6 +187,12 @@ bool wk_check_supported(wk_device *dev, wk_op op, wk_dtype dt);
 /* comm.c: whether dev has collectives that sum dt (wk_supports("all_reduce")) */
 bool wk_comm_supports(wk_device *dev, wk_dtype dt);
 
+/* ops_matmul.c: MATMUL's view of an operand t (rank >= 2) in a product
+ * whose br batch dims are dims[0 .. br): t's batch dims aligned to the
+ * right, stride 0 where t lacks one or has it 1 (broadcast); its last two
+ * dims as they are. What wk_matmul passes, and the LINEAR ops' record. */
+void wk_matmul_view(const wk_view *t, int br, const int64_t *dims, wk_view *v);
+
 /* Run one op on dev's backend (args->op names it). An op the backend's
  * table lacks is WK_ERR_UNSUPPORTED, never a crash. */
 static inline wk_status wk_run(wk_device *dev, const wk_op_args *args)

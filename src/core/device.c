@@ -8,7 +8,8 @@
  * executable it is linked into), then the dynamic loader's own search for
  * libwick_<kind>.so. A missing plugin is not an error: the kind has zero
  * devices and wk_plugin_status says why, its first words one of "not
- * built", "no driver", "not loadable" or "not loaded" (the named file). */
+ * built", "no driver", "not loadable" or "not loaded" (the named file).
+ * wk_env_refresh asks every loaded backend to read its knobs again. */
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -147,6 +148,14 @@ static void load_plugin(int k)
     kinds[k].status[0] = 0;
     kinds[k].be = be;
     kinds[k].handle = h;
+}
+
+void wk_env_refresh(void)
+{
+    pthread_mutex_lock(&registry_lock);
+    for (int k = 0; k < KIND_COUNT; k++)
+        if (kinds[k].be && kinds[k].be->env_refresh) kinds[k].be->env_refresh();
+    pthread_mutex_unlock(&registry_lock);
 }
 
 int wk_device_count(const char *kind)

@@ -3,6 +3,24 @@
 #include <string.h>
 #include "core.h"
 
+void wk_matmul_view(const wk_view *t, int br, const int64_t *dims, wk_view *v)
+{
+    *v = *t;
+    v->rank = br + 2;
+    /* batch dims broadcast (stride 0); the last two keep theirs */
+    int tb = t->rank - 2;
+    for (int q = 0; q < br; q++) {
+        int qt = q - (br - tb);
+        v->dims[q] = dims[q];
+        v->strides[q] = qt >= 0 && t->dims[qt] == dims[q] && dims[q] != 1 ? t->strides[qt] : 0;
+    }
+    v->dims[br] = t->dims[t->rank - 2];
+    v->dims[br + 1] = t->dims[t->rank - 1];
+    v->strides[br] = t->strides[t->rank - 2];
+    v->strides[br + 1] = t->strides[t->rank - 1];
+    for (int q = br + 2; q < WK_MAX_RANK; q++) v->dims[q] = v->strides[q] = 0;
+}
+
 static wk_tensor *matmul_impl(const wk_tensor *a, const wk_tensor *b)
 {
     const wk_tensor *ts[2] = { a, b };
@@ -37,21 +55,8 @@ static wk_tensor *matmul_impl(const wk_tensor *a, const wk_tensor *b)
         } else {
             wk_view v[2];
             for (int i = 0; i < 2; i++) {
-                const wk_tensor *t = ts[i];
-                v[i] = wk_view_of(t);
-                v[i].rank = rank;
-                /* batch dims broadcast (stride 0); the last two keep theirs */
-                int tb = t->rank - 2;
-                for (int q = 0; q < br; q++) {
-                    int qt = q - (br - tb);
-                    v[i].dims[q] = dims[q];
-                    v[i].strides[q] = qt >= 0 && t->dims[qt] == dims[q] && dims[q] != 1 ? t->strides[qt] : 0;
-                }
-                v[i].dims[br] = t->dims[t->rank - 2];
-                v[i].dims[br + 1] = t->dims[t->rank - 1];
-                v[i].strides[br] = t->strides[t->rank - 2];
-                v[i].strides[br + 1] = t->strides[t->rank - 1];
-                for (int q = rank; q < WK_MAX_RANK; q++) v[i].dims[q] = v[i].strides[q] = 0;
+                const wk_view t = wk_view_of(ts[i]);
+                wk_matmul_view(&t, br, dims, &v[i]);
             }
             wk_op_args args = { .op = WK_OP_MATMUL, .dst = &d, .src = { &v[0], &v[1] } };
             st = wk_run(dev, &args);

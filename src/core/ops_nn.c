@@ -1,10 +1,13 @@
 /* ops_nn.c — front-ends of the fused NN ops: softmax, log_softmax,
  * rms_norm (plain, Gemma, fused with the residual add), layer_norm,
- * the three rotary embeddings and their tables, and attention.
- * Each checks its arguments, brings its inputs to the layouts the
- * backend families of backend.h describe (a copy only where a view cannot
- * be described that way) and runs the op. silu_mul is a binary op
- * (ops_elementwise.c). docs/nn.md has the semantics. */
+ * the three rotary embeddings and their tables, rope_kv, attention, and
+ * the fused products of a projection with the op after it
+ * (linear_silu_mul, linear_rope_kv: the LINEAR family for one row of a
+ * dense weight, else the two calls). Each checks its arguments, brings
+ * its inputs to the layouts the backend families of backend.h describe
+ * (a copy only where a view cannot be described that way) and runs the
+ * op. silu_mul is a binary op (ops_elementwise.c). docs/nn.md has the
+ * semantics, docs/fused-ops.md the fused products. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -87,6 +90,38 @@ static bool nn_param(const wk_tensor *x, const wk_tensor *p, const char *name, w
     if (!nn_param_ok(x, p, name)) return false;
     *held = nn_usable(p, x->dims[x->rank - 1] <= 1 || p->strides[0] == 1);
     return *held != NULL;
+}
+
+/* The product part of a LINEAR op's record (backend.h) for x [.., 1, K]
+ * (a vector as [1, K], as wk_reshape makes it) and w [N, K]: MATMUL's
+ * views of x and of w transposed, as wk_matmul passes them, and y, their
+ * product [.., 1, N] (contiguous, base NULL: it is in no memory). */
+typedef struct nn_linear {
+    wk_view a, b, y;
+} nn_linear;
+
+static void nn_linear_views(const wk_tensor *x, const wk_tensor *w, nn_linear *l)
+{
+    wk_view xv = wk_view_of(x), wt = wk_view_of(w);
+    if (x->rank == 1) {
+        xv.rank = 2;
+        xv.dims[0] = 1;
+        xv.dims[1] = x->dims[0];
+        wk_contiguous_strides(2, xv.dims, xv.strides);
+    }
+    wt.dims[0] = w->dims[1];
+    wt.dims[1] = w->dims[0];
+    wt.strides[0] = w->strides[1];
+    wt.strides[1] = w->strides[0];
+    const int br = xv.rank - 2;
+    wk_matmul_view(&xv, br, xv.dims, &l->a);
+    wk_matmul_view(&wt, br, xv.dims, &l->b);
+    memset(&l->y, 0, sizeof l->y);
+    l->y.dtype = x->dtype;
+    l->y.rank = br + 2;
+    for (int d = 0; d <= br; d++) l->y.dims[d] = xv.dims[d];
+    l->y.dims[br + 1] = w->dims[0];
+    wk_contiguous_strides(br + 2, l->y.dims, l->y.strides);
 }
 
 /* x must be a float tensor of a dtype the device's backend implements
@@ -346,12 +381,10 @@ static bool rope_kv_cache(const wk_tensor *qkv, const wk_tensor *c, const char *
 }
 
 /* rope_kv of qkv; with x and w (linear_rope_kv's one row), qkv's data is
- * not read (it has none): the backend's fused product makes it, or
- * *declined says that it does not take these operands (NULL returned, no
- * error) */
+ * not read (it has none): the LINEAR_ROPE_KV op makes it as x . w^T */
 static wk_tensor *rope_kv_run(const wk_tensor *qkv, int64_t n_q, const wk_tensor *cos, const wk_tensor *sin,
                               int64_t pos, const wk_tensor *pt, bool inter, wk_tensor *kc, wk_tensor *vc,
-                              const wk_tensor *x, const wk_tensor *w, bool *declined)
+                              const wk_tensor *x, const wk_tensor *w)
 {
     if (!nn_check_x(qkv, WK_OP_ROPE_KV, 4, "qkv")) return NULL;
     if (qkv->rank != 4) {
@@ -412,19 +445,18 @@ static wk_tensor *rope_kv_run(const wk_tensor *qkv, int64_t n_q, const wk_tensor
         wk_device *dev = qkv->st->dev;
         wk_status st;
         if (x) {
-            bool done = false;
-            st = dev->be->linear_rope_kv(dev->ctx, &a, wk_tensor_data(x), wk_tensor_data(w), w->strides[0], x->dims[1],
-                                         &done);
-            if (st == WK_OK && !done) {
-                *declined = true;
-                wk_release(out);
-                out = NULL;
-            }
+            /* the product is the op's own: rope_kv's view of it has no memory */
+            nn_linear l;
+            nn_linear_views(x, w, &l);
+            vx.base = NULL;
+            vx.offset = 0;
+            wk_op_args la = { .op = WK_OP_LINEAR_ROPE_KV, .dst = &vo, .src = { &l.a, &l.b, &l.y }, .params = &a };
+            st = wk_run(dev, &la);
         } else {
             st = wk_run(dev, &a);
         }
-        if (st == WK_OK && out) WK_FAULT(WK_OP_ROPE_KV, out);
-        if (out || st != WK_OK) out = wk_finish(st, out);
+        if (st == WK_OK) WK_FAULT(x ? WK_OP_LINEAR_ROPE_KV : WK_OP_ROPE_KV, out);
+        out = wk_finish(st, out);
     }
     wk_release(hx);
     wk_release(hc);
@@ -435,7 +467,7 @@ static wk_tensor *rope_kv_run(const wk_tensor *qkv, int64_t n_q, const wk_tensor
 static wk_tensor *rope_kv_impl(const wk_tensor *qkv, int64_t n_q, const wk_tensor *cos, const wk_tensor *sin,
                                int64_t pos, const wk_tensor *pt, bool inter, wk_tensor *kc, wk_tensor *vc)
 {
-    return rope_kv_run(qkv, n_q, cos, sin, pos, pt, inter, kc, vc, NULL, NULL, NULL);
+    return rope_kv_run(qkv, n_q, cos, sin, pos, pt, inter, kc, vc, NULL, NULL);
 }
 
 wk_tensor *wk_rope_kv(const wk_tensor *qkv, int64_t n_q, const wk_tensor *cos, const wk_tensor *sin, int64_t pos_offset,
@@ -445,8 +477,9 @@ wk_tensor *wk_rope_kv(const wk_tensor *qkv, int64_t n_q, const wk_tensor *cos, c
 /* rope_kv of qkv = x . w^T as [1, T, H, D] (D twice cos's last dim): the
  * product as wk_matmul (dense w, x's dtype) or wk_qmatmul (block-quantized
  * w) makes it, then wk_rope_kv, so the result has the bits of those calls;
- * one row of a dense w goes to the backend's fused launch where it has
- * one (and the caches share neither x's storage nor w's). */
+ * one row of a dense w is the device's LINEAR_ROPE_KV op where it has it
+ * (and the caches share neither x's storage nor w's): the same bits, in
+ * one launch on a GPU whose kernel takes the operands. */
 static wk_tensor *linear_rope_kv_impl(const wk_tensor *x, const wk_tensor *w, int64_t n_q, const wk_tensor *cos,
                                       const wk_tensor *sin, int64_t pos, const wk_tensor *pt, bool inter,
                                       wk_tensor *kc, wk_tensor *vc)
@@ -477,14 +510,14 @@ static wk_tensor *linear_rope_kv_impl(const wk_tensor *x, const wk_tensor *w, in
     }
     const int64_t H = w->dims[0] / D;
     wk_device *dev = x->st->dev;
-    if (!quant && T == 1 && K > 0 && dev->be->linear_rope_kv && w->st->dev == dev && w->strides[1] == 1 &&
-        wk_tensor_is_contiguous(x) && kc && vc && !wk_tensor_same_storage(kc, x) && !wk_tensor_same_storage(kc, w) &&
-        !wk_tensor_same_storage(vc, x) && !wk_tensor_same_storage(vc, w)) {
+    if (!quant && T == 1 && K > 0 && wk_device_supports(dev, WK_OP_LINEAR_ROPE_KV, x->dtype) && w->st->dev == dev &&
+        w->strides[1] == 1 && wk_tensor_is_contiguous(x) && kc && vc && !wk_tensor_same_storage(kc, x) &&
+        !wk_tensor_same_storage(kc, w) && !wk_tensor_same_storage(vc, x) && !wk_tensor_same_storage(vc, w)) {
+        /* qkv: its shape and dtype for rope_kv's checks; the op makes its values */
         wk_tensor *qkv = wk_tensor_alloc(dev, x->dtype, 4, (const int64_t[]){ 1, 1, H, D });
-        bool declined = false;
-        wk_tensor *q = qkv ? rope_kv_run(qkv, n_q, cos, sin, pos, pt, inter, kc, vc, x, w, &declined) : NULL;
+        wk_tensor *q = qkv ? rope_kv_run(qkv, n_q, cos, sin, pos, pt, inter, kc, vc, x, w) : NULL;
         wk_release(qkv);
-        if (q || !declined) return q;
+        return q;
     }
     /* the two calls */
     wk_tensor *wt = quant ? NULL : wk_transpose(w, 0, 1);
@@ -682,10 +715,34 @@ wk_tensor *wk_attention(const wk_tensor *q, const wk_tensor *k, const wk_tensor 
 
 /* ---- the gate/up projection with its SwiGLU gate ------------------------ */
 
+/* The LINEAR_SILU_MUL op into out (x's dims, the last F) for one row x of
+ * a dense w [2F, K]: the product, then SILU_MUL of its halves as
+ * wk_silu_mul runs it on them. */
+static wk_status linear_silu_mul_run(const wk_tensor *x, const wk_tensor *w, wk_tensor *out)
+{
+    nn_linear l;
+    nn_linear_views(x, w, &l);
+    const int r = l.y.rank;
+    const int64_t F = w->dims[0] / 2;
+    wk_view d = wk_view_of(out), g = l.y, u = l.y;
+    g.dims[r - 1] = u.dims[r - 1] = F;
+    u.offset = F;
+    d.rank = r;
+    memcpy(d.dims, g.dims, sizeof d.dims);
+    wk_contiguous_strides(r, d.dims, d.strides);
+    wk_view *vs[3] = { &d, &g, &u };
+    wk_views_coalesce(3, vs);
+    wk_op_args t = { .op = WK_OP_SILU_MUL, .dst = &d, .src = { &g, &u } };
+    wk_op_args a = { .op = WK_OP_LINEAR_SILU_MUL, .dst = &d, .src = { &l.a, &l.b, &l.y }, .params = &t };
+    return wk_run(x->st->dev, &a);
+}
+
 /* silu(x . w[:F]^T) * (x . w[F:]^T) for w [2F, K]: the product as
  * wk_matmul (dense w, x's dtype) or wk_qmatmul (block-quantized w) makes
  * it, then wk_silu_mul of its two halves, so the result has the bits of
- * those calls. */
+ * those calls; one row of a dense w is the device's LINEAR_SILU_MUL op
+ * where it has it: the same bits, in one launch on a GPU whose kernel
+ * takes the operands. */
 static wk_tensor *linear_silu_mul_impl(const wk_tensor *x, const wk_tensor *w)
 {
     const wk_tensor *ts[2] = { x, w };
@@ -706,20 +763,18 @@ static wk_tensor *linear_silu_mul_impl(const wk_tensor *x, const wk_tensor *w)
         return NULL;
     }
     const int64_t F = w->dims[0] / 2, K = w->dims[1];
-    /* one row of a dense w: the backend's one launch, where it has one */
+    /* one row of a dense w: the device's LINEAR_SILU_MUL */
     wk_device *dev = x->st->dev;
-    if (!quant && dev->be->linear_silu_mul && F > 0 && K > 0 && wk_numel(x->rank, x->dims) == K && w->strides[1] == 1 &&
-        wk_tensor_is_contiguous(x)) {
+    if (!quant && F > 0 && K > 0 && wk_numel(x->rank, x->dims) == K && w->strides[1] == 1 &&
+        wk_tensor_is_contiguous(x) && wk_device_supports(dev, WK_OP_LINEAR_SILU_MUL, x->dtype)) {
         int64_t od[WK_MAX_RANK];
         for (int i = 0; i < x->rank; i++) od[i] = x->dims[i];
         od[x->rank - 1] = F;
         wk_tensor *out = wk_tensor_alloc(dev, x->dtype, x->rank, od);
         if (!out) return NULL;
-        bool done = false;
-        const wk_status st = dev->be->linear_silu_mul(dev->ctx, x->dtype, wk_tensor_data(x), wk_tensor_data(w),
-                                                      w->strides[0], wk_tensor_data(out), F, K, &done);
-        if (st != WK_OK || done) return wk_finish(st, out);
-        wk_release(out);
+        const wk_status st = linear_silu_mul_run(x, w, out);
+        if (st == WK_OK) WK_FAULT(WK_OP_LINEAR_SILU_MUL, out);
+        return wk_finish(st, out);
     }
     /* a vector x as one row for the dense product (wk_matmul wants rank >= 2) */
     wk_tensor *xr = !quant && x->rank == 1 ? wk_reshape(x, WK_SHAPE(1, x->dims[0])) : wk_retain((wk_tensor *)x);

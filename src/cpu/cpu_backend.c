@@ -1,7 +1,9 @@
 /* cpu_backend.c — the CPU backend's vtable: device functions (host memory
- * is the device memory), events (host timestamps), and the op table that
+ * is the device memory), events (host timestamps), the op table that
  * wires each op (src/op_list.h) to the kernels of the other files of
- * src/cpu/, with the dtypes it takes. */
+ * src/cpu/, with the dtypes it takes (the fused products, LINEAR family,
+ * run as their two ops: src/fused.h), and the environment knobs its ops
+ * consult, read when the backend is made and by env_refresh. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,6 +11,7 @@
 #include <unistd.h>
 #include <sys/mman.h>
 #include "cpu_internal.h"
+#include "../fused.h"
 
 const wk_host_api *wk_cpu_host;
 
@@ -67,6 +70,21 @@ static wk_status run_rand(void *ctx, const wk_op_args *a)
 }
 
 /* run function of each family the list describes (NULL: none here) */
+/* LINEAR: the product into a buffer, then the op after it, through this
+ * table (fused.h): the cpu has no one-pass kernel, so its bits are those
+ * of its matmul and of that op */
+static const wk_op_impl cpu_ops[WK_OP_COUNT];
+static wk_status cpu_alloc(void *ctx, size_t bytes, void **ptr);
+static void cpu_free(void *ctx, void *ptr);
+static wk_status run_linear(void *ctx, const wk_op_args *a)
+{
+    void *y = NULL;
+    wk_status st = cpu_alloc(ctx, wk_linear_y_bytes(a), &y);
+    if (st == WK_OK) st = wk_linear_composed(cpu_ops, ctx, a, y);
+    cpu_free(ctx, y);
+    return st;
+}
+
 #define FAMILY_RUN_UNARY run_unary
 #define FAMILY_RUN_BINARY run_binary
 #define FAMILY_RUN_CMP run_binary
@@ -93,6 +111,7 @@ static wk_status run_rand(void *ctx, const wk_op_args *a)
 #define FAMILY_RUN_POOL wk_cpu_pool
 #define FAMILY_RUN_UPSAMPLE wk_cpu_upsample
 #define FAMILY_RUN_SORT wk_cpu_arg_sort
+#define FAMILY_RUN_LINEAR run_linear
 #define FAMILY_RUN_RESERVED NULL
 #define RUN_OF_U(P) run_unary
 #define RUN_OF_P(P) run_unary
@@ -256,6 +275,17 @@ static wk_status cpu_host_alloc(void *ctx, size_t bytes, void **ptr)
     return cpu_aligned_alloc(bytes, ptr);
 }
 
+/* ---- environment knobs (cpu_internal.h) ------------------------------- */
+
+wk_cpu_knobs wk_cpu_env;
+
+static void cpu_env_refresh(void)
+{
+    const char *e = getenv("WICK_MATMUL_GEMV");
+    wk_cpu_env.gemv_off = e && !strcmp(e, "0");
+    wk_cpu_env.qdot = wk_cpu_qdot_mode();
+}
+
 /* ---- the vtable ------------------------------------------------------- */
 
 static const wk_backend_iface cpu_iface = {
@@ -285,10 +315,12 @@ static const wk_backend_iface cpu_iface = {
     .comm_init_all = wk_cpu_comm_init_all,
     .comm_free = wk_cpu_comm_free,
     .comm_run = wk_cpu_comm_run,
+    .env_refresh = cpu_env_refresh,
 };
 
 const wk_backend_iface *wk_cpu_backend(const wk_host_api *host)
 {
     wk_cpu_host = host;
+    cpu_env_refresh();
     return &cpu_iface;
 }

@@ -37,6 +37,16 @@
 extern const wk_host_api *wk_cpu_host;
 #define WK_CPU_ERROR(st, ...) (wk_cpu_host->set_error((st), __VA_ARGS__))
 
+/* The environment knobs the cpu consults on its ops' paths, read when the
+ * backend is made and again by its env_refresh (wk_env_refresh), never
+ * per op (cpu_backend.c). WICK_BLAS and WICK_NUM_THREADS are read once,
+ * when the library is loaded and the pool started. */
+typedef struct wk_cpu_knobs {
+    int qdot;                    /* WICK_CPU_QDOT: WK_QDOT_* (cpu_qdot.c)      */
+    bool gemv_off;               /* WICK_MATMUL_GEMV=0: matmul's GEMM paths only */
+} wk_cpu_knobs;
+extern wk_cpu_knobs wk_cpu_env;
+
 /* The backend's vtable; host gives the error service. */
 const wk_backend_iface *wk_cpu_backend(const wk_host_api *host);
 
@@ -105,6 +115,7 @@ wk_cpu_qblock_fn wk_cpu_quantizer(wk_dtype dt);
 /* cpu_qdot.c: qmatmul with quantized activations and integer dot
  * products (WICK_CPU_QDOT; docs/cpu-qdot.md) */
 enum { WK_QDOT_OFF = 0, WK_QDOT_ON = 1, WK_QDOT_PORTABLE = 2 };
+/* WICK_CPU_QDOT's value as WK_QDOT_* (wk_cpu_env.qdot holds it) */
 int wk_cpu_qdot_mode(void);
 bool wk_cpu_qdot_supports(wk_dtype dt);
 wk_status wk_cpu_qmatmul_qdot(const wk_op_args *a, int mode);

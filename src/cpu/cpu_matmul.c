@@ -823,13 +823,10 @@ static void gv_block_avx2(bool dot, int M, int dt, const float *x, int64_t xs, i
 static struct {
     pthread_once_t once;
     gv_block_fn fn;
-    bool off;                  /* WICK_MATMUL_GEMV=0: the GEMM paths only */
-} gv = { PTHREAD_ONCE_INIT, gv_block_plain, false };
+} gv = { PTHREAD_ONCE_INIT, gv_block_plain };
 
 static void gv_pick(void)
 {
-    const char *e = getenv("WICK_MATMUL_GEMV");
-    gv.off = e && !strcmp(e, "0");
 #ifdef WK_HAVE_AVX2_KERNELS
     __builtin_cpu_init();
     unsigned eax, ebx, ecx = 0, edx;
@@ -946,8 +943,8 @@ static bool gemv_try(batch_job *J, int64_t nbatch, wk_status *st)
     const int r = J->b->rank;
     const int64_t bs0 = J->b->strides[r - 2], bs1 = J->b->strides[r - 1];
     if (J->m > GV_MAXM || (dt != WK_F32 && dt != WK_BF16 && dt != WK_F16)) return false;
+    if (wk_cpu_env.gemv_off) return false;   /* WICK_MATMUL_GEMV=0 */
     pthread_once(&gv.once, gv_pick);
-    if (gv.off) return false;
     gemv_job G;
     memset(&G, 0, sizeof G);
     G.J = J;

@@ -2,9 +2,10 @@
  * activations and integer dot products, as llama.cpp's CPU kernels do.
  *
  * wk_cpu_qmatmul (cpu_quant.c) sends a call here when the integer path is
- * selected (wk_cpu_qdot_mode: the WICK_CPU_QDOT environment variable;
- * docs/cpu-qdot.md). Otherwise the weights are decoded to f32 and
- * summed in f32, the path whose logits match transformers.
+ * selected (wk_cpu_env.qdot: the WICK_CPU_QDOT environment variable,
+ * read when the backend is made and by wk_env_refresh; docs/cpu-qdot.md).
+ * Otherwise the weights are decoded to f32 and summed in f32, the path
+ * whose logits match transformers.
  *
  * What it computes (ggml's ggml_vec_dot_<w>_<a>, their generic C):
  *   - each row of x is quantized once per call, by llama.cpp's reference

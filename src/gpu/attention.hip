@@ -17,8 +17,8 @@
  * folded in) so that every exponential is one exp2.
  *
  * The paths, chosen per call by at_pick (the environment variable
- * WICK_GPU_ATTN=portable|mma|decode|decode_fma forces one, for tests and
- * tuning; mma takes 1 or 4, decode 1b or 4's decode where they are
+ * WICK_GPU_ATTN=portable|mma|decode|decode_fma, read once: gpu_env.h,
+ * forces one, for tests and tuning; mma takes 1 or 4, decode 1b or 4's decode where they are
  * built, else 3):
  *
  * 1. mma (NVIDIA sm_80+, f16/bf16, rows 16-byte aligned): FlashAttention-2
@@ -1713,8 +1713,7 @@ template <typename T, int DMAX, int MT> static wk_status at_run_mma(wk_gpu_ctx *
 /* WICK_GPU_ATTN_MT=1|2 overrides the rows per warp (tuning runs) */
 template <typename T> static wk_status wk_mma(wk_gpu_ctx *c, const at_args &a)
 {
-    const char *e = getenv("WICK_GPU_ATTN_MT");
-    const int mt = e && e[0] == '1' ? 1 : e && e[0] == '2' ? 2 : 0;
+    const int mt = wk_gpu_env.attn_mt;
     if (a.D <= 64) return mt == 1 ? at_run_mma<T, 64, 1>(c, a) : at_run_mma<T, 64, 2>(c, a);
     if (a.D <= 128) return mt == 1 ? at_run_mma<T, 128, 1>(c, a) : at_run_mma<T, 128, 2>(c, a);
     return at_run_mma<T, 256, 1>(c, a);
@@ -1808,20 +1807,15 @@ template <typename T, int DMAX> static wk_status at_run_mma_decode(wk_gpu_ctx *c
     const int64_t groups = (int64_t)a.B * a.Hkv * nrg;
     int64_t chunk;
     /* keys a split takes at least (4 tiles; WICK_ATTN_DECODE_KEYS, a multiple of 64, for tuning runs) */
-    static const int64_t least = [] {
-        const char *e = getenv("WICK_ATTN_DECODE_KEYS");
-        const long long v = e ? atoll(e) : 0;
-        return v >= 4 * AT_DKT && v % (4 * AT_DKT) == 0 ? (int64_t)v : (int64_t)(4 * AT_DKT);
-    }();
+    const long long vk = wk_gpu_env.attn_decode_keys;
+    const int64_t least = vk >= 4 * AT_DKT && vk % (4 * AT_DKT) == 0 ? (int64_t)vk : (int64_t)(4 * AT_DKT);
     /* splits at most: 32 up to 64K keys, then one per 2048 keys. The
      * last block combines every split's partial, so a rank of a split
      * model (half the kv heads: twice the splits to fill the device)
      * paid for 66 partials at 4096 keys. */
-    static const int64_t cap = [] {   /* WICK_ATTN_DECODE_SPLITS (tuning runs): the cap below 64K keys */
-        const char *e = getenv("WICK_ATTN_DECODE_SPLITS");
-        const long long v = e ? atoll(e) : 0;
-        return v >= 1 && v <= AT_DMAXSPLIT ? (int64_t)v : (int64_t)32;
-    }();
+    /* WICK_ATTN_DECODE_SPLITS (tuning runs): the cap below 64K keys */
+    const long long vs = wk_gpu_env.attn_decode_splits;
+    const int64_t cap = vs >= 1 && vs <= AT_DMAXSPLIT ? (int64_t)vs : (int64_t)32;
     const int64_t nsplit = at_nsplit(c, &a, per_sm, groups, range, least, cap, AT_DMAXSPLIT, &chunk);
     const int64_t nb = groups * nsplit;
     if (nb > INT32_MAX) return wk_gpu_host->set_error(WK_ERR_UNSUPPORTED, "attention: too many heads and batches");
@@ -1990,14 +1984,14 @@ static int at_pick(const wk_gpu_ctx *c, const at_args &a, wk_dtype dt)
 #endif
     (void)c;
     (void)dt;
-    const char *e = getenv("WICK_GPU_ATTN");
-    if (e && strcmp(e, "portable") == 0) return AT_PORTABLE;
-    if (e && strcmp(e, "decode_fma") == 0) return AT_DECODE;
+    const int e = wk_gpu_env.attn;
+    if (e == WK_ATTN_ENV_PORTABLE) return AT_PORTABLE;
+    if (e == WK_ATTN_ENV_DECODE_FMA) return AT_DECODE;
     /* the mma decode kernel stores 4 outputs (8 bytes) at a time */
     const bool mdec_ok = mma_ok && wk_gpu_aligned(a.o, 8);
     const int mat_dec = mdec_ok ? AT_MMA_DECODE : mfma_ok ? AT_MFMA_DECODE : AT_DECODE;
-    if (e && strcmp(e, "decode") == 0) return mat_dec;
-    if (e && strcmp(e, "mma") == 0 && (mma_ok || mfma_ok)) return mma_ok ? AT_MMA : AT_MFMA;
+    if (e == WK_ATTN_ENV_DECODE) return mat_dec;
+    if (e == WK_ATTN_ENV_MMA && (mma_ok || mfma_ok)) return mma_ok ? AT_MMA : AT_MFMA;
     if ((int64_t)a.G * a.Tq <= 8) return mat_dec;
     return mma_ok ? AT_MMA : mfma_ok ? AT_MFMA : AT_PORTABLE;
 }

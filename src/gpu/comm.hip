@@ -546,12 +546,8 @@ static wk_status p2p_all_reduce_norm(comm_rank_t *k, const wk_coll_args *a)
  * never, for comparisons). */
 extern "C" bool wk_gpu_comm_fuses(void *comm, const wk_coll_args *a)
 {
-    static int off = -1;
-    if (off < 0) {
-        const char *env = getenv("WICK_COMM_FUSE");
-        off = env && strcmp(env, "0") == 0;
-    }
-    return !off && a->kind == WK_COLL_ALL_REDUCE_ADD_RMS_NORM && p2p_takes((const comm_rank_t *)comm, a);
+    return !wk_gpu_env.comm_fuse_off && a->kind == WK_COLL_ALL_REDUCE_ADD_RMS_NORM &&
+           p2p_takes((const comm_rank_t *)comm, a);
 }
 
 extern "C" wk_status wk_gpu_comm_available(void)

@@ -569,16 +569,14 @@ static inline void wk_launch_light_(void (*)(P...), std::index_sequence<I...>, d
 template <typename... P> constexpr size_t wk_nparams_(void (*)(P...)) { return sizeof...(P); }
 /* WK_LAUNCH_PDL(on, kernel, grid, block, smem, stream, args...): kernel
  * launched for programmatic dependent launch (above) when `on` (the
- * device is sm_90 or later) and WICK_GPU_PDL is not 0; else, or if that
+ * device is sm_90 or later) and WICK_GPU_PDL is not 0 (wk_gpu_env_pdl:
+ * the knob as the plugin last read it, gpu_env.h); else, or if that
  * launch fails, <<<>>>. The kernel calls wk_pdl_wait() first. */
+bool wk_gpu_env_pdl(void);
 template <typename... P, typename... A>
 static inline void wk_launch_pdl_(bool on, void (*k)(P...), dim3 g, dim3 b, size_t smem, cudaStream_t s, A... args)
 {
-    static const bool env_on = [] {
-        const char *e = getenv("WICK_GPU_PDL");
-        return !(e && e[0] == '0' && !e[1]);
-    }();
-    if (on && env_on) {
+    if (on && wk_gpu_env_pdl()) {
         cudaLaunchAttribute at[1];
         at[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
         at[0].val.programmaticStreamSerializationAllowed = 1;

@@ -692,7 +692,7 @@ static wk_status cv_run(wk_gpu_ctx *c, const wk_op_args *a, const cv_args &A, bo
      * (f16, bf16, f32; WICK_CONV_DW3=0 keeps the generic one) */
     const bool dw3 = direct && sizeof(T) <= 4 && !A.tr && A.Cig == 1 && A.Cog == 1 && A.kh == 3 && A.kw == 3 &&
                      A.d0 == 1 && A.d1 == 1 && A.s0 == A.s1 && (A.s0 == 1 || A.s0 == 2) && A.xsw == 1 &&
-                     !(getenv("WICK_CONV_DW3") && !strcmp(getenv("WICK_CONV_DW3"), "0"));
+                     !wk_gpu_env.conv_dw3_off;
     if (dw3) {
         const int64_t Ls = A.Ho * ((A.Wo + CV_DW_V - 1) / CV_DW_V);
         if (A.s0 == 1) cv_dw3<T, 1><<<cv_blocks(A.N * A.Cout), cv_threads(Ls), 0, c->stream>>>(x, w, b, y, A);
@@ -707,8 +707,8 @@ static wk_status cv_run(wk_gpu_ctx *c, const wk_op_args *a, const cv_args &A, bo
     }
     const int64_t es = (int64_t)sizeof(T);
     const int64_t per = A.G * A.Kp * L * es;
-    const char *mb = getenv("WICK_CONV_COL_MB");
-    const int64_t budget = mb && atoll(mb) > 0 ? atoll(mb) << 20 : CV_COL_BYTES;
+    const long long mb = wk_gpu_env.conv_col_mb;   /* WICK_CONV_COL_MB */
+    const int64_t budget = mb > 0 ? (int64_t)mb << 20 : CV_COL_BYTES;
     int64_t nb = per > 0 ? budget / per : A.N;
     if (nb < 1) nb = 1;
     if (nb > A.N) nb = A.N;
@@ -792,13 +792,13 @@ wk_status wk_gpu_conv(void *ctx, const wk_op_args *a)
     A.ip0 = (int)A.p0, A.ip1 = (int)A.p1, A.id0 = (int)A.d0, A.id1 = (int)A.d1;
     A.dWo = wk_divmod32_make((uint32_t)A.Wo);
     WK_GPU_ENTER(c);
-    const char *mode = getenv("WICK_CONV");
+    const int mode = wk_gpu_env.conv;   /* WICK_CONV */
     bool direct = A.Cog <= 4 || A.K == 0;
-    if (mode && !strcmp(mode, "direct")) direct = true;
-    else if (mode && !strcmp(mode, "gemm") && A.K > 0) direct = false;
+    if (mode == WK_CONV_ENV_DIRECT) direct = true;
+    else if (mode == WK_CONV_ENV_GEMM && A.K > 0) direct = false;
     wk_status st = WK_OK;
 #if defined(CV_HAVE_IGEMM)
-    if (!direct && !(mode && !strcmp(mode, "gemm")) && cv_igemm_ok(c, dt, A)) {
+    if (!direct && mode != WK_CONV_ENV_GEMM && cv_igemm_ok(c, dt, A)) {
         if (dt == WK_BF16) return cv_run_igemm<wk_bf16_t>(c, a, A);
         return cv_run_igemm<wk_f16_t>(c, a, A);
     }

@@ -1,6 +1,12 @@
 /* gemv.hip — the dense product of one row: y [1, n] = x [1, k] . W^T with
  * W [n, k] row-major f16/bf16, as a decode step makes it for every
- * projection (wk_gpu_dense_matvec in quant.hip sends it here first).
+ * projection, and the dense matvec that matmul.hip tries first for every
+ * 2-d f16/bf16 product of m <= 8 rows (wk_gpu_dense_matvec: this kernel
+ * for one row, quant.hip's qmvq_kernel for 2 to 8). Also the fused
+ * products of one row (backend.h's LINEAR family, wk_gpu_linear): the
+ * gate/up product with its SwiGLU gate and the q/k/v product with its
+ * rope and cache writes, each one launch summing as this kernel does, or
+ * else the device's two ops (src/fused.h).
  *
  * What a decode step needs from it is the device's read rate on matrices
  * of 16 to 120 MB, where the general kernels lose most: on an H200 the
@@ -27,6 +33,7 @@
  * one). Sums are per lane in order, then a butterfly: the result does not
  * depend on the grid, so every run gives the same bits. */
 #include "gpu_internal.h"
+#include "../fused.h"
 #include <stdlib.h>
 #include <string.h>
 
@@ -112,20 +119,13 @@ static bool gv_fits(wk_dtype dt, const void *w, int64_t w_rs, const void *x, int
         }                                                                                                    \
     } while (0)
 
-/* false with WICK_GEMV=0 or WICK_MATVEC=blas (read once) */
-bool wk_gpu_gemv_on(void)
-{
-    static const bool on = [] {
-        const char *gv = getenv("WICK_GEMV"), *mode = getenv("WICK_MATVEC");
-        return !(gv && !strcmp(gv, "0")) && !(mode && !strcmp(mode, "blas"));
-    }();
-    return on;
-}
+/* false with WICK_GEMV=0 or WICK_MATVEC=blas (gpu_env.h) */
+static bool gv_on(void) { return !wk_gpu_env.gemv_off && wk_gpu_env.matvec != WK_MATVEC_BLAS; }
 
 /* y = x . W^T for one row x when gv_fits (y contiguous); *done false
  * otherwise (nothing launched). w_rs: W's row stride in elements. */
-wk_status wk_gpu_gemv(wk_gpu_ctx *c, wk_dtype dt, const void *w, int64_t w_rs, const void *x, void *y,
-                                 int64_t n, int64_t k, bool *done)
+static wk_status gv_gemv(wk_gpu_ctx *c, wk_dtype dt, const void *w, int64_t w_rs, const void *x, void *y, int64_t n,
+                         int64_t k, bool *done)
 {
     *done = gv_fits(dt, w, w_rs, x, n, k);
     if (!*done) return WK_OK;
@@ -137,6 +137,54 @@ wk_status wk_gpu_gemv(wk_gpu_ctx *c, wk_dtype dt, const void *w, int64_t w_rs, c
     GV_DISPATCH(c, dt, GV_GO_);
 #undef GV_GO_
     return wk_gpu_launched(c, "matmul (gemv)", __FILE__, __LINE__);
+}
+
+/* ---- the dense matvec --------------------------------------------------------
+ * What matmul.hip tries first for every 2-d product: dst [m, n] = a [m,
+ * k] . b [k, n] for f16/bf16 with m <= 8 and b the transposed view of a
+ * row-major W [n, k] (b's strides (1, row stride)), a contiguous along k.
+ * One row: gv_kernel above, any size. Else (rows 16-byte aligned, k a
+ * multiple of 32) quant.hip's qmvq_kernel with plain 16-bit rows, x read
+ * in place, by default only for W of at most 8 MiB (below): on an H100 it
+ * reads large W at 84-86% of the copy rate at best, cuBLAS at 86-92%
+ * (docs/quantization.md), but a small W's product is bound by the host,
+ * where a launch costs less than a BLAS call. *done false: not taken. */
+extern "C" wk_status wk_gpu_dense_matvec(void *ctx, const wk_view *dst, const wk_view *a, const wk_view *b, bool *done)
+{
+    wk_gpu_ctx *c = (wk_gpu_ctx *)ctx;
+    *done = false;
+    const wk_dtype dt = dst->dtype;
+    if ((dt != WK_BF16 && dt != WK_F16) || dst->rank != 2) return WK_OK;
+    const int64_t m = dst->dims[0], n = dst->dims[1], k = a->dims[1];
+    /* WICK_MATVEC=wick: every such product; auto (the default): those
+     * whose W is at most WICK_MATVEC_MAX_KIB KiB (8192), where a BLAS
+     * call's host cost outweighs its kernel's edge, as in a small model's
+     * decode step (SmolLM2-135M on an H200: 623-657 tokens/s against
+     * 391-482 with the BLAS; the 8B's matrices are all larger);
+     * WICK_MATVEC=blas: the BLAS for every product */
+    /* one row: gemv.hip's kernel, at every size (not with WICK_GEMV=0 or WICK_MATVEC=blas) */
+    if (m == 1 && gv_on() && a->dtype == dt && a->strides[1] == 1 && b->strides[0] == 1 &&
+        dst->strides[1] == 1) {
+        wk_status st = gv_gemv(c, dt, wk_gpu_view_ptr(b), b->strides[1], wk_gpu_view_ptr(a), wk_gpu_view_ptr(dst), n, k,
+                               done);
+        if (*done || st != WK_OK) return st;
+    }
+    if (m < 1 || m > 8 || n < 1 || k < 32 || k % 32 != 0) return WK_OK;
+    if (wk_gpu_env.matvec == WK_MATVEC_AUTO) {   /* gpu_bench's sweeps set it (and refresh) */
+        const long long kib = wk_gpu_env.matvec_max_kib;
+        if ((double)n * (double)k * 2.0 > (double)kib * 1024.0) return WK_OK;
+    } else if (wk_gpu_env.matvec != WK_MATVEC_WICK) {
+        return WK_OK;
+    }
+    if (b->strides[0] != 1 || ((b->strides[1] * 2) % 16) != 0) return WK_OK;
+    const uint8_t *w = (const uint8_t *)wk_gpu_view_ptr(b);
+    if (!wk_gpu_aligned(w, 16)) return WK_OK;
+    /* x read in place: contiguous along k, rows 8-byte aligned */
+    if (a->dtype != dt || a->strides[1] != 1 || (m > 1 && (a->strides[0] * 2) % 8 != 0) ||
+        !wk_gpu_aligned(wk_gpu_view_ptr(a), 8))
+        return WK_OK;
+    *done = true;
+    return wk_gpu_qmvq_dense(c, dt, w, b->strides[1] * 2, n, k, dst, a);
 }
 
 /* ---- the gate/up product with its gate ---------------------------------------
@@ -163,19 +211,20 @@ gv_glu_kernel(const T *__restrict__ w, int64_t w_rs, const T *__restrict__ x, T 
     }
 }
 
-/* backend.h's linear_silu_mul: where wk_gpu_dense_matvec sends a one-row
- * product of these operands to gv_kernel (wk_gpu_gemv_on, gv_fits), so
- * that the bits are the product's and silu_mul's; WICK_GPU_GLU=0: never
- * (the two launches, for comparisons). */
-extern "C" wk_status wk_gpu_linear_silu_mul(void *ctx, wk_dtype dt, const void *x, const void *w, int64_t w_rs, void *y,
-                                            int64_t F, int64_t k, bool *done)
+/* LINEAR_SILU_MUL in one launch where wk_gpu_dense_matvec would send the
+ * product of these operands to gv_kernel (gv_on, gv_fits), so that the
+ * bits are the product's and silu_mul's; *done false (nothing launched)
+ * otherwise, and with WICK_GPU_GLU=0 (the two launches, for
+ * comparisons). */
+static wk_status gv_silu_mul(wk_gpu_ctx *c, const wk_op_args *a, bool *done)
 {
-    wk_gpu_ctx *c = (wk_gpu_ctx *)ctx;
-    static const bool off = [] {
-        const char *e = getenv("WICK_GPU_GLU");
-        return e && !strcmp(e, "0");
-    }();
-    *done = !off && wk_gpu_gemv_on() && gv_fits(dt, w, w_rs, x, F, k);
+    const bool off = wk_gpu_env.glu_off;
+    const wk_dtype dt = a->dst->dtype;
+    const void *x = wk_gpu_view_ptr(a->src[0]), *w = wk_gpu_view_ptr(a->src[1]);
+    const int64_t w_rs = a->src[1]->strides[a->src[1]->rank - 1], k = a->src[0]->dims[a->src[0]->rank - 1];
+    const int64_t F = wk_view_numel(a->dst);   /* dst [F], coalesced (rank 0 when F is 1) */
+    void *y = wk_gpu_view_ptr(a->dst);
+    *done = !off && gv_on() && gv_fits(dt, w, w_rs, x, F, k);
     if (!*done) return WK_OK;
     WK_GPU_ENTER(c);
     const int rows = GV_BLOCK / c->warp_size;
@@ -242,21 +291,20 @@ gv_rope_kernel(const T *__restrict__ w, int64_t w_rs, const T *__restrict__ x, T
     o[i1] = wk_to<T>(y1);
 }
 
-/* backend.h's linear_rope_kv: where wk_gpu_dense_matvec sends a one-row
- * product of these operands to gv_kernel (wk_gpu_gemv_on, gv_fits) and
- * rope_kv's operands are a single row (B = T = 1) with f32 tables;
- * WICK_GPU_ROPE_FUSE=0: never (the two launches, for comparisons). */
-extern "C" wk_status wk_gpu_linear_rope_kv(void *ctx, const wk_op_args *r, const void *x, const void *w, int64_t w_rs,
-                                           int64_t k, bool *done)
+/* LINEAR_ROPE_KV in one launch where wk_gpu_dense_matvec would send the
+ * product of these operands to gv_kernel (gv_on, gv_fits) and rope_kv's
+ * operands are a single row (B = T = 1) with f32 tables; *done false
+ * (nothing launched) otherwise, and with WICK_GPU_ROPE_FUSE=0 (the two
+ * launches, for comparisons). */
+static wk_status gv_rope_kv(wk_gpu_ctx *c, const wk_op_args *a, bool *done)
 {
-    wk_gpu_ctx *c = (wk_gpu_ctx *)ctx;
-    static const bool off = [] {
-        const char *e = getenv("WICK_GPU_ROPE_FUSE");
-        return e && !strcmp(e, "0");
-    }();
+    const bool off = wk_gpu_env.rope_fuse_off;
     *done = false;
+    const wk_op_args *r = wk_linear_then(a);
+    const void *x = wk_gpu_view_ptr(a->src[0]), *w = wk_gpu_view_ptr(a->src[1]);
+    const int64_t w_rs = a->src[1]->strides[a->src[1]->rank - 1], k = a->src[0]->dims[a->src[0]->rank - 1];
     const wk_rope_kv_params *rp = (const wk_rope_kv_params *)r->params;
-    if (off || !wk_gpu_gemv_on() || r->op != WK_OP_ROPE_KV || !rp || !rp->k_cache || !rp->v_cache) return WK_OK;
+    if (off || !gv_on() || r->op != WK_OP_ROPE_KV || !rp || !rp->k_cache || !rp->v_cache) return WK_OK;
     const wk_view *qv = r->src[0], *d = r->dst, *cv = r->src[1], *sv = r->src[2], *pv = r->src[3];
     const wk_view *kv = rp->k_cache, *vv = rp->v_cache;
     const wk_dtype dt = qv->dtype;
@@ -292,4 +340,24 @@ extern "C" wk_status wk_gpu_linear_rope_kv(void *ctx, const wk_op_args *r, const
     GV_DISPATCH(c, dt, GV_ROPE_);
 #undef GV_ROPE_
     return wk_gpu_launched(c, "linear_rope_kv", __FILE__, __LINE__);
+}
+
+/* ---- the LINEAR family's entry point ----------------------------------------
+ * One launch where the kernels above take the operands; otherwise the two
+ * ops the fused one stands for (fused.h): the device's MATMUL into
+ * scratch, then the op that follows, through the op table. */
+extern "C" wk_status wk_gpu_linear(void *ctx, const wk_op_args *a)
+{
+    wk_gpu_ctx *c = (wk_gpu_ctx *)ctx;
+    bool done = false;
+    wk_status st = a->op == WK_OP_LINEAR_SILU_MUL ? gv_silu_mul(c, a, &done)
+                 : a->op == WK_OP_LINEAR_ROPE_KV  ? gv_rope_kv(c, a, &done)
+                                                  : WK_OK;
+    if (done || st != WK_OK) return st;
+    void *y = NULL;
+    st = wk_gpu_scratch_alloc(c, wk_linear_y_bytes(a), &y);
+    if (st != WK_OK) return st;
+    st = wk_linear_composed(wk_gpu_op_table(), c, a, y);
+    wk_gpu_scratch_free(c, y);
+    return st;
 }

@@ -69,10 +69,13 @@ wk_status wk_gpu_arg_sort(void *ctx, const wk_op_args *a);
 wk_status wk_gpu_qconvert(void *ctx, const wk_op_args *a);
 wk_status wk_gpu_qmatmul(void *ctx, const wk_op_args *a);
 wk_status wk_gpu_qgather(void *ctx, const wk_op_args *a);
-/* quant.hip: the dense f16/bf16 matvec (m <= 8, b a transposed row-major
- * matrix) that matmul.hip tries first under WICK_MATVEC=wick; *done false
- * when it does not apply */
+/* gemv.hip: the dense f16/bf16 matvec (m <= 8, b a transposed row-major
+ * matrix) that matmul.hip tries first; *done false when it does not apply */
 wk_status wk_gpu_dense_matvec(void *ctx, const wk_view *dst, const wk_view *a, const wk_view *b, bool *done);
+/* quant.hip: its qmvq_kernel on plain f16/bf16 rows (dt) of W, rows w_rs
+ * bytes apart: the dense matvec's kernel for 2 to 8 rows of x */
+wk_status wk_gpu_qmvq_dense(void *ctx, wk_dtype dt, const uint8_t *w, int64_t w_rs, int64_t n, int64_t k,
+                            const wk_view *d, const wk_view *x);
 /* comm.hip: collectives through NCCL / RCCL (backend.h's comm_* members) */
 wk_status wk_gpu_comm_available(void);
 bool wk_gpu_comm_dtype(wk_dtype dt);
@@ -96,12 +99,9 @@ wk_status wk_gpu_graph_begin(void *ctx);
 wk_status wk_gpu_graph_end(void *ctx, void **graph);
 wk_status wk_gpu_graph_launch(void *ctx, void *graph);
 void wk_gpu_graph_free(void *ctx, void *graph);
-/* gemv.hip: the one-row gate/up product with its gate (backend.h) */
-wk_status wk_gpu_linear_silu_mul(void *ctx, wk_dtype dt, const void *x, const void *w, int64_t w_rs, void *y,
-                                 int64_t F, int64_t k, bool *done);
-/* gemv.hip: the one-row q/k/v product with its rope_kv (backend.h) */
-wk_status wk_gpu_linear_rope_kv(void *ctx, const wk_op_args *rope, const void *x, const void *w, int64_t w_rs,
-                                int64_t k, bool *done);
+/* gemv.hip: the fused products (backend.h's LINEAR family): one row's
+ * gate/up product with its gate, its q/k/v product with its rope_kv */
+wk_status wk_gpu_linear(void *ctx, const wk_op_args *a);
 
 #ifdef __cplusplus
 }

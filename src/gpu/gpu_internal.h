@@ -2,7 +2,7 @@
  * context, error checking, the caching allocator's interface, typed
  * element load/store/convert for device code, strided index arithmetic
  * (64-bit), dtype dispatch, launch-size helpers and the entry points the
- * vtable (runtime.hip) points at.
+ * vtable (runtime.hip) points at, and the environment knobs.
  *
  * File map of src/gpu/ (one source for AMD and NVIDIA; see compat.h):
  *   compat.h          HIP <-> CUDA names, warp primitives, virtual wave64
@@ -11,6 +11,7 @@
  *   gpu_launch.h      strided indexing, dtype dispatch, launch sizes, the
  *                     streaming tile loop
  *   gpu_entry.h       the op family entry points (C linkage)
+ *   gpu_env.h         the environment knobs the ops consult, read once
  *   runtime.hip       devices, contexts, vtable + entry point, alloc/free,
  *                     read/write/copy_peer, synchronize
  *   op_table.hip      the op table: src/op_list.h -> family entry points
@@ -34,6 +35,9 @@
  *   sort.hip          arg_sort (bitonic in shared memory; segmented radix)
  *   quant.hip         GGUF block types: dequantize, qgather, qmatmul
  *                     (qmatvec kernel for m <= 8)
+ *   gemv.hip          the dense matvec (one-row kernel; 2-8 rows on
+ *                     quant.hip's kernel) and the fused products (LINEAR
+ *                     family: the gate/up and q/k/v products of one row)
  *
  * Build note: every plugin compiles the .hip files one by one (in
  * parallel under make -j) and links the objects; no relocatable device
@@ -57,5 +61,6 @@
 #include "gpu_types.h"
 #include "gpu_launch.h"
 #include "gpu_entry.h"          /* the op entry points (C linkage) */
+#include "gpu_env.h"            /* the environment knobs, read once */
 
 #endif /* WICK_GPU_INTERNAL_H */

@@ -44,11 +44,7 @@ static void gr_info(const wk_gpu_ctx *c, hipGraph_t g)
 #if defined(WK_GPU_HIP)
     (void)c, (void)g;   /* CUDA only */
 #else
-    static const bool on = [] {
-        const char *e = getenv("WICK_GRAPH_INFO");
-        return e && e[0] == '1';
-    }();
-    if (!on) return;
+    if (!wk_gpu_env.graph_info) return;   /* WICK_GRAPH_INFO=1 */
     size_t n = 0, ne = 0, kinds[4] = { 0, 0, 0, 0 }, prog = 0;
     if (cudaGraphGetNodes(g, NULL, &n) != cudaSuccess) return;
     cudaGraphNode_t *nodes = (cudaGraphNode_t *)calloc(n ? n : 1, sizeof *nodes);

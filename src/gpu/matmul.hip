@@ -25,7 +25,7 @@
  *
  * Dense matvec: a 2-d f16/bf16 product whose b is the transposed view of
  * a row-major W (x . W^T, decode's weight matvec), x contiguous along k
- * (wk_gpu_dense_matvec in quant.hip): one row (m = 1) runs on gemv.hip's
+ * (wk_gpu_dense_matvec in gemv.hip): one row (m = 1) runs on gemv.hip's
  * kernel at every size (it reads W faster than cuBLAS's split-K on the
  * 16-120 MB matrices of a decode step; WICK_GEMV=0 or WICK_MATVEC=blas
  * turn it off); m <= 8 with W of at most 8 MiB on quant.hip's
@@ -400,14 +400,13 @@ wk_status wk_gpu_matmul(void *ctx, const wk_view *dst, const wk_view *a, const w
         const uint64_t zero = 0;
         return wk_gpu_const_set(ctx, dst, &zero);
     }
-    if (r == 2) {   /* f16/bf16 matvec, m <= 8, x . W^T (gemv.hip for one row; quant.hip) */
+    if (r == 2) {   /* f16/bf16 matvec, m <= 8, x . W^T (gemv.hip) */
         bool mv = false;
         wk_status mst = wk_gpu_dense_matvec(c, dst, a, b, &mv);
         if (mv || mst != WK_OK) return mst;
     }
 #if MM_BLAS
-    const char *mode = getenv("WICK_GEMM");
-    if (!mode || strcmp(mode, "tiled") != 0) {
+    if (!wk_gpu_env.gemm_tiled) {   /* WICK_GEMM=tiled: wick's kernel */
         bool done;
         wk_status st = mm_blas(c, dst, a, b, &done);
         if (done || st != WK_OK) return st;

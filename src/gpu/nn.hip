@@ -710,13 +710,8 @@ static int nn_max_block(const wk_gpu_ctx *c)
 /* units per thread aimed at (NN_UNITS; WICK_GPU_NN_UNITS for tuning) */
 static int nn_units_target(void)
 {
-    static int v = -1;
-    if (v < 0) {
-        const char *e = getenv("WICK_GPU_NN_UNITS");
-        int x = e && *e ? atoi(e) : 0;
-        v = x >= 1 && x <= 64 ? x : NN_UNITS;
-    }
-    return v;
+    const int x = wk_gpu_env.nn_units;
+    return x >= 1 && x <= 64 ? x : NN_UNITS;
 }
 
 /* The launch shape of a rows kernel: rows of nu units, `cache` units per

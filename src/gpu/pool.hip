@@ -512,7 +512,7 @@ wk_status wk_gpu_pool2d(void *ctx, const wk_op_args *a)
     int kern = 0;
     const int64_t big = (int64_t)1 << 30;
     if (!mx && d->dtype != WK_F64 && A.sw == 1 && A.small && A.kh == A.kw && A.s0 == A.s1 && A.H < big &&
-        A.W < big && A.p0 < big && A.p1 < big && A.Wo < big && A.Ho < big && !getenv("WICK_POOL_GENERIC"))
+        A.W < big && A.p0 < big && A.p1 < big && A.Wo < big && A.Ho < big && !wk_gpu_env.pool_generic)
         kern = A.kh == 3 && A.s0 == 2 ? 1 : A.kh == 2 && A.s0 == 2 ? 2 : A.kh == 3 && A.s0 == 1 ? 3 : 0;
     if (A.p1 > 1 || A.H < 1 || A.W < 1) kern = 0;
     A.vin = kern && pl_rows_aligned(x, 2, 16 / (int64_t)wk_gpu_dtype_size(d->dtype));
@@ -571,7 +571,7 @@ wk_status wk_gpu_upsample(void *ctx, const wk_op_args *a)
     /* nearest, rows doubled exactly, contiguous: pl_nearest_x2
      * (WICK_POOL_GENERIC=1 keeps the generic kernel) */
     const bool x2 = a->op != WK_OP_UPSAMPLE_BILINEAR2D && A.Wo == 2 * A.W && A.sw == 1 && A.small &&
-                    A.W < ((int64_t)1 << 29) && !getenv("WICK_POOL_GENERIC");
+                    A.W < ((int64_t)1 << 29) && !wk_gpu_env.pool_generic;
     A.vin = x2 && pl_rows_aligned(x, nsp, 8 / (int64_t)wk_gpu_dtype_size(d->dtype));
     PL_DISPATCH(d->dtype, T, {
         typedef typename wk_type<T>::C C;

@@ -34,9 +34,13 @@
  * (one instantiation serves wave32 and wave64). Accumulation in f32.
  *
  * qmatmul, m > 8 (prefill): W dequantized to x's dtype (f16/bf16; f32 for
- * f32 x) into scratch, then the matmul of matmul.hip (cuBLAS, rocBLAS or
- * the tiled GEMM) on x . W^T (W^T a transposed view: no copy). The same
- * path serves every m when WICK_QMATMUL=dequant (for measurements).
+ * f32 x) into scratch, then the device's MATMUL op through the op table
+ * (matmul.hip: cuBLAS, rocBLAS or the tiled GEMM) on x . W^T (W^T a
+ * transposed view: no copy). The same path serves every m when
+ * WICK_QMATMUL=dequant (for measurements).
+ *
+ * qmvq_kernel also serves plain f16/bf16 rows: gemv.hip's dense matvec
+ * runs products of 2 to 8 rows on it (wk_gpu_qmvq_dense).
  *
  * qmatmul, m <= 8, q4_0/q8_0/q4_k/q5_k/q6_k (the default for these
  * types): qmvq_kernel, x rounded to 8 bits once per call and integer dot
@@ -446,7 +450,7 @@ template <int QT> struct qu_generic {
     }
 };
 
-/* dense bf16 / f16 rows (the dense matvec of matmul.hip): 32 values,
+/* dense bf16 / f16 rows (the dense matvec of gemv.hip): 32 values,
  * four 16-byte loads */
 template <bool BF> struct qu_dense {
     static constexpr int U = 32, SUMS = 0, NB = 2;
@@ -775,12 +779,6 @@ template <int QT, int M> __global__ __launch_bounds__(QMV_BLOCK) void qmv_kernel
         }
 }
 
-static int q_env_int(const char *name, int dflt)
-{
-    const char *s = getenv(name);
-    return s && *s ? atoi(s) : dflt;
-}
-
 /* shared memory of a qmv launch */
 static size_t qmv_smem_bytes(int M, int kc)
 {
@@ -820,7 +818,7 @@ static wk_status qmv_run(wk_gpu_ctx *c, wk_dtype qt, const uint8_t *w, int64_t w
     p.m = (int)m;
     /* chunk of x in shared memory: WICK_QMV_X floats (all rows), a
      * multiple of 256 values per row */
-    int64_t kc = q_env_int("WICK_QMV_X", 8192) / M;
+    int64_t kc = wk_gpu_env.qmv_x / M;
     kc = kc / 256 * 256;
     if (kc < 256) kc = 256;
     if (kc > k) kc = k;
@@ -832,9 +830,9 @@ static wk_status qmv_run(wk_gpu_ctx *c, wk_dtype qt, const uint8_t *w, int64_t w
     const int64_t units = k / U;
     int tr = 1;
     while (tr < QMV_BLOCK && tr < units) tr *= 2;
-    const int64_t want = (int64_t)c->sm_count * q_env_int("WICK_QMV_BPS", k >= 8192 ? 1 : 2);
+    const int64_t want = (int64_t)c->sm_count * (wk_gpu_env.qmv_bps_set ? wk_gpu_env.qmv_bps : k >= 8192 ? 1 : 2);
     while (tr > 1 && (n + 2 * (QMV_BLOCK / tr) - 1) / (2 * (QMV_BLOCK / tr)) >= want) tr /= 2;
-    const int force = q_env_int("WICK_QMV_TR", 0);
+    const int force = wk_gpu_env.qmv_tr;
     if (force >= 1 && force <= QMV_BLOCK && (force & (force - 1)) == 0) tr = force;
     p.tr = tr;
     const int64_t nr = QMV_BLOCK / tr;
@@ -1386,7 +1384,7 @@ static wk_status qmvq_run(wk_gpu_ctx *c, wk_dtype qt, const uint8_t *w, int64_t 
          * decode step's time; WICK_QMVQ_LOCAL=0 turns it off), else in
          * scratch by qx_kernel first */
         const size_t xq_bytes = (size_t)M * (size_t)k, x_bytes = xq_bytes + (size_t)M * (size_t)(k / 32) * 8;
-        const bool local = M == 1 && x_bytes <= QMVQ_LOCAL_MAX && q_env_int("WICK_QMVQ_LOCAL", 1) != 0;
+        const bool local = M == 1 && x_bytes <= QMVQ_LOCAL_MAX && wk_gpu_env.qmvq_local != 0;
         if (!local) st = wk_gpu_scratch_alloc(c, x_bytes, &buf);
         if (st != WK_OK) return st;
         qx_params xp;
@@ -1428,7 +1426,7 @@ static wk_status qmvq_run(wk_gpu_ctx *c, wk_dtype qt, const uint8_t *w, int64_t 
      * multiprocessors. WICK_QMV_TR overrides. Each the best or near it in
      * the sweep of docs/quantization.md (H100) */
     int R = M <= 2 ? 2 : 4;
-    const int fr = q_env_int("WICK_QMVQ_R", 0);
+    const int fr = wk_gpu_env.qmvq_r;
     if (fr == 1 || fr == 2 || fr == 4) R = fr;
     if (M == 2 && R == 4) R = 2;                       /* instantiated: M 2 with R 1, 2; M 4 with R 2, 4 */
     if (M == 4 && R == 1) R = 2;
@@ -1440,7 +1438,7 @@ static wk_status qmvq_run(wk_gpu_ctx *c, wk_dtype qt, const uint8_t *w, int64_t 
     while (tr < QMV_BLOCK && tr < units &&
            2 * ((n + (int64_t)R * (QMV_BLOCK / tr) - 1) / ((int64_t)R * (QMV_BLOCK / tr))) < c->sm_count)
         tr *= 2;
-    const int force = q_env_int("WICK_QMV_TR", 0);
+    const int force = wk_gpu_env.qmv_tr;
     if (force >= 1 && force <= QMV_BLOCK && (force & (force - 1)) == 0) tr = force;
     p.tr = tr;
     const int64_t rpb = (int64_t)R * (QMV_BLOCK / tr);
@@ -1482,60 +1480,14 @@ static wk_status qmvq_run(wk_gpu_ctx *c, wk_dtype qt, const uint8_t *w, int64_t 
     return st;
 }
 
-/* gemv.hip: y [1, n] = x [1, k] . W^T (W [n, k], rows w_rs elements
- * apart) for f16/bf16 where the layout allows; *done false when not taken */
-wk_status wk_gpu_gemv(wk_gpu_ctx *c, wk_dtype dt, const void *w, int64_t w_rs, const void *x, void *y, int64_t n,
-                      int64_t k, bool *done);
-/* gemv.hip: false with WICK_GEMV=0 or WICK_MATVEC=blas (read once) */
-bool wk_gpu_gemv_on(void);
-
-/* the dense matvec: dst [m, n] = a [m, k] . b [k, n] for f16/bf16 with
- * m <= 8 and b the transposed view of a row-major W [n, k] (b's strides
- * (1, row stride)), a contiguous along k. One row: gemv.hip's kernel,
- * any size. Else (rows 16-byte aligned, k a multiple of 32) qmvq_kernel
- * with plain 16-bit rows, x read in place, by default only for W of at
- * most 8 MiB (below): on an H100 it
- * reads large W at 84-86% of the copy rate at best, cuBLAS at 86-92%
- * (docs/quantization.md), but a small W's product is bound by the host,
- * where a launch costs less than a BLAS call. *done false: not taken. */
-extern "C" wk_status wk_gpu_dense_matvec(void *ctx, const wk_view *dst, const wk_view *a, const wk_view *b, bool *done)
+/* The dense matvec's kernel for m <= 8 rows (gemv.hip's
+ * wk_gpu_dense_matvec): qmvq_kernel on plain f16/bf16 rows (dt), W at w
+ * with rows w_rs bytes apart, x (dt) read in place: contiguous along k,
+ * rows 8-byte aligned. */
+extern "C" wk_status wk_gpu_qmvq_dense(void *ctx, wk_dtype dt, const uint8_t *w, int64_t w_rs, int64_t n, int64_t k,
+                                       const wk_view *d, const wk_view *x)
 {
-    wk_gpu_ctx *c = (wk_gpu_ctx *)ctx;
-    *done = false;
-    const wk_dtype dt = dst->dtype;
-    if ((dt != WK_BF16 && dt != WK_F16) || dst->rank != 2) return WK_OK;
-    const int64_t m = dst->dims[0], n = dst->dims[1], k = a->dims[1];
-    /* WICK_MATVEC=wick: every such product; auto (the default): those
-     * whose W is at most WICK_MATVEC_MAX_KIB KiB (8192), where a BLAS
-     * call's host cost outweighs its kernel's edge, as in a small model's
-     * decode step (SmolLM2-135M on an H200: 623-657 tokens/s against
-     * 391-482 with the BLAS; the 8B's matrices are all larger);
-     * WICK_MATVEC=blas: the BLAS for every product */
-    /* one row: gemv.hip's kernel, at every size (not with WICK_GEMV=0 or WICK_MATVEC=blas) */
-    if (m == 1 && wk_gpu_gemv_on() && a->dtype == dt && a->strides[1] == 1 && b->strides[0] == 1 &&
-        dst->strides[1] == 1) {
-        wk_status st = wk_gpu_gemv(c, dt, wk_gpu_view_ptr(b), b->strides[1], wk_gpu_view_ptr(a), wk_gpu_view_ptr(dst), n, k,
-                                   done);
-        if (*done || st != WK_OK) return st;
-    }
-    if (m < 1 || m > 8 || n < 1 || k < 32 || k % 32 != 0) return WK_OK;
-    const char *mode = getenv("WICK_MATVEC");   /* per call: gpu_bench's sweeps set it */
-    if (!mode || !*mode || strcmp(mode, "auto") == 0) {
-        const char *lim = getenv("WICK_MATVEC_MAX_KIB");
-        const long long kib = lim && *lim ? atoll(lim) : 8192;
-        if ((double)n * (double)k * 2.0 > (double)kib * 1024.0) return WK_OK;
-    } else if (strcmp(mode, "wick") != 0) {
-        return WK_OK;
-    }
-    if (b->strides[0] != 1 || ((b->strides[1] * 2) % 16) != 0) return WK_OK;
-    const uint8_t *w = (const uint8_t *)wk_gpu_view_ptr(b);
-    if (!wk_gpu_aligned(w, 16)) return WK_OK;
-    /* x read in place: contiguous along k, rows 8-byte aligned */
-    if (a->dtype != dt || a->strides[1] != 1 || (m > 1 && (a->strides[0] * 2) % 8 != 0) ||
-        !wk_gpu_aligned(wk_gpu_view_ptr(a), 8))
-        return WK_OK;
-    *done = true;
-    return qmvq_run(c, dt, w, b->strides[1] * 2, n, k, dst, a);
+    return qmvq_run((wk_gpu_ctx *)ctx, dt, w, w_rs, n, k, d, x);
 }
 
 /* m > 8: W dequantized to x's dtype, then matmul (x . W^T) */
@@ -1557,7 +1509,15 @@ static wk_status qmm_dequant(wk_gpu_ctx *c, const wk_view *d, const wk_view *w, 
         wt.dims[1] = n;
         wt.strides[0] = 1;
         wt.strides[1] = k;
-        st = wk_gpu_matmul(c, d, x, &wt);
+        /* the device's MATMUL op, through the op table (this file calls
+         * no other file's kernels but through it) */
+        wk_op_args mm;
+        memset(&mm, 0, sizeof mm);
+        mm.op = WK_OP_MATMUL;
+        mm.dst = d;
+        mm.src[0] = x;
+        mm.src[1] = &wt;
+        st = wk_gpu_op_table()[WK_OP_MATMUL].run(c, &mm);
     }
     wk_gpu_scratch_free(c, buf);
     return st;
@@ -1572,13 +1532,11 @@ extern "C" wk_status wk_gpu_qmatmul(void *ctx, const wk_op_args *a)
     WK_GPU_ENTER(c);
     const int64_t m = d->dims[0], n = d->dims[1];
     if (m == 0 || n == 0) return WK_OK;
-    const char *mode = getenv("WICK_QMATMUL");
-    const bool deq = mode && !strcmp(mode, "dequant");
+    const bool deq = wk_gpu_env.qmatmul_dequant;   /* WICK_QMATMUL=dequant */
     if (m <= 8 && !deq) {
         const int64_t B = wk_dt_block(w->dtype), BB = wk_dt_block_bytes(w->dtype);
         const uint8_t *wb = (const uint8_t *)w->base + w->offset / B * BB;
-        const char *act = getenv("WICK_QMATVEC");
-        if (qq_has(w->dtype) && !(act && !strcmp(act, "f32")))
+        if (qq_has(w->dtype) && !wk_gpu_env.qmatvec_f32)   /* WICK_QMATVEC=f32: qmv_run for all */
             return qmvq_run(c, w->dtype, wb, w->strides[0] / B * BB, n, w->dims[1], d, x);
         return qmv_run(c, w->dtype, wb, w->strides[0] / B * BB, n, w->dims[1], d, x);
     }

@@ -1,7 +1,8 @@
 /* runtime.hip — the GPU backend's host side: device enumeration and
  * properties, contexts (one stream each), error reporting, the vtable
- * (its op table is op_table.hip's) and the plugin's one exported
- * symbol, wk_backend_entry_v1. The same file builds the "cuda" plugin
+ * (its op table is op_table.hip's), the environment knobs (gpu_env.h:
+ * read at the entry point and by env_refresh) and the plugin's one
+ * exported symbol, wk_backend_entry_v1. The same file builds the "cuda" plugin
  * (nvcc) and the "rocm" plugin (hipcc); see compat.h. */
 #include "gpu_internal.h"
 #include <stdio.h>
@@ -305,6 +306,69 @@ static wk_status rt_stream_order(void *ctx, void *other, bool ctx_waits)
     return WK_OK;
 }
 
+/* ---- environment knobs (gpu_env.h) ----------------------------------------- */
+
+wk_gpu_knobs wk_gpu_env;
+
+/* e is "0" (a switch turned off) */
+static bool rt_env_zero(const char *e) { return e && !strcmp(e, "0"); }
+/* e equals s */
+static bool rt_env_is(const char *e, const char *s) { return e && !strcmp(e, s); }
+/* atoi of e when set and not empty, else dflt */
+static int rt_env_int(const char *e, int dflt) { return e && *e ? atoi(e) : dflt; }
+
+void wk_gpu_env_read(void)
+{
+    wk_gpu_knobs k;
+    memset(&k, 0, sizeof k);
+    k.gemv_off = rt_env_zero(getenv("WICK_GEMV"));
+    const char *mv = getenv("WICK_MATVEC");
+    k.matvec = !mv || !*mv || !strcmp(mv, "auto") ? WK_MATVEC_AUTO
+             : !strcmp(mv, "wick")                ? WK_MATVEC_WICK
+             : !strcmp(mv, "blas")                ? WK_MATVEC_BLAS
+                                                  : WK_MATVEC_OTHER;
+    const char *kib = getenv("WICK_MATVEC_MAX_KIB");
+    k.matvec_max_kib = kib && *kib ? atoll(kib) : 8192;
+    k.glu_off = rt_env_zero(getenv("WICK_GPU_GLU"));
+    k.rope_fuse_off = rt_env_zero(getenv("WICK_GPU_ROPE_FUSE"));
+    k.qmatmul_dequant = rt_env_is(getenv("WICK_QMATMUL"), "dequant");
+    k.qmatvec_f32 = rt_env_is(getenv("WICK_QMATVEC"), "f32");
+    k.qmv_x = rt_env_int(getenv("WICK_QMV_X"), 8192);
+    const char *bps = getenv("WICK_QMV_BPS");
+    k.qmv_bps_set = bps && *bps;
+    k.qmv_bps = rt_env_int(bps, 0);
+    k.qmv_tr = rt_env_int(getenv("WICK_QMV_TR"), 0);
+    k.qmvq_local = rt_env_int(getenv("WICK_QMVQ_LOCAL"), 1);
+    k.qmvq_r = rt_env_int(getenv("WICK_QMVQ_R"), 0);
+    k.gemm_tiled = rt_env_is(getenv("WICK_GEMM"), "tiled");
+    const char *at = getenv("WICK_GPU_ATTN");
+    k.attn = rt_env_is(at, "portable")     ? WK_ATTN_ENV_PORTABLE
+           : rt_env_is(at, "decode_fma")   ? WK_ATTN_ENV_DECODE_FMA
+           : rt_env_is(at, "decode")       ? WK_ATTN_ENV_DECODE
+           : rt_env_is(at, "mma")          ? WK_ATTN_ENV_MMA
+                                           : WK_ATTN_ENV_NONE;
+    const char *mt = getenv("WICK_GPU_ATTN_MT");
+    k.attn_mt = mt && mt[0] == '1' ? 1 : mt && mt[0] == '2' ? 2 : 0;
+    const char *keys = getenv("WICK_ATTN_DECODE_KEYS"), *splits = getenv("WICK_ATTN_DECODE_SPLITS");
+    k.attn_decode_keys = keys ? atoll(keys) : 0;
+    k.attn_decode_splits = splits ? atoll(splits) : 0;
+    const char *cv = getenv("WICK_CONV");
+    k.conv = rt_env_is(cv, "direct") ? WK_CONV_ENV_DIRECT : rt_env_is(cv, "gemm") ? WK_CONV_ENV_GEMM : WK_CONV_ENV_NONE;
+    k.conv_dw3_off = rt_env_zero(getenv("WICK_CONV_DW3"));
+    const char *mb = getenv("WICK_CONV_COL_MB");
+    k.conv_col_mb = mb ? atoll(mb) : 0;
+    k.pool_generic = getenv("WICK_POOL_GENERIC") != NULL;
+    k.nn_units = rt_env_int(getenv("WICK_GPU_NN_UNITS"), 0);
+    const char *pdl = getenv("WICK_GPU_PDL");
+    k.pdl_off = pdl && pdl[0] == '0' && !pdl[1];
+    const char *gi = getenv("WICK_GRAPH_INFO");
+    k.graph_info = gi && gi[0] == '1';
+    k.comm_fuse_off = rt_env_zero(getenv("WICK_COMM_FUSE"));
+    wk_gpu_env = k;
+}
+
+bool wk_gpu_env_pdl(void) { return !wk_gpu_env.pdl_off; }
+
 /* ---- the vtable and the entry point -------------------------------------- */
 
 static wk_backend_iface rt_iface;
@@ -353,9 +417,8 @@ static void rt_fill_iface(wk_backend_iface *f)
     f->graph_end = wk_gpu_graph_end;
     f->graph_launch = wk_gpu_graph_launch;
     f->graph_free = wk_gpu_graph_free;
-    f->linear_silu_mul = wk_gpu_linear_silu_mul;
-    f->linear_rope_kv = wk_gpu_linear_rope_kv;
     f->read_async = wk_gpu_read_async;
+    f->env_refresh = wk_gpu_env_read;
 }
 
 extern "C" __attribute__((visibility("default"))) const wk_backend_iface *WK_BACKEND_ENTRY(const wk_host_api *host)
@@ -367,6 +430,7 @@ extern "C" __attribute__((visibility("default"))) const wk_backend_iface *WK_BAC
         return NULL;
     }
     wk_gpu_host = host;
+    wk_gpu_env_read();
     rt_fill_iface(&rt_iface);
     return &rt_iface;
 }

@@ -33,7 +33,12 @@
  *    a view, index_select.
  *  - attention's kv_len (a count of keys in device memory) against the op
  *    on that many keys, called and in a recorded graph with the count
- *    rewritten between replays.
+ *    rewritten between replays;
+ *  - the fused products (linear_silu_mul, linear_rope_kv) bit for bit
+ *    against their two calls on the device;
+ *  - wk_env_refresh: a knob set at run time steers the ops after the
+ *    refresh, not before, and unset and refreshed gives the first bits
+ *    back.
  * Expected values are computed here by hand (small integer arithmetic).
  * Usage: wick-device-checks [--device NAME]   (needs about 8 GiB on it)
  * Ends with "N passed, N failed". */
@@ -43,6 +48,7 @@
 #include <string.h>
 #include <time.h>
 #include "wick.h"
+#include "wick_ext.h"
 
 static int passed, failed;
 
@@ -423,33 +429,38 @@ static void check_graph(wk_device *dev)
 
 /* wk_linear_silu_mul on the device against its two calls there (the
  * product of the stacked matrix, then silu_mul of the halves), bit for
- * bit: one row (the fused launch where the device has one: aligned rows,
- * k a multiple of 8), a row stride wider than k, layouts it does not
- * take (k 12, two rows), and the decode shapes of an 8B model split in
- * two (F 7168, k 4096). */
+ * bit: one row (the LINEAR_SILU_MUL op: one launch where the device's
+ * kernel takes it: aligned rows, k a multiple of 8; else the device's
+ * two ops), a row stride wider than k, layouts the kernel does not take
+ * (k 12, f32, f64), two rows (the two calls), x as a vector, and the
+ * decode shapes of an 8B model split in two (F 7168, k 4096). (x of rank
+ * 3 or more is left out: there the one launch gives the 2-d product's
+ * bits, where the two calls make a batched one; docs/fused-ops.md.) */
 static void check_linear_silu_mul(wk_device *dev)
 {
-    static const struct { int64_t rows, F, k, pad; } cs[] = {
-        { 1, 48, 64, 0 }, { 1, 5, 8, 0 }, { 1, 300, 4104, 8 }, { 1, 7168, 4096, 0 }, { 1, 3, 12, 0 }, { 2, 40, 64, 0 },
+    static const struct { int64_t rows, F, k, pad; int xrank; } cs[] = {
+        { 1, 48, 64, 0, 2 }, { 1, 5, 8, 0, 2 },  { 1, 300, 4104, 8, 2 }, { 1, 7168, 4096, 0, 2 },
+        { 1, 3, 12, 0, 2 },  { 2, 40, 64, 0, 2 }, { 1, 24, 64, 0, 1 },
     };
-    const wk_dtype dts[3] = { WK_BF16, WK_F16, WK_F32 };
+    const wk_dtype dts[4] = { WK_BF16, WK_F16, WK_F32, WK_F64 };
     for (size_t c = 0; c < sizeof cs / sizeof cs[0]; c++)
-        for (int d = 0; d < 3; d++) {
+        for (int d = 0; d < 4; d++) {
             wk_scope_begin();
             const int64_t R = cs[c].rows, F = cs[c].F, k = cs[c].k;
-            wk_tensor *x = wk_rand_uniform(dev, dts[d], WK_SHAPE(R, k), -1, 1);
+            wk_tensor *x2 = wk_rand_uniform(dev, dts[d], WK_SHAPE(R, k), -1, 1);
+            wk_tensor *x = x2 && cs[c].xrank == 1 ? wk_reshape(x2, WK_SHAPE(k)) : x2;
             wk_tensor *wf = wk_rand_uniform(dev, dts[d], WK_SHAPE(2 * F, k + cs[c].pad), -1, 1);
             wk_tensor *w = wf ? wk_narrow(wf, 1, 0, k) : NULL;
             wk_tensor *y = x && w ? wk_linear_silu_mul(x, w) : NULL;
-            wk_tensor *gu = x && w ? wk_matmul(x, wk_transpose(w, 0, 1)) : NULL;
+            wk_tensor *gu = x && w ? wk_matmul(x2, wk_transpose(w, 0, 1)) : NULL;
             wk_tensor *ref = gu ? wk_silu_mul(wk_narrow(gu, 1, 0, F), wk_narrow(gu, 1, F, F)) : NULL;
-            const size_t bytes = (size_t)(R * F) * (dts[d] == WK_F32 ? 4 : 2);
+            const size_t bytes = (size_t)(R * F) * (size_t)wk_dtype_size(dts[d]);
             unsigned char *a = malloc(bytes), *b = malloc(bytes);
             const bool ok = y && ref && a && b && wk_to_host(y, a, bytes) == WK_OK && wk_to_host(ref, b, bytes) == WK_OK &&
                             memcmp(a, b, bytes) == 0;
             char what[96];
-            snprintf(what, sizeof what, "linear_silu_mul_%s_rows%lld_f%lld_k%lld%s", wk_dtype_name(dts[d]), (long long)R,
-                     (long long)F, (long long)k, cs[c].pad ? "_strided" : "");
+            snprintf(what, sizeof what, "linear_silu_mul_%s_rows%lld_f%lld_k%lld%s_x%dd", wk_dtype_name(dts[d]),
+                     (long long)R, (long long)F, (long long)k, cs[c].pad ? "_strided" : "", cs[c].xrank);
             check(what, ok, ok, 1);
             free(a);
             free(b);
@@ -463,7 +474,8 @@ static void check_linear_silu_mul(wk_device *dev)
  * (32 query heads, 8 KV heads) and split in two, adjacent pairs, device
  * positions (u32, i64; one past the caches: zero queries, no cache row),
  * a row stride wider than k, and what the fused launch does not take (f32,
- * two rows, k 12): each the same bits as the two calls. */
+ * f64, k 12: the device's two ops; two rows: the two calls): each the
+ * same bits as the two calls. */
 static void check_linear_rope_kv(wk_device *dev)
 {
     static const struct { int64_t T, Hq, Hkv, D, k, pad, C, off; bool inter; int devpos; } cs[] = {
@@ -471,9 +483,9 @@ static void check_linear_rope_kv(wk_device *dev)
         { 1, 4, 2, 64, 136, 8, 9, 3, true, 2 },       { 1, 2, 1, 64, 64, 0, 6, 6, false, 1 },
         { 1, 2, 1, 16, 12, 0, 6, 2, false, 0 },       { 2, 4, 2, 32, 64, 0, 9, 4, false, 0 },
     };
-    const wk_dtype dts[3] = { WK_BF16, WK_F16, WK_F32 };
+    const wk_dtype dts[4] = { WK_BF16, WK_F16, WK_F32, WK_F64 };
     for (size_t c = 0; c < sizeof cs / sizeof cs[0]; c++)
-        for (int d = 0; d < 3; d++) {
+        for (int d = 0; d < 4; d++) {
             wk_scope_begin();
             const int64_t T = cs[c].T, H = cs[c].Hq + 2 * cs[c].Hkv, D = cs[c].D, k = cs[c].k, C = cs[c].C;
             wk_tensor *x = wk_rand_uniform(dev, dts[d], WK_SHAPE(T, k), -1, 1);
@@ -514,6 +526,44 @@ static void check_linear_rope_kv(wk_device *dev)
             check(what, ok, ok, 1);
             wk_scope_end();
         }
+    wk_clear_error();
+}
+
+/* wk_env_refresh: the backends read their knobs once, so a knob set at
+ * run time changes nothing until the refresh; unset and refreshed, the
+ * first path is back. The knob switches the path of an f32 qmatmul of one
+ * row by q4_0 weights between x in f32 and x rounded to 8-bit blocks (cpu:
+ * WICK_CPU_QDOT=1 turns the integer path on; a GPU: WICK_QMATVEC=f32
+ * turns its 8-bit path off), which changes its f32 results well beyond
+ * rounding, so their bits tell the paths apart. (A knob of the bf16
+ * matvec would not: two summation orders rounded to bf16 often agree.) */
+static void check_env_refresh(wk_device *dev, wk_device *cpu, bool on_cpu)
+{
+    const char *knob = on_cpu ? "WICK_CPU_QDOT" : "WICK_QMATVEC", *value = on_cpu ? "1" : "f32";
+    if (getenv(knob)) return;   /* the caller's own setting: left alone */
+    wk_scope_begin();
+    wk_tensor *wf = wk_rand_uniform(cpu, WK_F32, WK_SHAPE(64, 256), -1, 1);
+    wk_tensor *wq = wf ? wk_quantize(wf, WK_Q4_0) : NULL;
+    wk_tensor *w = wq ? wk_to_device(wq, dev) : NULL;
+    wk_tensor *x = wk_rand_uniform(dev, WK_F32, WK_SHAPE(1, 256), -1, 1);
+    float h[4][64];
+    bool ok = w && x;
+    for (int i = 0; i < 4 && ok; i++) {
+        if (i == 1) setenv(knob, value, 1);   /* not read yet */
+        if (i == 2) wk_env_refresh();
+        if (i == 3) {
+            unsetenv(knob);
+            wk_env_refresh();
+        }
+        wk_tensor *y = wk_qmatmul(x, w);
+        ok = y && wk_to_host(y, h[i], sizeof h[i]) == WK_OK;
+    }
+    unsetenv(knob);
+    wk_env_refresh();
+    check("env_knob_not_read_per_op", ok && memcmp(h[0], h[1], sizeof h[0]) == 0, ok, 1);
+    check("env_refresh_reads_the_knob", ok && memcmp(h[0], h[2], sizeof h[0]) != 0, ok, 1);
+    check("env_refresh_after_unset_gives_the_first_bits", ok && memcmp(h[0], h[3], sizeof h[0]) == 0, ok, 1);
+    wk_scope_end();
     wk_clear_error();
 }
 
@@ -628,6 +678,7 @@ int main(int argc, char **argv)
     check_linear_silu_mul(dev);
     check_linear_rope_kv(dev);
     if (wk_supports(dev, "graph", WK_F32)) check_attention_kv_len(dev);
+    check_env_refresh(dev, cpu, strcmp(name, "cpu") == 0);
     float tab[6] = { 1, 2, 3, 4, 5, 6 };
     wk_tensor *table = wk_from_host(dev, WK_F32, WK_SHAPE(3, 2), tab);
     int64_t bad_h[2] = { 1, 3 }, bad_g[4] = { 0, 1, 5, 0 };

@@ -66,6 +66,11 @@ typedef enum p_family {
                           Hq; p0 the position; sub bit 0 interleaved, bit 1 the
                           position from a u32 device tensor; compared: the
                           queries and both caches, flattened and joined      */
+    PF_LINEAR_SILU_MUL, /* in: x, w [2F, K]                                    */
+    PF_LINEAR_ROPE_KV, /* in: x [T, K], w [H D, K], the tables cos and sin as
+                          [2, n_pos, D/2] f32, both caches [2, 1, Hkv, C, D];
+                          opt[0], p0 and sub as PF_ROPE_KV's; compared as
+                          PF_ROPE_KV's                                       */
     PF_ATTENTION,      /* in: q, k, v, mask (nin 4) or none; p0 scale, p1
                           softcap, causal, window                            */
     /* block-quantized ops: in[0] is f32 [rows, cols] quantized on the cpu

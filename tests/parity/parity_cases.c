@@ -7,7 +7,9 @@
  * rand_uniform / rand_normal, over sizes 1, 7, 33, 1023, 65537, empty and
  * rank 0 and over transposed, narrowed and broadcast inputs; the fused NN
  * ops (softmax, log_softmax, rms_norm, add_rms_norm, layer_norm, silu_mul,
- * rope, rope_i, rope_thd, attention: nn_ops below); the block-quantized
+ * rope, rope_i, rope_thd, rope_kv, attention: nn_ops below); the fused
+ * products (linear_silu_mul, linear_rope_kv: one row, where they are ops
+ * of their own, and the shapes that take the two calls); the block-quantized
  * ops (dequantize, qmatmul, qgather: quant_ops below, every GGUF type,
  * weights quantized on the cpu). --quick drops every
  * case with an input above 4096 elements.
@@ -635,6 +637,59 @@ static void nn_rope_kv(void)
         }
 }
 
+/* the fused products: one row of a dense w (the LINEAR ops; a GPU's one
+ * launch where its kernel takes the operands: f16/bf16, k a multiple of 8,
+ * 16-byte rows; else its two ops), a vector and a [1, 1, K] x, and the
+ * shapes that run as the two calls (several rows) */
+static void nn_linear(void)
+{
+    static const struct { const char *name; p_kind kx; wk_shape sx; p_kind kw; int64_t F; } lc[] = {
+        { "row_k64_f48", PK_CONTIG, { 2, { 1, 64 } }, PK_CONTIG, 48 },
+        { "row_k4096_f1536", PK_CONTIG, { 2, { 1, 4096 } }, PK_CONTIG, 1536 },
+        { "vector_k40_f3", PK_CONTIG, { 1, { 40 } }, PK_CONTIG, 3 },
+        { "x3d_k64_f8", PK_CONTIG, { 3, { 1, 1, 64 } }, PK_CONTIG, 8 },
+        { "row_k33_f7", PK_CONTIG, { 2, { 1, 33 } }, PK_CONTIG, 7 },
+        { "row_k136_w_narrowed", PK_CONTIG, { 2, { 1, 136 } }, PK_NARROWED, 20 },
+        { "rows3_k64_f16", PK_CONTIG, { 2, { 3, 64 } }, PK_CONTIG, 16 },
+    };
+    for (int d = 0; d < 4; d++)
+        for (int k = 0; k < N_(lc); k++) {
+            const wk_dtype dt = nn_dts[d];
+            p_case c = start("linear_silu_mul", dt, PF_LINEAR_SILU_MUL);
+            snprintf(c.name, sizeof c.name, "linear_silu_mul/%s/%s", wk_dtype_name(dt), lc[k].name);
+            c.accum = true;
+            c.nin = 2;
+            c.in[0] = IN(dt, lc[k].sx, lc[k].kx, PG_UNIFORM, -1, 1);
+            c.in[1] = IN(dt, WK_SHAPE(2 * lc[k].F, lc[k].sx.dims[lc[k].sx.rank - 1]), lc[k].kw, PG_UNIFORM, -1, 1);
+            go(&c);
+        }
+    static const struct { const char *name; int64_t T, Hq, Hkv, D, K, C, off; int sub; p_kind kw; } rc[] = {
+        { "decode_hq8_hkv2_d128_k512", 1, 8, 2, 128, 512, 40, 17, 0, PK_CONTIG },
+        { "decode_devpos_pairs", 1, 4, 2, 64, 256, 9, 3, 3, PK_CONTIG },
+        { "devpos_past_cache", 1, 2, 1, 16, 64, 6, 6, 2, PK_CONTIG },
+        { "decode_k12", 1, 2, 1, 16, 12, 6, 2, 0, PK_CONTIG },
+        { "decode_w_narrowed", 1, 4, 2, 32, 136, 9, 5, 1, PK_NARROWED },
+        { "prefill_t7", 7, 4, 1, 32, 64, 9, 2, 0, PK_CONTIG },
+    };
+    for (int d = 0; d < 4; d++)
+        for (int k = 0; k < N_(rc); k++) {
+            const wk_dtype dt = nn_dts[d];
+            p_case c = start("linear_rope_kv", dt, PF_LINEAR_ROPE_KV);
+            snprintf(c.name, sizeof c.name, "linear_rope_kv/%s/%s", wk_dtype_name(dt), rc[k].name);
+            c.accum = true;
+            c.sub = rc[k].sub;
+            c.p0 = (double)rc[k].off;
+            c.opt[0] = rc[k].Hq;
+            const int64_t H = rc[k].Hq + 2 * rc[k].Hkv;
+            c.nin = 4;
+            c.in[0] = IN(dt, WK_SHAPE(rc[k].T, rc[k].K), PK_CONTIG, PG_UNIFORM, -1, 1);
+            c.in[1] = IN(dt, WK_SHAPE(H * rc[k].D, rc[k].K), rc[k].kw, PG_UNIFORM, -1, 1);
+            c.in[2] = IN(WK_F32, WK_SHAPE(2, rc[k].C + 1, rc[k].D / 2), PK_CONTIG, PG_UNIFORM, -1, 1);
+            c.in[3] = IN(dt, WK_SHAPE(2, 1, rc[k].Hkv, rc[k].C, rc[k].D), PK_CONTIG, PG_UNIFORM, -9, 9);
+            go(&c);
+        }
+}
+
 /* mask shapes of attention: [Tq, Tk], [1, Hq, Tq, Tk], [B, 1, 1, Tk] */
 enum { AM_NONE, AM_TQTK, AM_1HTT, AM_B11TK };
 
@@ -999,6 +1054,7 @@ void p_all_cases(void)
     nn_softmax_norms();
     nn_silu_rope();
     nn_rope_kv();
+    nn_linear();
     nn_attention();
     quant_ops();
     conv_ops();

@@ -232,19 +232,27 @@ static wk_tensor *run_on(wk_device *dev, const p_case *c, void *const *host, uin
         r = c->sub == 0 ? wk_rope(x, y, z, off) : c->sub == 1 ? wk_rope_i(x, y, z, off) : wk_rope_thd(x, y, z, off);
         break;
     }
-    case PF_ROPE_KV: {
+    case PF_LINEAR_SILU_MUL: r = wk_linear_silu_mul(x, y); break;
+    case PF_ROPE_KV:
+    case PF_LINEAR_ROPE_KV: {
+        const bool lin = c->fam == PF_LINEAR_ROPE_KV;
         wk_tensor *kv = b[3].view, *pos = NULL;
-        const int64_t *sh = c->in[3].shape.dims;
-        const wk_shape cs = WK_SHAPE(sh[1], sh[2], sh[3], sh[4]);
+        const int64_t *sh = c->in[3].shape.dims, *th = c->in[2].shape.dims;
+        const wk_shape cs = WK_SHAPE(sh[1], sh[2], sh[3], sh[4]), ts = WK_SHAPE(th[1], th[2]);
         wk_tensor *kc = wk_reshape(wk_narrow(kv, 0, 0, 1), cs), *vc = wk_reshape(wk_narrow(kv, 0, 1, 1), cs);
+        /* linear_rope_kv: the tables are z's two halves */
+        wk_tensor *tc = lin ? wk_reshape(wk_narrow(z, 0, 0, 1), ts) : wk_retain(y),
+                  *tsn = lin ? wk_reshape(wk_narrow(z, 0, 1, 1), ts) : wk_retain(z);
         if (c->sub & 2) pos = wk_from_host(dev, WK_U32, WK_SHAPE(1), &(uint32_t){ (uint32_t)c->p0 });
-        wk_tensor *q = kc && vc && (pos || !(c->sub & 2))
-                           ? wk_rope_kv(x, c->opt[0], y, z, (c->sub & 2) ? 0 : (int64_t)c->p0, pos, c->sub & 1, kc, vc)
-                           : NULL;
+        const int64_t p0 = (c->sub & 2) ? 0 : (int64_t)c->p0;
+        wk_tensor *q = !kc || !vc || !tc || !tsn || (!pos && (c->sub & 2)) ? NULL
+                     : lin ? wk_linear_rope_kv(x, y, c->opt[0], tc, tsn, p0, pos, c->sub & 1, kc, vc)
+                           : wk_rope_kv(x, c->opt[0], tc, tsn, p0, pos, c->sub & 1, kc, vc);
         wk_tensor *fq = q ? wk_reshape(q, WK_SHAPE(-1)) : NULL, *fk = q ? wk_reshape(kc, WK_SHAPE(-1)) : NULL,
                   *fv = q ? wk_reshape(vc, WK_SHAPE(-1)) : NULL;
         if (fq && fk && fv) r = wk_cat((wk_tensor *const[]){ fq, fk, fv }, 3, 0);
         wk_release(fq), wk_release(fk), wk_release(fv), wk_release(q), wk_release(kc), wk_release(vc), wk_release(pos);
+        wk_release(tc), wk_release(tsn);
         break;
     }
     case PF_ATTENTION: {
