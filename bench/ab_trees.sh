@@ -16,7 +16,9 @@
 #      caches) in the CUDA plugin and in the virtual-wave64 one;
 #   5. runs the model tests on the GPU (build/wick-tests --filter llm).
 # Results: $OUT/ab.md (the tables), $OUT/ab.tar (JSON lines and logs).
-#   REF=.dev-ref [MODELS=smol,8b] [Q4=1] [ROUNDS=2] [BITCHECK=1] bench/ab_trees.sh
+#   REF=.dev-ref [MODELS=smol,8b] [Q4=1] [ROUNDS=2] [BITCHECK=1] [W64=1] [TESTS=1] bench/ab_trees.sh
+# (W64=0: no virtual-wave64 builds or checks; TESTS=0: no model tests;
+# MODELS= empty: no timings)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 REF=${REF:?REF=folder of the reference tree}
@@ -26,6 +28,8 @@ MODELS=${MODELS:-smol,8b}
 Q4=${Q4:-1}
 ROUNDS=${ROUNDS:-2}
 BITCHECK=${BITCHECK:-1}
+W64=${W64:-1}
+TESTS=${TESTS:-1}
 mkdir -p "$OUT" "$WORK"
 rm -f "$WORK"/*.jsonl
 export PYTHONUNBUFFERED=1
@@ -33,13 +37,14 @@ T0=$(date +%s)
 stamp() { echo "[$(( $(date +%s) - T0 )) s] $*"; }
 arch=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -1 | tr -d ' .')
 arch=${CUDA_ARCHS:-${arch:-90}}
-goals="lib build/wick build/wick-tests build/wick-llm-bench build/wick-llm-oracle cuda cuda-wave64"
+goals="lib build/wick build/wick-tests build/wick-llm-bench build/wick-llm-oracle cuda"
+[ "$W64" = 1 ] && goals="$goals cuda-wave64"
 jobs=$(( $(nproc) / 2 )); [ "$jobs" -ge 1 ] || jobs=1
 
 stamp "builds (sm_$arch) and the models start"
 (make -j"$jobs" $goals CUDA_ARCHS="$arch" W64_ARCHS="$arch" > "$OUT/build-new.log" 2>&1; echo $? > "$WORK/new.rc") &
 (make -C "$REF" -j"$jobs" $goals CUDA_ARCHS="$arch" W64_ARCHS="$arch" > "$OUT/build-ref.log" 2>&1; echo $? > "$WORK/ref.rc") &
-python3 bench/run_model.py make --out "$WORK" --models "$MODELS" --no-hf > "$WORK/models.log" 2>&1 || tail -20 "$WORK/models.log"
+[ -n "$MODELS" ] && { python3 bench/run_model.py make --out "$WORK" --models "$MODELS" --no-hf > "$WORK/models.log" 2>&1 || tail -20 "$WORK/models.log"; }
 stamp "models made"
 wait
 for side in new ref; do
@@ -98,15 +103,19 @@ if [ "$BITCHECK" = 1 ]; then
   python3 tools/llm_bitcheck.py --ref "$REF/build" --new build --device cuda:0 --out "$WORK/bit" > "$OUT/bitcheck.md" 2> "$WORK/bitcheck.err" || status=1
   stamp "bitcheck, CUDA plugin (status $status)"; tail -2 "$OUT/bitcheck.md"
   # the virtual-wave64 plugins of both trees
-  python3 tools/llm_bitcheck.py --ref "$REF/build" --new build --device cuda:0 --out "$WORK/bit64" \
+  [ "$W64" = 1 ] && python3 tools/llm_bitcheck.py --ref "$REF/build" --new build --device cuda:0 --out "$WORK/bit64" \
     --ref-env "WICK_CUDA_PLUGIN=$PWD/$REF/build/libwick_cuda_w64.so" --new-env "WICK_CUDA_PLUGIN=$PWD/build/libwick_cuda_w64.so" \
     > "$OUT/bitcheck-w64.md" 2> "$WORK/bitcheck-w64.err" || status=1
-  stamp "bitcheck, virtual-wave64 plugins (status $status)"; tail -2 "$OUT/bitcheck-w64.md"
+  [ "$W64" = 1 ] && { stamp "bitcheck, virtual-wave64 plugins (status $status)"; tail -2 "$OUT/bitcheck-w64.md"; }
 fi
-build/wick-tests --filter llm > "$WORK/tests-llm.log" 2>&1 || status=1
-stamp "wick-tests --filter llm: $(tail -1 "$WORK/tests-llm.log")"
-WICK_CUDA_PLUGIN=build/libwick_cuda_w64.so build/wick-tests --filter llm > "$WORK/tests-llm-w64.log" 2>&1 || status=1
-stamp "wick-tests --filter llm, virtual wave64: $(tail -1 "$WORK/tests-llm-w64.log")"
+if [ "$TESTS" = 1 ]; then
+  build/wick-tests --filter llm > "$WORK/tests-llm.log" 2>&1 || status=1
+  stamp "wick-tests --filter llm: $(tail -1 "$WORK/tests-llm.log")"
+  if [ "$W64" = 1 ]; then
+    WICK_CUDA_PLUGIN=build/libwick_cuda_w64.so build/wick-tests --filter llm > "$WORK/tests-llm-w64.log" 2>&1 || status=1
+    stamp "wick-tests --filter llm, virtual wave64: $(tail -1 "$WORK/tests-llm-w64.log")"
+  fi
+fi
 (cd "$WORK" && tar cf - *.jsonl *.err *.log 2>/dev/null) > "$OUT/ab.tar"
 stamp "done"
 exit $status
