@@ -42,13 +42,13 @@ goals="lib build/wick build/wick-tests build/wick-llm-bench build/wick-llm-oracl
 jobs=$(( $(nproc) / 2 )); [ "$jobs" -ge 1 ] || jobs=1
 
 stamp "builds (sm_$arch) and the models start"
-(make -j"$jobs" $goals CUDA_ARCHS="$arch" W64_ARCHS="$arch" > "$OUT/build-new.log" 2>&1; echo $? > "$WORK/new.rc") &
-(make -C "$REF" -j"$jobs" $goals CUDA_ARCHS="$arch" W64_ARCHS="$arch" > "$OUT/build-ref.log" 2>&1; echo $? > "$WORK/ref.rc") &
+(make -j"$jobs" $goals CUDA_ARCHS="$arch" W64_ARCHS="$arch" > "$WORK/build-new.log" 2>&1; echo $? > "$WORK/new.rc") &
+(make -C "$REF" -j"$jobs" $goals CUDA_ARCHS="$arch" W64_ARCHS="$arch" > "$WORK/build-ref.log" 2>&1; echo $? > "$WORK/ref.rc") &
 [ -n "$MODELS" ] && { python3 bench/run_model.py make --out "$WORK" --models "$MODELS" --no-hf > "$WORK/models.log" 2>&1 || tail -20 "$WORK/models.log"; }
 stamp "models made"
 wait
 for side in new ref; do
-  if [ "$(cat "$WORK/$side.rc")" != 0 ]; then tail -30 "$OUT/build-$side.log"; echo "the $side build failed"; exit 1; fi
+  if [ "$(cat "$WORK/$side.rc")" != 0 ]; then tail -30 "$WORK/build-$side.log"; echo "the $side build failed"; exit 1; fi
 done
 stamp "builds done"
 files=()
@@ -103,10 +103,12 @@ if [ "$BITCHECK" = 1 ]; then
   python3 tools/llm_bitcheck.py --ref "$REF/build" --new build --device cuda:0 --out "$WORK/bit" > "$OUT/bitcheck.md" 2> "$WORK/bitcheck.err" || status=1
   stamp "bitcheck, CUDA plugin (status $status)"; tail -2 "$OUT/bitcheck.md"
   # the virtual-wave64 plugins of both trees
-  [ "$W64" = 1 ] && python3 tools/llm_bitcheck.py --ref "$REF/build" --new build --device cuda:0 --out "$WORK/bit64" \
-    --ref-env "WICK_CUDA_PLUGIN=$PWD/$REF/build/libwick_cuda_w64.so" --new-env "WICK_CUDA_PLUGIN=$PWD/build/libwick_cuda_w64.so" \
-    > "$OUT/bitcheck-w64.md" 2> "$WORK/bitcheck-w64.err" || status=1
-  [ "$W64" = 1 ] && { stamp "bitcheck, virtual-wave64 plugins (status $status)"; tail -2 "$OUT/bitcheck-w64.md"; }
+  if [ "$W64" = 1 ]; then
+    python3 tools/llm_bitcheck.py --ref "$REF/build" --new build --device cuda:0 --out "$WORK/bit64" \
+      --ref-env "WICK_CUDA_PLUGIN=$PWD/$REF/build/libwick_cuda_w64.so" --new-env "WICK_CUDA_PLUGIN=$PWD/build/libwick_cuda_w64.so" \
+      > "$OUT/bitcheck-w64.md" 2> "$WORK/bitcheck-w64.err" || status=1
+    stamp "bitcheck, virtual-wave64 plugins (status $status)"; tail -2 "$OUT/bitcheck-w64.md"
+  fi
 fi
 if [ "$TESTS" = 1 ]; then
   build/wick-tests --filter llm > "$WORK/tests-llm.log" 2>&1 || status=1
