@@ -40,6 +40,9 @@
  *   llm/gpu/<device>/greedy_ahead/  (GPUs present) greedy steps queued
  *                                  ahead of the host against the logits
  *                                  read back step by step
+ *   llm/gpu/<device>/graph_mixed_layers  replayed steps of a model whose
+ *                                  layers fuse differently, bit for bit
+ *                                  with the eager steps
  */
 #include <math.h>
 #include <stdio.h>
@@ -329,6 +332,11 @@ static const char *tmp_path(const char *what)
     return p;
 }
 
+/* One tensor of a GGUF written in another dtype than the rest (NULL:
+ * none): write_gguf_mixed. */
+static const char *mixed_name;
+static wk_dtype mixed_dt;
+
 static bool write_gguf(const tmodel *m, const char *path, wk_dtype wdt)
 {
     const tcfg *c = &m->c;
@@ -359,9 +367,10 @@ static bool write_gguf(const tmodel *m, const char *path, wk_dtype wdt)
         n++;
     }
     for (int i = 0; ok && i < n; i++) {
-        if (wdt != WK_F32 && ts[i].shape.rank == 2) {
+        const wk_dtype dt = mixed_name && !strcmp(ts[i].name, mixed_name) ? mixed_dt : wdt;
+        if (dt != WK_F32 && ts[i].shape.rank == 2) {
             wk_tensor *f = wk_from_host(t_dev(), WK_F32, ts[i].shape, ts[i].data);
-            wk_tensor *q = !f ? NULL : wk_dtype_is_quantized(wdt) ? wk_quantize(f, wdt) : wk_to_dtype(f, wdt);
+            wk_tensor *q = !f ? NULL : wk_dtype_is_quantized(dt) ? wk_quantize(f, dt) : wk_to_dtype(f, dt);
             ok = q && !wk_gguf_writer_add_tensor(w, ts[i].name, q);
             wk_release(f);
             wk_release(q);
@@ -1461,9 +1470,49 @@ static void check_greedy_ahead(wk_device *dev, const char *name, int arch, bool 
     rm_model(path);
 }
 
+/* A recorded decode step of a model whose layers differ: layer 0's v
+ * matrix in q4_0, the rest in q8_0, so layer 0 keeps q, k and v apart
+ * (rotated from the rope tables' rows at the step's position) and layer 1
+ * runs the fused product + rope + cache writes (which read the whole
+ * tables and the position): the replayed steps' logits must equal the
+ * eager steps' (WICK_LLM_GRAPH=0) bit for bit. */
+static void check_graph_mixed(wk_device *dev, const char *name)
+{
+    tcfg c = cfg_of(A_LLAMA, false);
+    c.E = 64, c.F = 96, c.D = 16;
+    tmodel tm = make_model(c);
+    const char *path = tmp_path("mixed.gguf");
+    mixed_name = "blk.0.attn_v.weight", mixed_dt = WK_Q4_0;
+    const bool written = write_gguf(&tm, path, WK_Q8_0);
+    mixed_name = NULL;
+    if (!written) return;
+    wk_llm_options o = { .context = 64 };
+    wk_llm *mg = wk_llm_load(path, dev, &o);
+    setenv("WICK_LLM_GRAPH", "0", 1);
+    wk_llm *me = wk_llm_load(path, dev, &o);
+    unsetenv("WICK_LLM_GRAPH");
+    T_CHECK(mg && me, "%s: wk_llm_load: %s", name, wk_last_error());
+    enum { P = 5, N = 24 };
+    int32_t toks[P + N];
+    for (int i = 0; i < P + N; i++) toks[i] = (int32_t)t_rng_int(t_r(), 0, c.V - 1);
+    float *lg = t_mem((size_t)c.V * sizeof *lg), *le = t_mem((size_t)c.V * sizeof *le);
+    bool ok = mg && me && wk_llm_eval(mg, toks, P, false, lg) == WK_OK && wk_llm_eval(me, toks, P, false, le) == WK_OK;
+    int bad = -1;
+    for (int i = 0; ok && i < N; i++) {
+        ok = wk_llm_eval(mg, &toks[P + i], 1, false, lg) == WK_OK && wk_llm_eval(me, &toks[P + i], 1, false, le) == WK_OK;
+        if (ok && bad < 0 && memcmp(lg, le, (size_t)c.V * sizeof *lg)) bad = i;
+    }
+    T_CHECK(ok, "%s: the steps: %s", name, wk_last_error());
+    T_CHECK(bad < 0, "%s: the replayed step %d's logits differ from the eager step's", name, bad);
+    wk_llm_free(mg);
+    wk_llm_free(me);
+    rm_model(path);
+}
+
 static void greedy_ahead_on(wk_device *dev, const char *name, void *arg)
 {
     (void)arg;
+    if (t_case("llm/gpu/%s/graph_mixed_layers", name)) check_graph_mixed(dev, name);
     if (t_case("llm/gpu/%s/greedy_ahead/llama", name)) check_greedy_ahead(dev, name, A_LLAMA, false);
     if (t_case("llm/gpu/%s/greedy_ahead/gemma3", name)) check_greedy_ahead(dev, name, A_GEMMA3, false);
     if (t_case("llm/gpu/%s/greedy_ahead/llama_spans16", name)) check_greedy_ahead(dev, name, A_LLAMA, true);

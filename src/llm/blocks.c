@@ -70,12 +70,13 @@ wk_tensor *blk_embed(llm_pass *p, const wk_tensor *tid, int64_t row)
 
 /* The rope tables of layer l: a sliding layer's own where the
  * architecture has them (gemma3), else the global ones; a recorded step's
- * rows at its position. */
-static void rope_tables(const llm_pass *p, const wk_tensor **c, const wk_tensor **s)
+ * rows at its position, unless `whole` (wk_rope_kv, which reads the
+ * position itself from the step's inputs). */
+static void rope_tables(const llm_pass *p, bool whole, const wk_tensor **c, const wk_tensor **s)
 {
     const wk_llm *m = p->m;
     const bool local = m->cfg.sliding[p->l] && m->w.cos_local;
-    if (p->dy) {
+    if (p->dy && !whole) {
         *c = local ? p->dy->cos_l : p->dy->cos;
         *s = local ? p->dy->sin_l : p->dy->sin;
     } else {
@@ -88,7 +89,7 @@ static void rope_tables(const llm_pass *p, const wk_tensor **c, const wk_tensor 
 static wk_tensor *rope(const llm_pass *p, const wk_tensor *x)
 {
     const wk_tensor *c, *s;
-    rope_tables(p, &c, &s);
+    rope_tables(p, false, &c, &s);
     const int64_t pos = p->dy ? 0 : p->pos;
     if (p->m->cfg.info.rope_interleaved) return wk_rope_i(wk_transpose(x, 1, 2), c, s, pos);
     return wk_transpose(wk_rope_thd(x, c, s, pos), 1, 2);
@@ -132,7 +133,7 @@ wk_tensor *blk_qkv_rope_cache(llm_pass *p, const llm_layer *y, const wk_tensor *
         wk_tensor *qkv = fuse && !y->bqkv ? NULL : linear(h, y->wqkv, y->bqkv);
         if (fuse) {
             const wk_tensor *c, *s;
-            rope_tables(p, &c, &s);
+            rope_tables(p, true, &c, &s);
             const int64_t p0 = p->dy ? 0 : p->pos;
             const wk_tensor *pt = p->dy ? p->dy->pos : NULL;
             const bool il = m->cfg.info.rope_interleaved;
