@@ -190,6 +190,14 @@ static wk_tensor *quant_operand(wk_device *dev, const p_case *c, const void *hos
     return v;
 }
 
+/* t's slice i along dim 0 as shape s (the narrowed view released) */
+static wk_tensor *slice0(wk_tensor *t, int64_t i, wk_shape s)
+{
+    wk_tensor *n = t ? wk_narrow(t, 0, i, 1) : NULL, *r = n ? wk_reshape(n, s) : NULL;
+    wk_release(n);
+    return r;
+}
+
 /* Runs c on dev; returns the tensor to compare (the result, or for
  * in-place ops the destination's whole storage) or NULL with *st set. */
 static wk_tensor *run_on(wk_device *dev, const p_case *c, void *const *host, uint64_t seed, wk_status *st)
@@ -239,10 +247,9 @@ static wk_tensor *run_on(wk_device *dev, const p_case *c, void *const *host, uin
         wk_tensor *kv = b[3].view, *pos = NULL;
         const int64_t *sh = c->in[3].shape.dims, *th = c->in[2].shape.dims;
         const wk_shape cs = WK_SHAPE(sh[1], sh[2], sh[3], sh[4]), ts = WK_SHAPE(th[1], th[2]);
-        wk_tensor *kc = wk_reshape(wk_narrow(kv, 0, 0, 1), cs), *vc = wk_reshape(wk_narrow(kv, 0, 1, 1), cs);
+        wk_tensor *kc = slice0(kv, 0, cs), *vc = slice0(kv, 1, cs);
         /* linear_rope_kv: the tables are z's two halves */
-        wk_tensor *tc = lin ? wk_reshape(wk_narrow(z, 0, 0, 1), ts) : wk_retain(y),
-                  *tsn = lin ? wk_reshape(wk_narrow(z, 0, 1, 1), ts) : wk_retain(z);
+        wk_tensor *tc = lin ? slice0(z, 0, ts) : wk_retain(y), *tsn = lin ? slice0(z, 1, ts) : wk_retain(z);
         if (c->sub & 2) pos = wk_from_host(dev, WK_U32, WK_SHAPE(1), &(uint32_t){ (uint32_t)c->p0 });
         const int64_t p0 = (c->sub & 2) ? 0 : (int64_t)c->p0;
         wk_tensor *q = !kc || !vc || !tc || !tsn || (!pos && (c->sub & 2)) ? NULL
