@@ -24,7 +24,7 @@ cd "$(dirname "$0")/.."
 REF=${REF:?REF=folder of the reference tree}
 OUT=${OUT:-build/ab}
 WORK=${WORK:-/tmp/wick-ab}
-MODELS=${MODELS:-smol,8b}
+MODELS=${MODELS-smol,8b}
 Q4=${Q4:-1}
 ROUNDS=${ROUNDS:-2}
 BITCHECK=${BITCHECK:-1}
