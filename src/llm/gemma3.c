@@ -14,7 +14,6 @@
  * HF's norms are x * (1 + w); llama.cpp's converter adds the 1 to the
  * weights, so a GGUF file takes the plain norm. */
 #include <math.h>
-#include <stdio.h>
 #include "llm_internal.h"
 #include "llm_config_check.h"
 
@@ -46,14 +45,8 @@ static wk_status read_gguf(llm_config *c, const llm_gguf_keys *k)
     wk_llm_info *in = &c->info;
     common(c);
     in->sliding_window = k->swa > 0 ? k->swa : 0;
-    char key[160];
-    snprintf(key, sizeof key, "%s.rope.freq_base_swa", k->arch);
-    const wk_gguf_value *v = wk_gguf_find(k->g, key);
-    double base;
-    int64_t ib;
-    if (v && wk_gguf_value_float(v, &base)) in->rope_base_local = base;
-    else if (v && wk_gguf_value_int(v, &ib)) in->rope_base_local = (double)ib;
-    else if (v) return wk_error_set(WK_ERR_IO, "%s: %s is not a number", wk_gguf_path(k->g), key);
+    wk_status st = llm_gguf_float(k->g, k->arch, "rope.freq_base_swa", &in->rope_base_local);
+    if (st) return st;
     for (int64_t l = 0; l < in->n_layer; l++) c->sliding[l] = k->swa > 0 && llm_gguf_layer_sliding(k->g, k->arch, l);
     c->hp.attn_scale = in->n_layer == 62 ? 1.0 / sqrt((double)in->n_embd / (double)in->n_head)
                                          : 1.0 / sqrt((double)in->head_dim);

@@ -46,7 +46,7 @@ static wk_status g_int(const wk_gguf *g, const char *arch, const char *key, bool
     return WK_OK;
 }
 
-static wk_status g_float(const wk_gguf *g, const char *arch, const char *key, double *out)
+wk_status llm_gguf_float(const wk_gguf *g, const char *arch, const char *key, double *out)
 {
     char k[160];
     snprintf(k, sizeof k, "%s.%s", arch, key);
@@ -115,10 +115,10 @@ static wk_status hparams_gguf(wk_llm *m)
                             path, (long long)rope_dim, (long long)D);
     in->norm_eps = 1e-5;
     in->rope_base = 10000.0;
-    if ((st = g_float(g, arch, "attention.layer_norm_rms_epsilon", &in->norm_eps)) ||
-        (st = g_float(g, arch, "rope.freq_base", &in->rope_base)) ||
+    if ((st = llm_gguf_float(g, arch, "attention.layer_norm_rms_epsilon", &in->norm_eps)) ||
+        (st = llm_gguf_float(g, arch, "rope.freq_base", &in->rope_base)) ||
         /* llama.cpp reads no attention softcap for these architectures, the final one for gemma3 only */
-        (in->arch == WK_LLM_GEMMA3 && (st = g_float(g, arch, "final_logit_softcapping", &hp->final_softcap))))
+        (in->arch == WK_LLM_GEMMA3 && (st = llm_gguf_float(g, arch, "final_logit_softcapping", &hp->final_softcap))))
         return st;
 
     char key[160];
@@ -130,7 +130,7 @@ static wk_status hparams_gguf(wk_llm *m)
         hp->scaling.type = WK_ROPE_SCALING_LINEAR;
         hp->scaling.factor = 0.0;
         snprintf(key, sizeof key, "%s.rope.scaling.factor", arch);
-        if ((st = g_float(g, arch, wk_gguf_find(g, key) ? "rope.scaling.factor" : "rope.scale_linear",
+        if ((st = llm_gguf_float(g, arch, wk_gguf_find(g, key) ? "rope.scaling.factor" : "rope.scale_linear",
                           &hp->scaling.factor)))
             return st;
         if (hp->scaling.factor == 0.0 || hp->scaling.factor == 1.0) hp->scaling.type = WK_ROPE_SCALING_NONE;

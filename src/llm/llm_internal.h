@@ -239,6 +239,9 @@ const wk_file_tensor *llm_find(const wk_llm *m, const char *gguf_name, const cha
  * missing required one named), and rope theta and scaling (layer_type:
  * transformers 5's per-layer-type rope_parameters, gemma3) */
 wk_status llm_hf_int(const wk_json *c, const char *key, bool required, int64_t *out);
+/* GGUF {arch}.{key} as a number (an integer too) into *out; absent: *out
+ * unchanged; another type: WK_ERR_IO naming the key */
+wk_status llm_gguf_float(const wk_gguf *g, const char *arch, const char *key, double *out);
 wk_status llm_hf_rope(const wk_json *c, const char *layer_type, double *theta, wk_rope_scaling *sc);
 
 /* ---- weights and state (weights.c, state.c) --------------------------------------- */
