@@ -215,11 +215,10 @@ static wk_status fuse(wk_tensor **dst, wk_tensor **const *parts, int n)
 
 /* A layer's q, k, v matrices as one (and their biases, when every part
  * fuses), and gate with up: a decode step then launches 3 matmuls fewer.
- * WICK_LLM_FUSE=0 keeps them apart (for measuring the difference). */
+ * WICK_LLM_FUSE=0 keeps them apart (llm_fuse_weights; for measuring the
+ * difference). */
 static wk_status fuse_layer(llm_layer *y)
 {
-    const char *e = getenv("WICK_LLM_FUSE");
-    if (e && !strcmp(e, "0")) return WK_OK;
     wk_status st;
     const bool bias = y->bq || y->bk || y->bv;
     const bool same = wk_tensor_dtype(y->wq) == wk_tensor_dtype(y->wk) && wk_tensor_dtype(y->wq) == wk_tensor_dtype(y->wv);
@@ -237,6 +236,8 @@ static wk_status fuse_layer(llm_layer *y)
 
 wk_status llm_fuse_weights(wk_llm *m)
 {
+    const char *e = getenv("WICK_LLM_FUSE");   /* read once a load */
+    if (e && !strcmp(e, "0")) return WK_OK;
     wk_status st = WK_OK;
     for (int64_t l = 0; l < m->cfg.info.n_layer && st == WK_OK; l++) st = fuse_layer(&m->w.layers[l]);
     return st;
