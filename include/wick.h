@@ -568,6 +568,36 @@ typedef struct wk_attention_opts {
  * the defaults. */
 wk_tensor *wk_attention(const wk_tensor *q, const wk_tensor *k, const wk_tensor *v, const wk_attention_opts *opts);
 
+/* Options of wk_paged_attention; zero-initialised means the defaults. */
+typedef struct wk_paged_attention_opts {
+    double scale;            /* 0: 1/sqrt(D)                                  */
+    int64_t window;          /* > 0: a query at position p sees only keys at
+                                positions > p - window                        */
+    double softcap;          /* > 0: scores become softcap * tanh(s / softcap) */
+} wk_paged_attention_opts;
+
+/* Attention of a flat batch of query tokens from many sequences over a
+ * paged KV cache (docs/nn.md, "Paged attention"): the batched engine's
+ * attention, decode rows and prefill chunks in one call.
+ *   q [T, Hq, D]: T query tokens (any strides, the last 1)
+ *   k_pool, v_pool [NB, BS, Hkv, D]: NB blocks of BS positions (any
+ *     strides, the last 1); Hq a multiple of Hkv (grouped-query heads)
+ *   block_table u32 [S, MB]: block i of sequence s is block
+ *     block_table[s, i] of the pools
+ *   seq u32 [T]: the sequence of each query token (a row of block_table)
+ *   pos u32 [T]: its position in that sequence
+ * Query t sees the keys of its sequence at positions j <= pos[t] (and
+ * j > pos[t] - window), key j at row j % BS of block block_table[seq[t],
+ * j / BS]: causal attention, the token's own key included (write it to the
+ * pools first). out [T, Hq, D] in q's dtype, accumulated in f32 (f64 for
+ * f64): softmax(scale q k^T, soft-capped) v. seq[t] >= S, pos[t] >= MB BS,
+ * or a block id >= NB among the blocks a query reads: WK_ERR_INDEX.
+ * f16, bf16, f32 on every device (f64 on the cpu); D a multiple of 8 up to
+ * 256 on GPUs. opts NULL: the defaults. */
+wk_tensor *wk_paged_attention(const wk_tensor *q, const wk_tensor *k_pool, const wk_tensor *v_pool,
+                              const wk_tensor *block_table, const wk_tensor *seq, const wk_tensor *pos,
+                              const wk_paged_attention_opts *opts);
+
 /* ------------------------------------------------------------------ */
 /* quantized tensors (docs/quantization.md)                            */
 /* GGUF's block types (WK_Q4_0 .. WK_Q8_K) as data: convert them to and */

@@ -178,6 +178,14 @@ typedef enum wk_op_family {
                                 of this backend's MATMUL into y, rounded to the dtype,
                                 then that op (src/fused.h runs the two); a backend may
                                 make them in one launch.                             */
+    WK_FAMILY_PAGED_ATTENTION, /* dst [T, Hq, D] contiguous: attention of query tokens
+                                of many sequences over a paged KV cache (wk_paged_attention);
+                                src[0] q [T, Hq, D], src[1] k and src[2] v pools [NB, BS,
+                                Hkv, D] (last stride 1, others any; Hq a multiple of Hkv);
+                                params: wk_paged_attention_params (the block table, each
+                                token's sequence and position). Ids are data: a backend
+                                range-checks them (WK_ERR_INDEX), writing nothing it has not
+                                checked where it can (a GPU may have written dst)    */
     WK_FAMILY_RESERVED,      /* named for a layer still to come; no front-end yet    */
     WK_FAMILY_COUNT
 } wk_op_family;
@@ -261,6 +269,18 @@ typedef struct wk_attention_params {
      * keys are [0, min(L, Tk)) (L <= 0: none), and L is the Tk of pos */
     const wk_view *kv_len;
 } wk_attention_params;
+
+/* The parameters of a PAGED_ATTENTION op (wk_op_args.params). Query t
+ * (its sequence s = seq[t], its position p = pos[t]) sees key j of s when
+ * j <= p and (window <= 0 || j > p - window); key j is row j % BS of pool
+ * block block_table[s, j / BS]. Scores as ATTENTION's, no mask. The ids
+ * are u32 and contiguous: block_table [S, MB], seq and pos [T]. */
+typedef struct wk_paged_attention_params {
+    double scale;
+    double softcap;              /* <= 0: none                               */
+    int64_t window;              /* <= 0: none                               */
+    const wk_view *block_table, *seq, *pos;
+} wk_paged_attention_params;
 
 /* The options of a CONV op (wk_op_args.params); index 0 is H, 1 is W.
  * The 1-d forms (views of rank 3) are 2-d with H = 1: L's options are

@@ -125,6 +125,7 @@
     X(O, ROPE_KV, "rope_kv", ROPE_KV, WK_DT_NN)                                    \
     X(O, LINEAR_SILU_MUL, "linear_silu_mul", LINEAR, WK_DT_NN)                     \
     X(O, LINEAR_ROPE_KV, "linear_rope_kv", LINEAR, WK_DT_NN)                       \
+    X(O, PAGED_ATTENTION, "paged_attention", PAGED_ATTENTION, WK_DT_NN)            \
     /* append new ops above this line */
 
 /* Family of an entry (a wk_op_family value): WK_OP_FAMILY(K, P) */

@@ -112,6 +112,7 @@ static wk_status run_linear(void *ctx, const wk_op_args *a)
 #define FAMILY_RUN_UPSAMPLE wk_cpu_upsample
 #define FAMILY_RUN_SORT wk_cpu_arg_sort
 #define FAMILY_RUN_LINEAR run_linear
+#define FAMILY_RUN_PAGED_ATTENTION wk_cpu_paged_attention
 #define FAMILY_RUN_RESERVED NULL
 #define RUN_OF_U(P) run_unary
 #define RUN_OF_P(P) run_unary

@@ -104,6 +104,8 @@ wk_status wk_cpu_rope(void *ctx, const wk_op_args *a);
 wk_status wk_cpu_rope_kv(void *ctx, const wk_op_args *a);
 /* cpu_attention.c: the ATTENTION family */
 wk_status wk_cpu_attention(void *ctx, const wk_op_args *a);
+/* cpu_paged_attention.c: the PAGED_ATTENTION family */
+wk_status wk_cpu_paged_attention(void *ctx, const wk_op_args *a);
 /* cpu_quant.c: the block-quantized families QCONVERT (dequantize,
  * quantize), QMATMUL and QGATHER */
 wk_status wk_cpu_qconvert(void *ctx, const wk_op_args *a);

@@ -87,6 +87,8 @@ static wk_status ot_rand(void *ctx, const wk_op_args *a)
 #define OT_FAMILY_SORT wk_gpu_arg_sort
 /* the fused products (gemv.hip) */
 #define OT_FAMILY_LINEAR wk_gpu_linear
+/* paged attention (paged_attention.hip): not yet on the GPU */
+#define OT_FAMILY_PAGED_ATTENTION NULL
 #define OT_FAMILY_RESERVED NULL
 #define OT_RUN_U(P) ot_unary
 #define OT_RUN_P(P) ot_unary
