@@ -151,6 +151,49 @@ void wk_sampler_accept(wk_sampler *s, int32_t token);
 void wk_sampler_reset(wk_sampler *s);               /* history and seed */
 
 /* ------------------------------------------------------------------ */
+/* batches over a paged KV cache (the batched engine's forward pass)    */
+
+/* A paged KV cache for a model: per layer, K and V pools of n_blocks
+ * blocks of block_size positions ([n_blocks, block_size, n_head_kv,
+ * head_dim] in the model's activation dtype, on its device). Which
+ * block holds which positions of which sequence is the caller's (a block
+ * table per batch): wick_engine.h's engine keeps it. */
+typedef struct wk_llm_kv wk_llm_kv;
+wk_llm_kv *wk_llm_kv_new(wk_llm *m, int64_t n_blocks, int64_t block_size);
+void wk_llm_kv_free(wk_llm_kv *kv);               /* NULL is fine */
+int64_t wk_llm_kv_blocks(const wk_llm_kv *kv);
+int64_t wk_llm_kv_block_size(const wk_llm_kv *kv);
+/* Device bytes of one block of block_size positions over every layer. */
+uint64_t wk_llm_kv_block_bytes(const wk_llm *m, int64_t block_size);
+
+/* A flat batch of tokens from many sequences, at any positions: decode
+ * tokens and prefill chunks together. Token i of sequence seq[i] sits at
+ * position pos[i]; its K and V go to row pos[i] % block_size of block
+ * block_table[seq[i] * max_blocks + pos[i] / block_size], and its
+ * attention reads that sequence's positions 0 .. pos[i] (its window's on
+ * sliding layers) through the table: positions before it must have been
+ * written by an earlier batch or by an earlier token of this one. Rows
+ * out[0 .. n_out) name the tokens whose next-token logits come back. */
+typedef struct wk_llm_batch {
+    int64_t n_tokens;
+    const int32_t *tokens;       /* [n_tokens]                               */
+    const int32_t *pos;          /* [n_tokens]                               */
+    const int32_t *seq;          /* [n_tokens]: rows of block_table          */
+    int64_t n_seqs, max_blocks;
+    const int32_t *block_table;  /* [n_seqs, max_blocks]                     */
+    int64_t n_out;
+    const int32_t *out;          /* [n_out]: indices of tokens               */
+} wk_llm_batch;
+
+/* One forward pass of a batch: logits (f32 [n_out, n_vocab], NULL: not
+ * wanted) and/or argmax ([n_out], the first index of each row's largest
+ * logit, taken on the device; NULL: not wanted). Ids out of range
+ * (tokens, sequences, positions past the table, blocks past the pool)
+ * are WK_ERR_INDEX / WK_ERR_ARGUMENT before anything runs. Tensor-parallel
+ * models are not supported yet (WK_ERR_UNSUPPORTED). */
+wk_status wk_llm_eval_batch(wk_llm *m, wk_llm_kv *kv, const wk_llm_batch *b, float *logits, int32_t *argmax);
+
+/* ------------------------------------------------------------------ */
 /* chat                                                                */
 
 typedef struct wk_chat_message {

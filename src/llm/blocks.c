@@ -76,7 +76,10 @@ static void rope_tables(const llm_pass *p, bool whole, const wk_tensor **c, cons
 {
     const wk_llm *m = p->m;
     const bool local = m->cfg.sliding[p->l] && m->w.cos_local;
-    if (p->dy && !whole) {
+    if (p->pg) {   /* a batch: the rows at each token's position */
+        *c = local ? p->pg->cos_l : p->pg->cos;
+        *s = local ? p->pg->sin_l : p->pg->sin;
+    } else if (p->dy && !whole) {
         *c = local ? p->dy->cos_l : p->dy->cos;
         *s = local ? p->dy->sin_l : p->dy->sin;
     } else {
@@ -90,7 +93,7 @@ static wk_tensor *rope(const llm_pass *p, const wk_tensor *x)
 {
     const wk_tensor *c, *s;
     rope_tables(p, false, &c, &s);
-    const int64_t pos = p->dy ? 0 : p->pos;
+    const int64_t pos = p->dy || p->pg ? 0 : p->pos;
     if (p->m->cfg.info.rope_interleaved) return wk_rope_i(wk_transpose(x, 1, 2), c, s, pos);
     return wk_transpose(wk_rope_thd(x, c, s, pos), 1, 2);
 }
@@ -102,6 +105,14 @@ static bool cache_write(const llm_pass *p, const wk_tensor *k, const wk_tensor *
     const wk_llm *m = p->m;
     wk_tensor *kc = m->st.k_cache[p->l], *vc = m->st.v_cache[p->l];
     if (!k || !v) return false;
+    if (p->pg) {   /* row slot[t] of the pools [NB BS, Hkv D] */
+        const int64_t KD = m->cfg.tp.n_kv * m->cfg.info.head_dim, T = p->T;
+        wk_tensor *kp = p->pg->k_pool[p->l], *vp = p->pg->v_pool[p->l];
+        const int64_t rows = wk_tensor_dim(kp, 0) * wk_tensor_dim(kp, 1);
+        wk_tensor *at = wk_broadcast_as(wk_reshape(p->pg->slot, WK_SHAPE(T, 1)), WK_SHAPE(T, KD));
+        return at && wk_scatter_set(wk_reshape(kp, WK_SHAPE(rows, KD)), at, wk_reshape(wk_transpose(k, 1, 2), WK_SHAPE(T, KD)), 0) == WK_OK &&
+               wk_scatter_set(wk_reshape(vp, WK_SHAPE(rows, KD)), at, wk_reshape(v, WK_SHAPE(T, KD)), 0) == WK_OK;
+    }
     if (p->dy) {
         wk_tensor *at = wk_broadcast_as(wk_reshape(p->dy->pos, WK_SHAPE(1, 1, 1, 1)),
                                         WK_SHAPE(1, m->cfg.tp.n_kv, 1, m->cfg.info.head_dim));
@@ -129,7 +140,7 @@ wk_tensor *blk_qkv_rope_cache(llm_pass *p, const llm_layer *y, const wk_tensor *
     wk_tensor *q = NULL, *k = NULL, *v = NULL;
     if (!h) return NULL;
     if (y->wqkv) {   /* one product; q, k, v are column ranges of its rows */
-        const bool fuse = !qk_norm && (p->dy || !llm_windowed(m, p->l));
+        const bool fuse = !qk_norm && !p->pg && (p->dy || !llm_windowed(m, p->l));
         wk_tensor *qkv = fuse && !y->bqkv ? NULL : linear(h, y->wqkv, y->bqkv);
         if (fuse) {
             const wk_tensor *c, *s;
@@ -186,7 +197,13 @@ wk_tensor *blk_attention(llm_pass *p, const llm_layer *y, const wk_tensor *q)
                              .window = m->cfg.sliding[p->l] ? in->sliding_window : 0,
                              .softcap = m->cfg.hp.attn_softcap };
     wk_tensor *a = NULL;
-    if (q && p->dy) {
+    if (q && p->pg) {   /* [T, H, D] over the sequences' blocks */
+        const wk_paged_attention_opts po = { .scale = ao.scale, .window = ao.window, .softcap = ao.softcap };
+        const llm_paged *g = p->pg;
+        wk_tensor *pa = wk_paged_attention(wk_reshape(wk_transpose(q, 1, 2), WK_SHAPE(T, m->cfg.tp.n_head, in->head_dim)),
+                                           g->k_pool[p->l], g->v_pool[p->l], g->block_table, g->seq, g->pos, &po);
+        a = pa ? wk_transpose(wk_reshape(pa, WK_SHAPE(1, T, m->cfg.tp.n_head, in->head_dim)), 1, 2) : NULL;
+    } else if (q && p->dy) {
         ao.kv_len = p->dy->kv_len;
         a = wk_attention(q, wk_narrow(kc, 2, 0, p->dy->cap), wk_narrow(vc, 2, 0, p->dy->cap), &ao);
     } else if (q) {
@@ -269,10 +286,15 @@ wk_tensor *blk_logits(llm_pass *p, int64_t first_out, int want)
     const wk_llm *m = p->m;
     const wk_llm_info *in = &m->cfg.info;
     const int64_t T = p->T, r0 = want == LLM_OUT_BEST ? T - 1 : first_out;
-    wk_tensor *xl = NULL;
-    wk_tensor *hn = p->f ? wk_add_rms_norm(wk_narrow(p->f, 0, r0, T - r0), wk_narrow(p->x, 0, r0, T - r0),
-                                           m->w.out_norm, in->norm_eps, m->cfg.hp.gemma_norm, &xl)
-                         : NULL;
+    wk_tensor *xl = NULL, *f = NULL, *x = NULL;
+    if (p->pg && p->f) {   /* a batch: the rows it asks for */
+        f = wk_index_select(p->f, p->pg->out, 0);
+        x = wk_index_select(p->x, p->pg->out, 0);
+    } else if (p->f) {
+        f = wk_narrow(p->f, 0, r0, T - r0);
+        x = wk_narrow(p->x, 0, r0, T - r0);
+    }
+    wk_tensor *hn = f && x ? wk_add_rms_norm(f, x, m->w.out_norm, in->norm_eps, m->cfg.hp.gemma_norm, &xl) : NULL;
     wk_tensor *lg = hn ? linear(hn, m->w.output, NULL) : NULL;
     if (lg && m->cfg.tp.comm) {
         wk_tensor *all = wk_all_gather(m->cfg.tp.comm, lg, 1);

@@ -161,7 +161,7 @@ static wk_status graph_record(wk_llm *m, int64_t cap, bool greedy)
     dy.cos_l = rows && m->w.cos_local ? wk_index_select(m->w.cos_local, dy.pos, 0) : NULL;
     dy.sin_l = rows && m->w.sin_local ? wk_index_select(m->w.sin_local, dy.pos, 0) : NULL;
     wk_tensor *out = dy.cos && dy.sin ? llm_pass_run(m, wk_narrow(G->in, 0, 0, 1), 0, 1, 0, 0,
-                                                     greedy ? LLM_OUT_BEST : LLM_OUT_LOGITS, &dy)
+                                                     greedy ? LLM_OUT_BEST : LLM_OUT_LOGITS, &dy, NULL)
                                       : NULL;
     if (out && greedy && record_next_inputs(m, out) != WK_OK) out = NULL;
     if (out) wk_retain(out);

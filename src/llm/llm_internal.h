@@ -272,6 +272,18 @@ typedef struct llm_dyn {
     int64_t cap;                             /* keys the attention spans        */
 } llm_dyn;
 
+/* A pass over a flat batch of tokens from many sequences with a paged KV
+ * cache (batch.c, wk_llm_eval_batch): the device's copies of the batch's
+ * ids, the rope tables' rows at each token's position, and the pools.
+ * NULL in a pass over one sequence (the model's own caches). */
+typedef struct llm_paged {
+    const wk_tensor *pos, *seq, *slot;        /* u32 [T]: position, sequence, cache row */
+    const wk_tensor *block_table;             /* u32 [S, MB]                     */
+    const wk_tensor *out;                     /* u32 [n_out]: rows of the logits */
+    const wk_tensor *cos, *sin, *cos_l, *sin_l;   /* [T, D/2] at each token's position */
+    wk_tensor *const *k_pool, *const *v_pool; /* [n_layer] of [NB, BS, Hkv, D]  */
+} llm_paged;
+
 /* What a pass gives back: rows of logits (f32) of tokens first_out ..
  * T-1, the last token's argmax (u32 [1], taken on the device, so that 4
  * bytes come back instead of a row), or nothing (the residual). */
@@ -285,6 +297,7 @@ struct llm_pass {
     int64_t l;                    /* the layer being run                    */
     int64_t T, pos;               /* tokens, the first one's position       */
     const llm_dyn *dy;            /* a recorded step: NULL when eager       */
+    const llm_paged *pg;          /* a batch over a paged cache, or NULL    */
     wk_tensor *x, *f;             /* the residual stream; the last block's
                                      output when not yet added (last layer) */
 };
@@ -294,7 +307,7 @@ struct llm_pass {
  * pos+T-1 (dy: at dy's position, T 1), up to the output `want` asks for:
  * a tensor of the current scope, NULL + error on failure (step.c). */
 wk_tensor *llm_pass_run(wk_llm *m, const wk_tensor *tid, int64_t row, int64_t T, int64_t pos, int64_t first_out,
-                        int want, const llm_dyn *dy);
+                        int want, const llm_dyn *dy, const llm_paged *pg);
 /* The rank's rows of the token ids (those outside its vocabulary share
  * look up the share's last row, zeros); ids [T]. */
 void llm_local_ids(const wk_llm *m, const int32_t *tokens, int64_t T, uint32_t *ids);

@@ -28,10 +28,10 @@ void llm_local_ids(const wk_llm *m, const int32_t *tokens, int64_t T, uint32_t *
 }
 
 wk_tensor *llm_pass_run(wk_llm *m, const wk_tensor *tid, int64_t row, int64_t T, int64_t pos, int64_t first_out,
-                        int want, const llm_dyn *dy)
+                        int want, const llm_dyn *dy, const llm_paged *pg)
 {
     const int64_t L = m->cfg.info.n_layer;
-    llm_pass p = { .m = m, .T = T, .pos = pos, .dy = dy };
+    llm_pass p = { .m = m, .T = T, .pos = pos, .dy = dy, .pg = pg };
     p.x = blk_embed(&p, tid, row);
     wk_tensor *h = p.x ? blk_norm(&p, p.x, m->w.layers[0].attn_norm) : NULL;
     for (int64_t l = 0; l < L && h; l++) {
@@ -77,7 +77,7 @@ static wk_status forward(wk_llm *m, const int32_t *tokens, int64_t T, int64_t fi
     const int want = out ? LLM_OUT_LOGITS : best ? LLM_OUT_BEST : LLM_OUT_NONE;
     /* one token: its row is known here (the pass copies it) */
     wk_tensor *tid = T == 1 ? NULL : wk_from_host(m->dev, WK_U32, WK_SHAPE(T), ids);
-    wk_tensor *o = tid || T == 1 ? llm_pass_run(m, tid, ids[0], T, pos, first_out, want, NULL) : NULL;
+    wk_tensor *o = tid || T == 1 ? llm_pass_run(m, tid, ids[0], T, pos, first_out, want, NULL, NULL) : NULL;
     if (timed) t1 = llm_now_ms();
     wk_status st = WK_OK;
     uint32_t b = 0;
