@@ -232,6 +232,18 @@ wk_status wk_llm_tokenize(const wk_llm *m, const char *text, size_t len, bool ad
 const char *wk_llm_token_text(const wk_llm *m, int32_t id, size_t *len);
 bool wk_llm_is_eog(const wk_llm *m, int32_t id);
 
+/* The text of generated tokens as it can be passed on: each token's
+ * bytes (the tokenizer's streaming decoder), held back while they may
+ * begin one of the stop strings or end inside a UTF-8 character, and cut
+ * where a stop string begins (*stopped: the text before it is what push
+ * gives; nothing after it is ever given). text stays valid until the next
+ * call. flush: what is held back at the end. */
+typedef struct wk_text_out wk_text_out;
+wk_text_out *wk_text_out_new(const wk_llm *m, const char *const *stop, int n_stop);
+wk_status wk_text_out_push(wk_text_out *t, int32_t token, const char **text, size_t *len, bool *stopped);
+wk_status wk_text_out_flush(wk_text_out *t, const char **text, size_t *len);
+void wk_text_out_free(wk_text_out *t);               /* NULL is fine */
+
 /* Called once per generated token with its id and the text it completes
  * (whole UTF-8 characters only; may be empty: text that may begin a stop
  * string is held back). Return false to stop. At the end, text still held

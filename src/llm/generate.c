@@ -2,8 +2,7 @@
  * prefill, then one token a step (sampled on the host, or greedy on the
  * device: llm_eval_greedy), stopped by an end-of-generation token, a stop
  * string, the token budget, the context's end or the callback; whole UTF-8
- * characters to the callback through the tokenizer's streaming decoder;
- * the timings.
+ * characters to the callback (text_out.c); the timings.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,23 +19,6 @@ static double now_ms(void)
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
-
-/* bytes at the end of s[0..n) that start an incomplete UTF-8 character */
-static size_t utf8_tail(const char *s, size_t n)
-{
-    for (size_t k = 1; k <= 3 && k <= n; k++) {
-        unsigned char c = (unsigned char)s[n - k];
-        if ((c & 0xc0) == 0x80) continue;            /* a continuation byte */
-        int need = c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : c >= 0xc0 ? 2 : 1;
-        return (size_t)need > k ? k : 0;
-    }
-    return 0;
-}
-
-typedef struct pending {
-    char *p;
-    size_t n, cap;
-} pending;
 
 wk_status wk_llm_generate(wk_llm *m, const int32_t *prompt, int64_t n_prompt, const wk_generate_opts *opts,
                           wk_llm_token_fn cb, void *user, wk_generate_stats *stats)
@@ -59,15 +41,10 @@ wk_status wk_llm_generate(wk_llm *m, const int32_t *prompt, int64_t n_prompt, co
     const int64_t V = m->cfg.info.n_vocab;
     float *logits = malloc((size_t)V * sizeof *logits);
     wk_sampler *sm = wk_sampler_new(&o.sampling, V);
-    pending pd = { 0 };
-    const wk_tokenizer *tk = llm_text_tokenizer(m);
-    wk_tok_stream *stream = tk ? wk_tok_stream_new(tk, WK_TOK_SKIP_SPECIAL | WK_TOK_KEEP_SPACE) : NULL;
-    size_t max_stop = 0;
-    for (int i = 0; i < o.n_stop; i++)
-        if (o.stop[i] && strlen(o.stop[i]) > max_stop) max_stop = strlen(o.stop[i]);
+    wk_text_out *txo = wk_text_out_new(m, o.stop, o.n_stop);
     wk_status st = WK_OK;
-    if (!logits || !sm) {
-        st = sm ? wk_error_set(WK_ERR_MEMORY, "out of memory") : wk_last_status();
+    if (!logits || !sm || !txo) {
+        st = sm && txo ? wk_error_set(WK_ERR_MEMORY, "out of memory") : wk_last_status();
         goto out;
     }
     for (int64_t i = 0; i < n_prompt; i++) wk_sampler_accept(sm, prompt[i]);
@@ -97,57 +74,14 @@ wk_status wk_llm_generate(wk_llm *m, const int32_t *prompt, int64_t n_prompt, co
         }
         wk_sampler_accept(sm, tok);
         s.gen_tokens++;
-        /* its bytes join what is pending; pass on whole characters that
-           cannot be the start of a stop string */
-        size_t len;
+        /* whole characters that cannot be the start of a stop string */
         const char *txt;
-        if (stream) {
-            if (wk_tok_stream_push(stream, tok, &txt, &len)) {
-                st = wk_error_set(wk_last_status(), "decoding token %d: %s", tok, wk_last_error());
-                break;
-            }
-        } else {
-            txt = wk_llm_token_text(m, tok, &len);
-        }
-        if (pd.n + len + 1 > pd.cap) {
-            size_t cap = (pd.n + len + 1) * 2;
-            char *p = realloc(pd.p, cap);
-            if (!p) {
-                st = wk_error_set(WK_ERR_MEMORY, "out of memory");
-                break;
-            }
-            pd.p = p;
-            pd.cap = cap;
-        }
-        memcpy(pd.p + pd.n, txt, len);
-        pd.n += len;
-        pd.p[pd.n] = 0;
-        size_t emit = pd.n, hit = SIZE_MAX;
-        for (int i = 0; i < o.n_stop; i++) {
-            if (!o.stop[i] || !o.stop[i][0]) continue;
-            const char *f = strstr(pd.p, o.stop[i]);
-            if (f && (size_t)(f - pd.p) < hit) hit = (size_t)(f - pd.p);
-        }
-        if (hit != SIZE_MAX) emit = hit;
-        else if (max_stop) {
-            /* hold back a suffix that a stop string starts with */
-            for (size_t k = max_stop - 1 < pd.n ? max_stop - 1 : pd.n; k > 0; k--) {
-                bool pre = false;
-                for (int i = 0; i < o.n_stop && !pre; i++)
-                    if (o.stop[i] && strlen(o.stop[i]) > k && !strncmp(pd.p + pd.n - k, o.stop[i], k)) pre = true;
-                if (pre) {
-                    emit = pd.n - k;
-                    break;
-                }
-            }
-        }
-        if (hit == SIZE_MAX) emit -= utf8_tail(pd.p, emit);
+        size_t len;
+        bool hit;
+        if ((st = wk_text_out_push(txo, tok, &txt, &len, &hit))) break;
         bool go = true;
-        if (cb) go = cb(user, tok, pd.p, emit);
-        memmove(pd.p, pd.p + emit, pd.n - emit);
-        pd.n -= emit;
-        if (pd.p) pd.p[pd.n] = 0;
-        if (hit != SIZE_MAX) {
+        if (cb) go = cb(user, tok, txt, len);
+        if (hit) {
             s.stop = WK_STOP_STRING;
             break;
         }
@@ -166,22 +100,13 @@ wk_status wk_llm_generate(wk_llm *m, const int32_t *prompt, int64_t n_prompt, co
         if ((st = dev_greedy ? llm_eval_greedy(m, &tok, 1, &next) : wk_llm_eval(m, &tok, 1, false, logits))) break;
     }
     if (st == WK_OK && s.stop != WK_STOP_STRING && cb) {   /* held back text */
-        const char *rest = NULL;
-        size_t rn = 0;
-        if (stream && wk_tok_stream_flush(stream, &rest, &rn) == WK_OK && rn) {
-            char *p = realloc(pd.p, pd.n + rn + 1);
-            if (p) {
-                memcpy(p + pd.n, rest, rn);
-                pd.p = p;
-                pd.n += rn;
-            }
-        }
-        if (pd.n) cb(user, -1, pd.p, pd.n);
+        const char *rest;
+        size_t rn;
+        if (wk_text_out_flush(txo, &rest, &rn) == WK_OK && rn) cb(user, -1, rest, rn);
     }
     s.gen_ms = now_ms() - t0;
 out:
-    free(pd.p);
-    wk_tok_stream_free(stream);
+    wk_text_out_free(txo);
     free(logits);
     wk_sampler_free(sm);
     if (stats) *stats = s;
