@@ -14,7 +14,7 @@ LDLIBS  := -lm -ldl -pthread
 
 # the core and cpu backend, then the layers above the API (model files,
 # tokenizers, models), which use only the public headers (tools/check-layers)
-LIB_SRC   := $(sort $(wildcard src/core/*.c src/cpu/*.c)) $(sort $(wildcard src/formats/*.c src/tokenizer/*.c src/llm/*.c))
+LIB_SRC   := $(sort $(wildcard src/core/*.c src/cpu/*.c)) $(sort $(wildcard src/formats/*.c src/tokenizer/*.c src/llm/*.c src/engine/*.c))
 LIB_OBJ   := $(LIB_SRC:%.c=$(BUILD)/%.o)
 TEST_SRC  := $(sort $(wildcard tests/*.c))
 TEST_OBJ  := $(TEST_SRC:%.c=$(BUILD)/%.o)
