@@ -112,6 +112,11 @@ $(BUILD)/wick-llm-bench: bench/llm_bench.c cli/ranks.h cli/timing.h $(BUILD)/lib
 	@$(if $(V),,echo "  LD $@")
 	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $(filter-out %.h,$^) $(LDLIBS)
 
+# The batched engine's throughput at several batch sizes (bench/README.md).
+$(BUILD)/wick-engine-bench: bench/engine_bench.c cli/timing.h $(BUILD)/libwick.a
+	@$(if $(V),,echo "  LD $@")
+	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $(filter-out %.h,$^) $(LDLIBS)
+
 # all_reduce across the GPUs of a host (bench/comm_vs_torch.py).
 $(BUILD)/wick-comm-bench: bench/comm_bench.c cli/ranks.h cli/timing.h $(BUILD)/libwick.a
 	@$(if $(V),,echo "  LD $@")
