@@ -71,6 +71,13 @@ typedef struct wk_engine_event {
     const char *error;         /* WK_FINISH_ERROR: the message                   */
     int64_t prompt_tokens, gen_tokens, cached_tokens;   /* cached: prompt tokens
                                   whose KV came from the prefix cache            */
+    /* with wk_request.logprobs: the token's log-probability under the
+     * model's distribution (wk_logprobs: before penalties and temperature)
+     * and the top_logprobs most likely tokens with theirs */
+    double logprob;
+    int n_top;
+    const int32_t *top_ids;
+    const float *top_logprobs;
 } wk_engine_event;
 typedef void (*wk_engine_event_fn)(void *user, const wk_engine_event *ev);
 
@@ -82,6 +89,8 @@ typedef struct wk_request {
     const char *const *stop;   /* stop strings (copied; not passed on)           */
     int n_stop;
     bool ignore_eog;           /* keep going past end tokens                     */
+    bool logprobs;             /* each token's log-probability in its event      */
+    int top_logprobs;          /* and the most likely n (0..20) with theirs      */
     wk_engine_event_fn on_event;   /* may be NULL                                */
     void *user;
 } wk_request;

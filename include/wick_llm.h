@@ -132,13 +132,18 @@ typedef struct wk_sampling {
                                 when > 0, * it when < 0; 1: off              */
     int64_t repeat_last_n;   /* 0: 64                                        */
     uint64_t seed;           /* the same seed, the same choices              */
+    /* OpenAI's penalties over the tokens generated so far (those given to
+     * wk_sampler_accept_output): logit -= frequency_penalty * count +
+     * presence_penalty * (count > 0); 0: off; each in [-2, 2]          */
+    double presence_penalty, frequency_penalty;
 } wk_sampling;
 /* temperature 0.7, top_k 40, top_p 0.95, min_p 0.05, no penalty, seed 0 */
 wk_sampling wk_sampling_default(void);
 /* greedy, every filter off */
 wk_sampling wk_sampling_greedy(void);
 
-/* Order: repetition penalty, then (temperature > 0) logits / temperature,
+/* Order: repetition penalty, presence and frequency penalties, then
+ * (temperature > 0) logits / temperature,
  * softmax, top-k, top-p, min-p, renormalise, one draw from a seeded
  * generator (xoshiro256**, one 53-bit uniform per draw). */
 typedef struct wk_sampler wk_sampler;
@@ -148,6 +153,15 @@ void wk_sampler_free(wk_sampler *s);
 int32_t wk_sampler_sample(wk_sampler *s, const float *logits);
 /* Record a token (prompt or generated) for the repetition penalty. */
 void wk_sampler_accept(wk_sampler *s, int32_t token);
+/* Record a generated token: the repetition penalty's history and the
+ * counts of the presence and frequency penalties. */
+void wk_sampler_accept_output(wk_sampler *s, int32_t token);
+/* The log-probability of token under softmax(logits) (the model's own
+ * distribution: no penalty, temperature or filter), and the top_n most
+ * likely tokens with theirs (largest first, the lower id first among
+ * equals; top_ids / top_lp of top_n entries, may be NULL when top_n is
+ * 0). Returns the token's log-probability (-inf for a NaN logit). */
+double wk_logprobs(const float *logits, int64_t n_vocab, int32_t token, int top_n, int32_t *top_ids, float *top_lp);
 void wk_sampler_reset(wk_sampler *s);               /* history and seed */
 
 /* ------------------------------------------------------------------ */

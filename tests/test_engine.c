@@ -17,7 +17,8 @@
  *                                decode: the last event says cancelled, the
  *                                others run on, every block comes back
  *   engine/limits                max_tokens, the end of the context, an end
- *                                token, seeded sampling repeated
+ *                                token, seeded sampling repeated, logprobs
+ *                                against the single-stream logits
  *   engine/errors                bad requests and options: clear errors
  *   engine/thread                hundreds of requests from four threads to
  *                                the engine's own thread, some cancelled:
@@ -73,6 +74,23 @@ static bool collect_token(void *user, int32_t token, const char *text, size_t le
         g->text_n += len;
     }
     return true;
+}
+
+/* logprob events: the first token's logprob kept; each greedy token must be
+ * the first of its top list, the list in order */
+static double lp_first;
+static int lp_bad;
+static void on_lp_event(void *user, const wk_engine_event *ev)
+{
+    got *g = user;
+    if (!ev->done) {
+        if (g->n == 0) lp_first = ev->logprob;
+        bool ok = ev->n_top == 3 && ev->top_ids && ev->top_ids[0] == ev->token && ev->logprob <= 0 &&
+                  fabs(ev->logprob - ev->top_logprobs[0]) < 1e-6;
+        for (int i = 1; ok && i < ev->n_top; i++) ok = ev->top_logprobs[i] <= ev->top_logprobs[i - 1];
+        lp_bad += !ok;
+    }
+    on_event(user, ev);
 }
 
 /* prompt alone, greedy, at most n tokens (wk_llm_generate) */
@@ -344,6 +362,27 @@ static void check_limits(void)
             T_CHECK(g[3].finish == (h.n < 40 ? WK_FINISH_STOP : WK_FINISH_LENGTH), "finish %s after %d tokens",
                     wk_finish_name(g[3].finish), g[3].n);
         }
+        /* logprobs: the greedy token is the most likely; its log-probability
+           that of the single-stream logits (first token: the prompt's last row) */
+        got lp;
+        memset(&lp, 0, sizeof lp);
+        lp_first = NAN;
+        const wk_request r4 = { .prompt = eos_prompt, .n_prompt = 3, .max_tokens = 4, .logprobs = true, .top_logprobs = 3,
+                                .on_event = on_lp_event, .user = &lp };
+        wk_engine_submit(e, &r4);
+        drain(e, 100);
+        float *row = t_mem((size_t)c.V * sizeof *row);
+        wk_llm_rewind(m, 0);
+        if (wk_llm_eval(m, eos_prompt, 3, false, row) == WK_OK) {
+            double mx = row[0], sum = 0;
+            for (int i = 1; i < c.V; i++) mx = row[i] > mx ? row[i] : mx;
+            for (int i = 0; i < c.V; i++) sum += exp((double)row[i] - mx);
+            const int32_t best = t_argmax(row, c.V);
+            const double want = (double)row[best] - mx - log(sum);
+            T_CHECK(lp.n > 0 && lp.tok[0] == best && fabs(lp_first - want) < 1e-4, "first token %d (logprob %.6f), "
+                    "single stream %d (%.6f)", lp.n ? lp.tok[0] : -1, lp_first, best, want);
+        }
+        T_CHECK(lp_bad == 0, "%d events whose logprobs were not the top one's (greedy) or not in order", lp_bad);
         check_no_leak(e, "limits");
     }
     wk_engine_free(e);

@@ -388,6 +388,52 @@ static int32_t draw(wk_sampling s, const float *lg, int V)
 T_SUITE(llm_sample)
 {
     const float lg[8] = { 1.0f, 3.0f, 2.5f, -1.0f, 3.0f, 0.0f, 2.9f, -INFINITY };
+    if (t_case("llm/sample/penalties")) {
+        /* OpenAI's presence and frequency penalties over the generated
+           tokens only (prompt tokens through wk_sampler_accept count not) */
+        const float pl[3] = { 5.0f, 4.5f, 0.0f };
+        struct { double pres, freq; int times; int32_t want; } cs[] = {
+            { 0, 0, 1, 0 }, { 0, 1.0, 1, 1 }, { 0.4, 0, 1, 0 }, { 0.6, 0, 1, 1 }, { 0, 0.2, 2, 0 }, { 0, 0.3, 2, 1 },
+            { -1.0, 0, 1, 0 },
+        };
+        for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++) {
+            wk_sampling sp = wk_sampling_greedy();
+            sp.presence_penalty = cs[i].pres;
+            sp.frequency_penalty = cs[i].freq;
+            wk_sampler *sm = wk_sampler_new(&sp, 3);
+            if (!sm) {
+                t_fail("case %zu: %s", i, wk_last_error());
+                continue;
+            }
+            wk_sampler_accept(sm, 0);   /* a prompt token: not counted */
+            for (int k = 0; k < cs[i].times; k++) wk_sampler_accept_output(sm, 0);
+            const int32_t got = wk_sampler_sample(sm, pl);
+            T_CHECK(got == cs[i].want, "presence %g, frequency %g, token 0 generated %d times: %d, want %d", cs[i].pres,
+                    cs[i].freq, cs[i].times, got, cs[i].want);
+            wk_sampler_reset(sm);   /* counts forgotten */
+            T_CHECK(wk_sampler_sample(sm, pl) == 0, "after a reset the counts are gone");
+            wk_sampler_free(sm);
+        }
+        wk_sampling bad = wk_sampling_greedy();
+        bad.presence_penalty = 2.5;
+        T_CHECK(!wk_sampler_new(&bad, 3) && strstr(wk_last_error(), "presence_penalty"), "presence 2.5 refused: %s",
+                wk_last_error());
+        bad.presence_penalty = NAN;
+        T_CHECK(!wk_sampler_new(&bad, 3), "presence NaN refused");
+    }
+    if (t_case("llm/sample/logprobs")) {
+        const float ll[5] = { 1.0f, 3.0f, 2.0f, NAN, 3.0f };
+        const double lse = log(exp(1.0) + exp(3.0) + exp(2.0) + exp(3.0));
+        int32_t ids[3];
+        float lps[3];
+        const double lp = wk_logprobs(ll, 5, 2, 3, ids, lps);
+        T_CHECK(fabs(lp - (2.0 - lse)) < 1e-12, "log p(2) = %.15g, want %.15g", lp, 2.0 - lse);
+        T_CHECK(ids[0] == 1 && ids[1] == 4 && ids[2] == 2, "top 3: %d %d %d (ties: the lower id first; NaN skipped)", ids[0],
+                ids[1], ids[2]);
+        T_CHECK(fabsf(lps[0] - (float)(3.0 - lse)) < 1e-6f && fabsf(lps[2] - (float)(2.0 - lse)) < 1e-6f, "top logprobs");
+        T_CHECK(wk_logprobs(ll, 5, 3, 0, NULL, NULL) == -INFINITY, "a NaN logit: -inf");
+        T_CHECK(wk_logprobs(ll, 5, 7, 0, NULL, NULL) == -INFINITY, "a token outside: -inf");
+    }
     if (t_case("llm/sample/greedy")) {
         T_CHECK(draw(wk_sampling_greedy(), lg, 8) == 1, "greedy takes the first largest");
         wk_sampling s = wk_sampling_default();

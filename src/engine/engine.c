@@ -200,7 +200,8 @@ static seq *seq_new(wk_engine *e, const wk_request *r)
     }
     memcpy(s->tokens, r->prompt, (size_t)r->n_prompt * sizeof *s->tokens);
     const wk_sampling *sp = &r->sampling;
-    s->greedy = sp->temperature <= 0 && (sp->repeat_penalty == 1.0 || sp->repeat_penalty == 0.0);
+    s->greedy = sp->temperature <= 0 && (sp->repeat_penalty == 1.0 || sp->repeat_penalty == 0.0) &&
+                sp->presence_penalty == 0 && sp->frequency_penalty == 0 && !r->logprobs;
     s->sampler = wk_sampler_new(sp, e->n_vocab);
     s->text = s->sampler ? wk_text_out_new(e->m, (const char *const *)s->stop, r->n_stop) : NULL;
     if (!s->text) {
@@ -221,6 +222,10 @@ int64_t wk_engine_submit(wk_engine *e, const wk_request *r)
     }
     if (r->n_prompt <= 0 || !r->prompt) {
         wk_error_set(WK_ERR_ARGUMENT, "wk_engine_submit: a request needs a prompt of at least one token");
+        return -1;
+    }
+    if (r->top_logprobs < 0 || r->top_logprobs > 20) {
+        wk_error_set(WK_ERR_ARGUMENT, "wk_engine_submit: top_logprobs must be 0..20, not %d", r->top_logprobs);
         return -1;
     }
     if (r->max_tokens < 0 || r->n_stop < 0 || (r->n_stop > 0 && !r->stop)) {

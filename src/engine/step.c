@@ -90,12 +90,22 @@ static void take_prefix(wk_engine *e, seq *s)
 
 /* ---- ending ------------------------------------------------------------------------ */
 
-static void emit(const seq *s, int32_t tok, const char *text, size_t len, bool done, wk_finish why, const char *error)
+/* lp: the token's log-probabilities (wk_request.logprobs), or NULL */
+typedef struct tok_lp {
+    double lp;
+    int n;
+    int32_t ids[20];
+    float lps[20];
+} tok_lp;
+
+static void emit(const seq *s, int32_t tok, const char *text, size_t len, bool done, wk_finish why, const char *error,
+                 const tok_lp *lp)
 {
     if (!s->req.on_event) return;
     const wk_engine_event ev = { .id = s->id, .token = tok, .text = text, .len = len, .done = done, .finish = why,
                                  .error = error, .prompt_tokens = s->n_prompt, .gen_tokens = s->n_gen,
-                                 .cached_tokens = s->n_cached };
+                                 .cached_tokens = s->n_cached, .logprob = lp ? lp->lp : 0, .n_top = lp ? lp->n : 0,
+                                 .top_ids = lp ? lp->ids : NULL, .top_logprobs = lp ? lp->lps : NULL };
     s->req.on_event(s->req.user, &ev);
 }
 
@@ -104,7 +114,7 @@ void engine_finish(wk_engine *e, seq *s, wk_finish why, const char *error)
     const char *rest = "";
     size_t rn = 0;
     if (why != WK_FINISH_ERROR && !s->cancel && s->text && !s->stop_string) wk_text_out_flush(s->text, &rest, &rn);
-    emit(s, -1, rest, rn, true, why, error);
+    emit(s, -1, rest, rn, true, why, error, NULL);
     release_blocks(e, s);
     pthread_mutex_lock(&e->mu);
     e->stats.finished++;
@@ -272,8 +282,9 @@ static bool build(wk_engine *e, int64_t T, wk_llm_batch *b)
 
 /* ---- 4. sampling and reporting ---------------------------------------------------------- */
 
-/* s's next token: reported, and its end if it is one; true when s ends */
-static bool take_token(wk_engine *e, seq *s, int32_t tok)
+/* s's next token (row: its logits, NULL when only the argmax came back):
+ * reported, and its end if it is one; true when s ends */
+static bool take_token(wk_engine *e, seq *s, int32_t tok, const float *row)
 {
     if (tok < 0) {
         engine_finish(e, s, WK_FINISH_ERROR, "sampling failed");
@@ -294,7 +305,9 @@ static bool take_token(wk_engine *e, seq *s, int32_t tok)
     }
     s->tokens[s->n_tokens++] = tok;
     s->n_gen++;
-    wk_sampler_accept(s->sampler, tok);
+    wk_sampler_accept_output(s->sampler, tok);
+    tok_lp lp = { .n = s->req.top_logprobs };
+    if (s->req.logprobs && row) lp.lp = wk_logprobs(row, e->n_vocab, tok, lp.n, lp.ids, lp.lps);
     const char *text;
     size_t len;
     bool hit;
@@ -302,7 +315,7 @@ static bool take_token(wk_engine *e, seq *s, int32_t tok)
         engine_finish(e, s, WK_FINISH_ERROR, wk_last_error());
         return true;
     }
-    emit(s, tok, text, len, false, WK_FINISH_NONE, NULL);
+    emit(s, tok, text, len, false, WK_FINISH_NONE, NULL, s->req.logprobs && row ? &lp : NULL);
     const int64_t room = kvb_total(e->blocks) * e->bs < e->context ? kvb_total(e->blocks) * e->bs : e->context;
     if (hit) {
         s->stop_string = true;   /* what follows the stop string is never passed on */
@@ -379,10 +392,11 @@ wk_status engine_step(wk_engine *e, int64_t *active)
         publish(e, s);
         s->chunk = 0;
         if (out) {
-            const int32_t tok = s->greedy ? e->b_best[r] : wk_sampler_sample(s->sampler, e->logits + r * e->n_vocab);
+            const float *row = greedy ? NULL : e->logits + r * e->n_vocab;
+            const int32_t tok = s->greedy ? e->b_best[r] : wk_sampler_sample(s->sampler, row);
             r++;
             gen++;
-            if (take_token(e, s, tok)) {   /* it ended (and is freed): out of the list */
+            if (take_token(e, s, tok, row)) {   /* it ended (and is freed): out of the list */
                 seq_list_remove_at(&e->running, i);
                 continue;
             }

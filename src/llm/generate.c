@@ -51,7 +51,8 @@ wk_status wk_llm_generate(wk_llm *m, const int32_t *prompt, int64_t n_prompt, co
     /* greedy without a penalty needs only the argmax: taken on the device,
        4 bytes read back per step instead of the logits */
     const bool dev_greedy = o.sampling.temperature <= 0 &&
-                            (o.sampling.repeat_penalty == 1.0 || o.sampling.repeat_penalty == 0.0);
+                            (o.sampling.repeat_penalty == 1.0 || o.sampling.repeat_penalty == 0.0) &&
+                            o.sampling.presence_penalty == 0 && o.sampling.frequency_penalty == 0;
     int32_t next = -1;
     double t0 = now_ms();
     if (n_prompt > 0) st = dev_greedy ? llm_eval_greedy(m, prompt, n_prompt, &next) : wk_llm_eval(m, prompt, n_prompt, false, logits);
@@ -72,7 +73,7 @@ wk_status wk_llm_generate(wk_llm *m, const int32_t *prompt, int64_t n_prompt, co
             s.stop = WK_STOP_EOG;
             break;
         }
-        wk_sampler_accept(sm, tok);
+        wk_sampler_accept_output(sm, tok);
         s.gen_tokens++;
         /* whole characters that cannot be the start of a stop string */
         const char *txt;

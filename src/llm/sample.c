@@ -6,6 +6,8 @@
  *   1. repetition penalty on the tokens of the last repeat_last_n accepted
  *      (each distinct token once): a positive logit divided by the
  *      penalty, a negative one multiplied (the CTRL / HF / llama.cpp rule);
+ *   1b. presence and frequency penalties (OpenAI's) over the generated
+ *      tokens: logit -= frequency * count + presence * (count > 0);
  *   2. temperature <= 0: the first index of the largest logit (greedy);
  *   3. probabilities p = softmax(logit / temperature);
  *   4. top-k: the k largest (ties broken by the lower id);
@@ -29,6 +31,9 @@ struct wk_sampler {
     double *lg;               /* [n_vocab] working logits */
     int32_t *idx;             /* [n_vocab] candidate ids  */
     unsigned char *seen;      /* [n_vocab] penalty marks  */
+    int32_t *count;           /* [n_vocab] generated tokens' counts (presence/frequency), or NULL */
+    int32_t *out;             /* the generated tokens (distinct), out_n of them */
+    int64_t out_n;
 };
 
 wk_sampling wk_sampling_default(void)
@@ -71,6 +76,8 @@ void wk_sampler_reset(wk_sampler *s)
     uint64_t x = s->p.seed;
     for (int i = 0; i < 4; i++) s->s[i] = splitmix64(&x);
     s->hist_n = s->hist_pos = 0;
+    for (int64_t i = 0; s->count && i < s->out_n; i++) s->count[s->out[i]] = 0;
+    s->out_n = 0;
 }
 
 wk_sampler *wk_sampler_new(const wk_sampling *p, int64_t n_vocab)
@@ -80,11 +87,13 @@ wk_sampler *wk_sampler_new(const wk_sampling *p, int64_t n_vocab)
         return NULL;
     }
     if (!(p->top_p >= 0) || !(p->min_p >= 0) || p->min_p > 1 || p->top_k < 0 || p->repeat_last_n < 0 ||
-        !isfinite(p->temperature) || !isfinite(p->repeat_penalty)) {
+        !isfinite(p->temperature) || !isfinite(p->repeat_penalty) || !(fabs(p->presence_penalty) <= 2) ||
+        !(fabs(p->frequency_penalty) <= 2)) {
         wk_error_set(WK_ERR_ARGUMENT,
                 "wk_sampler_new: bad parameters (temperature %g, top_k %lld, top_p %g, min_p %g, repeat_penalty %g, "
-                "repeat_last_n %lld)",
-                p->temperature, (long long)p->top_k, p->top_p, p->min_p, p->repeat_penalty, (long long)p->repeat_last_n);
+                "repeat_last_n %lld, presence_penalty %g, frequency_penalty %g; the last two in [-2, 2])",
+                p->temperature, (long long)p->top_k, p->top_p, p->min_p, p->repeat_penalty, (long long)p->repeat_last_n,
+                p->presence_penalty, p->frequency_penalty);
         return NULL;
     }
     wk_sampler *s = calloc(1, sizeof *s);
@@ -96,6 +105,11 @@ wk_sampler *wk_sampler_new(const wk_sampling *p, int64_t n_vocab)
     s->lg = malloc((size_t)n_vocab * sizeof *s->lg);
     s->idx = malloc((size_t)n_vocab * sizeof *s->idx);
     s->seen = calloc((size_t)n_vocab, 1);
+    if (p->presence_penalty != 0 || p->frequency_penalty != 0) {
+        s->count = calloc((size_t)n_vocab, sizeof *s->count);
+        s->out = malloc((size_t)n_vocab * sizeof *s->out);
+        if (!s->count || !s->out) goto oom;
+    }
     if (!s->hist || !s->lg || !s->idx || !s->seen) goto oom;
     wk_sampler_reset(s);
     return s;
@@ -112,6 +126,8 @@ void wk_sampler_free(wk_sampler *s)
     free(s->lg);
     free(s->idx);
     free(s->seen);
+    free(s->count);
+    free(s->out);
     free(s);
 }
 
@@ -121,6 +137,13 @@ void wk_sampler_accept(wk_sampler *s, int32_t token)
     s->hist[s->hist_pos] = token;
     s->hist_pos = (s->hist_pos + 1) % s->p.repeat_last_n;
     if (s->hist_n < s->p.repeat_last_n) s->hist_n++;
+}
+
+void wk_sampler_accept_output(wk_sampler *s, int32_t token)
+{
+    wk_sampler_accept(s, token);
+    if (!s || !s->count || token < 0 || token >= s->n_vocab) return;
+    if (s->count[token]++ == 0) s->out[s->out_n++] = token;
 }
 
 /* larger logit first; the lower id first among equals */
@@ -183,6 +206,11 @@ int32_t wk_sampler_sample(wk_sampler *s, const float *logits)
         }
         for (int64_t i = 0; i < s->hist_n; i++) s->seen[s->hist[i]] = 0;
     }
+    /* 1b. presence and frequency penalties over the generated tokens */
+    for (int64_t i = 0; i < s->out_n; i++) {
+        const int32_t t = s->out[i];
+        lg[t] -= s->p.frequency_penalty * s->count[t] + s->p.presence_penalty;
+    }
     /* 2. greedy */
     int64_t best = 0;
     for (int64_t i = 1; i < V; i++)
@@ -233,4 +261,30 @@ int32_t wk_sampler_sample(wk_sampler *s, const float *logits)
         if (u < cum) return s->idx[i];
     }
     return s->idx[n - 1];
+}
+
+double wk_logprobs(const float *logits, int64_t V, int32_t token, int top_n, int32_t *top_ids, float *top_lp)
+{
+    if (!logits || V <= 0) return -INFINITY;
+    double mx = -INFINITY;
+    for (int64_t i = 0; i < V; i++)
+        if (logits[i] > mx) mx = logits[i];
+    double sum = 0;
+    for (int64_t i = 0; i < V; i++)
+        if (!isnan(logits[i])) sum += exp((double)logits[i] - mx);
+    const double lse = mx + log(sum);
+    if (top_n > V) top_n = (int)V;
+    for (int k = 0; k < top_n && top_ids && top_lp; k++) {   /* top_n is small: a pass per entry */
+        int64_t b = -1;
+        for (int64_t i = 0; i < V; i++) {
+            if (isnan(logits[i])) continue;
+            bool taken = false;
+            for (int j = 0; j < k && !taken; j++) taken = top_ids[j] == i;
+            if (!taken && (b < 0 || logits[i] > logits[b])) b = i;
+        }
+        top_ids[k] = (int32_t)b;
+        top_lp[k] = b < 0 ? -INFINITY : (float)((double)logits[b] - lse);
+    }
+    if (token < 0 || token >= V || isnan(logits[token])) return -INFINITY;
+    return (double)logits[token] - lse;
 }
