@@ -21,7 +21,9 @@
  * memory the allocator hands out again), so a kernel that writes nothing
  * fails. paged/<device>/<dtype>/dense_*: the same tokens through
  * wk_attention on each sequence's keys laid out densely agree with the
- * paged op. paged/<device>/errors/...: NULL arguments, dtypes, ranks,
+ * paged op; paged/<device>/<dtype>/solo_*: each token's rows are the bits
+ * of the call made with that token alone (batch invariance).
+ * paged/<device>/errors/...: NULL arguments, dtypes, ranks,
  * shapes, options, a device mismatch, and sequence, position and block ids
  * out of range (WK_ERR_INDEX naming the id), junk ids outside what is read
  * accepted.
@@ -403,6 +405,30 @@ static void pa_dense_case(wk_device *dev, wk_dtype dt, const pa_case *C)
     }
 }
 
+/* Batch invariance (a design rule of the engine, docs/nn.md): each
+ * token's rows are the bits of the call made with that token alone. */
+static void pa_solo_case(wk_device *dev, wk_dtype dt, const pa_case *C)
+{
+    pa_call k;
+    memset(&k, 0, sizeof k);
+    if (!pa_make(dev, dt, C, &k)) return;
+    wk_tensor *y = t_own(pa_call_op(dev, dt, C, &k));
+    bool ok = y != NULL;
+    if (!y) t_fail("paged_attention failed: %s", wk_last_error());
+    t_arr g = ok ? t_read(y, &ok) : (t_arr){ 0 };
+    const int64_t row = C->Hq * C->D, step = k.T > 12 ? k.T / 12 : 1;
+    const wk_paged_attention_opts o = { .scale = C->scale, .window = C->window, .softcap = C->softcap };
+    for (int64_t t = 0; ok && t < k.T && !t_case_failed(); t += step) {
+        wk_tensor *qt = T_NEED(wk_narrow(k.tq, 0, t, 1)), *st = T_NEED(wk_narrow(k.tseq, 0, t, 1));
+        wk_tensor *pt = T_NEED(wk_narrow(k.tpos, 0, t, 1));
+        if (!qt || !st || !pt) return;
+        wk_tensor *yt = t_own(wk_paged_attention(qt, k.tk, k.tv, k.tbt, st, pt, &o));
+        char w[96];
+        snprintf(w, sizeof w, "token %lld alone against the batch", (long long)t);
+        t_check_exact(w, yt, WK_SHAPE(1, C->Hq, C->D), dt, g.p + (size_t)(t * row) * t_size(dt));
+    }
+}
+
 /* ---- bad input -------------------------------------------------------------------------------- */
 
 #define BAD(expr, st, w1, w2) t_check_null(#expr, (expr), (st), (w1), (w2), NULL)
@@ -557,6 +583,11 @@ static void pa_device(wk_device *dev, const char *dn, void *arg)
             if (pcases[c].cheap_only && dt != WK_F32 && dt != WK_BF16) continue;
             if (t_case("paged/%s/%s/%s", dn, t_dt_name(dt), pcases[c].name)) pa_value_case(dev, dt, &pcases[c]);
         }
+        static const char *const solo[] = { "prefill_and_decode", "decode_gqa8", "q_transposed" };
+        for (int d = 0; d < N_(solo); d++)
+            for (int c = 0; c < N_(pcases); c++)
+                if (!strcmp(pcases[c].name, solo[d]) && t_case("paged/%s/%s/solo_%s", dn, t_dt_name(dt), solo[d]))
+                    pa_solo_case(dev, dt, &pcases[c]);
         static const char *const dense[] = { "prefill_and_decode", "window256", "softcap_scale", "shared_blocks" };
         for (int d = 0; d < N_(dense); d++)
             for (int c = 0; c < N_(pcases); c++)
