@@ -99,17 +99,22 @@ struct pa_args {
     int vec;                        /* q and pool rows allow 16-byte loads    */
 };
 
+/* 4 bytes of T at p (one f32, or two 16-bit elements, the first in the
+ * low half), element by element */
+template <typename T> WK_DEV uint32_t pa_word(const T *p)
+{
+    if constexpr (sizeof(T) == 4) return __float_as_uint(*p);
+    else return (uint32_t)p[0].bits | ((uint32_t)p[1].bits << 16);
+}
+
 /* 16 bytes of T as raw bits: one load when vec (the address is then
- * 16-byte aligned), else element by element */
+ * 16-byte aligned), else element by element (no local array: it would
+ * live in scratch memory on AMD) */
 template <typename T> WK_DEV uint4 pa_ld16(const T *p, bool vec)
 {
     if (vec) return *(const uint4 *)p;
-    T e[16 / sizeof(T)];
-#pragma unroll
-    for (int i = 0; i < (int)(16 / sizeof(T)); i++) e[i] = p[i];
-    uint4 r;
-    memcpy(&r, e, 16);
-    return r;
+    constexpr int E = 4 / (int)sizeof(T);
+    return make_uint4(pa_word(p), pa_word(p + E), pa_word(p + 2 * E), pa_word(p + 3 * E));
 }
 
 /* element e of 16 raw bytes as f32 (e a constant after unrolling) */
@@ -243,17 +248,19 @@ __global__ __launch_bounds__(PA_NT, RMAX <= 2 ? 4 : RMAX <= 4 ? 3 : 2) void pa_k
                     for (int e = 0; e < VEC; e++) kf[n][e] = pa_elem<T>(kr[u][n], e);
 #pragma unroll
                 for (int rr = 0; rr < RMAX; rr++) {
-                    if (rr >= nr) break;                        /* uniform */
-                    float x = 0.0f;
+                    sc[rr][u] = -INFINITY;
+                    if (rr < nr) {                              /* uniform */
+                        float x = 0.0f;
 #pragma unroll
-                    for (int n = 0; n < NVL; n++)
+                        for (int n = 0; n < NVL; n++)
 #pragma unroll
-                        for (int e = 0; e < VEC; e++) x = fmaf(qf[rr][n][e], kf[n][e], x);
+                            for (int e = 0; e < VEC; e++) x = fmaf(qf[rr][n][e], kf[n][e], x);
 #pragma unroll
-                    for (int o = GS / 2; o > 0; o /= 2) x += wk_shfl_xor<32>(x, o, GS);
-                    if (a.cap_inv != 0.0f) x = a.cap_log2 * tanhf(x * a.cap_inv);
-                    /* a key left out, and a score of -inf or NaN, has no weight (as on the cpu) */
-                    sc[rr][u] = kin[u] && x > -INFINITY ? x : -INFINITY;
+                        for (int o = GS / 2; o > 0; o /= 2) x += wk_shfl_xor<32>(x, o, GS);
+                        if (a.cap_inv != 0.0f) x = a.cap_log2 * tanhf(x * a.cap_inv);
+                        /* a key left out, and a score of -inf or NaN, has no weight (as on the cpu) */
+                        sc[rr][u] = kin[u] && x > -INFINITY ? x : -INFINITY;
+                    }
                 }
             }
             /* the online softmax: new max, rescale, the keys' weights (in sc) */
@@ -289,20 +296,20 @@ __global__ __launch_bounds__(PA_NT, RMAX <= 2 ? 4 : RMAX <= 4 ? 3 : 2) void pa_k
 #pragma unroll
                     for (int e = 0; e < VEC; e++) vf[n][e] = pa_elem<T>(vr[u][n], e);
 #pragma unroll
-                for (int rr = 0; rr < RMAX; rr++) {
-                    if (rr >= nr) break;                        /* uniform */
+                for (int rr = 0; rr < RMAX; rr++)
+                    if (rr < nr)                                /* uniform */
 #pragma unroll
-                    for (int n = 0; n < NVL; n++)
+                        for (int n = 0; n < NVL; n++)
 #pragma unroll
-                        for (int e = 0; e < VEC; e++) acc[rr][n][e] = fmaf(sc[rr][u], vf[n][e], acc[rr][n][e]);
-                }
+                            for (int e = 0; e < VEC; e++) acc[rr][n][e] = fmaf(sc[rr][u], vf[n][e], acc[rr][n][e]);
             }
         }
 
         /* merge the groups, one query row at a time, and write it */
 #pragma unroll
         for (int rr = 0; rr < RMAX; rr++) {
-            if (rr >= nr) break;                                /* uniform */
+            if (rr >= nr) continue;                             /* uniform (a predicate, not a break: the loop
+                                                                   must unroll for acc[rr] to stay in registers) */
 #pragma unroll
             for (int n = 0; n < NVL; n++)
 #pragma unroll
