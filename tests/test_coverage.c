@@ -172,8 +172,8 @@ bool t_coverage_check(bool print_listing, const char *required_path)
  * dtype that wk_supports(cpu, op, dtype) claims, the op's public entry
  * (wk_unary, wk_affine, wk_powf, wk_elu, wk_binary, wk_cmp, wk_where,
  * wk_reduce, wk_matmul, the index ops, wk_to_dtype for copy, wk_copy2d,
- * wk_const_set, wk_rand_*, the NN ops and the fused products on one
- * row, which is where they are ops of their own) runs on a small valid input and succeeds with the
+ * wk_const_set, wk_rand_*, the NN ops (paged attention included) and the
+ * fused products on one row, which is where they are ops of their own) runs on a small valid input and succeeds with the
  * expected shape and dtype, so a pair listed as supported whose kernel is
  * missing fails here by name. A supported op this file has no call for
  * fails too (add its call to run_op). coverage/refuses/<op>/<dtype>: the
@@ -215,7 +215,7 @@ static const char *const other_ops[] = {
     "affine", "powf", "elu", "where_cond", "matmul", "index_select", "gather", "scatter_set", "scatter_add",
     "index_add", "copy", "copy2d", "const_set", "rand_uniform", "rand_normal", "softmax", "log_softmax",
     "rms_norm", "layer_norm", "add_rms_norm", "rope", "rope_i", "rope_thd", "rope_kv", "silu_mul", "attention",
-    "linear_silu_mul", "linear_rope_kv",
+    "linear_silu_mul", "linear_rope_kv", "paged_attention",
     "dequantize", "quantize", "qmatmul", "qgather",
     "conv1d", "conv_transpose1d", "conv2d", "conv_transpose2d", "avg_pool2d", "max_pool2d",
     "upsample_nearest1d", "upsample_nearest2d", "upsample_bilinear2d", "arg_sort",
@@ -429,6 +429,17 @@ static int run_op(const char *op, wk_dtype dt, char *why, size_t n)
         if (!q || !kt || !vt) return 1;
         const wk_attention_opts o = { .causal = true };
         return tensor_result(wk_attention(q, kt, vt, &o), dt, WK_SHAPE(1, 2, 3, 4), why, n);
+    }
+    if (!strcmp(op, "paged_attention")) {
+        /* two tokens of two sequences over a pool of 3 blocks of 2 positions, D = 8 */
+        wk_tensor *q = as_shape(small(dt, 4, 8), WK_SHAPE(2, 2, 8));
+        wk_tensor *kp = as_shape(small(dt, 6, 8), WK_SHAPE(3, 2, 1, 8));
+        wk_tensor *vp = as_shape(small(dt, 6, 8), WK_SHAPE(3, 2, 1, 8));
+        wk_tensor *bt = ids_from(WK_U32, WK_SHAPE(2, 2), (const int64_t[]){ 2, 0, 1, 1 });
+        wk_tensor *seq = ids_from(WK_U32, WK_SHAPE(2), (const int64_t[]){ 1, 0 });
+        wk_tensor *pos = ids_from(WK_U32, WK_SHAPE(2), (const int64_t[]){ 0, 3 });
+        if (!q || !kp || !vp || !bt || !seq || !pos) return 1;
+        return tensor_result(wk_paged_attention(q, kp, vp, bt, seq, pos, NULL), dt, WK_SHAPE(2, 2, 8), why, n);
     }
     if (!strcmp(op, "conv1d") || !strcmp(op, "conv_transpose1d")) {
         wk_tensor *x3 = as_shape(small(dt, 2, 6), WK_SHAPE(1, 2, 6)), *w = as_shape(small(dt, 2, 6), WK_SHAPE(2, 2, 3));

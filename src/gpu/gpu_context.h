@@ -14,7 +14,7 @@
 /* Context                                                             */
 
 /* Per-context state of other files (kept opaque here), freed at close. */
-enum { WK_GPU_EXT_BLAS = 0, WK_GPU_EXT_INDEX = 1, WK_GPU_EXT_ATTN = 2, WK_GPU_EXT_SLOTS = 4 };   /* matmul.hip, index.hip, attention.hip */
+enum { WK_GPU_EXT_BLAS = 0, WK_GPU_EXT_INDEX = 1, WK_GPU_EXT_ATTN = 2, WK_GPU_EXT_PAGED = 3, WK_GPU_EXT_SLOTS = 4 };   /* matmul.hip, index.hip, attention.hip, paged_attention.hip */
 
 struct wk_gpu_pool;       /* allocator.hip */
 struct wk_gpu_staging;    /* allocator.hip */

@@ -102,6 +102,9 @@ void wk_gpu_graph_free(void *ctx, void *graph);
 /* gemv.hip: the fused products (backend.h's LINEAR family): one row's
  * gate/up product with its gate, its q/k/v product with its rope_kv */
 wk_status wk_gpu_linear(void *ctx, const wk_op_args *a);
+/* paged_attention.hip: attention over a paged KV cache (backend.h's
+ * PAGED_ATTENTION family) */
+wk_status wk_gpu_paged_attention(void *ctx, const wk_op_args *a);
 
 #ifdef __cplusplus
 }

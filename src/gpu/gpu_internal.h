@@ -26,6 +26,8 @@
  *   index.hip         index_select, gather, scatter, index_add
  *   nn.hip            softmax, log_softmax, rms_norm, layer_norm, ropes
  *   attention.hip     attention (flash attention, flash decoding)
+ *   paged_attention.hip  attention of a batch of tokens over a paged KV
+ *                     cache (one block per token and kv head)
  *   conv.hip          conv1d/2d and the transposed forms (implicit GEMM on
  *                     NVIDIA tensor cores, im2col + matmul, or direct for
  *                     few output channels per group)

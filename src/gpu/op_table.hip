@@ -87,8 +87,8 @@ static wk_status ot_rand(void *ctx, const wk_op_args *a)
 #define OT_FAMILY_SORT wk_gpu_arg_sort
 /* the fused products (gemv.hip) */
 #define OT_FAMILY_LINEAR wk_gpu_linear
-/* paged attention (paged_attention.hip): not yet on the GPU */
-#define OT_FAMILY_PAGED_ATTENTION NULL
+/* paged attention (paged_attention.hip) */
+#define OT_FAMILY_PAGED_ATTENTION wk_gpu_paged_attention
 #define OT_FAMILY_RESERVED NULL
 #define OT_RUN_U(P) ot_unary
 #define OT_RUN_P(P) ot_unary
@@ -105,8 +105,9 @@ const wk_op_impl *wk_gpu_op_table(void)
 #define OT_ENTRY_(K, N, S, P, D) ot_ops[WK_OP_##N] = wk_op_impl{ OT_RUN_##K(P), D, NULL };
         WK_OP_LIST(OT_ENTRY_)
 #undef OT_ENTRY_
-        /* attention: no f64 kernel on the GPU */
+        /* attention, paged attention: no f64 kernel on the GPU */
         ot_ops[WK_OP_ATTENTION].dtypes &= ~WK_DT_BIT(WK_F64);
+        ot_ops[WK_OP_PAGED_ATTENTION].dtypes &= ~WK_DT_BIT(WK_F64);
         /* quantize: the cpu only (llama.cpp's reference quantizers) */
         ot_ops[WK_OP_QUANTIZE] = wk_op_impl{ NULL, WK_DT_NONE, NULL };
     }

@@ -34,6 +34,11 @@
  *  - attention's kv_len (a count of keys in device memory) against the op
  *    on that many keys, called and in a recorded graph with the count
  *    rewritten between replays;
+ *  - paged attention: ids out of range fail the call (sequence, position,
+ *    block id) and the next call gives the first call's bits; a recorded
+ *    call replayed with rewritten ids gives the bits of the call made with
+ *    them; out-of-range ids in a replay fault nothing (zeros for a bad
+ *    sequence, the other rows unchanged);
  *  - the fused products (linear_silu_mul, linear_rope_kv) bit for bit
  *    against their two calls on the device;
  *  - wk_env_refresh: a knob set at run time steers the ops after the
@@ -648,6 +653,129 @@ static void check_attention_kv_len(wk_device *dev)
     wk_clear_error();
 }
 
+/* wk_paged_attention on the device: ids out of range (a sequence, a
+ * position, a block id a token reads) fail the call with WK_ERR_INDEX
+ * naming the id, and the next call gives the first call's bits; a
+ * recorded call (a decode step's attention) replayed with its ids
+ * rewritten (positions advanced, tokens moved between sequences, a block
+ * id changed) gives the bits of the call made with those ids; a replay
+ * with a sequence id out of range faults nothing (no check runs in a
+ * graph): that token's rows are zeros, the others keep their bits; a
+ * block id out of range in a replay leaves its keys out, the device
+ * stays usable. */
+static void pa_ids(uint32_t *bt, int64_t n, uint64_t seed)
+{
+    for (int64_t i = 0; i < n; i++) bt[i] = (uint32_t)i;
+    uint64_t x = seed;
+    for (int64_t i = n - 1; i > 0; i--) {
+        x = x * 6364136223846793005ull + 1442695040888963407ull;
+        const int64_t j = (int64_t)((x >> 33) % (uint64_t)(i + 1));
+        const uint32_t t = bt[i];
+        bt[i] = bt[j], bt[j] = t;
+    }
+}
+
+static bool same_bits(const wk_tensor *a, const wk_tensor *b, int64_t from, int64_t n)
+{
+    const size_t es = a ? wk_dtype_size(wk_tensor_dtype(a)) : 1, bytes = (size_t)wk_tensor_numel(a) * es;
+    char *x = a && b ? malloc(bytes + 1) : NULL, *y = x ? malloc(bytes + 1) : NULL;
+    const bool ok = x && y && wk_to_host(a, x, bytes) == WK_OK && wk_to_host(b, y, bytes) == WK_OK &&
+                    memcmp(x + from * (int64_t)es, y + from * (int64_t)es, (size_t)n * es) == 0;
+    free(x), free(y);
+    return ok;
+}
+
+static void check_paged_attention(wk_device *dev)
+{
+    enum { T = 4, HQ = 8, HKV = 2, D = 128, BS = 16, NB = 64, S = 4, MB = 16, ROW = HQ * D };
+    const wk_dtype dts[2] = { WK_BF16, WK_F32 };
+    for (int d = 0; d < 2; d++) {
+        wk_scope_begin();
+        const wk_dtype dt = dts[d];
+        uint32_t bt[S * MB], seq[T] = { 0, 1, 2, 3 }, pos[T] = { 100, 37, 250, 0 };
+        pa_ids(bt, S * MB, 7 + (uint64_t)d);
+        wk_tensor *q = wk_rand_uniform(dev, dt, WK_SHAPE(T, HQ, D), -1, 1);
+        wk_tensor *kp = wk_rand_uniform(dev, dt, WK_SHAPE(NB, BS, HKV, D), -1.5, 1.5);
+        wk_tensor *vp = wk_rand_uniform(dev, dt, WK_SHAPE(NB, BS, HKV, D), -1, 1);
+        wk_tensor *tb = wk_from_host(dev, WK_U32, WK_SHAPE(S, MB), bt);
+        wk_tensor *ts = wk_from_host(dev, WK_U32, WK_SHAPE(T), seq), *tp = wk_from_host(dev, WK_U32, WK_SHAPE(T), pos);
+        wk_tensor *y0 = q && kp && vp && tb && ts && tp ? wk_paged_attention(q, kp, vp, tb, ts, tp, NULL) : NULL;
+        char what[96];
+        snprintf(what, sizeof what, "paged_attention_%s_runs", wk_dtype_name(dt));
+        check(what, y0 != NULL, 0, 1);
+        if (!y0) {
+            wk_scope_end();
+            continue;
+        }
+        /* ids out of range, eagerly: each fails, naming the id */
+        const uint32_t s4[T] = { 0, 1, 4, 3 }, p256[T] = { 100, 256, 250, 0 };
+        uint32_t btb[S * MB];
+        memcpy(btb, bt, sizeof bt);
+        btb[2 * MB + 250 / BS] = NB;
+        wk_tensor *bs = wk_from_host(dev, WK_U32, WK_SHAPE(T), s4), *bp = wk_from_host(dev, WK_U32, WK_SHAPE(T), p256);
+        wk_tensor *bb = wk_from_host(dev, WK_U32, WK_SHAPE(S, MB), btb);
+        wk_tensor *e1 = wk_paged_attention(q, kp, vp, tb, bs, tp, NULL);
+        snprintf(what, sizeof what, "paged_attention_%s_bad_sequence", wk_dtype_name(dt));
+        check(what, !e1 && wk_last_status() == WK_ERR_INDEX && strstr(wk_last_error(), "sequence 4"), e1 != NULL, 0);
+        wk_tensor *e2 = wk_paged_attention(q, kp, vp, tb, ts, bp, NULL);
+        snprintf(what, sizeof what, "paged_attention_%s_bad_position", wk_dtype_name(dt));
+        check(what, !e2 && wk_last_status() == WK_ERR_INDEX && strstr(wk_last_error(), "position 256"), e2 != NULL, 0);
+        wk_tensor *e3 = wk_paged_attention(q, kp, vp, bb, ts, tp, NULL);
+        snprintf(what, sizeof what, "paged_attention_%s_bad_block", wk_dtype_name(dt));
+        check(what, !e3 && wk_last_status() == WK_ERR_INDEX && strstr(wk_last_error(), "is 64"), e3 != NULL, 0);
+        wk_tensor *y1 = wk_paged_attention(q, kp, vp, tb, ts, tp, NULL);
+        snprintf(what, sizeof what, "paged_attention_%s_same_bits_after_errors", wk_dtype_name(dt));
+        check(what, same_bits(y0, y1, 0, T * ROW), 0, 0);
+        wk_clear_error();
+        if (!wk_supports(dev, "graph", dt)) {
+            wk_scope_end();
+            continue;
+        }
+        /* recorded once, replayed with rewritten ids */
+        wk_tensor *yg = NULL;
+        wk_graph *g = NULL;
+        if (wk_graph_begin(dev) == WK_OK) {
+            yg = wk_paged_attention(q, kp, vp, tb, ts, tp, NULL);
+            g = wk_graph_end(dev);
+        }
+        snprintf(what, sizeof what, "paged_attention_%s_graph_recorded", wk_dtype_name(dt));
+        check(what, g && yg, 0, 0);
+        for (int rep = 0; g && yg && rep < 3; rep++) {
+            uint32_t s2[T], p2[T];
+            for (int t = 0; t < T; t++) s2[t] = seq[(t + rep) % T], p2[t] = pos[(t + rep) % T] + 17u * (uint32_t)rep;
+            bt[rep] = bt[S * MB - 1 - rep];              /* a block id changed */
+            const bool ok = wk_write(ts, s2, sizeof s2) == WK_OK && wk_write(tp, p2, sizeof p2) == WK_OK &&
+                            wk_write(tb, bt, sizeof bt) == WK_OK && wk_graph_launch(g) == WK_OK;
+            wk_tensor *ye = ok ? wk_paged_attention(q, kp, vp, tb, ts, tp, NULL) : NULL;
+            snprintf(what, sizeof what, "paged_attention_%s_graph_replay_%d", wk_dtype_name(dt), rep);
+            check(what, ye && same_bits(yg, ye, 0, T * ROW), 0, 0);
+        }
+        if (g && yg) {
+            /* a sequence id out of range inside the graph: that token's rows are zeros */
+            wk_tensor *before = wk_empty(dev, dt, WK_SHAPE(T, HQ, D));   /* a copy of the last replay's rows */
+            uint32_t s9[T];
+            bool ok = before && wk_copy_into(before, yg) == WK_OK && wk_to_host(ts, s9, sizeof s9) == WK_OK;
+            s9[1] = 9;
+            ok = ok && wk_write(ts, s9, sizeof s9) == WK_OK && wk_graph_launch(g) == WK_OK;
+            wk_tensor *zero = wk_zeros(dev, dt, WK_SHAPE(T, HQ, D));
+            snprintf(what, sizeof what, "paged_attention_%s_graph_bad_sequence_zeros", wk_dtype_name(dt));
+            check(what, ok && zero && same_bits(yg, zero, ROW, ROW), 0, 0);
+            snprintf(what, sizeof what, "paged_attention_%s_graph_bad_sequence_others_kept", wk_dtype_name(dt));
+            check(what, ok && same_bits(yg, before, 0, ROW) && same_bits(yg, before, 2 * ROW, 2 * ROW), 0, 0);
+            /* a block id out of range inside the graph: no fault */
+            uint32_t p0[T];
+            ok = wk_to_host(tp, p0, sizeof p0) == WK_OK;
+            bt[s9[0] * MB + p0[0] / BS] = 1000;
+            ok = ok && wk_write(tb, bt, sizeof bt) == WK_OK && wk_graph_launch(g) == WK_OK && wk_device_synchronize(dev) == WK_OK;
+            snprintf(what, sizeof what, "paged_attention_%s_graph_bad_block_no_fault", wk_dtype_name(dt));
+            check(what, ok, 0, 0);
+        }
+        wk_graph_free(g);
+        wk_scope_end();
+    }
+    wk_clear_error();
+}
+
 int main(int argc, char **argv)
 {
     const char *name = "cpu";
@@ -678,6 +806,7 @@ int main(int argc, char **argv)
     check_linear_silu_mul(dev);
     check_linear_rope_kv(dev);
     if (wk_supports(dev, "graph", WK_F32)) check_attention_kv_len(dev);
+    check_paged_attention(dev);
     check_env_refresh(dev, cpu, strcmp(name, "cpu") == 0);
     float tab[6] = { 1, 2, 3, 4, 5, 6 };
     wk_tensor *table = wk_from_host(dev, WK_F32, WK_SHAPE(3, 2), tab);

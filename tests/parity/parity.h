@@ -21,7 +21,9 @@
 /* how an input's view is made from its base storage */
 /* PK_SWAP12: a rank-4 view [B, X, Y, D] of memory laid out [B, Y, X, D] (a
  * [B, T, H, D] tensor seen as [B, H, T, D], as attention and rope take it) */
-typedef enum p_kind { PK_CONTIG, PK_TRANSPOSED, PK_NARROWED, PK_BROADCAST, PK_SWAP12 } p_kind;
+/* PK_T01: a view [X, Y, ..] of memory laid out [Y, X, ..] (dims 0 and 1
+ * swapped: paged attention's q [T, Hq, D] from [Hq, T, D]) */
+typedef enum p_kind { PK_CONTIG, PK_TRANSPOSED, PK_NARROWED, PK_BROADCAST, PK_SWAP12, PK_T01 } p_kind;
 
 /* how an input's values are drawn */
 /* PG_IDS_BAD: PG_IDS with element n/2 of the base set to `lo` (an out-of-range id)
@@ -73,6 +75,9 @@ typedef enum p_family {
                           PF_ROPE_KV's                                       */
     PF_ATTENTION,      /* in: q, k, v, mask (nin 4) or none; p0 scale, p1
                           softcap, causal, window                            */
+    PF_PAGED_ATTENTION, /* in: q [T, Hq, D], the k and v pools [NB, BS, Hkv,
+                          D]; ids: block_table, seq, pos (u32, host values
+                          made by the case); p0 scale, p1 softcap, window   */
     /* block-quantized ops: in[0] is f32 [rows, cols] quantized on the cpu
      * to `to` (then moved to the device); dims[0] = 1: rows 1 .. rows - 2
      * of it (a row view); sub: the float result dtype */
@@ -116,6 +121,8 @@ typedef struct p_case {
     bool causal;           /* PF_ATTENTION */
     int window;            /* PF_ATTENTION: > 0 a sliding window */
     int64_t opt[10];       /* PF_CONV, PF_POOL, PF_UPSAMPLE, PF_SORT (above) */
+    const uint32_t *ids[3];  /* PF_PAGED_ATTENTION: block_table, seq, pos (host) */
+    wk_shape ids_shape[3];
 } p_case;
 
 /* parity_main.c: run one case on every selected device (checks filters) */

@@ -7,7 +7,8 @@
  * rand_uniform / rand_normal, over sizes 1, 7, 33, 1023, 65537, empty and
  * rank 0 and over transposed, narrowed and broadcast inputs; the fused NN
  * ops (softmax, log_softmax, rms_norm, add_rms_norm, layer_norm, silu_mul,
- * rope, rope_i, rope_thd, rope_kv, attention: nn_ops below); the fused
+ * rope, rope_i, rope_thd, rope_kv, attention, paged_attention: nn_ops
+ * below); the fused
  * products (linear_silu_mul, linear_rope_kv: one row, where they are ops
  * of their own, and the shapes that take the two calls); the block-quantized
  * ops (dequantize, qmatmul, qgather: quant_ops below, every GGUF type,
@@ -766,6 +767,128 @@ static void nn_attention(void)
         }
 }
 
+/* paged attention: the ids of a case, made here from its description
+ * (host arrays, freed after the case): each sequence's blocks are a
+ * shuffled selection of the pool's (a few spare blocks never read), the
+ * table's unread entries junk (~0), sequences 1.. share sequence 0's
+ * first full blocks where `share`; tokens are the last nq positions of
+ * each sequence, interleaved. bad: 1 one token's sequence out of range,
+ * 2 a position past the table, 3 a block id read out of range. */
+typedef struct pa_desc {
+    const char *name;
+    int64_t Hq, Hkv, D, BS;
+    int nseq;
+    int64_t len[6], nq[6];
+    int window;
+    double scale, softcap;
+    p_kind qk, pk;
+    bool share;
+    int bad;
+} pa_desc;
+
+static uint64_t pa_lcg(uint64_t *x)
+{
+    *x = *x * 6364136223846793005ull + 1442695040888963407ull;
+    return *x >> 33;
+}
+
+static void nn_paged_one(const pa_desc *P, wk_dtype dt)
+{
+    const int64_t BS = P->BS;
+    int64_t T = 0, MB = 0, used = 0;
+    for (int s = 0; s < P->nseq; s++) {
+        const int64_t nb = (P->len[s] + BS - 1) / BS;
+        T += P->nq[s];
+        MB = nb > MB ? nb : MB;
+        used += nb;
+    }
+    MB += 1;
+    const int64_t NB = used + 3, S = P->nseq;
+    uint64_t x = t_hash_str(P->name);
+    uint32_t *perm = malloc((size_t)NB * sizeof(uint32_t)), *bt = malloc((size_t)(S * MB) * sizeof(uint32_t));
+    uint32_t *seq = malloc((size_t)T * sizeof(uint32_t)), *pos = malloc((size_t)T * sizeof(uint32_t));
+    if (!perm || !bt || !seq || !pos) {
+        free(perm), free(bt), free(seq), free(pos);
+        printf("FAIL paged_attention/%s: out of host memory\n", P->name);
+        return;
+    }
+    for (int64_t i = 0; i < NB; i++) perm[i] = (uint32_t)i;
+    for (int64_t i = NB - 1; i > 0; i--) {
+        const int64_t j = (int64_t)(pa_lcg(&x) % (uint64_t)(i + 1));
+        const uint32_t t = perm[i];
+        perm[i] = perm[j], perm[j] = t;
+    }
+    int64_t share = 0;
+    if (P->share) {
+        share = P->len[0] / BS;
+        for (int s = 1; s < P->nseq; s++) share = P->len[s] / BS < share ? P->len[s] / BS : share;
+    }
+    int64_t next = 0;
+    for (int64_t i = 0; i < S * MB; i++) bt[i] = 0xFFFFFFFFu;
+    for (int s = 0; s < P->nseq; s++)
+        for (int64_t b = 0; b < (P->len[s] + BS - 1) / BS; b++) bt[s * MB + b] = s > 0 && b < share ? bt[b] : perm[next++];
+    /* tokens interleaved: round robin over the sequences */
+    int64_t t = 0, done[6] = { 0 };
+    while (t < T)
+        for (int s = 0; s < P->nseq; s++)
+            if (done[s] < P->nq[s]) {
+                seq[t] = (uint32_t)s;
+                pos[t] = (uint32_t)(P->len[s] - P->nq[s] + done[s]++);
+                t++;
+            }
+    if (P->bad == 1) seq[T / 2] = (uint32_t)S;
+    if (P->bad == 2) pos[T / 2] = (uint32_t)(MB * BS);
+    if (P->bad == 3) bt[seq[T - 1] * MB + pos[T - 1] / BS] = (uint32_t)NB;
+    p_case c = start("paged_attention", dt, PF_PAGED_ATTENTION);
+    snprintf(c.name, sizeof c.name, "paged_attention/%s/%s", wk_dtype_name(dt), P->name);
+    c.accum = true;
+    c.expect_err = P->bad != 0;
+    c.p0 = P->scale;
+    c.p1 = P->softcap;
+    c.window = P->window;
+    c.nin = 3;
+    c.in[0] = IN(dt, WK_SHAPE(T, P->Hq, P->D), P->qk, PG_UNIFORM, -1, 1);
+    c.in[1] = IN(dt, WK_SHAPE(NB, BS, P->Hkv, P->D), P->pk, PG_UNIFORM, -1.5, 1.5);
+    c.in[2] = IN(dt, WK_SHAPE(NB, BS, P->Hkv, P->D), P->pk, PG_UNIFORM, -1, 1);
+    c.ids[0] = bt, c.ids_shape[0] = WK_SHAPE(S, MB);
+    c.ids[1] = seq, c.ids_shape[1] = WK_SHAPE(T);
+    c.ids[2] = pos, c.ids_shape[2] = WK_SHAPE(T);
+    go(&c);
+    free(perm), free(bt), free(seq), free(pos);
+}
+
+static void nn_paged_attention(void)
+{
+    static const pa_desc pc[] = {
+        { "tiny_d8_bs4", 2, 1, 8, 4, 2, { 5, 3 }, { 1, 3 }, 0, 0, 0, PK_CONTIG, PK_CONTIG, false, 0 },
+        { "t1_len1", 4, 2, 64, 16, 1, { 1 }, { 1 }, 0, 0, 0, PK_CONTIG, PK_CONTIG, false, 0 },
+        { "decode_lens_1_to_2500", 8, 2, 128, 16, 5, { 1, 17, 300, 1023, 2500 }, { 1, 1, 1, 1, 1 }, 0, 0, 0, PK_CONTIG,
+          PK_CONTIG, false, 0 },
+        { "decode_gqa1_d64", 4, 4, 64, 16, 3, { 40, 700, 16 }, { 1, 1, 1 }, 0, 0, 0, PK_CONTIG, PK_CONTIG, false, 0 },
+        { "decode_gqa8_d128", 8, 1, 128, 16, 3, { 333, 2, 1500 }, { 1, 1, 1 }, 0, 0, 0, PK_CONTIG, PK_CONTIG, false, 0 },
+        { "gqa3", 6, 2, 64, 16, 2, { 90, 41 }, { 1, 3 }, 0, 0, 0, PK_CONTIG, PK_CONTIG, false, 0 },
+        { "gqa16", 16, 1, 64, 16, 2, { 129, 20 }, { 1, 2 }, 0, 0, 0, PK_CONTIG, PK_CONTIG, false, 0 },
+        { "prefill_and_decode", 4, 2, 64, 16, 4, { 300, 64, 1000, 5 }, { 1, 64, 1, 5 }, 0, 0, 0, PK_CONTIG, PK_CONTIG,
+          false, 0 },
+        { "prefill_continued_bs32", 8, 8, 128, 32, 2, { 500, 77 }, { 37, 1 }, 0, 0, 0, PK_CONTIG, PK_CONTIG, false, 0 },
+        { "bs1", 4, 2, 64, 1, 2, { 37, 5 }, { 1, 5 }, 0, 0, 0, PK_CONTIG, PK_CONTIG, false, 0 },
+        { "bs7", 4, 2, 64, 7, 3, { 100, 7, 49 }, { 1, 3, 5 }, 0, 0, 0, PK_CONTIG, PK_CONTIG, false, 0 },
+        { "window100", 4, 1, 64, 16, 3, { 2000, 150, 40 }, { 1, 20, 1 }, 100, 0, 0, PK_CONTIG, PK_CONTIG, false, 0 },
+        { "window1", 2, 1, 64, 16, 2, { 50, 3 }, { 3, 3 }, 1, 0, 0, PK_CONTIG, PK_CONTIG, false, 0 },
+        { "softcap_scale", 4, 2, 64, 16, 3, { 130, 17, 60 }, { 1, 17, 2 }, 0, 0.3, 5, PK_CONTIG, PK_CONTIG, false, 0 },
+        { "d256", 4, 2, 256, 16, 2, { 400, 20 }, { 1, 4 }, 0, 0, 0, PK_CONTIG, PK_CONTIG, false, 0 },
+        { "shared_blocks", 4, 2, 64, 16, 3, { 200, 180, 250 }, { 1, 1, 10 }, 0, 0, 0, PK_CONTIG, PK_CONTIG, true, 0 },
+        { "q_t01", 4, 2, 128, 16, 3, { 70, 300, 16 }, { 1, 1, 16 }, 0, 0, 0, PK_T01, PK_CONTIG, false, 0 },
+        { "pools_narrowed", 4, 2, 64, 16, 3, { 70, 130, 8 }, { 1, 1, 4 }, 0, 0, 0, PK_NARROWED, PK_NARROWED, false, 0 },
+        { "pools_last_strided", 4, 2, 16, 8, 2, { 30, 9 }, { 1, 3 }, 0, 0, 0, PK_CONTIG, PK_TRANSPOSED, false, 0 },
+        { "bad_seq", 4, 2, 64, 16, 3, { 40, 7, 20 }, { 1, 3, 1 }, 0, 0, 0, PK_CONTIG, PK_CONTIG, false, 1 },
+        { "bad_pos", 4, 2, 64, 16, 3, { 40, 7, 20 }, { 1, 3, 1 }, 0, 0, 0, PK_CONTIG, PK_CONTIG, false, 2 },
+        { "bad_block", 4, 2, 64, 16, 3, { 40, 7, 20 }, { 1, 3, 1 }, 0, 0, 0, PK_CONTIG, PK_CONTIG, false, 3 },
+    };
+    for (int d = 0; d < 4; d++)
+        for (int k = 0; k < N_(pc); k++) nn_paged_one(&pc[k], nn_dts[d]);
+}
+
 /* ---- block-quantized ops ----------------------------------------------------------- */
 
 static const wk_dtype q_types[] = { WK_Q4_0, WK_Q4_1, WK_Q5_0, WK_Q5_1, WK_Q8_0, WK_Q8_1,
@@ -1056,6 +1179,7 @@ void p_all_cases(void)
     nn_rope_kv();
     nn_linear();
     nn_attention();
+    nn_paged_attention();
     quant_ops();
     conv_ops();
     sort_ops();

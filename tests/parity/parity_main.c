@@ -13,8 +13,8 @@
  * prints `FAIL <case> on <device> seed <S>: ...`; the last line is
  * `N passed, N failed`, and the exit status is 1 on any failure,
  * including a GPU device that supports fewer (op, dtype) pairs than the
- * cpu (apart from the gap docs/nn.md documents: attention has no f64 on
- * GPUs). A
+ * cpu (apart from the gap docs/nn.md documents: attention and paged
+ * attention have no f64 on GPUs). A
  * case whose (op, dtype) the device does not support (wk_supports) is
  * skipped there and counted on a `note:` line.
  */
@@ -69,6 +69,9 @@ static wk_shape base_shape(const p_input *in)
     } else if (in->kind == PK_SWAP12 && r == 4) {
         b.dims[1] = in->shape.dims[2];
         b.dims[2] = in->shape.dims[1];
+    } else if (in->kind == PK_T01 && r >= 2) {
+        b.dims[0] = in->shape.dims[1];
+        b.dims[1] = in->shape.dims[0];
     }
     return b;
 }
@@ -102,6 +105,8 @@ static wk_tensor *make_view(wk_tensor *b, const p_input *in)
         return r ? wk_broadcast_as(b, in->shape) : wk_retain(b);
     case PK_SWAP12:
         return r == 4 ? wk_transpose(b, 1, 2) : wk_retain(b);
+    case PK_T01:
+        return r >= 2 ? wk_transpose(b, 0, 1) : wk_retain(b);
     default:
         return wk_retain(b);
     }
@@ -268,6 +273,14 @@ static wk_tensor *run_on(wk_device *dev, const p_case *c, void *const *host, uin
         r = wk_attention(x, y, z, &o);
         break;
     }
+    case PF_PAGED_ATTENTION: {
+        wk_tensor *ids[3] = { NULL, NULL, NULL };
+        for (int i = 0; i < 3; i++) ids[i] = wk_from_host(dev, WK_U32, c->ids_shape[i], c->ids[i]);
+        const wk_paged_attention_opts o = { .scale = c->p0, .softcap = c->p1, .window = c->window };
+        if (ids[0] && ids[1] && ids[2]) r = wk_paged_attention(x, y, z, ids[0], ids[1], ids[2], &o);
+        for (int i = 0; i < 3; i++) wk_release(ids[i]);
+        break;
+    }
     case PF_DEQUANTIZE:
     case PF_QMATMUL:
     case PF_QGATHER: {
@@ -418,7 +431,8 @@ static const char *run_err(wk_device *dev, const p_case *c, void *const *host, u
     static char msg[600];
     wk_status st;
     wk_tensor *r = run_on(dev, c, host, seed, &st);
-    const bool in_place = c->fam != PF_INDEX_SELECT && c->fam != PF_GATHER && c->fam != PF_QGATHER;
+    const bool in_place = c->fam != PF_INDEX_SELECT && c->fam != PF_GATHER && c->fam != PF_QGATHER &&
+                          c->fam != PF_PAGED_ATTENTION;
     const char *why = NULL;
     if (st != WK_ERR_INDEX || (!in_place && r)) {
         snprintf(msg, sizeof msg, "expected WK_ERR_INDEX, got %s (%s)", wk_status_name(st), r && !in_place ? "a result" : wk_last_error());
@@ -511,10 +525,10 @@ void p_run(p_case *c)
 /* ---- support check and coverage table ------------------------------------------------- */
 
 /* (op, dtype) pairs a GPU may lack though the cpu has them: by design
- * (docs/nn.md), attention has no f64 kernel on GPUs. */
+ * (docs/nn.md), attention and paged attention have no f64 kernel on GPUs. */
 static bool allowed_gap(const char *op, wk_dtype dt)
 {
-    return !strcmp(op, "attention") && dt == WK_F64;
+    return (!strcmp(op, "attention") || !strcmp(op, "paged_attention")) && dt == WK_F64;
 }
 
 static void support_check_and_table(void)
