@@ -8,9 +8,13 @@
 #     engine), seeded sampling, the prefix cache, the statistics;
 #   - bad arguments raise; the model refuses its own cache calls while an
 #     engine runs on it and is usable again after close;
+#   - SmolLM2-135M-Instruct (tools/fetch-default-model.sh's cache; skipped
+#     when absent unless WICK_REQUIRE_MODEL=1): chat replies in a batch equal
+#     each reply alone (tokens and text), with a stop string too;
 #   - every wait has a time limit, so a hang fails instead of stalling.
 import asyncio
 import gc
+import os
 import threading
 import time
 
@@ -441,3 +445,35 @@ def test_many_requests_dropped_midway(model):
             del r
         s = settled(e, 120)
         assert s["finished"] == 120 and s["blocks_used"] == 0
+
+
+# ---- SmolLM2-135M-Instruct -------------------------------------------------------------
+
+
+def smollm2():
+    p = os.environ.get("WICK_SMOLLM2") or wick.model.default_model_path()
+    if os.path.exists(p):
+        return p
+    if os.environ.get("WICK_REQUIRE_MODEL", "0") != "0":
+        pytest.fail("the default model is not at %s (tools/fetch-default-model.sh)" % p)
+    pytest.skip("no SmolLM2 at %s (tools/fetch-default-model.sh)" % p)
+
+
+def test_smollm2_batch_equals_alone():
+    m = wick.load_model(smollm2(), context=256)
+    questions = ["What is the capital of France?", "Name three colours.", "Why is the sky blue?",
+                 "Write a haiku about the sea.", "What is 12 times 12?"]
+    want = [alone(m, q, 24, chat=True) for q in questions]
+    stop = want[2][0][10:13]
+    cut = alone(m, questions[2], 24, chat=True, stop=stop)
+    assert stop and cut[0] == want[2][0][:want[2][0].index(stop)]
+    with wick.Engine(m, max_batch_tokens=64, prefill_chunk=16) as e:
+        reqs = [e.submit(q, max_tokens=24, chat=True) for q in questions]
+        reqs.append(e.submit(questions[2], max_tokens=24, chat=True, stop=stop))
+        for r, (text, toks, reason) in zip(reqs, want + [cut]):
+            assert r.result(timeout=300) == text and r.tokens == toks, (r.text, text)
+            assert r.finish_reason == ("length" if reason == "length" else "stop")
+        # the same system prompt and chat header: later requests share its blocks
+        again = e.submit(questions[0], max_tokens=24, chat=True)
+        assert again.result(timeout=300) == want[0][0] and again.cached_tokens > 0
+    m.close()
