@@ -124,9 +124,9 @@ static void on_event(void *user, const wk_engine_event *ev)
     if (ev->done) {
         r->done = true;
         r->finish = ev->finish;
-        const char *msg = ev->finish == WK_FINISH_ERROR ? (ev->error && *ev->error ? ev->error : "the engine's step failed")
-                          : r->oom                       ? "out of memory for the generated text"
-                                                         : NULL;
+        const char *msg = NULL;
+        if (ev->finish == WK_FINISH_ERROR) msg = ev->error && *ev->error ? ev->error : "the engine's step failed";
+        else if (r->oom) msg = "out of memory for the generated text";
         if (msg) {
             r->finish = WK_FINISH_ERROR;
             r->error = strdup(msg);

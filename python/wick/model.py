@@ -111,5 +111,5 @@ def _wake(future):
         future.set_result(None)
 
 
-__all__ = ["Model", "Generation", "Engine", "EngineRequest", "Tokenizer", "TokenStream", "load_model", "chat_apply", "chat_format_detect",
-           "default_model_path", "cache_dir", "DEFAULT_MODEL_FILE"]
+__all__ = ["Model", "Generation", "Engine", "EngineRequest", "Tokenizer", "TokenStream", "load_model", "chat_apply",
+           "chat_format_detect", "default_model_path", "cache_dir", "DEFAULT_MODEL_FILE"]
