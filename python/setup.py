@@ -49,7 +49,7 @@ setup(
     ext_modules=[
         Extension(
             "wick._wick",
-            sources=["src/_wick.c", "src/model.c", "src/comm.c", "src/graph.c"],
+            sources=["src/_wick.c", "src/model.c", "src/engine.c", "src/comm.c", "src/graph.c"],
             include_dirs=[os.path.join(ROOT, "include"), os.path.join(HERE, "src")],
             depends=["src/dlpack.h", "src/_wick.h"],
             extra_compile_args=["-std=gnu11", "-Wall", "-Wno-missing-field-initializers"],

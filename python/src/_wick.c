@@ -3238,7 +3238,7 @@ PyMODINIT_FUNC PyInit__wick(void)
     PyModule_AddIntConstant(m, "VERSION_MINOR", WK_VERSION_MINOR);
     PyModule_AddIntConstant(m, "VERSION_PATCH", WK_VERSION_PATCH);
     PyModule_AddIntConstant(m, "MAX_RANK", WK_MAX_RANK);
-    if (wkpy_model_init(m) < 0 || wkpy_comm_init(m) < 0 || wkpy_graph_init(m) < 0) {
+    if (wkpy_model_init(m) < 0 || wkpy_engine_init(m) < 0 || wkpy_comm_init(m) < 0 || wkpy_graph_init(m) < 0) {
         Py_DECREF(m);
         return NULL;
     }

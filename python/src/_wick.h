@@ -1,7 +1,7 @@
 /* _wick.h — what the extension's C files share: _wick.c (tensors,
  * ops, errors, devices) lends its helpers to model.c (models, tokenizers
- * and text generation), comm.c (collectives) and graph.c (recorded
- * graphs), which register their
+ * and text generation), engine.c (the batched engine), comm.c
+ * (collectives) and graph.c (recorded graphs), which register their
  * types and functions into the same module. Hidden symbols: nothing here is exported from the module.
  */
 #ifndef WICK_PY_INTERNAL_H
@@ -31,6 +31,20 @@ WKPY_HIDDEN int wkpy_add_type(PyObject *module, const char *name, PyTypeObject *
 /* model.c: adds Model, Tokenizer, TokenStream, Generation and the chat
  * functions to the module; -1 with an exception set. */
 WKPY_HIDDEN int wkpy_model_init(PyObject *module);
+/* model.c, for engine.c. wkpy_model_engine_claim: the wk_llm of a
+ * wick.Model that is open and free (an unfinished generation is closed),
+ * marked in use by an engine (its own cache calls and close refuse) until
+ * wkpy_model_engine_release; NULL with an exception (not a Model, closed,
+ * in a call, or another engine's). wkpy_prompt_ids: a prompt as
+ * Model.generate takes it (str, chat messages, token ids) as malloc'd ids;
+ * -1 with an exception. */
+struct wk_llm;
+WKPY_HIDDEN struct wk_llm *wkpy_model_engine_claim(PyObject *model);
+WKPY_HIDDEN void wkpy_model_engine_release(PyObject *model);
+WKPY_HIDDEN int wkpy_prompt_ids(PyObject *model, PyObject *prompt, int chat, const char *system, int32_t **ids,
+                                int64_t *n);
+/* engine.c: adds Engine and EngineRequest; -1 with an exception set. */
+WKPY_HIDDEN int wkpy_engine_init(PyObject *module);
 /* The wk_tensor of a wick.Tensor (borrowed); NULL with TypeError. */
 WKPY_HIDDEN wk_tensor *wkpy_tensor_of(PyObject *o);
 /* comm.c: adds Comm and the communicator functions; -1 with an exception

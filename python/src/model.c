@@ -14,7 +14,9 @@
  * dropping it, or starting another call on its model) makes the callback
  * say stop and joins the thread. Every other long call (load, eval,
  * tokenize, decode) runs with the GIL released; a model takes one call at
- * a time (another thread's call meanwhile is a RuntimeError).
+ * a time (another thread's call meanwhile is a RuntimeError). While a
+ * wick.Engine (engine.c) runs on a model, the model's own calls on its
+ * cache (generate, eval, logits, rewind) and close() refuse.
  *
  * Errors: the model layer's message (wk_model_last_error, read on the
  * thread that failed) as the exception of its status.
@@ -568,6 +570,7 @@ typedef struct {
     GenerationObject *active;  /* borrowed: the generation using it     */
     int in_call;               /* a call runs without the GIL           */
     int readers;               /* tokenize calls running without it     */
+    int engines;               /* an open wick.Engine runs on it (0/1)  */
     int32_t *hist;             /* the ids in the KV cache (wk_llm_pos)  */
     int64_t nhist, caphist;
     PyObject *comm;            /* the Comm of a tensor-parallel share   */
@@ -649,6 +652,10 @@ static int model_claim(ModelObject *self)
 {
     if (!self->m) {
         PyErr_SetString(PyExc_ValueError, "the model is closed");
+        return -1;
+    }
+    if (self->engines) {
+        PyErr_SetString(PyExc_RuntimeError, "the model is in use by an engine (close the engine first)");
         return -1;
     }
     if (self->active) generation_finish(self->active);
@@ -743,6 +750,10 @@ static void Model_dealloc(ModelObject *self)
 static PyObject *Model_close(ModelObject *self, PyObject *unused)
 {
     (void)unused;
+    if (self->engines) {
+        PyErr_SetString(PyExc_RuntimeError, "the model is in use by an engine (close the engine first)");
+        return NULL;
+    }
     if (self->active) generation_finish(self->active);
     if (self->in_call || self->readers) {
         PyErr_SetString(PyExc_RuntimeError, "the model is in use by another thread");
@@ -1529,6 +1540,30 @@ static PyMethodDef model_functions[] = {
       "chat_format_detect(template) -> str: the format a Jinja chat template is ('none' when none wick knows)" },
     { NULL, NULL, 0, NULL },
 };
+
+/* ------------------------------------------------------------------ */
+/* for engine.c                                                        */
+
+wk_llm *wkpy_model_engine_claim(PyObject *o)
+{
+    if (!PyObject_TypeCheck(o, &Model_Type)) {
+        PyErr_Format(PyExc_TypeError, "an engine runs on a wick.Model, not %.100s", Py_TYPE(o)->tp_name);
+        return NULL;
+    }
+    ModelObject *self = (ModelObject *)o;
+    if (model_claim(self) < 0) return NULL;   /* open, no engine, no call; a generation is closed */
+    self->engines = 1;
+    return self->m;
+}
+
+void wkpy_model_engine_release(PyObject *o) { ((ModelObject *)o)->engines = 0; }
+
+int wkpy_prompt_ids(PyObject *o, PyObject *prompt, int chat, const char *system, int32_t **ids, int64_t *n)
+{
+    ModelObject *self = (ModelObject *)o;
+    if (model_open(self) < 0) return -1;
+    return prompt_ids(self, prompt, chat, system, ids, n);
+}
 
 int wkpy_model_init(PyObject *module)
 {

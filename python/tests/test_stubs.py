@@ -61,7 +61,7 @@ def _class_names(tree, name):
 def test_model_stubs():
     tree = _stub("model.pyi")
     assert set(wick.model.__all__) - _names(tree) == set()
-    for name in ("Model", "Generation", "Tokenizer", "TokenStream"):
+    for name in ("Model", "Generation", "Tokenizer", "TokenStream", "Engine", "EngineRequest"):
         cls = getattr(wick.model, name)
         public = {n for n in dir(cls) if not n.startswith("_")}
         assert public - _class_names(tree, name) == set(), name

@@ -16,8 +16,9 @@ device), TypeError (dtype), IndexError, MemoryError, NotImplementedError (a
 RuntimeError: the device lacks the op), RuntimeError (a GPU runtime call).
 
 Submodules: wick.nn (functional NN ops), wick.model (language models,
-tokenizers, chat formats and text generation; its main names are here too:
-wick.load_model, wick.Model, wick.Tokenizer).
+tokenizers, chat formats, text generation and the batched engine; its main
+names are here too: wick.load_model, wick.Model, wick.Tokenizer,
+wick.Engine).
 """
 import sys as _sys
 
@@ -272,6 +273,8 @@ def from_dlpack(x, *, device=None, copy=None):
 
 
 from .model import (  # noqa: E402,F401
+    Engine,
+    EngineRequest,
     Generation,
     Model,
     Tokenizer,

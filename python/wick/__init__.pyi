@@ -4,6 +4,8 @@ from typing import Any, Iterator, Optional, Sequence, Tuple, Union, overload
 
 from . import model as model
 from . import nn as nn
+from .model import Engine as Engine
+from .model import EngineRequest as EngineRequest
 from .model import Generation as Generation
 from .model import Model as Model
 from .model import Tokenizer as Tokenizer

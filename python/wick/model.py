@@ -14,10 +14,23 @@ strings, whole UTF-8 characters) on a thread of its own without the GIL,
 one token ahead of the consumer at most. A model takes one call at a time:
 starting another call on it while a generation is unfinished closes that
 generation first.
+
+Many sequences at once: the batched engine (include/wick_engine.h) over a
+model, requests from any thread or from asyncio, each an iterator of its
+text as it comes:
+
+    >>> with wick.Engine(m) as e:
+    ...     a = e.submit("Why is the sky blue?", chat=True, max_tokens=64)
+    ...     b = e.submit([{"role": "user", "content": "Name a colour."}], temperature=0.8, seed=1)
+    ...     for piece in a:
+    ...         print(piece, end="")
+    ...     b.result(), b.finish_reason, b.tokens
 """
 import os
 
 from ._wick import (  # noqa: F401
+    Engine,
+    EngineRequest,
     Generation,
     Model,
     Tokenizer,
@@ -71,5 +84,32 @@ def load_model(path=None, device=None, dtype="f32", *, context=0, prefill_chunk=
                  dequantize=dequantize, progress=progress, comm=comm)
 
 
-__all__ = ["Model", "Generation", "Tokenizer", "TokenStream", "load_model", "chat_apply", "chat_format_detect",
-           "default_model_path", "cache_dir", "DEFAULT_MODEL_FILE"]
+async def _engine_anext(request):
+    """EngineRequest.__anext__: the next piece of text, waiting in the event
+    loop (the request's pipe, readable when text comes or it ends) rather
+    than in a thread; one consumer at a time."""
+    import asyncio
+
+    loop = asyncio.get_running_loop()
+    while True:
+        piece = request._poll()
+        if piece is None:
+            raise StopAsyncIteration
+        if piece:
+            return piece
+        fd = request._fileno()
+        woke = loop.create_future()
+        loop.add_reader(fd, _wake, woke)
+        try:
+            await woke
+        finally:
+            loop.remove_reader(fd)
+
+
+def _wake(future):
+    if not future.done():
+        future.set_result(None)
+
+
+__all__ = ["Model", "Generation", "Engine", "EngineRequest", "Tokenizer", "TokenStream", "load_model", "chat_apply",
+           "chat_format_detect", "default_model_path", "cache_dir", "DEFAULT_MODEL_FILE"]

@@ -1,7 +1,8 @@
 # model.pyi — type stubs of wick.model: language models, tokenizers, chat
-# formats and text generation (python/src/model.c, wick/model.py).
+# formats, text generation and the batched engine (python/src/model.c,
+# python/src/engine.c, wick/model.py).
 import os
-from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple, Union
+from typing import Any, AsyncIterator, Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
 from . import Comm, Tensor
 
@@ -86,6 +87,69 @@ class Model:
     def closed(self) -> bool: ...
     @property
     def tokenizer(self) -> Tokenizer: ...
+
+class EngineRequest(Iterator[str], AsyncIterator[str]):
+    """A request of an Engine (Engine.submit): its text in pieces as the
+    engine generates it (whole UTF-8 characters; text that may begin a
+    stop string is held back), by `for` or `async for`; an error of the
+    engine is raised at the end. Dropping it before it ends cancels it."""
+    def __iter__(self) -> "EngineRequest": ...
+    def __next__(self) -> str:
+        """The text that came since the last piece (waits without the GIL)."""
+    def __aiter__(self) -> "EngineRequest": ...
+    async def __anext__(self) -> str:
+        """The text that came since the last piece (waits in the event loop)."""
+    def result(self, timeout: Optional[float] = ...) -> str:
+        """Wait for the end and return the whole text; RuntimeError with the
+        engine's message when it failed, TimeoutError after timeout seconds."""
+    def wait(self, timeout: Optional[float] = ...) -> bool:
+        """Wait for the end (at most timeout seconds); whether it ended."""
+    def cancel(self) -> None:
+        """End the request at the engine's next step ('cancelled')."""
+    @property
+    def id(self) -> int: ...
+    @property
+    def engine(self) -> "Engine": ...
+    @property
+    def tokens(self) -> List[int]:
+        """The ids generated so far (end-of-generation tokens not included)."""
+    @property
+    def text(self) -> str:
+        """The text generated so far."""
+    @property
+    def done(self) -> bool: ...
+    @property
+    def finish_reason(self) -> Optional[str]:
+        """None while running; then 'stop', 'length', 'cancelled' or 'error'."""
+    @property
+    def error(self) -> Optional[str]: ...
+    @property
+    def prompt_tokens(self) -> int: ...
+    @property
+    def cached_tokens(self) -> int:
+        """Prompt tokens whose KV came from the prefix cache."""
+
+class Engine:
+    """The batched engine over a Model (include/wick_engine.h): requests
+    from any thread run together on a thread of the engine's own
+    (continuous batching over a paged KV cache, prefix caching). While it
+    is open, the model's generate/eval/logits/rewind/close refuse."""
+    def __init__(self, model: Model, max_seqs: int = ..., max_batch_tokens: int = ..., prefill_chunk: int = ...,
+                 block_size: int = ..., n_blocks: int = ..., prefix_cache: bool = ..., kv_bytes: int = ...) -> None: ...
+    def submit(self, prompt: Prompt, *, max_tokens: Optional[int] = ..., temperature: float = ..., top_k: int = ...,
+               top_p: float = ..., min_p: float = ..., repetition_penalty: float = ..., repeat_last_n: int = ...,
+               seed: int = ..., stop: Union[None, str, Sequence[str]] = ..., ignore_eos: bool = ...,
+               chat: bool = ..., system: Optional[str] = ...) -> EngineRequest:
+        """Queue a request (any thread); greedy unless temperature > 0."""
+    def stats(self) -> Dict[str, int]: ...
+    def close(self) -> None:
+        """Cancel what is left, free the KV cache, give the model back."""
+    def __enter__(self) -> "Engine": ...
+    def __exit__(self, *exc: Any) -> None: ...
+    @property
+    def model(self) -> Optional[Model]: ...
+    @property
+    def closed(self) -> bool: ...
 
 def load_model(path: Union[None, str, "os.PathLike[str]"] = ..., device: Optional[Device] = ..., dtype: Any = ..., *,
                context: int = ..., prefill_chunk: int = ..., dequantize: bool = ..., progress: bool = ...,
