@@ -36,7 +36,20 @@ arch=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | he
 arch=${CUDA_ARCHS:-${arch:-90}}
 goals="lib build/wick-tests build/wick-parity build/wick-engine-bench cuda"
 [ "$W64" = 1 ] && goals="$goals cuda-wave64"
-finish() { tar cf "$OUT/logs.tar" -C "$WORK" logs; }
+# the timings so far as a table ($OUT/engine-bench.md; after every run, so
+# that a run stopped by a time limit keeps what it measured)
+table() {
+python3 - "$OUT/engine.jsonl" > "$OUT/engine-bench.md" <<'EOF'
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip().startswith("{")]
+print("| file | B | prompt | gen | prefill tok/s | decode tok/s (aggregate) | TTFT median / max ms | prefix-cached tokens | steps | complete |")
+print("|---|---|---|---|---|---|---|---|---|---|")
+for r in rows:
+    print(f"| {r['label']} | {r['batch']} | {r['prompt']} | {r['gen']} | {r['prefill_tok_s']:.0f} | {r['decode_tok_s']:.0f} | "
+          f"{r['ttft_median_ms']:.0f} / {r['ttft_max_ms']:.0f} | {r['cached_tokens']} | {r['steps']} | {r['all_complete']} |")
+EOF
+}
+finish() { table; tar cf "$OUT/logs.tar" -C "$WORK" logs; }
 trap finish EXIT
 
 stamp "build (sm_$arch) and the models start"
@@ -84,6 +97,7 @@ for f in "${files[@]}"; do
   [ -f "$path" ] || { echo "no $path"; continue; }
   timeout 400 build/wick-engine-bench "$path" --batch "$BATCHES" --prompt "$PROMPT" --gen "$GEN" --label "$label" \
     >> "$OUT/engine.jsonl" 2> "$LOGS/bench-$label.err" || { echo "$label failed"; tail -3 "$LOGS/bench-$label.err"; }
+  table
   stamp "timed $label"
   last=$path; lastlabel=$label
 done
@@ -94,14 +108,6 @@ if [ -n "$last" ] && [ "$PREFIX" -gt 0 ]; then
     >> "$OUT/engine.jsonl" 2> "$LOGS/bench-noprefix.err" || true
   stamp "prefix case"
 fi
-python3 - "$OUT/engine.jsonl" >> "$OUT/engine.md" <<'EOF'
-import json, sys
-rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip().startswith("{")]
-print("| file | B | prompt | gen | prefill tok/s | decode tok/s (aggregate) | TTFT median / max ms | prefix-cached tokens | steps | complete |")
-print("|---|---|---|---|---|---|---|---|---|---|")
-for r in rows:
-    print(f"| {r['label']} | {r['batch']} | {r['prompt']} | {r['gen']} | {r['prefill_tok_s']:.0f} | {r['decode_tok_s']:.0f} | "
-          f"{r['ttft_median_ms']:.0f} / {r['ttft_max_ms']:.0f} | {r['cached_tokens']} | {r['steps']} | {r['all_complete']} |")
-EOF
+cat "$OUT/engine-bench.md" >> "$OUT/engine.md"
 cat "$OUT/engine.md"
 stamp "done"
