@@ -196,7 +196,12 @@ wk_status wk_llm_eval_batch(wk_llm *m, wk_llm_kv *kv, const wk_llm_batch *b, flo
     const bool ok = tid && pg.seq && pg.slot && pg.block_table && (pg.out || !n_out) && pg.cos && pg.sin &&
                     (!m->w.cos_local || (pg.cos_l && pg.sin_l));
     const int want = !n_out ? LLM_OUT_NONE : logits ? LLM_OUT_LOGITS : argmax ? LLM_OUT_BEST : LLM_OUT_NONE;
+    /* WICK_LLM_TIMING (timing.c): passes of decode rows only (every token an output row) */
+    const bool timed = m->rt.timing && n_out == T && want != LLM_OUT_NONE;
+    const double t0 = timed ? llm_now_ms() : 0;
+    const bool parts = timed && llm_parts_start(m, true);
     wk_tensor *o = ok ? llm_pass_run(m, tid, 0, T, 0, 0, want, NULL, &pg) : NULL;
+    const double t1 = timed ? llm_now_ms() : 0;
     if (!o) st = wk_last_status() ? wk_last_status() : WK_ERR_BACKEND;
     else if (want == LLM_OUT_LOGITS) st = wk_to_host(o, logits, (size_t)(n_out * V) * sizeof(float));
     else if (want == LLM_OUT_BEST) {
@@ -211,6 +216,10 @@ wk_status wk_llm_eval_batch(wk_llm *m, wk_llm_kv *kv, const wk_llm_batch *b, flo
                 if (row[j] > row[bi] || (row[bi] != row[bi] && row[j] == row[j])) bi = j;
             argmax[r] = (int32_t)bi;
         }
+    if (timed && st == WK_OK) {
+        if (parts) llm_parts_add(m);
+        llm_timing_add(m, t0, t1);
+    }
     if (st != WK_OK) st = wk_error_wrap("batched forward pass (%lld tokens)", (long long)T);
     wk_scope_end();
     host_free(&h);

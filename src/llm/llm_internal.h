@@ -341,6 +341,7 @@ void llm_timing_init(wk_llm *m);
 double llm_now_ms(void);
 bool llm_timing_by_part(const wk_llm *m);        /* =2 (no recorded steps then) */
 bool llm_parts_on(const wk_llm *m, int64_t T);   /* events between parts this pass */
+bool llm_parts_start(const wk_llm *m, bool timed);   /* the same for a pass the caller times */
 /* the end of a block: t is what it made, by name (timing; WICK_LLM_DUMP) */
 void llm_mark(const llm_pass *p, const char *name, const wk_tensor *t);
 void llm_parts_add(wk_llm *m);                   /* after a pass's result is back */

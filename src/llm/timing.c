@@ -1,6 +1,7 @@
 /* timing.c — what the blocks' named marks (llm_mark) feed, for whoever
  * tunes or debugs the forward pass. WICK_LLM_TIMING:
- *   =1  the host's time of one-token passes, split into issuing the work
+ *   =1  the host's time of one-token passes (and of the batched engine's
+ *       passes of decode rows only: batch.c), split into issuing the work
  *       and waiting for the result, and, for replayed steps, the device's
  *       time writing the step's inputs and running it (printed at free);
  *   =2  also the device's time by part of a one-token pass: an event at
@@ -88,11 +89,13 @@ static void dump(const llm_pass *p, const char *name, const wk_tensor *t)
     wk_scope_end();
 }
 
-bool llm_parts_on(const wk_llm *m, int64_t T)
+bool llm_parts_on(const wk_llm *m, int64_t T) { return llm_parts_start(m, T == 1); }
+
+bool llm_parts_start(const wk_llm *m, bool timed)
 {
     llm_timing *t = m->rt.timing;
     if (!t) return false;
-    t->active = t->level == 2 && T == 1;
+    t->active = t->level == 2 && timed;
     t->n_ev = 0;
     if (t->active) llm_mark(&(llm_pass){ .m = (wk_llm *)m }, NULL, NULL);
     return t->active;
@@ -177,13 +180,14 @@ void llm_timing_free(wk_llm *m)
     if (!t) return;
     const double n = (double)t->steps;
     if (t->steps)
-        fprintf(stderr, "wick: %lld one-token forward passes: %.1f us to issue, %.1f us waiting for the logits (mean)\n",
+        fprintf(stderr, "wick: %lld timed forward passes (one token, or a batch of decode rows): %.1f us to issue, %.1f "
+                        "us waiting for the logits (mean)\n",
                 (long long)t->steps, 1e3 * t->issue_ms / n, 1e3 * t->wait_ms / n);
     if (t->level == 2 && t->steps && t->n_names) {
         /* one write: the ranks of a split model print at once */
         char line[1024];
         double all = 0;
-        int k = snprintf(line, sizeof line, "wick: device time of a one-token pass by part (us, mean; %lld layers):",
+        int k = snprintf(line, sizeof line, "wick: device time of a timed pass by part (us, mean; %lld layers):",
                          (long long)m->cfg.info.n_layer);
         for (int i = 0; i < t->n_names && k > 0 && k < (int)sizeof line; i++) {
             k += snprintf(line + k, sizeof line - (size_t)k, "%s %s %.1f", i ? ";" : "", t->names[i],
