@@ -568,6 +568,15 @@ typedef struct wk_attention_opts {
  * the defaults. */
 wk_tensor *wk_attention(const wk_tensor *q, const wk_tensor *k, const wk_tensor *v, const wk_attention_opts *opts);
 
+/* Ids the caller has checked: while set (on this thread), the ops that
+ * take ids (index_select, gather, scatter_set/add, index_add, qgather,
+ * paged_attention) are told so, and a GPU does not check them again (the
+ * host no longer waits for each check's answer, so back-to-back ops stay
+ * queued); an id out of range then reads zeros and writes nothing, with
+ * no error, as inside a recorded graph. The cpu checks them anyway (on
+ * the host, no wait). Returns the previous setting, to restore. */
+bool wk_set_ids_checked(bool on);
+
 /* Options of wk_paged_attention; zero-initialised means the defaults. */
 typedef struct wk_paged_attention_opts {
     double scale;            /* 0: 1/sqrt(D)                                  */

@@ -62,7 +62,9 @@ extern "C" {
  *      linear_rope_kv removed; the members grouped by concern (devices
  *      and memory, ops, streams and events, run-time compilation,
  *      collectives, graphs); env_refresh (the knobs read once) appended */
-#define WK_BACKEND_ABI 10
+/*  11  wk_op_args.flags (WK_OPF_IDS_CHECKED: ids the caller checked);
+ *      paged_attention appended (family PAGED_ATTENTION) */
+#define WK_BACKEND_ABI 11
 #define WK_BACKEND_ENTRY wk_backend_entry_v1
 
 /* ------------------------------------------------------------------ */
@@ -244,7 +246,15 @@ typedef struct wk_op_args {
     uint64_t seed, offset;       /* RAND                                     */
     const void *value;           /* CONST_SET: one element of dst's dtype (host memory) */
     const void *params;          /* op-specific parameters, for ops that need more */
+    uint32_t flags;              /* WK_OPF_* (ABI 11)                        */
 } wk_op_args;
+
+/* wk_op_args.flags. IDS_CHECKED: the caller has checked the op's ids
+ * (wk_set_ids_checked): a backend need not check them again (a GPU skips
+ * the check whose answer the host waits for); its kernels still read
+ * through no bad id (zeros) and write through none, as in a recorded
+ * graph, with no error. */
+#define WK_OPF_IDS_CHECKED 1u
 
 /* The parameters of a ROPE_KV op (wk_op_args.params): the caches
  * [B, Hkv, C, D] (any strides, the last 1; written in place), the query

@@ -195,11 +195,18 @@ void wk_matmul_view(const wk_view *t, int br, const int64_t *dims, wk_view *v);
 
 /* Run one op on dev's backend (args->op names it). An op the backend's
  * table lacks is WK_ERR_UNSUPPORTED, never a crash. */
+/* this thread's wk_set_ids_checked (frontend.c) */
+extern _Thread_local bool wk_tls_ids_checked;
 static inline wk_status wk_run(wk_device *dev, const wk_op_args *args)
 {
     const wk_backend_iface *be = dev->be;
     if ((unsigned)args->op >= (unsigned)be->n_ops || !be->ops[args->op].run)
         return wk_error(WK_ERR_UNSUPPORTED, "%s is not implemented on %s", wk_op_name(args->op), dev->name);
+    if (__builtin_expect(wk_tls_ids_checked, 0)) {   /* the caller vouches for the ids */
+        wk_op_args a = *args;
+        a.flags |= WK_OPF_IDS_CHECKED;
+        return be->ops[args->op].run(dev->ctx, &a);
+    }
     return be->ops[args->op].run(dev->ctx, args);
 }
 

@@ -68,3 +68,14 @@ void wk_fault_perturb(wk_op op, wk_tensor *out)
     if (wk_numel(out->rank, out->dims) > 0) wk_run(out->st->dev, &a);
 }
 #endif
+
+/* ---- ids the caller checked (wick.h: wk_set_ids_checked) ---------------- */
+
+_Thread_local bool wk_tls_ids_checked;
+
+bool wk_set_ids_checked(bool on)
+{
+    const bool prev = wk_tls_ids_checked;
+    wk_tls_ids_checked = on;
+    return prev;
+}

@@ -46,10 +46,12 @@ wk_status wk_gpu_event_elapsed_ms(void *ctx, void *start, void *end, double *ms)
 /* reduce.hip, matmul.hip, index.hip */
 wk_status wk_gpu_reduce(void *ctx, wk_op op, const wk_view *dst, const wk_view *src, uint32_t dim_mask);
 wk_status wk_gpu_matmul(void *ctx, const wk_view *dst, const wk_view *a, const wk_view *b);
-wk_status wk_gpu_index_select(void *ctx, const wk_view *dst, const wk_view *src, const wk_view *ids, int dim);
-wk_status wk_gpu_gather(void *ctx, const wk_view *dst, const wk_view *src, const wk_view *ids, int dim);
-wk_status wk_gpu_scatter(void *ctx, wk_op op, const wk_view *dst, const wk_view *ids, const wk_view *src, int dim);
-wk_status wk_gpu_index_add(void *ctx, const wk_view *dst, const wk_view *ids, const wk_view *src, int dim);
+/* checked: the caller checked the ids (WK_OPF_IDS_CHECKED): no check here */
+wk_status wk_gpu_index_select(void *ctx, const wk_view *dst, const wk_view *src, const wk_view *ids, int dim, bool checked);
+wk_status wk_gpu_gather(void *ctx, const wk_view *dst, const wk_view *src, const wk_view *ids, int dim, bool checked);
+wk_status wk_gpu_scatter(void *ctx, wk_op op, const wk_view *dst, const wk_view *ids, const wk_view *src, int dim,
+                         bool checked);
+wk_status wk_gpu_index_add(void *ctx, const wk_view *dst, const wk_view *ids, const wk_view *src, int dim, bool checked);
 /* nn.hip: softmax/log_softmax, the norms, the ropes; attention.hip:
  * attention (wk_op_args as backend.h's families describe them) */
 wk_status wk_gpu_softmax(void *ctx, const wk_op_args *a);

@@ -779,7 +779,7 @@ static wk_status ix_run(wk_gpu_ctx *c, const ix_spec &S, int mode, const unsigne
  * iteration dims; x/y the addressed operands; ids1d: ids is 1-d along dim
  * (index_select, index_add), else it has the iteration dims. */
 static wk_status ix_op(void *ctx, const char *name, int mode, const wk_view *it, const wk_view *x, const wk_view *y,
-                       const wk_view *ids, bool ids1d, int dim)
+                       const wk_view *ids, bool ids1d, int dim, bool checked)
 {
     wk_gpu_ctx *c = (wk_gpu_ctx *)ctx;
     if (!ix_id_dtype_ok(ids->dtype))
@@ -812,9 +812,10 @@ static wk_status ix_op(void *ctx, const char *name, int mode, const wk_view *it,
     S.limit = x->dims[dim];
     S.select = mode == IX_READ && ids1d;
 
-    /* recording a graph: no wait for the check's answer (reads write
-       zeros at a bad id, writes skip it: the kernels test every id) */
-    if (c->recording) return ix_run(c, S, mode, NULL);
+    /* recording a graph, or ids the caller checked (WK_OPF_IDS_CHECKED): no
+       wait for a check's answer (reads write zeros at a bad id, writes skip
+       it: the kernels test every id) */
+    if (c->recording || checked) return ix_run(c, S, mode, NULL);
 
     ix_sync *sy = ix_sync_get(c);
     std::unique_lock<std::mutex> held;
@@ -833,26 +834,27 @@ static wk_status ix_op(void *ctx, const char *name, int mode, const wk_view *it,
     return cs != WK_OK ? cs : st;
 }
 
-wk_status wk_gpu_index_select(void *ctx, const wk_view *dst, const wk_view *src, const wk_view *ids, int dim)
+wk_status wk_gpu_index_select(void *ctx, const wk_view *dst, const wk_view *src, const wk_view *ids, int dim, bool checked)
 {
-    return ix_op(ctx, "index_select", IX_READ, dst, src, dst, ids, true, dim);
+    return ix_op(ctx, "index_select", IX_READ, dst, src, dst, ids, true, dim, checked);
 }
 
-wk_status wk_gpu_gather(void *ctx, const wk_view *dst, const wk_view *src, const wk_view *ids, int dim)
+wk_status wk_gpu_gather(void *ctx, const wk_view *dst, const wk_view *src, const wk_view *ids, int dim, bool checked)
 {
-    return ix_op(ctx, "gather", IX_READ, ids, src, dst, ids, false, dim);
+    return ix_op(ctx, "gather", IX_READ, ids, src, dst, ids, false, dim, checked);
 }
 
-wk_status wk_gpu_scatter(void *ctx, wk_op op, const wk_view *dst, const wk_view *ids, const wk_view *src, int dim)
+wk_status wk_gpu_scatter(void *ctx, wk_op op, const wk_view *dst, const wk_view *ids, const wk_view *src, int dim,
+                         bool checked)
 {
     if (op != WK_OP_SCATTER_SET && op != WK_OP_SCATTER_ADD)
         return wk_gpu_host->set_error(WK_ERR_ARGUMENT, "scatter: op %d is neither scatter_set nor scatter_add",
                                       (int)op);
     return ix_op(ctx, op == WK_OP_SCATTER_SET ? "scatter_set" : "scatter_add",
-                 op == WK_OP_SCATTER_SET ? IX_SET : IX_ADD, ids, dst, src, ids, false, dim);
+                 op == WK_OP_SCATTER_SET ? IX_SET : IX_ADD, ids, dst, src, ids, false, dim, checked);
 }
 
-wk_status wk_gpu_index_add(void *ctx, const wk_view *dst, const wk_view *ids, const wk_view *src, int dim)
+wk_status wk_gpu_index_add(void *ctx, const wk_view *dst, const wk_view *ids, const wk_view *src, int dim, bool checked)
 {
-    return ix_op(ctx, "index_add", IX_ADD, src, dst, src, ids, true, dim);
+    return ix_op(ctx, "index_add", IX_ADD, src, dst, src, ids, true, dim, checked);
 }

@@ -28,19 +28,19 @@ static wk_status ot_reduce(void *ctx, const wk_op_args *a)
 static wk_status ot_matmul(void *ctx, const wk_op_args *a) { return wk_gpu_matmul(ctx, a->dst, a->src[0], a->src[1]); }
 static wk_status ot_index_select(void *ctx, const wk_op_args *a)
 {
-    return wk_gpu_index_select(ctx, a->dst, a->src[0], a->src[1], a->dim);
+    return wk_gpu_index_select(ctx, a->dst, a->src[0], a->src[1], a->dim, a->flags & WK_OPF_IDS_CHECKED);
 }
 static wk_status ot_gather(void *ctx, const wk_op_args *a)
 {
-    return wk_gpu_gather(ctx, a->dst, a->src[0], a->src[1], a->dim);
+    return wk_gpu_gather(ctx, a->dst, a->src[0], a->src[1], a->dim, a->flags & WK_OPF_IDS_CHECKED);
 }
 static wk_status ot_scatter(void *ctx, const wk_op_args *a)
 {
-    return wk_gpu_scatter(ctx, a->op, a->dst, a->src[0], a->src[1], a->dim);
+    return wk_gpu_scatter(ctx, a->op, a->dst, a->src[0], a->src[1], a->dim, a->flags & WK_OPF_IDS_CHECKED);
 }
 static wk_status ot_index_add(void *ctx, const wk_op_args *a)
 {
-    return wk_gpu_index_add(ctx, a->dst, a->src[0], a->src[1], a->dim);
+    return wk_gpu_index_add(ctx, a->dst, a->src[0], a->src[1], a->dim, a->flags & WK_OPF_IDS_CHECKED);
 }
 static wk_status ot_copy(void *ctx, const wk_op_args *a) { return wk_gpu_copy(ctx, a->dst, a->src[0]); }
 static wk_status ot_copy2d(void *ctx, const wk_op_args *a)

@@ -604,8 +604,9 @@ wk_status wk_gpu_paged_attention(void *ctx, const wk_op_args *args)
     }
     a.vec = pa_rows_aligned(q, 3) && pa_rows_aligned(k, 4) && pa_rows_aligned(v, 4);
 
-    /* recording a graph: no check (the kernel reads through no bad id) */
-    if (c->recording) return pa_attention(c, dt, a);
+    /* recording a graph, or ids the caller checked (WK_OPF_IDS_CHECKED): no
+       check (the kernel reads through no bad id) */
+    if (c->recording || (args->flags & WK_OPF_IDS_CHECKED)) return pa_attention(c, dt, a);
 
     pa_sync *y = pa_sync_get(c);
     if (!y || !y->host) {                          /* no pinned memory: check, wait, then run */

@@ -387,9 +387,9 @@ extern "C" wk_status wk_gpu_qgather(void *ctx, const wk_op_args *a)
         p.ids_dt = ids->dtype;
         p.ids_st = n > 1 ? ids->strides[0] : 0;
         p.limit = limit;
-        /* recording a graph: no check (a host wait at every replay); a
-           bad id gives zeros */
-        if (c->recording) return qd_launch(c, t->dtype, d->dtype, p, "qgather");
+        /* recording a graph, or ids the caller checked (WK_OPF_IDS_CHECKED):
+           no check (a host wait); a bad id gives zeros */
+        if (c->recording || (a->flags & WK_OPF_IDS_CHECKED)) return qd_launch(c, t->dtype, d->dtype, p, "qgather");
         /* the kernel writes zeros for a bad id and keeps the first bad
          * position in a device word, read back here: qgather waits for its
          * kernel (embedding lookups are small) */

@@ -178,6 +178,9 @@ wk_status wk_llm_eval_batch(wk_llm *m, wk_llm_kv *kv, const wk_llm_batch *b, flo
     const int64_t T = b->n_tokens, V = m->cfg.info.n_vocab, n_out = b->n_out;
     wk_device *dev = m->dev;
     wk_scope_begin();
+    /* every id of the pass was checked here (check_batch): the GPUs need
+       not check them again (no host wait per scatter, gather or attention) */
+    const bool prev = wk_set_ids_checked(true);
     wk_tensor *tid = wk_from_host(dev, WK_U32, WK_SHAPE(T), h.ids);
     wk_tensor *pos = wk_from_host(dev, WK_U32, WK_SHAPE(T), h.pos);
     llm_paged pg = {
@@ -201,6 +204,7 @@ wk_status wk_llm_eval_batch(wk_llm *m, wk_llm_kv *kv, const wk_llm_batch *b, flo
     const double t0 = timed ? llm_now_ms() : 0;
     const bool parts = timed && llm_parts_start(m, true);
     wk_tensor *o = ok ? llm_pass_run(m, tid, 0, T, 0, 0, want, NULL, &pg) : NULL;
+    wk_set_ids_checked(prev);
     const double t1 = timed ? llm_now_ms() : 0;
     if (!o) st = wk_last_status() ? wk_last_status() : WK_ERR_BACKEND;
     else if (want == LLM_OUT_LOGITS) st = wk_to_host(o, logits, (size_t)(n_out * V) * sizeof(float));
