@@ -860,7 +860,11 @@ static void nn_paged_one(const pa_desc *P, wk_dtype dt)
 static void nn_paged_attention(void)
 {
     static const pa_desc pc[] = {
+        /* small enough for --quick (compute-sanitizer) */
         { "tiny_d8_bs4", 2, 1, 8, 4, 2, { 5, 3 }, { 1, 3 }, 0, 0, 0, PK_CONTIG, PK_CONTIG, false, 0 },
+        { "small_gqa4_d16_bs4", 4, 1, 16, 4, 3, { 9, 30, 2 }, { 1, 1, 2 }, 0, 0, 0, PK_CONTIG, PK_CONTIG, false, 0 },
+        { "small_window4_bs3", 2, 2, 8, 3, 2, { 20, 6 }, { 5, 6 }, 4, 0, 0, PK_T01, PK_NARROWED, false, 0 },
+        { "small_shared_softcap", 4, 2, 8, 4, 3, { 13, 17, 9 }, { 1, 2, 1 }, 0, 0, 2, PK_CONTIG, PK_CONTIG, true, 0 },
         { "t1_len1", 4, 2, 64, 16, 1, { 1 }, { 1 }, 0, 0, 0, PK_CONTIG, PK_CONTIG, false, 0 },
         { "decode_lens_1_to_2500", 8, 2, 128, 16, 5, { 1, 17, 300, 1023, 2500 }, { 1, 1, 1, 1, 1 }, 0, 0, 0, PK_CONTIG,
           PK_CONTIG, false, 0 },
@@ -881,9 +885,9 @@ static void nn_paged_attention(void)
         { "q_t01", 4, 2, 128, 16, 3, { 70, 300, 16 }, { 1, 1, 16 }, 0, 0, 0, PK_T01, PK_CONTIG, false, 0 },
         { "pools_narrowed", 4, 2, 64, 16, 3, { 70, 130, 8 }, { 1, 1, 4 }, 0, 0, 0, PK_NARROWED, PK_NARROWED, false, 0 },
         { "pools_last_strided", 4, 2, 16, 8, 2, { 30, 9 }, { 1, 3 }, 0, 0, 0, PK_CONTIG, PK_TRANSPOSED, false, 0 },
-        { "bad_seq", 4, 2, 64, 16, 3, { 40, 7, 20 }, { 1, 3, 1 }, 0, 0, 0, PK_CONTIG, PK_CONTIG, false, 1 },
-        { "bad_pos", 4, 2, 64, 16, 3, { 40, 7, 20 }, { 1, 3, 1 }, 0, 0, 0, PK_CONTIG, PK_CONTIG, false, 2 },
-        { "bad_block", 4, 2, 64, 16, 3, { 40, 7, 20 }, { 1, 3, 1 }, 0, 0, 0, PK_CONTIG, PK_CONTIG, false, 3 },
+        { "bad_seq", 4, 2, 8, 4, 3, { 40, 7, 20 }, { 1, 3, 1 }, 0, 0, 0, PK_CONTIG, PK_CONTIG, false, 1 },
+        { "bad_pos", 4, 2, 8, 4, 3, { 40, 7, 20 }, { 1, 3, 1 }, 0, 0, 0, PK_CONTIG, PK_CONTIG, false, 2 },
+        { "bad_block", 4, 2, 8, 4, 3, { 40, 7, 20 }, { 1, 3, 1 }, 0, 0, 0, PK_CONTIG, PK_CONTIG, false, 3 },
     };
     for (int d = 0; d < 4; d++)
         for (int k = 0; k < N_(pc); k++) nn_paged_one(&pc[k], nn_dts[d]);
