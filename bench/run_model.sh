@@ -66,7 +66,7 @@ wbench() {
     [ -n "$n" ] && echo "{\"label\": \"$label\", \"what\": \"launches\", \"launches\": $n}" >> "$WORK/wick-$label.jsonl"
     local tl=$(grep -h "one-token forward passes" "$WORK/wick-$label.err" | head -1 | sed 's/^wick: //')   # one rank's line
     [ -n "$tl" ] && echo "{\"label\": \"$label\", \"what\": \"host_split\", \"text\": \"$tl\"}" >> "$WORK/wick-$label.jsonl"
-    local tp=$(grep -h "device time of a one-token pass by part" "$WORK/wick-$label.err" | head -1 | sed 's/^wick: //')
+    local tp=$(grep -h "device time of a timed pass by part" "$WORK/wick-$label.err" | head -1 | sed 's/^wick: //')
     [ -n "$tp" ] && echo "{\"label\": \"$label\", \"what\": \"device_parts\", \"text\": \"$tp\"}" >> "$WORK/wick-$label.jsonl"
     stamp "wick $label (exit $rc)"; cat "$WORK/wick-$label.jsonl"; [ $rc = 0 ] || tail -5 "$WORK/wick-$label.err"
 }

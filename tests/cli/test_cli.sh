@@ -230,7 +230,7 @@ if [ -f "$smol" ]; then
   [ "$(err | grep -c '^wick: dump pos [0-9]* layer 29 logits \[1, 49152\]')" -eq 2 ] && ok || bad run_dump_logits_lines "stderr: '$(err | head -3)'"
   # WICK_LLM_TIMING=2: the device time by part, one line per rank
   expect run_timing_parts 0 env WICK_LLM_TIMING=2 "$wick" run "$smol" --device cpu --tp 3 -p hi -n 4 -q
-  [ "$(err | grep -c "device time of a one-token pass by part.*embedding [0-9.]*;.*attention [0-9.]*;.*residual_norm [0-9.]*; gated_mlp [0-9.]*; logits [0-9.]*; all [0-9.]* of the host's [0-9.]*$")" -eq 3 ] \
+  [ "$(err | grep -c "device time of a timed pass by part.*embedding [0-9.]*;.*attention [0-9.]*;.*residual_norm [0-9.]*; gated_mlp [0-9.]*; logits [0-9.]*; all [0-9.]* of the host's [0-9.]*$")" -eq 3 ] \
     && ok || bad run_timing_parts_lines "stderr: '$(err)'"
 else
   echo "skip cli/run_tp_chat: no $smol"
