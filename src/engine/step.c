@@ -130,7 +130,8 @@ static void take_submitted(wk_engine *e)
     pthread_mutex_lock(&e->mu);
     while (moved < e->incoming.n && seq_list_push(&e->waiting, e->incoming.s[moved])) moved++;
     /* (out of memory: the rest waits for the next step) */
-    memmove(e->incoming.s, e->incoming.s + moved, (size_t)(e->incoming.n - moved) * sizeof *e->incoming.s);
+    if (e->incoming.n > moved)
+        memmove(e->incoming.s, e->incoming.s + moved, (size_t)(e->incoming.n - moved) * sizeof *e->incoming.s);
     e->incoming.n -= moved;
     if (e->n_cancels) {
         cancels = malloc((size_t)e->n_cancels * sizeof *cancels);

@@ -72,6 +72,7 @@ void wk_text_out_free(wk_text_out *t)
 /* drop what the last call passed on */
 static void drop_emitted(wk_text_out *t)
 {
+    if (!t->p) return;   /* nothing held yet */
     memmove(t->p, t->p + t->emitted, t->n - t->emitted);
     t->n -= t->emitted;
     t->emitted = 0;
@@ -80,6 +81,7 @@ static void drop_emitted(wk_text_out *t)
 
 static bool append(wk_text_out *t, const char *s, size_t len)
 {
+    if (len == 0 && t->p) return true;
     if (t->n + len + 1 > t->cap) {
         const size_t cap = (t->n + len + 1) * 2;
         char *p = realloc(t->p, cap);
@@ -87,7 +89,7 @@ static bool append(wk_text_out *t, const char *s, size_t len)
         t->p = p;
         t->cap = cap;
     }
-    memcpy(t->p + t->n, s, len);
+    if (len) memcpy(t->p + t->n, s, len);
     t->n += len;
     t->p[t->n] = 0;
     return true;
