@@ -20,7 +20,7 @@
  *                                token, seeded sampling repeated, logprobs
  *                                against the single-stream logits
  *   engine/errors                bad requests and options: clear errors
- *   engine/thread                hundreds of requests from four threads to
+ *   engine/thread                a thousand requests from four threads to
  *                                the engine's own thread, some cancelled:
  *                                every one ends exactly once
  *   engine/real/<model>          the real SmolLM2 and Gemma 3 270M (when
@@ -439,7 +439,7 @@ static void check_errors(void)
 
 /* ---- many submitters, the engine's thread ----------------------------------------------- */
 
-enum { NTH = 4, PER = 60 };
+enum { NTH = 4, PER = 250 };
 
 typedef struct sub_arg {
     wk_engine *e;
