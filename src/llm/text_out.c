@@ -72,7 +72,7 @@ void wk_text_out_free(wk_text_out *t)
 /* drop what the last call passed on */
 static void drop_emitted(wk_text_out *t)
 {
-    memmove(t->p, t->p + t->emitted, t->n - t->emitted);
+    if (t->emitted) memmove(t->p, t->p + t->emitted, t->n - t->emitted);   /* (p is NULL before the first) */
     t->n -= t->emitted;
     t->emitted = 0;
     if (t->p) t->p[t->n] = 0;
