@@ -144,7 +144,7 @@ int wick_cmd_serve(int argc, char **argv)
     if (!api_key) api_key = getenv("WICK_API_KEY");
 
     /* SIGINT and SIGTERM go to sigwait below: blocked before any thread
-     * starts, so every thread inherits the mask */
+     * starts, so that every thread inherits the mask */
     sigset_t stop;
     sigemptyset(&stop);
     sigaddset(&stop, SIGINT);

@@ -430,7 +430,7 @@ def key_and_shutdown_checks(model):
                     if not part:
                         break
                     stream["data"] += part
-                    if b"delta" in stream["data"]:
+                    if b'"delta":{"content"' in stream["data"]:   # a token, not the role alone
                         first.set()
             except Exception as e:  # noqa: BLE001 (reported below)
                 stream["error"] = repr(e)
