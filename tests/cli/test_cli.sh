@@ -8,7 +8,8 @@
 # WICK_NUM_THREADS (a warning, not silence); `wick inspect` and `wick quantize`
 # on the model-file fixtures of tests/data/model_files (tables, values, mixes,
 # and a missing, truncated or unreadable file: a message and exit 1);
-# `wick run`'s command line and its errors (a missing or wrong file, no cache).
+# `wick run`'s command line and its errors (a missing or wrong file, no cache);
+# `wick serve`'s (or, built without libmicrohttpd, what it says to install).
 # Usage: test_cli.sh path/to/wick. Ends with "N passed, N failed"; exits 1
 # on any failure.
 set -u
@@ -230,7 +231,7 @@ if [ -f "$smol" ]; then
   [ "$(err | grep -c '^wick: dump pos [0-9]* layer 29 logits \[1, 49152\]')" -eq 2 ] && ok || bad run_dump_logits_lines "stderr: '$(err | head -3)'"
   # WICK_LLM_TIMING=2: the device time by part, one line per rank
   expect run_timing_parts 0 env WICK_LLM_TIMING=2 "$wick" run "$smol" --device cpu --tp 3 -p hi -n 4 -q
-  [ "$(err | grep -c "device time of a one-token pass by part.*embedding [0-9.]*;.*attention [0-9.]*;.*residual_norm [0-9.]*; gated_mlp [0-9.]*; logits [0-9.]*; all [0-9.]* of the host's [0-9.]*$")" -eq 3 ] \
+  [ "$(err | grep -c "device time of a timed pass by part.*embedding [0-9.]*;.*attention [0-9.]*;.*residual_norm [0-9.]*; gated_mlp [0-9.]*; logits [0-9.]*; all [0-9.]* of the host's [0-9.]*$")" -eq 3 ] \
     && ok || bad run_timing_parts_lines "stderr: '$(err)'"
 else
   echo "skip cli/run_tp_chat: no $smol"
@@ -252,6 +253,25 @@ expect run_bad_device 1 "$wick" run "$mf/types.gguf" -p hi --device nodevice:3
 # no cache folder and no model: a message, not a crash
 expect run_no_cache 1 env -u HOME -u XDG_CACHE_HOME -u WICK_CACHE "$wick" run -p hi
 err | grep -q "wick run:" && ok || bad run_no_cache_words "stderr: '$(err)'"
+
+# ---- wick serve: the command line (the server itself: tests/server) ------------------
+expect serve_help 0 "$wick" serve --help
+out | grep -q "usage: wick serve" && ok || bad serve_help_text "'$(out | head -1)'"
+expect help_serve 0 "$wick" help serve
+"$wick" serve --frobnicate > "$tmp/out" 2> "$tmp/err"
+if grep -q "built without libmicrohttpd" "$tmp/err"; then
+  err | grep -q "apt-get install libmicrohttpd-dev" && ok || bad serve_not_built_words "stderr: '$(err)'"
+else
+  expect serve_unknown_option 2 "$wick" serve --frobnicate
+  expect serve_two_models 2 "$wick" serve a.gguf b.gguf
+  expect serve_bad_port 2 "$wick" serve x.gguf --port 70000
+  expect serve_bad_dtype 2 "$wick" serve x.gguf --dtype f8
+  expect serve_missing_value 2 "$wick" serve x.gguf --host
+  expect serve_missing_model 1 "$wick" serve "$tmp/absent.gguf" --device cpu -q
+  err | grep -q "absent" && ok || bad serve_missing_model_words "stderr: '$(err)'"
+  expect serve_no_cache 1 env -u HOME -u XDG_CACHE_HOME -u WICK_CACHE "$wick" serve
+  err | grep -q "wick serve:" && ok || bad serve_no_cache_words "stderr: '$(err)'"
+fi
 
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
