@@ -2,7 +2,7 @@
  * (src/server, docs/server.md).
  *
  *   wick serve [MODEL] [--host H] [--port P] [--device D] [--api-key KEY]
- *              [--max-seqs N] [--ctx N] [--dtype f32|bf16] [--grace S]
+ *              [--max-seqs N] [--ctx N] [--kv-gib G] [--dtype f32|bf16] [--grace S]
  *              [--max-body BYTES] [--threads N] [-q]
  *
  * Loads the model once, starts the batched engine on its own thread and
@@ -43,6 +43,9 @@ void wick_serve_usage(void)
            "                         (default: $WICK_API_KEY when set, else none)\n"
            "  --max-seqs N           sequences the engine runs at once (default 64)\n"
            "  --ctx N                context length (default: the model's, at most 4096)\n"
+           "  --kv-gib G             the KV cache's size at most, GiB (default: room for max-seqs\n"
+           "                         sequences of the context, within 90%% of a GPU's free memory\n"
+           "                         less 2 GiB, or a quarter of the cpu's memory)\n"
            "  --dtype T              f32 or bf16: activations and KV cache (default f32)\n"
            "  --grace S              seconds requests in flight get at a shutdown (default 5)\n"
            "  --max-body BYTES       a request body's size at most (default 8 MiB; 413 above)\n"
@@ -97,7 +100,7 @@ static bool num_arg(int argc, char **argv, int *i, double lo, double hi, double 
 int wick_cmd_serve(int argc, char **argv)
 {
     const char *model = NULL, *host = "127.0.0.1", *device = NULL, *api_key = NULL;
-    double port = 8080, max_seqs = 0, ctx = 0, grace = 5, max_body = 8 << 20, threads = 4;
+    double port = 8080, max_seqs = 0, ctx = 0, kv_gib = 0, grace = 5, max_body = 8 << 20, threads = 4;
     bool quiet = false;
     wk_dtype dtype = WK_F32;
     for (int i = 1; i < argc; i++) {
@@ -127,6 +130,7 @@ int wick_cmd_serve(int argc, char **argv)
         } else if (!strcmp(a, "--port")) ok = num_arg(argc, argv, &i, 0, 65535, &port);
         else if (!strcmp(a, "--max-seqs")) ok = num_arg(argc, argv, &i, 1, 1 << 20, &max_seqs);
         else if (!strcmp(a, "--ctx")) ok = num_arg(argc, argv, &i, 1, 1 << 30, &ctx);
+        else if (!strcmp(a, "--kv-gib")) ok = num_arg(argc, argv, &i, 1.0 / 1024, 1 << 20, &kv_gib);
         else if (!strcmp(a, "--grace")) ok = num_arg(argc, argv, &i, 0, 3600, &grace);
         else if (!strcmp(a, "--max-body")) ok = num_arg(argc, argv, &i, 1, 1ull << 40, &max_body);
         else if (!strcmp(a, "--threads")) ok = num_arg(argc, argv, &i, 1, 1024, &threads);
@@ -171,7 +175,7 @@ int wick_cmd_serve(int argc, char **argv)
     wks_server *s = NULL;
     int rc = WICK_EXIT_FAIL;
     if (!m) goto out;
-    const wk_engine_options eo = { .max_seqs = (int64_t)max_seqs };
+    const wk_engine_options eo = { .max_seqs = (int64_t)max_seqs, .kv_bytes = (uint64_t)(kv_gib * 1073741824.0) };
     if (!(e = wk_engine_new(m, &eo)) || wk_engine_start(e) != WK_OK) goto out;
     const wks_config cfg = { .host = host, .port = (int)port, .api_key = api_key, .model_id = id,
                              .max_body = (size_t)max_body, .threads = (int)threads, .log = !quiet };
@@ -179,9 +183,10 @@ int wick_cmd_serve(int argc, char **argv)
     const wk_llm_info *in = wk_llm_get_info(m);
     wk_engine_stats st;
     wk_engine_get_stats(e, &st);
-    fprintf(stderr, "wick serve: %s (%s, %s activations, context %lld) on %s; KV cache %lld blocks of %lld\n", id,
-            wk_llm_arch_name(in->arch), wk_dtype_name(in->act_dtype), (long long)in->context, wk_device_name(dev),
-            (long long)st.blocks_total, (long long)st.block_size);
+    fprintf(stderr, "wick serve: %s (%s, %s activations, context %lld) on %s; KV cache %lld blocks of %lld (%.2f GiB)\n",
+            id, wk_llm_arch_name(in->arch), wk_dtype_name(in->act_dtype), (long long)in->context, wk_device_name(dev),
+            (long long)st.blocks_total, (long long)st.block_size,
+            (double)st.blocks_total * (double)wk_llm_kv_block_bytes(m, st.block_size) / 1073741824.0);
     fprintf(stderr, "wick serve: listening on http://%s%s%s:%d%s\n", strchr(host, ':') ? "[" : "", host,
             strchr(host, ':') ? "]" : "", wks_server_port(s), api_key && *api_key ? " (API key required)" : "");
     int sig = 0;

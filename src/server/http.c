@@ -388,8 +388,10 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *c, const char
     }
     enum MHD_Result ret = MHD_YES;
     pthread_mutex_lock(&r->mu);
-    if (r->queued || r->streaming) {
+    if (r->queued) {
         /* nothing to do: the answer is on its way */
+    } else if (r->streaming) {
+        ret = MHD_NO;                /* the stream's response could not be queued */
     } else if (r->have_resp) {
         ret = queue_whole(r, c);
     } else if (r->deferred && !r->aborted && !atomic_load(&h->stopping)) {
