@@ -483,6 +483,7 @@ int oa_parse(const char *body, size_t len, bool chat, oa_params *p, oa_error *e)
     p->max_tokens = r ? i : chat ? 0 : 16;   /* OpenAI's: 16 for completions, the context's end for chats */
     if (parse_stop(p, root, e)) return -1;
     if (get_bool(root, "stream", &p->stream, e) < 0) return -1;
+    if (get_bool(root, "ignore_eos", &p->ignore_eos, e) < 0) return -1;
     if ((v = field(root, "stream_options"))) {
         if (wk_json_kind(v) != WK_JSON_OBJECT)
             return bad(e, "stream_options", "invalid_type", "'stream_options' must be an object");

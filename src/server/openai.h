@@ -69,6 +69,7 @@ typedef struct oa_params {
     const char *stop[OA_MAX_STOP];
     int n_stop;
     bool stream, include_usage;
+    bool ignore_eos;         /* vLLM's: go on past end tokens                  */
     bool logprobs;
     int top_logprobs;        /* chat: top_logprobs; completions: logprobs N   */
     /* what the strings above point into */

@@ -192,9 +192,6 @@ static void send_chunk(gen *g, jw *w)
 static void finish(gen *g, const wk_engine_event *ev)
 {
     wks_server *s = g->s;
-    atomic_fetch_add(&s->prompt_tokens, ev->prompt_tokens);
-    atomic_fetch_add(&s->gen_tokens, ev->gen_tokens);
-    if ((unsigned)ev->finish <= WK_FINISH_ERROR) atomic_fetch_add(&s->finished[ev->finish], 1);
     jw w = { 0 };
     if (ev->finish == WK_FINISH_CANCELLED || ev->finish == WK_FINISH_ERROR) {
         oa_error e;
@@ -233,6 +230,11 @@ static void finish(gen *g, const wk_engine_event *ev)
         }
     }
     unregister(g);
+    /* counted once it is no longer in flight: a reader of the metrics
+     * that sees it finished sees it gone */
+    atomic_fetch_add(&s->prompt_tokens, ev->prompt_tokens);
+    atomic_fetch_add(&s->gen_tokens, ev->gen_tokens);
+    if ((unsigned)ev->finish <= WK_FINISH_ERROR) atomic_fetch_add(&s->finished[ev->finish], 1);
     atomic_store(&g->done, true);
     gen_unref(g);   /* the engine's */
 }
@@ -336,7 +338,8 @@ static void handle_generate(wks_server *s, http_req *r, bool chat)
         send_chunk(g, &w);
     }
     const wk_request req = { .prompt = ids, .n_prompt = n_ids, .sampling = g->p.sampling, .max_tokens = g->p.max_tokens,
-                             .stop = g->p.stop, .n_stop = g->p.n_stop, .logprobs = g->p.logprobs,
+                             .stop = g->p.stop, .n_stop = g->p.n_stop, .ignore_eog = g->p.ignore_eos,
+                             .logprobs = g->p.logprobs,
                              .top_logprobs = g->p.top_logprobs, .on_event = on_event, .user = g };
     const int64_t id = wk_engine_submit(s->e, &req);
     if (id < 0) {   /* a prompt too long for the context, say */
@@ -589,10 +592,10 @@ static void cancel_all(wks_server *s)
 void wks_server_shutdown(wks_server *s, double grace_s)
 {
     if (!s || s->shut) return;
+    http_quiesce(s->http);   /* first: whoever sees a 503 finds the door shut too */
     pthread_mutex_lock(&s->mu);
     s->stopping = true;
     pthread_mutex_unlock(&s->mu);
-    http_quiesce(s->http);
     const double t0 = mono();
     while (atomic_load(&s->n_active) > 0 && mono() - t0 < grace_s) sleep_ms(20);
     /* what is left is cancelled; its answers end (503, or an error event) */

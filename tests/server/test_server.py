@@ -255,6 +255,10 @@ def main_checks(model, port):
                                                                 {"role": "user", "content": "Say yes."}],
                                                    "max_tokens": 60, "temperature": 0})
     check("system_message", status == 200 and r["choices"][0]["finish_reason"] in ("stop", "length"), f"{r!r:.300}")
+    status, r = post(port, "/v1/chat/completions", {"messages": [{"role": "user", "content": "Say yes."}],
+                                                   "max_tokens": 24, "temperature": 0, "ignore_eos": True})
+    check("ignore_eos", status == 200 and r["usage"]["completion_tokens"] == 24 and
+          r["choices"][0]["finish_reason"] == "length", f"{r!r:.300}")
 
     # log-probabilities: chat (top_logprobs) and completions (logprobs N)
     status, r = post(port, "/v1/chat/completions", dict(chat, max_tokens=6, logprobs=True, top_logprobs=3))
@@ -312,7 +316,7 @@ def main_checks(model, port):
     # a client that leaves mid-stream: its request is cancelled, the next one is fine
     cancelled0 = metric(port, 'wick_generations_finished_total{reason="cancelled"}') or 0
     body = json.dumps({"messages": [{"role": "user", "content": "Tell me a long story."}], "max_tokens": 400,
-                       "temperature": 0, "stream": True}).encode()
+                       "temperature": 0, "stream": True, "ignore_eos": True}).encode()
     s = socket.create_connection(("127.0.0.1", port), timeout=60)
     s.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
               b"Content-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body)
@@ -428,7 +432,8 @@ def key_and_shutdown_checks(model):
             try:
                 c.request("POST", "/v1/chat/completions", headers=dict(auth, **{"Content-Type": "application/json"}),
                           body=json.dumps({"messages": [{"role": "user", "content": "Tell me a long story."}],
-                                           "max_tokens": 600, "temperature": 0, "stream": True}))
+                                           "max_tokens": 600, "temperature": 0, "stream": True,
+                                           "ignore_eos": True}))
                 r = c.getresponse()
                 for _ in range(100000):
                     part = r.read1(4096) if hasattr(r, "read1") else r.read(64)
