@@ -90,8 +90,10 @@ static bool num_arg(int argc, char **argv, int *i, double lo, double hi, double 
     char *end;
     const char *a = argv[*i], *v = argv[++*i];
     *out = strtod(v, &end);
-    if (end == v || *end || !(*out >= lo && *out <= hi)) {
-        fprintf(stderr, "wick serve: %s '%s' is not a number in [%g, %g]\n", a, v, lo, hi);
+    /* counts and sizes are whole; --kv-gib and --grace may be fractions */
+    const bool whole = strcmp(a, "--kv-gib") && strcmp(a, "--grace");
+    if (end == v || *end || !(*out >= lo && *out <= hi) || (whole && *out != (double)(int64_t)*out)) {
+        fprintf(stderr, "wick serve: %s '%s' is not a%s number in [%g, %g]\n", a, v, whole ? " whole" : "", lo, hi);
         return false;
     }
     return true;
