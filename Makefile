@@ -20,6 +20,24 @@ TEST_SRC  := $(sort $(wildcard tests/*.c))
 TEST_OBJ  := $(TEST_SRC:%.c=$(BUILD)/%.o)
 CLI_SRC   := $(sort $(wildcard cli/*.c))
 
+# `wick serve` (src/server, the layer above the engine; cli/serve.c) needs
+# libmicrohttpd (Debian, Ubuntu: apt-get install libmicrohttpd-dev). Found
+# through pkg-config, else by its header: the server is built into the
+# `wick` command (never into libwick); without it `wick serve` says how to
+# install it. SERVE=no leaves it out where it is installed.
+ifeq ($(origin SERVE),undefined)
+SERVE := $(shell pkg-config --exists libmicrohttpd 2>/dev/null && echo yes || \
+           (printf '\043include <microhttpd.h>\n' | $(CC) -E -x c - >/dev/null 2>&1 && echo yes) || echo no)
+endif
+ifeq ($(SERVE),yes)
+MHD_CFLAGS := $(shell pkg-config --cflags libmicrohttpd 2>/dev/null)
+MHD_LIBS   := $(or $(shell pkg-config --libs libmicrohttpd 2>/dev/null),-lmicrohttpd)
+SERVER_SRC := $(sort $(wildcard src/server/*.c))
+endif
+SERVER_OBJ := $(SERVER_SRC:%.c=$(BUILD)/%.o)
+$(SERVER_OBJ): ALL_CFLAGS += $(MHD_CFLAGS)
+$(BUILD)/cli/serve.o: ALL_CFLAGS += $(if $(SERVER_SRC),-DWICK_HAVE_SERVER)
+
 .PHONY: all lib test asan fault-check clean cuda rocm
 all: lib $(BUILD)/wick $(BUILD)/wick-tests $(BUILD)/wick-parity
 
@@ -39,9 +57,16 @@ $(BUILD)/libwick.a: $(LIB_OBJ)
 $(BUILD)/libwick.so: $(LIB_OBJ)
 	$(Q)$(CC) -shared -o $@ $^ $(LDLIBS)
 
-$(BUILD)/wick: $(CLI_SRC:%.c=$(BUILD)/%.o) $(BUILD)/libwick.a
+$(BUILD)/wick: $(CLI_SRC:%.c=$(BUILD)/%.o) $(SERVER_OBJ) $(BUILD)/libwick.a
 	@$(if $(V),,echo "  LD $@")
-	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDLIBS)
+	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDLIBS) $(MHD_LIBS)
+
+# serve.o is rebuilt when the answer changes
+$(BUILD)/cli/serve.o: $(BUILD)/.serve-$(SERVE)
+$(BUILD)/.serve-$(SERVE):
+	@mkdir -p $(dir $@)
+	@rm -f $(BUILD)/.serve-*
+	@touch $@
 
 $(BUILD)/wick-tests: $(TEST_OBJ) $(BUILD)/libwick.a
 	@$(if $(V),,echo "  LD $@")
@@ -131,6 +156,7 @@ $(BUILD)/wick-qdot-bench: bench/qdot_bench.c cli/timing.h $(BUILD)/libwick.a
 test: all
 	$(BUILD)/wick-tests
 	CC="$(CC)" tests/cli/test_cli.sh $(BUILD)/wick
+	$(if $(SERVER_SRC),python3 tests/server/test_server.py $(BUILD)/wick,@echo "tests/server: skipped (wick serve not built: no libmicrohttpd)")
 	tools/check-layers && tools/check-layers --self-test
 	tools/check-env && tools/check-env --self-test
 

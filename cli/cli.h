@@ -8,12 +8,15 @@
  *   bench.c    `wick bench`: timing of core ops through the public API
  *   inspect.c  `wick inspect`: a GGUF or safetensors file's metadata and tensors
  *   quantize.c `wick quantize`: a model written as a quantized GGUF file
- *   run.c      `wick run`: text generation with a language model
+ *   run.c      `wick run`: text generation with a language model; the
+ *              default model and device, which `wick serve` shares
+ *   serve.c    `wick serve`: an OpenAI-compatible HTTP server (src/server)
  */
 #ifndef WICK_CLI_H
 #define WICK_CLI_H
 
 #include <stdbool.h>
+#include <stddef.h>
 
 #define WICK_EXIT_OK 0
 #define WICK_EXIT_FAIL 1    /* the command ran and something failed      */
@@ -31,5 +34,12 @@ int wick_cmd_quantize(int argc, char **argv);
 void wick_quantize_usage(void);
 int wick_cmd_run(int argc, char **argv);
 void wick_run_usage(void);
+/* run.c: the default model's path in the cache (fetched when absent; who:
+ * the command, for messages), 0 or -1 after a message; the best device
+ * present ("cuda:0", "rocm:0", else "cpu") */
+int wick_default_model(char *path, size_t n, const char *who);
+const char *wick_best_device(void);
+int wick_cmd_serve(int argc, char **argv);
+void wick_serve_usage(void);
 
 #endif /* WICK_CLI_H */

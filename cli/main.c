@@ -1,5 +1,5 @@
 /* main.c — the `wick` command line: dispatch to the subcommands (one file
- * each: info.c, bench.c, inspect.c, quantize.c, run.c), usage, and
+ * each: info.c, bench.c, inspect.c, quantize.c, run.c, serve.c), usage, and
  * `wick version`.
  *
  * Exit statuses: 0 success, 1 the command failed, 2 bad command line
@@ -21,6 +21,7 @@ static void usage(FILE *f)
             "  inspect FILE     a GGUF or safetensors file's metadata and tensors\n"
             "  quantize IN OUT TYPE  write a model as a quantized GGUF file (q4_k_m, q8_0, ...)\n"
             "  run [MODEL]      generate text with a language model (wick run --help)\n"
+            "  serve [MODEL]    an OpenAI-compatible HTTP server on a model (wick serve --help)\n"
             "  version          print the version\n"
             "  help             print this text\n");
 }
@@ -47,6 +48,7 @@ int main(int argc, char **argv)
         else if (argc > 2 && !strcmp(argv[2], "inspect")) wick_inspect_usage();
         else if (argc > 2 && !strcmp(argv[2], "quantize")) wick_quantize_usage();
         else if (argc > 2 && !strcmp(argv[2], "run")) wick_run_usage();
+        else if (argc > 2 && !strcmp(argv[2], "serve")) wick_serve_usage();
         else if (argc > 2) {
             fprintf(stderr, "wick help: unknown command '%s'\n", argv[2]);
             usage(stderr);
@@ -60,6 +62,7 @@ int main(int argc, char **argv)
     if (!strcmp(cmd, "inspect")) return wick_cmd_inspect(argc - 1, argv + 1);
     if (!strcmp(cmd, "quantize")) return wick_cmd_quantize(argc - 1, argv + 1);
     if (!strcmp(cmd, "run")) return wick_cmd_run(argc - 1, argv + 1);
+    if (!strcmp(cmd, "serve")) return wick_cmd_serve(argc - 1, argv + 1);
     fprintf(stderr, "wick: unknown command '%s'\n", cmd);
     usage(stderr);
     return WICK_EXIT_USAGE;

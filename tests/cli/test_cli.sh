@@ -8,7 +8,8 @@
 # WICK_NUM_THREADS (a warning, not silence); `wick inspect` and `wick quantize`
 # on the model-file fixtures of tests/data/model_files (tables, values, mixes,
 # and a missing, truncated or unreadable file: a message and exit 1);
-# `wick run`'s command line and its errors (a missing or wrong file, no cache).
+# `wick run`'s command line and its errors (a missing or wrong file, no cache);
+# `wick serve`'s (or, built without libmicrohttpd, what it says to install).
 # Usage: test_cli.sh path/to/wick. Ends with "N passed, N failed"; exits 1
 # on any failure.
 set -u
@@ -252,6 +253,27 @@ expect run_bad_device 1 "$wick" run "$mf/types.gguf" -p hi --device nodevice:3
 # no cache folder and no model: a message, not a crash
 expect run_no_cache 1 env -u HOME -u XDG_CACHE_HOME -u WICK_CACHE "$wick" run -p hi
 err | grep -q "wick run:" && ok || bad run_no_cache_words "stderr: '$(err)'"
+
+# ---- wick serve: the command line (the server itself: tests/server) ------------------
+expect serve_help 0 "$wick" serve --help
+out | grep -q "usage: wick serve" && ok || bad serve_help_text "'$(out | head -1)'"
+expect help_serve 0 "$wick" help serve
+"$wick" serve --frobnicate > "$tmp/out" 2> "$tmp/err"
+if grep -q "built without libmicrohttpd" "$tmp/err"; then
+  err | grep -q "apt-get install libmicrohttpd-dev" && ok || bad serve_not_built_words "stderr: '$(err)'"
+else
+  expect serve_unknown_option 2 "$wick" serve --frobnicate
+  expect serve_two_models 2 "$wick" serve a.gguf b.gguf
+  expect serve_bad_port 2 "$wick" serve x.gguf --port 70000
+  expect serve_bad_dtype 2 "$wick" serve x.gguf --dtype f8
+  expect serve_bad_kv 2 "$wick" serve x.gguf --kv-gib 0
+  expect serve_fraction_port 2 "$wick" serve x.gguf --port 80.5
+  expect serve_missing_value 2 "$wick" serve x.gguf --host
+  expect serve_missing_model 1 "$wick" serve "$tmp/absent.gguf" --device cpu -q
+  err | grep -q "absent" && ok || bad serve_missing_model_words "stderr: '$(err)'"
+  expect serve_no_cache 1 env -u HOME -u XDG_CACHE_HOME -u WICK_CACHE "$wick" serve
+  err | grep -q "wick serve:" && ok || bad serve_no_cache_words "stderr: '$(err)'"
+fi
 
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
