@@ -133,12 +133,12 @@ $(BUILD)/wick-llm-oracle: tests/device/llm_oracle.c cli/ranks.h $(BUILD)/libwick
 	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $(filter-out %.h,$^) $(LDLIBS)
 
 # A language model's prefill and decode speed through the C API (bench/run_model.sh).
-$(BUILD)/wick-llm-bench: bench/llm_bench.c cli/ranks.h cli/timing.h $(BUILD)/libwick.a
+$(BUILD)/wick-llm-bench: bench/llm_bench.c bench/bench_args.h cli/ranks.h cli/timing.h $(BUILD)/libwick.a
 	@$(if $(V),,echo "  LD $@")
 	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $(filter-out %.h,$^) $(LDLIBS)
 
 # The batched engine's throughput at several batch sizes (bench/README.md).
-$(BUILD)/wick-engine-bench: bench/engine_bench.c cli/timing.h $(BUILD)/libwick.a
+$(BUILD)/wick-engine-bench: bench/engine_bench.c bench/bench_args.h cli/timing.h $(BUILD)/libwick.a
 	@$(if $(V),,echo "  LD $@")
 	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $(filter-out %.h,$^) $(LDLIBS)
 

@@ -42,25 +42,8 @@
 #include "wick_comm.h"
 #include "../cli/ranks.h"
 #include "../cli/timing.h"
+#include "bench_args.h"
 
-static uint32_t rnd(uint64_t *state)
-{
-    *state = *state * 6364136223846793005ull + 1442695040888963407ull;
-    return (uint32_t)(*state >> 33);
-}
-
-static int parse_list(const char *s, int64_t *out, int cap)
-{
-    int n = 0;
-    while (*s && n < cap) {
-        char *end;
-        long long v = strtoll(s, &end, 10);
-        if (end == s) return -1;
-        out[n++] = v;
-        s = *end == ',' ? end + 1 : end;
-    }
-    return n;
-}
 
 /* wk_llm_generate's tokens, kept */
 typedef struct gen_seq {

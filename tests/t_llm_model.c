@@ -373,3 +373,14 @@ tcfg cfg_of(int arch, bool hf)
     if (arch == A_GEMMA3) c.L = 7, c.E = 24, c.H = 2, c.Hkv = 1, c.D = 16, c.base = 1e6, c.tied = true, c.eps = 1e-6;
     return c;
 }
+
+double rel_err(const float *a, const double *b, int64_t n)
+{
+    double e = 0, s = 0;
+    for (int64_t i = 0; i < n; i++) {
+        if (!isfinite(a[i])) return INFINITY;
+        e = fmax(e, fabs(a[i] - b[i]));
+        s = fmax(s, fabs(b[i]));
+    }
+    return e / (s > 0 ? s : 1);
+}

@@ -54,6 +54,8 @@ extern wk_dtype mixed_dt;
 bool write_gguf(const tmodel *m, const char *path, wk_dtype wdt);
 bool write_hf(const tmodel *m, const char *dir);
 void rm_model(const char *path);
+/* max |a - b| over max |b| (inf when a has a non-finite value) */
+double rel_err(const float *a, const double *b, int64_t n);
 /* the test configs of each architecture (GGUF or safetensors) */
 tcfg cfg_of(int arch, bool hf);
 

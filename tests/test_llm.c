@@ -58,18 +58,6 @@
 
 #include "t_llm_model.h"
 
-/* max |a - b| over max |b| */
-static double rel_err(const float *a, const double *b, int64_t n)
-{
-    double e = 0, s = 0;
-    for (int64_t i = 0; i < n; i++) {
-        if (!isfinite(a[i])) return INFINITY;
-        e = fmax(e, fabs(a[i] - b[i]));
-        s = fmax(s, fabs(b[i]));
-    }
-    return e / (s > 0 ? s : 1);
-}
-
 static wk_llm *load_or_fail(const char *path, const wk_llm_options *o)
 {
     wk_llm *m = wk_llm_load(path, t_dev(), o);

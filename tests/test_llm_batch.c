@@ -92,16 +92,6 @@ static bool run_plan(wk_llm *m, wk_llm_kv *kv, const plan *p, int max_chunk, int
     return false;
 }
 
-static double rel_err(const float *a, const double *b, int64_t n)
-{
-    double e = 0, s = 0;
-    for (int64_t i = 0; i < n; i++) {
-        if (!isfinite(a[i])) return INFINITY;
-        e = fmax(e, fabs(a[i] - b[i]));
-        s = fmax(s, fabs(b[i]));
-    }
-    return e / (s > 0 ? s : 1);
-}
 
 static float **alloc_logits(int n, int64_t V)
 {
