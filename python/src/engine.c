@@ -26,6 +26,7 @@
 #include "_wick.h"
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,8 +44,9 @@ typedef struct ereq {
     char *text;                /* all the text so far                    */
     size_t len, cap, off;      /* off: handed out by the iterator        */
     int32_t *toks;
+    double *lps;               /* [captoks]: each token's logprob (logprobs=True) */
     int64_t ntoks, captoks;
-    bool done, oom;
+    bool done, oom, want_lp;
     wk_finish finish;
     char *error;               /* WK_FINISH_ERROR: the message           */
     int64_t cached_tokens;
@@ -78,6 +80,7 @@ static void ereq_unref(ereq *r)
     pthread_mutex_destroy(&r->mu);
     free(r->text);
     free(r->toks);
+    free(r->lps);
     free(r->error);
     free(r);
 }
@@ -109,8 +112,11 @@ static void on_event(void *user, const wk_engine_event *ev)
     pthread_mutex_lock(&r->mu);
     if (ev->token >= 0 && !r->oom) {
         size_t cap = (size_t)r->captoks;
-        if (grow((void **)&r->toks, &cap, (size_t)r->ntoks + 1, sizeof *r->toks)) {
-            r->captoks = (int64_t)cap;
+        size_t cap2 = (size_t)r->captoks;
+        if (grow((void **)&r->toks, &cap, (size_t)r->ntoks + 1, sizeof *r->toks) &&
+            (!r->want_lp || grow((void **)&r->lps, &cap2, (size_t)r->ntoks + 1, sizeof *r->lps))) {
+            r->captoks = (int64_t)(r->want_lp && cap2 < cap ? cap2 : cap);
+            if (r->want_lp) r->lps[r->ntoks] = ev->logprob;
             r->toks[r->ntoks++] = ev->token;
         } else r->oom = true;
     }
@@ -312,15 +318,16 @@ static int stop_arg(PyObject *o, PyObject **out, const char ***ptrs, int *n)
 static PyObject *Engine_submit(EngineObject *self, PyObject *args, PyObject *kw)
 {
     static char *kwlist[] = { "prompt", "max_tokens", "temperature", "top_k", "top_p", "min_p", "repetition_penalty",
-                              "repeat_last_n", "seed", "stop", "ignore_eos", "chat", "system", NULL };
+                              "repeat_last_n", "seed", "stop", "ignore_eos", "chat", "system", "presence_penalty",
+                              "frequency_penalty", "logprobs", NULL };
     PyObject *prompt, *stop_o = Py_None, *max_o = Py_None, *seed_o = NULL;
     wk_sampling s = wk_sampling_greedy();
     long long top_k = 0, last_n = 0, max_tokens = 0;
-    int ignore = 0, chat = 0;
+    int ignore = 0, chat = 0, want_lp = 0;
     const char *system = NULL;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "O|$OdLdddLOOppz:submit", kwlist, &prompt, &max_o, &s.temperature,
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O|$OdLdddLOOppzddp:submit", kwlist, &prompt, &max_o, &s.temperature,
                                      &top_k, &s.top_p, &s.min_p, &s.repeat_penalty, &last_n, &seed_o, &stop_o, &ignore,
-                                     &chat, &system))
+                                     &chat, &system, &s.presence_penalty, &s.frequency_penalty, &want_lp))
         return NULL;
     if (engine_open(self) < 0) return NULL;
     if (max_o != Py_None) {   /* None or 0: to the end of the context */
@@ -336,6 +343,10 @@ static PyObject *Engine_submit(EngineObject *self, PyObject *args, PyObject *kw)
         PyErr_SetString(PyExc_ValueError,
                         "submit: max_tokens, top_k, repeat_last_n, temperature >= 0; 0 < top_p <= 1; 0 <= min_p <= 1; "
                         "repetition_penalty > 0");
+        return NULL;
+    }
+    if (!(fabs(s.presence_penalty) <= 2) || !(fabs(s.frequency_penalty) <= 2)) {
+        PyErr_SetString(PyExc_ValueError, "submit: presence_penalty and frequency_penalty are in [-2, 2]");
         return NULL;
     }
     s.top_k = top_k;
@@ -373,13 +384,14 @@ static PyObject *Engine_submit(EngineObject *self, PyObject *args, PyObject *kw)
         return NULL;
     }
     o->r = r;
+    r->want_lp = want_lp != 0;
     o->raised = false;
     o->prompt_tokens = n;
     Py_INCREF(self);
     o->engine = self;
     const wk_request req = { .prompt = ids, .n_prompt = n, .sampling = s, .max_tokens = max_tokens,
                              .stop = n_stop ? stop_p : NULL, .n_stop = n_stop, .ignore_eog = ignore != 0,
-                             .on_event = on_event, .user = r };
+                             .logprobs = want_lp != 0, .on_event = on_event, .user = r };
     /* with the GIL: close() cannot free the engine meanwhile; the event
        may come (even the last one) before submit returns */
     o->id = wk_engine_submit(self->e, &req);
@@ -716,6 +728,25 @@ static PyObject *Request_cancel(RequestObject *self, PyObject *unused)
     Py_RETURN_NONE;
 }
 
+static PyObject *Request_get_logprobs(RequestObject *self, void *c)
+{
+    (void)c;
+    ereq *r = self->r;
+    if (!r->want_lp) Py_RETURN_NONE;
+    pthread_mutex_lock(&r->mu);
+    PyObject *l = PyList_New((Py_ssize_t)r->ntoks);
+    for (int64_t i = 0; l && i < r->ntoks; i++) {
+        PyObject *x = PyFloat_FromDouble(r->lps[i]);
+        if (!x) {
+            Py_CLEAR(l);
+            break;
+        }
+        PyList_SET_ITEM(l, (Py_ssize_t)i, x);
+    }
+    pthread_mutex_unlock(&r->mu);
+    return l;
+}
+
 static PyObject *Request_get_tokens(RequestObject *self, void *c)
 {
     (void)c;
@@ -832,6 +863,9 @@ static PyGetSetDef Request_getset[] = {
     { "engine", (getter)Request_get_engine, NULL, "the Engine it was submitted to", NULL },
     { "tokens", (getter)Request_get_tokens, NULL,
       "the ids generated so far (end-of-generation tokens not included)", NULL },
+    { "logprobs", (getter)Request_get_logprobs, NULL,
+      "with logprobs=True, each generated token's log-probability under the model's distribution (before penalties "
+      "and temperature); else None", NULL },
     { "text", (getter)Request_get_text, NULL, "the text generated so far (without what is held back)", NULL },
     { "done", (getter)Request_get_done, NULL, "whether the request has ended", NULL },
     { "finish_reason", (getter)Request_get_finish_reason, NULL,

@@ -417,6 +417,28 @@ def test_sampling(model):
         assert top1.tokens == greedy.tokens and len(pen.tokens) == 12
 
 
+def test_penalties_and_logprobs(model):
+    prompt = PROMPTS[0]
+    with wick.Engine(model, block_size=4) as e:
+        greedy = e.submit(prompt, max_tokens=12, ignore_eos=True, logprobs=True)
+        plain = e.submit(prompt, max_tokens=12, ignore_eos=True)
+        freq = e.submit(prompt, max_tokens=12, ignore_eos=True, frequency_penalty=2.0, presence_penalty=2.0)
+        for r in (greedy, plain, freq):
+            assert r.wait(LIMIT)
+        # logprobs do not change the tokens; each is a log-probability
+        assert greedy.tokens == plain.tokens and plain.logprobs is None
+        assert len(greedy.logprobs) == len(greedy.tokens) == 12
+        assert all(lp <= 0.0 for lp in greedy.logprobs)
+        # the strongest penalties make a repeated token less likely: no token
+        # more often than the greedy run repeats its most common one
+        assert len(freq.tokens) == 12
+        assert max(freq.tokens.count(t) for t in freq.tokens) <= max(plain.tokens.count(t) for t in plain.tokens)
+        with pytest.raises(ValueError):
+            e.submit(prompt, presence_penalty=2.5)
+        with pytest.raises(ValueError):
+            e.submit(prompt, frequency_penalty=-3.0)
+
+
 def test_prefix_cache(tiny):
     m = wick.load_model(tiny)
     prefix = [T.BOS] + ids("the same long beginning, ab")   # 28 tokens: 7 blocks of 4

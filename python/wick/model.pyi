@@ -114,6 +114,9 @@ class EngineRequest(Iterator[str], AsyncIterator[str]):
     def tokens(self) -> List[int]:
         """The ids generated so far (end-of-generation tokens not included)."""
     @property
+    def logprobs(self) -> Optional[List[float]]:
+        """With logprobs=True, each generated token's log-probability; else None."""
+    @property
     def text(self) -> str:
         """The text generated so far."""
     @property
@@ -139,7 +142,8 @@ class Engine:
     def submit(self, prompt: Prompt, *, max_tokens: Optional[int] = ..., temperature: float = ..., top_k: int = ...,
                top_p: float = ..., min_p: float = ..., repetition_penalty: float = ..., repeat_last_n: int = ...,
                seed: int = ..., stop: Union[None, str, Sequence[str]] = ..., ignore_eos: bool = ...,
-               chat: bool = ..., system: Optional[str] = ...) -> EngineRequest:
+               chat: bool = ..., system: Optional[str] = ..., presence_penalty: float = ...,
+               frequency_penalty: float = ..., logprobs: bool = ...) -> EngineRequest:
         """Queue a request (any thread); greedy unless temperature > 0."""
     def stats(self) -> Dict[str, int]: ...
     def close(self) -> None:
