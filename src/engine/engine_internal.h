@@ -1,6 +1,7 @@
 /* engine_internal.h — what the engine's files share: a sequence (one
- * request as it runs), the engine, and the step (step.c) that engine.c's
- * API and thread drive. */
+ * request as it runs) and its lists (seq.c), the engine, and the step
+ * (step.c) that engine.c's API and thread drive. The files call one way:
+ * engine.c -> step.c -> seq.c, kv_blocks.c. */
 #ifndef WICK_ENGINE_INTERNAL_H
 #define WICK_ENGINE_INTERNAL_H
 
@@ -65,6 +66,7 @@ struct wk_engine {
     int64_t logits_rows;
 };
 
+/* seq.c */
 bool seq_list_push(seq_list *l, seq *s);
 bool seq_list_push_front(seq_list *l, seq *s);
 void seq_list_remove_at(seq_list *l, int64_t i);
@@ -74,6 +76,6 @@ void seq_list_remove_at(seq_list *l, int64_t i);
 wk_status engine_step(wk_engine *e, int64_t *active);
 /* A sequence ends: its last event, its blocks back, it is freed. */
 void engine_finish(wk_engine *e, seq *s, wk_finish why, const char *error);
-void seq_free(seq *s);
+void seq_free(seq *s);   /* seq.c */
 
 #endif
