@@ -41,6 +41,11 @@ WKPY_HIDDEN int wkpy_model_init(PyObject *module);
 struct wk_llm;
 WKPY_HIDDEN struct wk_llm *wkpy_model_engine_claim(PyObject *model);
 WKPY_HIDDEN void wkpy_model_engine_release(PyObject *model);
+#include "wick_llm.h"
+/* model.c: the sampling arguments of generate/submit checked and put in
+ * *s (seed_o: an int or NULL); -1 with a ValueError naming `who` */
+WKPY_HIDDEN int wkpy_sampling_args(const char *who, wk_sampling *s, long long max_tokens, long long top_k,
+                                   long long last_n, PyObject *seed_o);
 WKPY_HIDDEN int wkpy_prompt_ids(PyObject *model, PyObject *prompt, int chat, const char *system, int32_t **ids,
                                 int64_t *n);
 /* engine.c: adds Engine and EngineRequest; -1 with an exception set. */

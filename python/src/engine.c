@@ -334,23 +334,7 @@ static PyObject *Engine_submit(EngineObject *self, PyObject *args, PyObject *kw)
         max_tokens = PyLong_AsLongLong(max_o);
         if (max_tokens == -1 && PyErr_Occurred()) return NULL;
     }
-    if (seed_o) {
-        s.seed = PyLong_AsUnsignedLongLong(seed_o);
-        if (PyErr_Occurred()) return NULL;
-    }
-    if (max_tokens < 0 || top_k < 0 || last_n < 0 || s.temperature < 0 || !(s.top_p > 0 && s.top_p <= 1) ||
-        !(s.min_p >= 0 && s.min_p <= 1) || !(s.repeat_penalty > 0)) {
-        PyErr_SetString(PyExc_ValueError,
-                        "submit: max_tokens, top_k, repeat_last_n, temperature >= 0; 0 < top_p <= 1; 0 <= min_p <= 1; "
-                        "repetition_penalty > 0");
-        return NULL;
-    }
-    if (!(fabs(s.presence_penalty) <= 2) || !(fabs(s.frequency_penalty) <= 2)) {
-        PyErr_SetString(PyExc_ValueError, "submit: presence_penalty and frequency_penalty are in [-2, 2]");
-        return NULL;
-    }
-    s.top_k = top_k;
-    s.repeat_last_n = last_n;
+    if (wkpy_sampling_args("submit", &s, max_tokens, top_k, last_n, seed_o) < 0) return NULL;
     PyObject *stops;
     const char **stop_p;
     int n_stop;

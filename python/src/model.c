@@ -28,6 +28,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include "wick_llm.h"
+#include <math.h>
 #include "wick_tokenizer.h"
 
 #define CALLX(T, expr)                                                                                 \
@@ -1367,6 +1368,29 @@ static PyTypeObject Generation_Type = {
     .tp_getset = Generation_getset,
 };
 
+int wkpy_sampling_args(const char *who, wk_sampling *s, long long max_tokens, long long top_k, long long last_n,
+                       PyObject *seed_o)
+{
+    if (seed_o) {
+        s->seed = PyLong_AsUnsignedLongLong(seed_o);
+        if (PyErr_Occurred()) return -1;
+    }
+    if (max_tokens < 0 || top_k < 0 || last_n < 0 || s->temperature < 0 || !(s->top_p > 0 && s->top_p <= 1) ||
+        !(s->min_p >= 0 && s->min_p <= 1) || !(s->repeat_penalty > 0)) {
+        PyErr_Format(PyExc_ValueError,
+                     "%s: max_tokens, top_k, repeat_last_n, temperature >= 0; 0 < top_p <= 1; 0 <= min_p <= 1; "
+                     "repetition_penalty > 0", who);
+        return -1;
+    }
+    if (!(fabs(s->presence_penalty) <= 2) || !(fabs(s->frequency_penalty) <= 2)) {
+        PyErr_Format(PyExc_ValueError, "%s: presence_penalty and frequency_penalty are in [-2, 2]", who);
+        return -1;
+    }
+    s->top_k = top_k;
+    s->repeat_last_n = last_n;
+    return 0;
+}
+
 static PyObject *Model_generate(ModelObject *self, PyObject *args, PyObject *kw)
 {
     static char *kwlist[] = { "prompt", "max_tokens", "temperature", "top_k", "top_p", "min_p", "repetition_penalty",
@@ -1386,19 +1410,7 @@ static PyObject *Model_generate(ModelObject *self, PyObject *args, PyObject *kw)
         max_tokens = PyLong_AsLongLong(max_o);
         if (max_tokens == -1 && PyErr_Occurred()) return NULL;
     }
-    if (seed_o) {
-        s.seed = PyLong_AsUnsignedLongLong(seed_o);
-        if (PyErr_Occurred()) return NULL;
-    }
-    if (max_tokens < 0 || top_k < 0 || last_n < 0 || s.temperature < 0 || !(s.top_p > 0 && s.top_p <= 1) ||
-        !(s.min_p >= 0 && s.min_p <= 1) || !(s.repeat_penalty > 0)) {
-        PyErr_SetString(PyExc_ValueError,
-                        "generate: max_tokens, top_k, repeat_last_n, temperature >= 0; 0 < top_p <= 1; 0 <= min_p <= 1; "
-                        "repetition_penalty > 0");
-        return NULL;
-    }
-    s.top_k = top_k;
-    s.repeat_last_n = last_n;
+    if (wkpy_sampling_args("generate", &s, max_tokens, top_k, last_n, seed_o) < 0) return NULL;
     if (model_claim(self) < 0) return NULL;
     GenerationObject *g = PyObject_New(GenerationObject, &Generation_Type);
     if (!g) return NULL;
