@@ -328,10 +328,11 @@ static bool take_token(wk_engine *e, seq *s, int32_t tok, const float *row)
     return true;
 }
 
-static void update_stats(wk_engine *e, int64_t prompt, int64_t gen, int64_t *active)
+static void update_stats(wk_engine *e, int64_t steps, int64_t prompt, int64_t gen, int64_t *active)
 {
     pthread_mutex_lock(&e->mu);
     wk_engine_stats *st = &e->stats;
+    st->steps += steps;
     st->waiting = e->waiting.n + e->incoming.n;
     st->running = e->running.n;
     st->blocks_used = kvb_used(e->blocks);
@@ -376,7 +377,7 @@ wk_status engine_step(wk_engine *e, int64_t *active)
                 seq_list_remove_at(&e->running, i);
                 engine_finish(e, s, WK_FINISH_ERROR, msg);
             } else i++;
-        update_stats(e, 0, 0, active);
+        update_stats(e, 0, 0, 0, active);
         return st;
     }
     int64_t r = 0;
@@ -404,9 +405,6 @@ wk_status engine_step(wk_engine *e, int64_t *active)
         }
         i++;
     }
-    pthread_mutex_lock(&e->mu);
-    e->stats.steps += T > 0;
-    pthread_mutex_unlock(&e->mu);
-    update_stats(e, prompt, gen, active);
+    update_stats(e, T > 0, prompt, gen, active);
     return WK_OK;
 }
