@@ -4,7 +4,7 @@
  *
  *   wick run [MODEL] [-p PROMPT | --chat] [--device D] [-n N] [--temp T]
  *            [--top-k K] [--top-p P] [--min-p P] [--repeat-penalty R]
- *            [--seed S] [--ctx N] [--bf16] [--dequantize] [--fast] [--raw]
+ *            [--seed S] [--ctx N] [--bf16] [--dequantize] [--fast|--exact] [--raw]
  *            [--system TEXT] [--stop S]... [--ids 1,2,3] [--tp N] [-q]
  *
  * MODEL is a GGUF file, a safetensors file or folder; left out (or
@@ -57,8 +57,10 @@ void wick_run_usage(void)
            "  --ctx N                context length (default: the model's, at most 4096)\n"
            "  --bf16                 bf16 activations and KV cache (default f32)\n"
            "  --dequantize           decode quantized weights once at load\n"
-           "  --fast                 cpu: quantized activations and integer dot products, as\n"
-           "                         llama.cpp (WICK_CPU_QDOT=1; default: the exact f32 sums)\n"
+           "  --exact                cpu: quantized weights times f32 activations, f32 sums\n"
+           "                         (the reference path, WICK_CPU_QDOT=0; slower)\n"
+           "  --fast                 cpu: 8-bit activations and integer dot products, as\n"
+           "                         llama.cpp (the default; WICK_CPU_QDOT=1)\n"
            "  --tp N                 tensor parallel: the model split over N devices (cuda:0 ..\n"
            "                         cuda:N-1 of --device's kind; cpu: N threads)\n"
            "  --ignore-eos           keep going past end-of-generation tokens\n"
@@ -481,8 +483,8 @@ int wick_cmd_run(int argc, char **argv)
         else if (!strcmp(a, "--raw")) o.raw = true;
         else if (!strcmp(a, "--bf16")) o.load.act_dtype = WK_BF16;
         else if (!strcmp(a, "--dequantize")) o.load.dequantize = true;
-        else if (!strcmp(a, "--fast")) {   /* read by the cpu's qmatmul (once: hence the refresh) */
-            setenv("WICK_CPU_QDOT", "1", 1);
+        else if (!strcmp(a, "--fast") || !strcmp(a, "--exact")) {   /* read by the cpu's qmatmul (once: hence the refresh) */
+            setenv("WICK_CPU_QDOT", !strcmp(a, "--fast") ? "1" : "0", 1);
             wk_env_refresh();
         }
         else if (!strcmp(a, "--ignore-eos")) o.gen.ignore_eog = true;

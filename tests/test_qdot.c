@@ -591,9 +591,9 @@ T_SUITE(qdot)
         normal_cases(&QT[i]);
         invariance_cases(&QT[i]);
     }
-    /* the default stays the f32 path: its result is the f32 sums of the
-       decoded weights, which the integer path's is not */
-    if (t_case("qdot/default_is_f32")) {
+    /* the default is the integer path; =0 the f32 sums of the decoded
+       weights, which the integer path's are not */
+    if (t_case("qdot/default_is_integer")) {
         const qtype *t = &QT[0];
         uint8_t *wb = random_blocks(t, 3, 64);
         float *xh = x_values(2, 64, 32, false);
@@ -602,7 +602,7 @@ T_SUITE(qdot)
             wk_tensor *y0 = (qmm_mode(x, w, "0")), *yu = (qmm_mode(x, w, NULL)), *y1 = (qmm_mode(x, w, "1"));
             double *v0 = y0 ? values(y0) : NULL, *vu = yu ? values(yu) : NULL, *v1 = y1 ? values(y1) : NULL;
             if (v0 && vu && v1) {
-                T_CHECK(!memcmp(v0, vu, 6 * sizeof(double)), "WICK_CPU_QDOT unset and =0 differ");
+                T_CHECK(!memcmp(v1, vu, 6 * sizeof(double)), "WICK_CPU_QDOT unset and =1 differ");
                 T_CHECK(memcmp(v0, v1, 6 * sizeof(double)), "WICK_CPU_QDOT=1 gave the f32 path's values");
             }
         }

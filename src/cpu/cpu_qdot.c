@@ -1,11 +1,11 @@
 /* cpu_qdot.c — the cpu's integer path of wk_qmatmul: quantized
  * activations and integer dot products, as llama.cpp's CPU kernels do.
  *
- * wk_cpu_qmatmul (cpu_quant.c) sends a call here when the integer path is
- * selected (wk_cpu_env.qdot: the WICK_CPU_QDOT environment variable,
- * read when the backend is made and by wk_env_refresh; docs/cpu-qdot.md).
- * Otherwise the weights are decoded to f32 and summed in f32, the path
- * whose logits match transformers.
+ * wk_cpu_qmatmul (cpu_quant.c) sends a call here unless the exact path is
+ * asked for (wk_cpu_env.qdot: the WICK_CPU_QDOT environment variable, "0"
+ * for the exact path, read when the backend is made and by
+ * wk_env_refresh; docs/cpu-qdot.md). The exact path decodes the weights
+ * to f32 and sums in f32: its logits match transformers'.
  *
  * What it computes (ggml's ggml_vec_dot_<w>_<a>, their generic C):
  *   - each row of x is quantized once per call, by llama.cpp's reference
@@ -71,9 +71,10 @@ static inline float ld_h(const uint8_t *p)
 
 int wk_cpu_qdot_mode(void)
 {
+    /* the integer path by default; "0" (or "exact"): the f32 path */
     const char *e = getenv("WICK_CPU_QDOT");
-    if (!e || !*e || !strcmp(e, "0")) return WK_QDOT_OFF;
-    if (!strcmp(e, "portable")) return WK_QDOT_PORTABLE;
+    if (e && (!strcmp(e, "0") || !strcmp(e, "exact"))) return WK_QDOT_OFF;
+    if (e && !strcmp(e, "portable")) return WK_QDOT_PORTABLE;
     return WK_QDOT_ON;
 }
 
