@@ -100,29 +100,31 @@ def has_libedit():
 
 HELP = b"forget the conversation"
 
+# the prompt, "> ", is written once the terminal is set up for the line:
+# each key is sent once the prompt count says wick is waiting for it
 if has_libedit():
     c = Chat("-n", "4")
-    check("pty_prompt", c.wait_for(lambda s: b"> " in s), c.tail())
+    check("pty_prompt", c.wait_for(lambda s: s.count(b"> ") >= 1), c.tail())
     c.send(b"/hlp\x1b[D\x1b[De\r")
-    check("pty_edit_left_arrow", c.wait_for(lambda s: s.count(HELP) >= 1, 30), c.tail())
+    check("pty_edit_left_arrow", c.wait_for(lambda s: s.count(HELP) >= 1 and s.count(b"> ") >= 2, 30), c.tail())
     c.send(b"\x1b[A\r")
-    check("pty_history_up_arrow", c.wait_for(lambda s: s.count(HELP) >= 2, 30), c.tail())
+    check("pty_history_up_arrow", c.wait_for(lambda s: s.count(HELP) >= 2 and s.count(b"> ") >= 3, 30), c.tail())
     check("pty_no_reply", b"prompt:" not in c.seen, "a line reached the model: " + c.tail())
-    c.wait_for(lambda s: s.rstrip().endswith(b">"), 10)
+    time.sleep(0.2)
     c.send(b"\x04")
-    check("pty_ctrl_d_exit_0", c.reap(30) == 0, "status %s; %s" % (c.status, c.tail()))
+    check("pty_ctrl_d_exit_0", c.reap(30) == 0, "status %s; %r" % (c.status, c.seen[-300:]))
 else:
     print("skip pty_edit: no libedit.so.2 (apt-get install libedit2)")
 
 c = Chat("-n", "0", "--ignore-eos", "--ctx", "1024")
-check("pty_prompt_2", c.wait_for(lambda s: b"> " in s), c.tail())
+check("pty_prompt_2", c.wait_for(lambda s: s.count(b"> ") >= 1), c.tail())
 c.send(b"Tell me a long story about a dragon.\r")
 start = len(c.seen)
 check("pty_reply_starts", c.wait_for(lambda s: len(s) > start + 150), c.tail())
 c.send(b"\x03")
 check("pty_ctrl_c_stops_reply", c.wait_for(lambda s: b"(stopped" in s, 60), c.tail())
-check("pty_prompt_again", c.wait_for(lambda s: s.rstrip().endswith(b">") and b"context:" in s, 30), c.tail())
-time.sleep(0.3)
+check("pty_prompt_again", c.wait_for(lambda s: b"context:" in s and s.count(b"> ") >= 2, 30), c.tail())
+time.sleep(0.2)
 c.send(b"\x03")
 check("pty_ctrl_c_at_prompt_exits", c.reap(30) == 130, "status %s; %s" % (c.status, c.tail()))
 sys.exit(1 if failed else 0)
