@@ -538,16 +538,16 @@ static bool collect_token(void *user, int32_t token, const char *t, size_t len)
 {
     reply_buf *a = user;
     if (a->print) print_token(NULL, token, t, len);
-    if (a->n + len + 1 > a->cap) {
+    if (a->n + len + 1 > a->cap) {   /* out of memory: the text is not kept (the ranks go on together) */
         size_t cap = (a->n + len + 1) * 2;
         char *p = realloc(a->p, cap);
-        if (!p) return false;
-        a->p = p;
-        a->cap = cap;
+        if (p) a->p = p, a->cap = cap;
     }
-    memcpy(a->p + a->n, t, len);
-    a->n += len;
-    a->p[a->n] = 0;
+    if (a->n + len + 1 <= a->cap) {
+        memcpy(a->p + a->n, t, len);
+        a->n += len;
+        a->p[a->n] = 0;
+    }
     bool stop = chat_stop;
     if (a->share && token >= 0) {   /* rank 0's word, for every rank at this token */
         if (a->lead) a->share->stop = stop;

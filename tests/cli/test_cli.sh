@@ -263,6 +263,20 @@ if [ -f "$smol" ]; then
   rc=$?
   exec 3>&-
   [ "$rc" -eq 130 ] && ok || bad run_chat_ctrl_c_at_prompt "exit $rc, expected 130 (stderr: $(tail -c 300 "$tmp/err"))"
+  # the same split over 3 cpu ranks: every rank stops at the same token (none left waiting)
+  rm -f "$tmp/in"; mkfifo "$tmp/in"
+  "$wick" run "$smol" --chat --device cpu --temp 0 --ignore-eos -n 0 --ctx 1024 --tp 3 < "$tmp/in" > "$tmp/out" 2> "$tmp/err" &
+  pid=$!
+  exec 3> "$tmp/in"
+  turn "Tell me a long story about a dragon." 100 && ok || bad run_tp_chat_ctrl_c "stderr: '$(err)'"
+  turn "And then?" 4 && ok || bad run_tp_chat_ctrl_c_second "stderr: '$(err)'"
+  printf '/exit\n' >&3
+  wait $pid
+  rc=$?
+  exec 3>&-
+  [ "$rc" -eq 0 ] && [ "$(grep -c '^(stopped' "$tmp/err")" -eq 2 ] && ok || bad run_tp_chat_ctrl_c_exit "exit $rc; stderr: '$(err)'"
+  c1=$(ctx 1); c2=$(ctx 2)
+  [ -n "$c1" ] && [ -n "$c2" ] && [ "$c2" -gt "$c1" ] && ok || bad run_tp_chat_kept "contexts '$c1' then '$c2'"
   # on a terminal: line editing and history (libedit), Ctrl-C and Ctrl-D
   if command -v python3 >/dev/null 2>&1; then
     expect run_chat_terminal 0 python3 "$(dirname "$0")/chat_pty.py" "$wick" "$smol"
