@@ -5,7 +5,7 @@
  *   wick run [MODEL] [-p PROMPT | --chat] [--device D] [-n N] [--temp T]
  *            [--top-k K] [--top-p P] [--min-p P] [--repeat-penalty R]
  *            [--seed S] [--ctx N] [--bf16] [--dequantize] [--fast|--exact] [--raw]
- *            [--system TEXT] [--stop S]... [--ids 1,2,3] [--tp N] [-q]
+ *            [--system TEXT] [--stop S]... [--ids 1,2,3] [--tp N] [--threads N] [-q]
  *
  * MODEL is a GGUF file, a safetensors file or folder; left out (or
  * "smollm2"), the default model in the cache (SmolLM2-135M-Instruct,
@@ -72,6 +72,7 @@ void wick_run_usage(void)
            "                         (the reference path, WICK_CPU_QDOT=0; slower)\n"
            "  --fast                 cpu: 8-bit activations and integer dot products, as\n"
            "                         llama.cpp (the default; WICK_CPU_QDOT=1)\n"
+           "  --threads N            cpu threads (default: every online CPU; WICK_NUM_THREADS)\n"
            "  --tp N                 tensor parallel: the model split over N devices (cuda:0 ..\n"
            "                         cuda:N-1 of --device's kind; cpu: N threads)\n"
            "  --ignore-eos           keep going past end-of-generation tokens\n"
@@ -750,7 +751,7 @@ int wick_cmd_run(int argc, char **argv)
         else if (!strcmp(a, "-q") || !strcmp(a, "--quiet")) o.quiet = true;
         else if (!strcmp(a, "-n") || !strcmp(a, "--max-tokens") || !strcmp(a, "--temp") || !strcmp(a, "--top-k") ||
                  !strcmp(a, "--top-p") || !strcmp(a, "--min-p") || !strcmp(a, "--repeat-penalty") ||
-                 !strcmp(a, "--seed") || !strcmp(a, "--ctx") || !strcmp(a, "--tp")) {
+                 !strcmp(a, "--seed") || !strcmp(a, "--ctx") || !strcmp(a, "--tp") || !strcmp(a, "--threads")) {
             if (!arg_num(argc, argv, &i, &v)) return WICK_EXIT_USAGE;
             /* the range of each: an integer or not, the bounds, in words */
             const char *range = NULL;
@@ -782,6 +783,9 @@ int wick_cmd_run(int argc, char **argv)
             } else if (!strcmp(a, "--tp")) {
                 if (!whole || v < 1 || v > 64) range = "a whole number from 1 to 64";
                 o.tp = (int)v;
+            } else if (!strcmp(a, "--threads")) {   /* read when the cpu's pool is made (after this loop) */
+                if (!whole || v < 1 || v > 1024) range = "a whole number from 1 to 1024";
+                else setenv("WICK_NUM_THREADS", argv[i], 1);
             }
             if (range) {
                 fprintf(stderr, "wick run: %s %s is out of range: %s takes %s\n", a, argv[i], a, range);

@@ -211,6 +211,9 @@ out | grep -q -- "--fast" && ok || bad run_help_fast_text "no --fast in wick run
 expect run_fast_option 1 "$wick" run "$tmp/absent.gguf" --fast -p hi --device cpu
 # --tp N: a count from 1 to 64
 expect run_tp_zero 2 "$wick" run x.gguf --tp 0 -p hi
+# --threads N: a count from 1 to 1024, the range in the message
+expect run_threads_zero 2 "$wick" run x.gguf --threads 0 -p hi
+err | grep -q "from 1 to 1024" && ok || bad run_threads_zero_words "stderr: '$(err)'"
 expect run_tp_fraction 2 "$wick" run x.gguf --tp 1.5 -p hi
 expect run_tp_chat_missing_model 1 "$wick" run "$tmp/absent.gguf" --tp 2 --chat --device cpu
 # an interactive chat split over 3 cpu ranks writes what one device writes
