@@ -453,6 +453,10 @@ def n_checks(port, text, prompt, reply, chat):
     want = 3 * block * ((p - 1) // block)
     check("n_prefix_shared", status == 200 and p > 2 * block and hits - hits0 == want,
           f"{p} prompt tokens, cache hits {hits0} -> {hits}, want +{want}")
+    deadline = time.time() + 30   # (a client may see its answer before the blocks are given back)
+    while time.time() < deadline and not (metric(port, "wick_generations_in_flight") == 0 and
+                                          metric(port, "wick_kv_blocks_used") == 0):
+        time.sleep(0.1)
     check("n_nothing_left", metric(port, "wick_generations_in_flight") == 0 and
           metric(port, "wick_kv_blocks_used") == 0, "a generation or blocks are left")
 
