@@ -65,8 +65,8 @@ class Browser:
         # --no-sandbox: CI runs as root, where Chromium's sandbox does not start
         self.proc = subprocess.Popen(
             [exe, "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-             "--remote-debugging-pipe", f"--user-data-dir={self.dir}/profile", "--no-first-run", "--no-default-browser-check",
-             "--disable-extensions", "--disable-background-networking", "--disable-component-update",
+             "--remote-debugging-pipe", f"--user-data-dir={self.dir}/profile", "--no-first-run",
+             "--no-default-browser-check", "--disable-extensions", "--disable-background-networking", "--disable-component-update",
              "--disable-sync", "--disable-default-apps", "--mute-audio", "--window-size=1000,800", "about:blank"],
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=self.log, close_fds=False, preexec_fn=fds)
         os.close(child_r)
