@@ -46,7 +46,9 @@ MHD_CFLAGS := $(shell pkg-config --cflags libmicrohttpd 2>/dev/null)
 MHD_LIBS   := $(or $(shell pkg-config --libs libmicrohttpd 2>/dev/null),-lmicrohttpd)
 SERVER_SRC := $(sort $(wildcard src/server/*.c))
 endif
-SERVER_OBJ := $(SERVER_SRC:%.c=$(BUILD)/%.o)
+# the server's web page (src/server/web/index.html) goes into the command
+# as a C array that tools/embed.sh writes
+SERVER_OBJ := $(SERVER_SRC:%.c=$(BUILD)/%.o) $(if $(SERVER_SRC),$(BUILD)/gen/web_page.o)
 $(SERVER_OBJ): ALL_CFLAGS += $(MHD_CFLAGS)
 $(BUILD)/cli/serve.o: ALL_CFLAGS += $(if $(SERVER_SRC),-DWICK_HAVE_SERVER)
 
@@ -82,6 +84,13 @@ $(BUILD)/libwick.so: $(LIB_OBJ)
 $(BUILD)/wick: $(CLI_SRC:%.c=$(BUILD)/%.o) $(SERVER_OBJ) $(BUILD)/libwick.a
 	@$(if $(V),,echo "  LD $@")
 	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDLIBS) $(MHD_LIBS)
+
+$(BUILD)/gen/web_page.c: src/server/web/index.html tools/embed.sh
+	@mkdir -p $(dir $@)
+	$(Q)sh tools/embed.sh wks_web_page $< > $@.tmp && mv $@.tmp $@
+$(BUILD)/gen/web_page.o: $(BUILD)/gen/web_page.c
+	@$(if $(V),,echo "  CC $<")
+	$(Q)$(CC) $(ALL_CFLAGS) -c $< -o $@
 
 # serve.o is rebuilt when the answer changes
 $(BUILD)/cli/serve.o: $(BUILD)/.serve-$(SERVE)
@@ -174,12 +183,18 @@ $(BUILD)/wick-qdot-bench: bench/qdot_bench.c cli/timing.h $(BUILD)/libwick.a
 	@$(if $(V),,echo "  LD $@")
 	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $(filter-out %.h,$^) $(LDLIBS)
 
-# The README's test command.
+# The README's test command (it builds the runners: `tests`). TEST_PYTHON runs the server's tests that use
+# packages from outside the standard library (the openai client; CI gives
+# it a virtual environment): without them those tests skip with a note.
+TEST_PYTHON ?= python3
 test: all tests
 	$(BUILD)/wick-tests
 	CC="$(CC)" tests/cli/test_cli.sh $(BUILD)/wick
 	CC="$(CC)" MAKE="$(MAKE)" tests/install/test_install.sh $(BUILD)
 	$(if $(SERVER_SRC),python3 tests/server/test_server.py $(BUILD)/wick,@echo "tests/server: skipped (wick serve not built: no libmicrohttpd)")
+	$(if $(SERVER_SRC),python3 tests/server/test_load.py $(BUILD)/wick)
+	$(if $(SERVER_SRC),python3 tests/server/test_web.py $(BUILD)/wick)
+	$(if $(SERVER_SRC),$(TEST_PYTHON) tests/server/test_openai_client.py $(BUILD)/wick)
 	tools/check-layers && tools/check-layers --self-test
 	tools/check-env && tools/check-env --self-test
 

@@ -363,6 +363,7 @@ else
   expect serve_bad_port 2 "$wick" serve x.gguf --port 70000
   expect serve_bad_dtype 2 "$wick" serve x.gguf --dtype f8
   expect serve_bad_kv 2 "$wick" serve x.gguf --kv-gib 0
+  expect serve_bad_queue 2 "$wick" serve x.gguf --max-queue 0
   expect serve_fraction_port 2 "$wick" serve x.gguf --port 80.5
   expect serve_missing_value 2 "$wick" serve x.gguf --host
   expect serve_missing_model 1 "$wick" serve "$tmp/absent.gguf" --device cpu -q
