@@ -12,7 +12,10 @@ and the model's special tokens), and by `wick template --template`. The two
 texts must be equal byte for byte; a conversation jinja2 refuses (the
 template raises) must fail in wick too, with the same message.
 
-usage: check_chat_templates.py [--verbose] WICK
+usage: check_chat_templates.py [--verbose] [--transformers] WICK
+
+--transformers also runs transformers' apply_chat_template on every case
+and checks that it gives what this script's jinja2 set-up gives.
 
 Exit status 0 when every case agrees, 1 otherwise. Without jinja2 (pip
 install jinja2) it prints a note and exits 0: `make test` runs it where
@@ -140,6 +143,31 @@ def conversations():
     return out
 
 
+def transformers_render(text, variables):
+    """transformers' own apply_chat_template on the same input (--transformers)."""
+    from datetime import datetime as real_datetime
+    from tokenizers import Tokenizer, models
+    from transformers import PreTrainedTokenizerFast
+    from transformers.utils import chat_template_utils
+
+    class Fixed(real_datetime):
+        @classmethod
+        def now(cls, tz=None):
+            return real_datetime.fromtimestamp(NOW, tz)
+
+    chat_template_utils.datetime = Fixed
+    v = dict(variables)
+    special = {k: v.pop(k) for k in ("bos_token", "eos_token", "unk_token", "pad_token") if k in v}
+    tok = PreTrainedTokenizerFast(tokenizer_object=Tokenizer(models.BPE()), **special)
+    tok.chat_template = text
+    messages, tools = v.pop("messages"), v.pop("tools", None)
+    gen = v.pop("add_generation_prompt", False)
+    try:
+        return tok.apply_chat_template(messages, tools=tools, tokenize=False, add_generation_prompt=gen, **v)
+    except jinja2.exceptions.TemplateError as e:
+        return ("error", str(e))
+
+
 def reference(env, text, variables):
     """jinja2's text, or ('error', message) when the template raises."""
     v = dict(variables)
@@ -154,6 +182,7 @@ def reference(env, text, variables):
 def main():
     args = [a for a in sys.argv[1:] if not a.startswith("--")]
     verbose = "--verbose" in sys.argv
+    with_transformers = "--transformers" in sys.argv
     if len(args) != 1:
         print(__doc__.strip().split("\n\n")[2], file=sys.stderr)
         return 2
@@ -176,6 +205,13 @@ def main():
                     if t.get(k) is not None:
                         v[k] = t[k]
                 want = reference(env, text, v)
+                if with_transformers:
+                    hf = transformers_render(text, v)
+                    if hf != want:
+                        failed += 1
+                        print(f"FAIL  {t['file']} {name}: this script's jinja2 differs from transformers: "
+                              f"{want!r} != {hf!r}")
+                        continue
                 vars_path = os.path.join(tmp, "vars.json")
                 with open(vars_path, "w", encoding="utf-8") as f:
                     json.dump(v, f, ensure_ascii=False)

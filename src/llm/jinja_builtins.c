@@ -316,10 +316,8 @@ static jv split(jctx *c, int line, jv s, jv sep, int64_t maxsplit, bool from_rig
                 i += (size_t)k;
             }
             if (i >= n) break;
-            if (maxsplit >= 0 && (int64_t)out.u.l->n >= maxsplit) {
-                /* the rest, without its trailing white space */
-                jv rest = strip(jv_str(p + i, n - i), jv_none(), false, true);
-                list_push(c, out, rest);
+            if (maxsplit >= 0 && (int64_t)out.u.l->n >= maxsplit) {   /* the rest, as it is */
+                list_push(c, out, jv_str(p + i, n - i));
                 break;
             }
             size_t j = i;
@@ -337,8 +335,8 @@ static jv split(jctx *c, int line, jv s, jv sep, int64_t maxsplit, bool from_rig
     jv t = strip(s, jv_none(), false, true);
     size_t end = t.u.s.n;
     while (end > 0) {
-        if (maxsplit >= 0 && (int64_t)out.u.l->n >= maxsplit) {
-            list_push(c, out, strip(jv_str(p, end), jv_none(), true, false));
+        if (maxsplit >= 0 && (int64_t)out.u.l->n >= maxsplit) {   /* the rest, as it is */
+            list_push(c, out, jv_str(p, end));
             break;
         }
         size_t k = end;   /* back over non-space */
@@ -1479,7 +1477,7 @@ jv jfunc_call(jrun *r, int line, jv f, int nargs, const jv *args, int nkw, const
         static const char *const ps[] = { "message" };
         bind(&a, ps, 1, p);
         jv msg = jv_to_str(c, p[0]);
-        jfail(c, JERR_RAISED, line, "%.*s", (int)(msg.u.s.n > 500 ? 500 : msg.u.s.n), msg.u.s.p);
+        jfail(c, JERR_RAISED, 0, "%.*s", (int)(msg.u.s.n > 500 ? 500 : msg.u.s.n), msg.u.s.p);
     }
     case JF_STRFTIME: {
         static const char *const ps[] = { "format" };

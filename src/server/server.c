@@ -305,7 +305,7 @@ static void handle_generate(wks_server *s, http_req *r, bool chat)
     const char *prompt = chat ? text : g->p.prompt;
     int32_t *ids = NULL;
     int64_t n_ids = 0;
-    if (!prompt || wk_llm_tokenize(s->m, prompt, strlen(prompt), !chat || s->info->chat == WK_CHAT_NONE, &ids, &n_ids)) {
+    if (!prompt || wk_llm_tokenize(s->m, prompt, strlen(prompt), !chat || !wk_llm_chat_formatted(s->m), &ids, &n_ids)) {
         reply_error(r, 400, "invalid_request_error", chat ? "messages" : "prompt", NULL, "%s", wk_last_error());
         goto fail;
     }
