@@ -266,6 +266,7 @@ typedef struct wk_chat_template_opts {
     const wk_json *vars;
     size_t max_output;      /* bytes of output; 0: 16 MiB */
     int64_t max_steps;      /* 0: 10 million */
+    size_t max_memory;      /* bytes the values made may take; 0: 256 MiB */
 } wk_chat_template_opts;
 /* The messages through the template (opts NULL: defaults). malloc'd;
  * NULL + error: WK_ERR_ARGUMENT when the template raised an exception

@@ -168,7 +168,7 @@ char *wk_chat_template_render(const wk_chat_template *t, const wk_chat_message *
     x->msgs = msgs;
     x->n = n;
     x->o = o;
-    x->r.c.mem_max = RENDER_MEM;
+    x->r.c.mem_max = o->max_memory ? o->max_memory : RENDER_MEM;
     x->r.c.depth_max = RENDER_DEPTH;
     x->r.c.steps_max = o->max_steps > 0 ? o->max_steps : DEFAULT_STEPS;
     x->r.now = o->now ? (time_t)o->now : time(NULL);
