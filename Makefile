@@ -152,11 +152,14 @@ $(BUILD)/wick-qdot-bench: bench/qdot_bench.c cli/timing.h $(BUILD)/libwick.a
 	@$(if $(V),,echo "  LD $@")
 	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $(filter-out %.h,$^) $(LDLIBS)
 
-# The README's test command.
+# The README's test command. PYTHON runs the chat template comparison
+# (tools/check_chat_templates.py: skipped with a note without jinja2).
+PYTHON ?= python3
 test: all
 	$(BUILD)/wick-tests
 	CC="$(CC)" tests/cli/test_cli.sh $(BUILD)/wick
 	$(if $(SERVER_SRC),python3 tests/server/test_server.py $(BUILD)/wick,@echo "tests/server: skipped (wick serve not built: no libmicrohttpd)")
+	$(PYTHON) tools/check_chat_templates.py $(BUILD)/wick
 	tools/check-layers && tools/check-layers --self-test
 	tools/check-env && tools/check-env --self-test
 
