@@ -10,7 +10,10 @@ loopcontrols extension, its own tojson, raise_exception and strftime_now,
 the variables messages, tools=None, documents=None, add_generation_prompt
 and the model's special tokens), and by `wick template --template`. The two
 texts must be equal byte for byte; a conversation jinja2 refuses (the
-template raises) must fail in wick too, with the same message.
+template raises) must fail in wick too, with the same message. Then the
+small templates of snippets.txt there (one construct or a few each: white
+space, operators, filters, tests, methods, scoping, errors) on one set of
+variables: the same text, or an error in both.
 
 usage: check_chat_templates.py [--verbose] [--transformers] WICK
 
@@ -182,6 +185,52 @@ def reference(env, text, variables):
         return ("error", str(e))
 
 
+SNIPPET_VARS = {
+    "messages": [{"role": "system", "content": " Sys "}, {"role": "user", "content": "héllo wörld"},
+                 {"role": "assistant", "content": "a<think>x</think>b"}],
+    "xs": [3, 1, 2], "d": {"b": 2, "a": 1}, "s": "  Hello World  ", "n": None, "f": 2.5, "i": 7, "t": True,
+    "add_generation_prompt": True, "bos_token": "<s>", "tools": None, "nested": {"k": [{"v": 1}, {"v": 2}]},
+    "strs": ["b", "A", "c"],
+}
+
+
+def check_snippets(env, wick, tmp, verbose):
+    """tests/data/chat_templates/snippets.txt: small templates, one construct
+    or a few each, separated by lines "----": the same text as jinja2, or an
+    error where jinja2 fails. (passed, failed)"""
+    with open(os.path.join(DATA, "snippets.txt"), encoding="utf-8", newline="") as f:
+        text = f.read()
+    if text.endswith("\n"):
+        text = text[:-1]
+    ok = bad = 0
+    vars_path = os.path.join(tmp, "snippet_vars.json")
+    with open(vars_path, "w", encoding="utf-8") as f:
+        json.dump(SNIPPET_VARS, f, ensure_ascii=False)
+    for k, src in enumerate(text.split("\n----\n")):
+        try:
+            want = env.from_string(src).render(**SNIPPET_VARS).encode("utf-8")
+        except Exception as e:   # any error: wick must fail too
+            want = ("error", f"{type(e).__name__}: {e}")
+        path = os.path.join(tmp, "snippet.jinja")
+        with open(path, "w", encoding="utf-8", newline="") as f:
+            f.write(src)
+        p = subprocess.run([wick, "template", "--template", path, "--now", str(NOW), vars_path], capture_output=True)
+        if isinstance(want, tuple):
+            good = p.returncode != 0
+        else:
+            good = p.returncode == 0 and p.stdout == want
+        if good:
+            ok += 1
+            if verbose:
+                print(f"ok    snippet {k + 1}")
+        else:
+            bad += 1
+            got = p.stdout if p.returncode == 0 else p.stderr.decode("utf-8", "replace").strip()
+            print(f"FAIL  snippet {k + 1} {src!r}:\n      jinja2 {want!r}\n      wick   {got!r}")
+    print(f"chat templates: snippets: {ok}/{ok + bad} equal to jinja2")
+    return ok, bad
+
+
 def main():
     args = [a for a in sys.argv[1:] if not a.startswith("--")]
     verbose = "--verbose" in sys.argv
@@ -247,6 +296,9 @@ def main():
                           f" wick {got[max(0, i - 20):i + 40]!r}")
             passed += ok
             per_template[t["file"]] = (ok, len(cases))
+        ok, bad = check_snippets(env, wick, tmp, verbose)
+        passed += ok
+        failed += bad
     for f, (ok, n) in per_template.items():
         print(f"chat templates: {f}: {ok}/{n} equal to jinja2")
     print(f"chat templates: {passed} passed, {failed} failed")
