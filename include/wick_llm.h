@@ -1,7 +1,9 @@
 /* wick_llm.h — transformer language models on any wick device: load a GGUF
  * file or a safetensors model (with its config.json), run tokens through
- * it with a KV cache, sample, format chats, and generate text with a
- * callback per token. docs/models.md has an example and the details.
+ * it with a KV cache, sample, write chats with the model's own Jinja chat
+ * template (wick runs the template language: the text equals Hugging
+ * Face's apply_chat_template), and generate text with a callback per
+ * token. docs/models.md has an example and the details.
  *
  * Architectures: llama (Llama 2, Llama 3.x with its rope scaling, Mistral,
  * SmolLM2, TinyLlama), qwen2 (q/k/v biases), qwen3 (q/k norms) and gemma3

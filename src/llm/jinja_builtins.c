@@ -764,8 +764,12 @@ static jv percent_format(const A *a, jv fmt, int nargs, const jv *args)
         p = q + 1;
         char spec[32] = "%";
         size_t sl = 1;
-        while (p < e && strchr("-+ #0123456789.", *p) && sl < sizeof spec - 3) spec[sl++] = *p++;
+        while (p < e && *p && strchr("-+ #0123456789.", *p) && sl < sizeof spec - 3) spec[sl++] = *p++;
         if (p >= e) jfail(c, JERR_RUNTIME, a->line, "incomplete format");
+        spec[sl] = 0;
+        for (const char *x = spec + 1; *x; x++)   /* widths and precisions of at most 4 digits */
+            if (*x >= '1' && *x <= '9' && strspn(x, "0123456789") > 4)
+                jfail(c, JERR_LIMIT, a->line, "a format width or precision over 9999");
         char conv = *p++;
         if (conv == '%') {
             jb_putc(c, &b, '%');
@@ -855,7 +859,7 @@ static jv num_round(const A *a, jv v, int64_t prec, jv method)
             double p10 = pow(10, (double)-prec);
             return jv_float(nearbyint(v.u.f / p10) * p10);
         }
-        char buf[400];
+        char buf[700];
         snprintf(buf, sizeof buf, "%.*f", (int)prec, v.u.f);   /* correctly rounded, ties to even */
         return jv_float(strtod(buf, NULL));
     }

@@ -128,6 +128,14 @@ static void slice_indices(jctx *c, int line, jv start, jv stop, jv step, int64_t
     *o_step = st;
 }
 
+/* how many items a slice from a to b (exclusive) by st takes (no overflow:
+   a and b lie within [-1, len]) */
+static size_t slice_count(int64_t a, int64_t b, int64_t st)
+{
+    if (st > 0) return b > a ? (size_t)((uint64_t)(b - a - 1) / (uint64_t)st + 1) : 0;
+    return a > b ? (size_t)((uint64_t)(a - b - 1) / ((uint64_t)0 - (uint64_t)st) + 1) : 0;
+}
+
 static jv do_slice(jrun *r, int line, jv obj, jv start, jv stop, jv step)
 {
     jctx *c = &r->c;
@@ -151,18 +159,24 @@ static jv do_slice(jrun *r, int line, jv obj, jv start, jv stop, jv step)
             }
         }
         jbuf out = { 0 };
-        for (int64_t i = a; st > 0 ? i < b : i > b; i += st) jb_put(c, &out, p + off[i], off[i + 1] - off[i]);
+        const size_t cnt = slice_count(a, b, st);
+        int64_t i = a;
+        for (size_t k = 0; k < cnt; k++) {
+            jb_put(c, &out, p + off[i], off[i + 1] - off[i]);
+            if (k + 1 < cnt) i += st;
+        }
         return jb_value(&out);
     }
     if (obj.k == JV_LIST) {
         const jlist *l = obj.u.l;
         slice_indices(c, line, start, stop, step, (int64_t)l->n, &a, &b, &st);
-        size_t cnt = 0;
-        if (st > 0 && b > a) cnt = (size_t)((b - a + st - 1) / st);
-        else if (st < 0 && a > b) cnt = (size_t)((a - b + (-st) - 1) / (-st));
+        const size_t cnt = slice_count(a, b, st);
         jv out = jv_list(c, cnt, obj.tuple);
-        size_t k = 0;
-        for (int64_t i = a; st > 0 ? i < b : i > b; i += st) out.u.l->v[k++] = l->v[i];
+        int64_t i = a;
+        for (size_t k = 0; k < cnt; k++) {
+            out.u.l->v[k] = l->v[i];
+            if (k + 1 < cnt) i += st;
+        }
         return out;
     }
     if (obj.k == JV_UNDEF) undefined_error(c, line, obj);
