@@ -9,8 +9,10 @@
  *   chat_template/stmt/...      if, for and its loop, break/continue, set and
  *                               its scoping, namespace, macros, set blocks,
  *                               filter and with blocks, {% generation %}
- *   chat_template/filter/...    the filters, chat_template/tests/is the
- *   chat_template/methods/...   tests, str/dict/list methods, globals, and
+ *   chat_template/filter/...    the filters (letter case on all of Unicode)
+ *   chat_template/tests/is      the tests
+ *   chat_template/methods/...   str, dict and list methods
+ *   chat_template/globals/...   range, dict, namespace, strftime_now
  *   chat_template/undefined/... Undefined
  *       each a template and its variables against the text jinja2 gives for
  *       them, written out here by hand
@@ -257,6 +259,10 @@ static const struct {
       "'a\\nb'|indent(2, true) }}",
       VARS,
       "Hi There|  HI THERE  |  hi there  |Hello world|Hello Big-World|  HI There  |bba|  x  |a\n  b|  a\n  b" },
+    { "filter/unicode_case",
+      "{{ 'héllo ß'|upper }}|{{ 'ÀÉ ΟΔΟΣ'|lower }}|{{ 'élan ǆemal'.title() }}|{{ 'éLAN'|capitalize }}|{{ 'É' is upper }}{{ 'ß' is lower }}",
+      NULL,
+      "HÉLLO SS|àé οδος|Élan ǅemal|Élan|TrueTrue" },
     { "filter/trim_unicode",
       "[{{ '\\u3000\\u00a0 x\\t\\u2028'|trim }}]{{ 'xxhixx'|trim('x') }}",
       NULL,

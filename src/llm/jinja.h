@@ -11,6 +11,8 @@
  *   jinja_eval.c      statements and expressions over scopes: the render
  *   jinja_builtins.c  filters, tests, methods of strings, lists and dicts,
  *                     and the global functions
+ *   jinja_case.c      Unicode letter case as Python's str methods do it
+ *                     (tables: jinja_case.h, from tools/gen_case_tables.py)
  *
  * Everything a parse or a render allocates comes from one arena (jarena),
  * freed at once; an error anywhere (a bad template, a raise_exception, a
@@ -151,6 +153,16 @@ size_t ju_len(const char *p, size_t n);            /* code points */
 bool ju_isspace(uint32_t cp);                      /* Python's str.isspace */
 /* the byte offset of code point i (i <= ju_len) */
 size_t ju_offset(const char *p, size_t n, size_t i);
+
+/* Python's str.upper(), lower(), title(), capitalize() and jinja2's title
+   filter on any Unicode text; str.islower() (want_lower) and isupper()
+   (jinja_case.c) */
+jv jstr_upper(jctx *c, jv s);
+jv jstr_lower(jctx *c, jv s);
+jv jstr_title(jctx *c, jv s);
+jv jstr_capitalize(jctx *c, jv s);
+jv jstr_jinja_title(jctx *c, jv s);
+bool jstr_iscase(jv s, bool want_lower);
 
 /* ---- templates -------------------------------------------------------------- */
 

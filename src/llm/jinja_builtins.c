@@ -5,7 +5,7 @@
  * raise_exception, strftime_now). Each follows its Python original;
  * filters jinja2 has but no chat template needs (batch, groupby, urlize,
  * ...) are reported as unsupported when the template is parsed. Letter
- * case (upper, lower, title, capitalize) changes ASCII letters only. */
+ * case is jinja_case.c's. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -155,55 +155,7 @@ static int64_t need_int(const A *a, jv v)
 
 /* ---- strings ------------------------------------------------------------------------ */
 
-static char lower_c(char ch) { return ch >= 'A' && ch <= 'Z' ? (char)(ch + 32) : ch; }
-static char upper_c(char ch) { return ch >= 'a' && ch <= 'z' ? (char)(ch - 32) : ch; }
 static bool alpha_c(char ch) { return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z'); }
-
-static jv map_case(jctx *c, jv s, char (*f)(char))
-{
-    char *p = jalloc(c, s.u.s.n + 1);
-    for (size_t i = 0; i < s.u.s.n; i++) p[i] = f(s.u.s.p[i]);
-    return jv_str(p, s.u.s.n);
-}
-
-/* Python's str.capitalize: the first character upper, the rest lower */
-static jv capitalize(jctx *c, jv s)
-{
-    jv o = map_case(c, s, lower_c);
-    if (o.u.s.n) ((char *)o.u.s.p)[0] = upper_c(o.u.s.p[0]);
-    return o;
-}
-
-/* Python's str.title: a letter after a letter lower, else upper */
-static jv str_title(jctx *c, jv s)
-{
-    char *p = jalloc(c, s.u.s.n + 1);
-    bool prev = false;
-    for (size_t i = 0; i < s.u.s.n; i++) {
-        char ch = s.u.s.p[i];
-        p[i] = prev ? lower_c(ch) : upper_c(ch);
-        prev = alpha_c(ch);
-    }
-    return jv_str(p, s.u.s.n);
-}
-
-/* jinja2's title filter: words start after "-", white space, "(", "{",
- * "[" or "<"; each word's first character upper, the rest lower */
-static jv jinja_title(jctx *c, jv s)
-{
-    char *p = jalloc(c, s.u.s.n + 1);
-    bool start = true;
-    for (size_t i = 0; i < s.u.s.n;) {
-        uint32_t cp;
-        int k = ju_next(s.u.s.p + i, s.u.s.n - i, &cp);
-        bool sep = cp == '-' || cp == '(' || cp == '{' || cp == '[' || cp == '<' || ju_isspace(cp);
-        for (int j = 0; j < k; j++) p[i + (size_t)j] = s.u.s.p[i + (size_t)j];
-        if (!sep && k == 1) p[i] = start ? upper_c(s.u.s.p[i]) : lower_c(s.u.s.p[i]);
-        start = sep;
-        i += (size_t)k;
-    }
-    return jv_str(p, s.u.s.n);
-}
 
 /* does code point cp occur in chars (a UTF-8 string)? */
 static bool in_chars(uint32_t cp, jv chars)
@@ -593,7 +545,7 @@ typedef struct sortkey {
 
 static jv fold_key(jctx *c, jv v, bool case_sensitive)
 {
-    return !case_sensitive && v.k == JV_STR ? map_case(c, v, lower_c) : v;
+    return !case_sensitive && v.k == JV_STR ? jstr_lower(c, v) : v;
 }
 
 /* a stable merge sort of keys (Python's sorted is stable) */
@@ -928,7 +880,7 @@ jv jfilter_call(jrun *r, int line, int id, jv v, int nargs, const jv *args, int 
         jv nm = need_str(&a, p[0]);
         return jgetattr(r, line, v, jstrdup(c, nm.u.s.p, nm.u.s.n));
     }
-    case F_CAPITALIZE: bind(&a, NULL, 0, p); return capitalize(c, jv_to_str(c, v));
+    case F_CAPITALIZE: bind(&a, NULL, 0, p); return jstr_capitalize(c, jv_to_str(c, v));
     case F_CENTER: {
         static const char *const ps[] = { "width" };
         bind(&a, ps, 1, p);
@@ -1078,8 +1030,8 @@ jv jfilter_call(jrun *r, int line, int id, jv v, int nargs, const jv *args, int 
         if (l->n) memcpy(out.u.l->v, l->v, l->n * sizeof(jv));
         return out;
     }
-    case F_LOWER: bind(&a, NULL, 0, p); return map_case(c, jv_to_str(c, v), lower_c);
-    case F_UPPER: bind(&a, NULL, 0, p); return map_case(c, jv_to_str(c, v), upper_c);
+    case F_LOWER: bind(&a, NULL, 0, p); return jstr_lower(c, jv_to_str(c, v));
+    case F_UPPER: bind(&a, NULL, 0, p); return jstr_upper(c, jv_to_str(c, v));
     case F_MAP: {
         jlist *items = jiter(r, line, v);
         jv out = jv_list(c, items->n, false);
@@ -1185,7 +1137,7 @@ jv jfilter_call(jrun *r, int line, int id, jv v, int nargs, const jv *args, int 
         }
         return acc;
     }
-    case F_TITLE: bind(&a, NULL, 0, p); return jinja_title(c, jv_to_str(c, v));
+    case F_TITLE: bind(&a, NULL, 0, p); return jstr_jinja_title(c, jv_to_str(c, v));
     case F_TOJSON: {
         static const char *const ps[] = { "ensure_ascii", "indent", "separators", "sort_keys" };
         bind(&a, ps, 4, p);
@@ -1296,21 +1248,7 @@ bool jtest_call(jrun *r, int line, int id, jv v, int nargs, const jv *args)
     case T_INTEGER: return v.k == JV_INT;
     case T_FLOAT: return v.k == JV_FLOAT;
     case T_LOWER:
-    case T_UPPER: {
-        jv s = jv_to_str(c, v);
-        bool cased = false;
-        for (size_t i = 0; i < s.u.s.n; i++) {
-            char ch = s.u.s.p[i];
-            if (ch >= 'a' && ch <= 'z') {
-                if (id == T_UPPER) return false;
-                cased = true;
-            } else if (ch >= 'A' && ch <= 'Z') {
-                if (id == T_LOWER) return false;
-                cased = true;
-            }
-        }
-        return cased;
-    }
+    case T_UPPER: return jstr_iscase(jv_to_str(c, v), id == T_LOWER);
     case T_STRING: return v.k == JV_STR;
     case T_MAPPING: return v.k == JV_DICT;
     case T_NUMBER: return jv_is_num(v);
@@ -1518,11 +1456,11 @@ jv jfunc_call(jrun *r, int line, jv f, int nargs, const jv *args, int nkw, const
         bind(&a, ps, 1, p);
         return jv_bool(affix(&a, self, p[0], f.fn == JF_S_ENDSWITH));
     }
-    case JF_S_UPPER: bind(&a, NULL, 0, p); return map_case(c, self, upper_c);
+    case JF_S_UPPER: bind(&a, NULL, 0, p); return jstr_upper(c, self);
     case JF_S_LOWER:
-    case JF_S_CASEFOLD: bind(&a, NULL, 0, p); return map_case(c, self, lower_c);
-    case JF_S_TITLE: bind(&a, NULL, 0, p); return str_title(c, self);
-    case JF_S_CAPITALIZE: bind(&a, NULL, 0, p); return capitalize(c, self);
+    case JF_S_CASEFOLD: bind(&a, NULL, 0, p); return jstr_lower(c, self);
+    case JF_S_TITLE: bind(&a, NULL, 0, p); return jstr_title(c, self);
+    case JF_S_CAPITALIZE: bind(&a, NULL, 0, p); return jstr_capitalize(c, self);
     case JF_S_REPLACE: {
         static const char *const ps[] = { "old", "new", "count" };
         bind(&a, ps, 3, p);
