@@ -186,7 +186,10 @@ $(BUILD)/wick-qdot-bench: bench/qdot_bench.c cli/timing.h $(BUILD)/libwick.a
 # The README's test command (it builds the runners: `tests`). TEST_PYTHON runs the server's tests that use
 # packages from outside the standard library (the openai client; CI gives
 # it a virtual environment): without them those tests skip with a note.
+# PYTHON runs the chat template comparison (tools/check_chat_templates.py:
+# skipped with a note without jinja2).
 TEST_PYTHON ?= python3
+PYTHON ?= python3
 test: all tests
 	$(BUILD)/wick-tests
 	CC="$(CC)" tests/cli/test_cli.sh $(BUILD)/wick
@@ -195,6 +198,7 @@ test: all tests
 	$(if $(SERVER_SRC),python3 tests/server/test_load.py $(BUILD)/wick)
 	$(if $(SERVER_SRC),python3 tests/server/test_web.py $(BUILD)/wick)
 	$(if $(SERVER_SRC),$(TEST_PYTHON) tests/server/test_openai_client.py $(BUILD)/wick)
+	$(PYTHON) tools/check_chat_templates.py $(BUILD)/wick
 	tools/check-layers && tools/check-layers --self-test
 	tools/check-env && tools/check-env --self-test
 

@@ -11,6 +11,7 @@
  *   run.c      `wick run`: text generation with a language model; the
  *              default model and device, which `wick serve` shares
  *   serve.c    `wick serve`: an OpenAI-compatible HTTP server (src/server)
+ *   template.c `wick template`: a conversation through a chat template
  */
 #ifndef WICK_CLI_H
 #define WICK_CLI_H
@@ -41,5 +42,7 @@ int wick_default_model(char *path, size_t n, const char *who);
 const char *wick_best_device(void);
 int wick_cmd_serve(int argc, char **argv);
 void wick_serve_usage(void);
+int wick_cmd_template(int argc, char **argv);
+void wick_template_usage(void);
 
 #endif /* WICK_CLI_H */

@@ -1,6 +1,6 @@
 /* main.c — the `wick` command line: dispatch to the subcommands (one file
- * each: info.c, bench.c, inspect.c, quantize.c, run.c, serve.c), usage, and
- * `wick version`.
+ * each: info.c, bench.c, inspect.c, quantize.c, run.c, serve.c, template.c),
+ * usage, and `wick version`.
  *
  * Exit statuses: 0 success, 1 the command failed, 2 bad command line
  * (no command, an unknown one, an argument a command does not take).
@@ -22,6 +22,7 @@ static void usage(FILE *f)
             "  quantize IN OUT TYPE  write a model as a quantized GGUF file (q4_k_m, q8_0, ...)\n"
             "  run [MODEL]      generate text with a language model (wick run --help)\n"
             "  serve [MODEL]    an OpenAI-compatible HTTP server on a model (wick serve --help)\n"
+            "  template ...     a conversation through a chat template (wick template --help)\n"
             "  version          print the version\n"
             "  help             print this text\n");
 }
@@ -49,6 +50,7 @@ int main(int argc, char **argv)
         else if (argc > 2 && !strcmp(argv[2], "quantize")) wick_quantize_usage();
         else if (argc > 2 && !strcmp(argv[2], "run")) wick_run_usage();
         else if (argc > 2 && !strcmp(argv[2], "serve")) wick_serve_usage();
+        else if (argc > 2 && !strcmp(argv[2], "template")) wick_template_usage();
         else if (argc > 2) {
             fprintf(stderr, "wick help: unknown command '%s'\n", argv[2]);
             usage(stderr);
@@ -63,6 +65,7 @@ int main(int argc, char **argv)
     if (!strcmp(cmd, "quantize")) return wick_cmd_quantize(argc - 1, argv + 1);
     if (!strcmp(cmd, "run")) return wick_cmd_run(argc - 1, argv + 1);
     if (!strcmp(cmd, "serve")) return wick_cmd_serve(argc - 1, argv + 1);
+    if (!strcmp(cmd, "template")) return wick_cmd_template(argc - 1, argv + 1);
     fprintf(stderr, "wick: unknown command '%s'\n", cmd);
     usage(stderr);
     return WICK_EXIT_USAGE;

@@ -305,12 +305,11 @@ static bool silent_token(void *user, int32_t token, const char *text, size_t len
 
 static int run_text(wk_llm *m, const run_opts *o, const char *text, bool chat_fmt, bool lead)
 {
-    const wk_llm_info *in = wk_llm_get_info(m);
     char *formatted = NULL;
     int32_t *ids = NULL;
     int64_t n = 0;
     int rc = WICK_EXIT_FAIL;
-    if (chat_fmt && in->chat != WK_CHAT_NONE) {
+    if (chat_fmt && wk_llm_chat_formatted(m)) {
         wk_chat_message msgs[2];
         int k = 0;
         if (o->system) msgs[k++] = (wk_chat_message){ "system", o->system };
@@ -646,7 +645,7 @@ static int run_chat(wk_llm *m, const run_opts *o, chat_lines *share, bool lead)
         char *prompt = wk_llm_chat_apply(m, msgs, n, true);
         int32_t *ids = NULL;
         int64_t nid = 0;
-        if (!prompt || wk_llm_tokenize(m, prompt, strlen(prompt), false, &ids, &nid)) {
+        if (!prompt || wk_llm_tokenize(m, prompt, strlen(prompt), !wk_llm_chat_formatted(m), &ids, &nid)) {
             if (lead) fprintf(stderr, "wick run: %s\n", wk_last_error());
             free(prompt);
             rc = WICK_EXIT_FAIL;

@@ -1,7 +1,9 @@
 /* wick_llm.h — transformer language models on any wick device: load a GGUF
  * file or a safetensors model (with its config.json), run tokens through
- * it with a KV cache, sample, format chats, and generate text with a
- * callback per token. docs/models.md has an example and the details.
+ * it with a KV cache, sample, write chats with the model's own Jinja chat
+ * template (wick runs the template language: the text equals Hugging
+ * Face's apply_chat_template), and generate text with a callback per
+ * token. docs/models.md has an example and the details.
  *
  * Architectures: llama (Llama 2, Llama 3.x with its rope scaling, Mistral,
  * SmolLM2, TinyLlama), qwen2 (q/k/v biases), qwen3 (q/k norms) and gemma3
@@ -92,8 +94,15 @@ typedef struct wk_llm_info {
     bool add_bos;              /* the tokenizer puts BOS before a prompt     */
     int n_eog;                 /* end-of-generation tokens                   */
     int32_t eog_ids[8];
-    wk_chat_format chat;
+    wk_chat_format chat;       /* the template's family (stop tokens; the fallback format) */
     const char *default_system;  /* ChatML templates that add one; or NULL  */
+    /* The file's Jinja chat template (tokenizer.chat_template, or
+     * tokenizer_config.json's chat_template / chat_template.jinja); NULL
+     * when it has none. chat_template_error: NULL when wick renders it
+     * (wk_llm_chat_apply), else why not (then the fixed format `chat`
+     * stands in, when it is not WK_CHAT_NONE). */
+    const char *chat_template;
+    const char *chat_template_error;
     int tp_rank, tp_size;      /* tensor parallel: this share of how many (0 of 1) */
 } wk_llm_info;
 
@@ -214,13 +223,59 @@ typedef struct wk_chat_message {
     const char *role;        /* "system", "user", "assistant"               */
     const char *content;
 } wk_chat_message;
-/* The format a chat template (Jinja text from the file) is; NONE when it
- * is none of the known ones. */
+/* The family a chat template (Jinja text from the file) belongs to, told
+ * by its markers; NONE when it is none of the known ones. */
 wk_chat_format wk_chat_format_detect(const char *chat_template);
-/* The conversation as the model's template writes it (BOS text included
- * where the template has it), ending with the assistant's header when
- * add_generation_prompt. malloc'd; NULL + error. */
+/* The conversation as the model's template writes it: the file's own
+ * Jinja template run by wick's interpreter (the text Hugging Face's
+ * apply_chat_template(messages, tokenize=False, add_generation_prompt)
+ * gives; bos_token and eos_token are the vocabulary's), BOS text included
+ * where the template writes it. Without a template wick can run
+ * (info.chat_template_error says why), the fixed format of the family
+ * (wk_chat_apply) stands in; with neither, the messages' contents joined
+ * by newlines. A template that refuses the conversation through
+ * raise_exception is an error (WK_ERR_ARGUMENT, its message); one that
+ * fails on it otherwise falls back to the fixed format when the family is
+ * known (wk_last_error() then keeps the reason), else is an error.
+ * WICK_CHAT_DATE sets the template variable date_string (Llama 3.x's
+ * "Today Date"). malloc'd; NULL + error. */
 char *wk_llm_chat_apply(const wk_llm *m, const wk_chat_message *msgs, int n, bool add_generation_prompt);
+/* True when wk_llm_chat_apply writes a chat format (the template's or a
+ * fixed one), whose text carries BOS where the model wants it (so tokenize
+ * it with add_bos false); false: contents joined as plain text. */
+bool wk_llm_chat_formatted(const wk_llm *m);
+
+/* Chat templates on their own: wick's interpreter of the Jinja subset
+ * chat templates use (jinja2 as transformers sets it up: trim_blocks,
+ * lstrip_blocks, loop controls, namespace(), macros, Python's string
+ * methods, raise_exception, strftime_now, tojson as transformers defines
+ * it). Templates are untrusted: recursion, steps and output are bounded
+ * and every failure is an error naming the line and the construct. */
+typedef struct wk_chat_template wk_chat_template;
+/* Parse a template. NULL + error (WK_ERR_UNSUPPORTED: what and where). */
+wk_chat_template *wk_chat_template_parse(const char *text, size_t len);
+void wk_chat_template_free(wk_chat_template *t);   /* NULL is fine */
+typedef struct wk_chat_template_opts {
+    bool add_generation_prompt;
+    /* special tokens' text; NULL: the variable is left undefined */
+    const char *bos_token, *eos_token, *unk_token, *pad_token;
+    /* strftime_now's clock, seconds since 1970, local time (0: now) */
+    int64_t now;
+    /* NULL, or a JSON object whose members are more variables or replace
+     * these (messages with any fields, tools, documents, enable_thinking,
+     * date_string, ...); transformers' tools=None and documents=None
+     * otherwise */
+    const wk_json *vars;
+    size_t max_output;      /* bytes of output; 0: 16 MiB */
+    int64_t max_steps;      /* 0: 10 million */
+    size_t max_memory;      /* bytes the values made may take; 0: 256 MiB */
+} wk_chat_template_opts;
+/* The messages through the template (opts NULL: defaults). malloc'd;
+ * NULL + error: WK_ERR_ARGUMENT when the template raised an exception
+ * (raise_exception(msg): the conversation is refused, msg in the error),
+ * WK_ERR_UNSUPPORTED when it failed otherwise or reached a limit. */
+char *wk_chat_template_render(const wk_chat_template *t, const wk_chat_message *msgs, int n,
+                              const wk_chat_template_opts *opts);
 /* The system text a template writes when the conversation has none
  * (what wk_llm_get_info's default_system holds): a ChatML template's
  * literal default system message; Llama 3.1+'s "Cutting Knowledge Date:

@@ -793,7 +793,7 @@ static PyObject *Model_get_info(ModelObject *self, void *c)
     if (!eog) return NULL;
     for (int i = 0; i < in->n_eog; i++) PyTuple_SET_ITEM(eog, i, PyLong_FromLong(in->eog_ids[i]));
     PyObject *d = Py_BuildValue(
-        "{s:s,s:s,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:d,s:d,s:d,s:L,s:O,s:s,s:s,s:K,s:i,s:O,s:O,s:s,s:z,s:s,s:i,s:i}", "arch",
+        "{s:s,s:s,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:d,s:d,s:d,s:L,s:O,s:s,s:s,s:K,s:i,s:O,s:O,s:s,s:z,s:z,s:s,s:i,s:i}", "arch",
         wk_llm_arch_name(in->arch), "name", in->name, "n_vocab", (long long)in->n_vocab, "n_embd", (long long)in->n_embd,
         "n_layer", (long long)in->n_layer, "n_head", (long long)in->n_head, "n_head_kv", (long long)in->n_head_kv,
         "head_dim", (long long)in->head_dim, "n_ff", (long long)in->n_ff, "train_context", (long long)in->train_context,
@@ -802,7 +802,8 @@ static PyObject *Model_get_info(ModelObject *self, void *c)
         in->rope_interleaved ? Py_True : Py_False, "weight_dtype", wk_dtype_name(in->weight_dtype), "act_dtype",
         wk_dtype_name(in->act_dtype), "weight_bytes", (unsigned long long)in->weight_bytes, "bos_id", (int)in->bos_id,
         "add_bos", in->add_bos ? Py_True : Py_False, "eog_ids", eog, "chat_format", wk_chat_format_name(in->chat),
-        "default_system", in->default_system, "device", wk_device_name(wk_llm_device(self->m)), "tp_rank", in->tp_rank,
+        "default_system", in->default_system, "chat_template_error", in->chat_template_error, "device",
+        wk_device_name(wk_llm_device(self->m)), "tp_rank", in->tp_rank,
         "tp_size", in->tp_size);
     Py_DECREF(eog);
     return d;
@@ -980,7 +981,7 @@ static int prompt_ids(ModelObject *self, PyObject *prompt, int chat, const char 
             if (system) msgs[nm++] = (wk_chat_message){ "system", system };
             msgs[nm++] = (wk_chat_message){ "user", user };
         }
-        if (wk_llm_get_info(self->m)->chat == WK_CHAT_NONE) {
+        if (!wk_llm_chat_formatted(self->m)) {
             free(msgs);
             Py_XDECREF(mkeep);
             PyErr_SetString(PyExc_ValueError, "the model has no chat format it knows: give the prompt as text");

@@ -338,6 +338,7 @@ def test_chat(model):
     msgs = [{"role": "user", "content": "hi"}]
     want = "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n"
     assert model.format_chat(msgs) == want
+    assert model.info["chat_template_error"] is None        # the file's template, run by wick
     assert model.format_chat([("user", "hi")], add_generation_prompt=False) == want[:-len("<|im_start|>assistant\n")]
     assert wick.chat_apply("chatml", msgs) == want
     assert wick.chat_apply("chatml", msgs, default_system="be brief").startswith("<|im_start|>system\nbe brief<|im_end|>\n")

@@ -1,7 +1,23 @@
-/* chat.c — conversations as text, the way each model family's chat
- * template writes them (what Hugging Face's apply_chat_template gives for
- * plain system/user/assistant messages), and telling the family from the
- * template a file carries.
+/* chat.c — conversations as text, the way the model's chat template
+ * writes them.
+ *
+ * The model's own template first: the Jinja text of the file (GGUF
+ * tokenizer.chat_template; tokenizer_config.json's chat_template or
+ * chat_template.jinja beside a safetensors model) is parsed at load and
+ * run per conversation by wick's interpreter (chat_template.c and the
+ * jinja_*.c files), with the variables transformers' apply_chat_template
+ * gives it: messages, add_generation_prompt, the vocabulary's bos_token,
+ * eos_token, unk_token and pad_token, tools=None, documents=None. The text
+ * equals Hugging Face's byte for byte (tools/check_chat_templates.py
+ * checks the templates of SmolLM2, Gemma 3, Llama 3.x, Qwen 2.5/3,
+ * Mistral and Phi-3 against jinja2). At load the template renders one
+ * user message; a template wick cannot parse or run is noted in
+ * wk_llm_info.chat_template_error and the fixed formats below stand in.
+ *
+ * The fixed formats, told from the template's markers (wk_chat_format_detect;
+ * the family also decides the stop tokens), for files whose template wick
+ * cannot run: what Hugging Face's apply_chat_template gives for plain
+ * system/user/assistant messages.
  *
  *   ChatML (SmolLM2, Qwen 2/2.5/3):
  *     [<|im_start|>system\n{default system}<|im_end|>\n]   when the template
@@ -23,9 +39,8 @@
  *     (the system text goes before the first user message; "assistant"
  *     is "model")
  *
- * Templates are recognised by their markers, not run: wick has no Jinja
- * interpreter. Tools, images and other template features are not
- * rendered.
+ * Tools, images and other template features reach only the template
+ * path (wk_chat_template_render with JSON variables).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -177,7 +192,109 @@ char *wk_llm_chat_apply(const wk_llm *m, const wk_chat_message *msgs, int n, boo
         wk_error_set(WK_ERR_ARGUMENT, "wk_llm_chat_apply: the model is NULL");
         return NULL;
     }
-    return wk_chat_apply(m->cfg.info.chat, m->text.default_system, msgs, n, add_generation_prompt);
+    const llm_text_state *t = &m->text;
+    if (t->tmpl) {
+        const wk_chat_template_opts o = { .add_generation_prompt = add_generation_prompt, .bos_token = t->special[0],
+                                          .eos_token = t->special[1], .unk_token = t->special[2],
+                                          .pad_token = t->special[3], .vars = t->tmpl_vars };
+        char *text = wk_chat_template_render(t->tmpl, msgs, n, &o);
+        /* refused by the template, or no fixed format to fall back on: the error stands */
+        if (text || wk_last_status() == WK_ERR_ARGUMENT || m->cfg.info.chat == WK_CHAT_NONE) return text;
+    }
+    return wk_chat_apply(m->cfg.info.chat, t->default_system, msgs, n, add_generation_prompt);
+}
+
+bool wk_llm_chat_formatted(const wk_llm *m)
+{
+    return m && (m->text.tmpl || m->cfg.info.chat != WK_CHAT_NONE);
+}
+
+/* ---- the model's template ---------------------------------------------------- */
+
+/* a special token's text: GGUF, the vocabulary entry of the id at key */
+static char *gguf_token(const wk_gguf *g, const char *key)
+{
+    const wk_gguf_value *v = wk_gguf_find(g, key), *toks = wk_gguf_find(g, "tokenizer.ggml.tokens");
+    int64_t id;
+    size_t len = 0;
+    if (!v || !toks || !wk_gguf_value_int(v, &id) || id < 0 || (uint64_t)id >= wk_gguf_array_len(toks)) return NULL;
+    const char *s = wk_gguf_array_str(toks, (uint64_t)id, &len);
+    return s ? strndup(s, len) : NULL;
+}
+
+/* tokenizer_config.json: "bos_token": "<s>" or {"content": "<s>", ...} */
+static char *json_token(const wk_json *cfg, const char *key)
+{
+    const wk_json *j = wk_json_get(cfg, key);
+    if (wk_json_kind(j) == WK_JSON_OBJECT) j = wk_json_get(j, "content");
+    size_t len = 0;
+    const char *s = wk_json_string(j, &len);
+    return s ? strndup(s, len) : NULL;
+}
+
+/* {"date_string": "<text>"}, the text escaped for JSON */
+static wk_json *date_vars(const char *date)
+{
+    size_t n = strlen(date);
+    if (n > 200) return NULL;
+    char buf[1400], *w = buf;
+    w += sprintf(w, "{\"date_string\": \"");
+    for (size_t i = 0; i < n; i++) {
+        unsigned char ch = (unsigned char)date[i];
+        if (ch == '"' || ch == '\\') w += sprintf(w, "\\%c", ch);
+        else if (ch < 0x20) w += sprintf(w, "\\u%04x", ch);
+        else *w++ = (char)ch;
+    }
+    w += sprintf(w, "\"}");
+    wk_json *j = wk_json_parse(buf, (size_t)(w - buf), "WICK_CHAT_DATE", 0);
+    if (!j) wk_clear_error();
+    return j;
+}
+
+void llm_chat_init(wk_llm *m)
+{
+    llm_text_state *t = &m->text;
+    wk_llm_info *in = &m->cfg.info;
+    in->chat_template = t->chat_template;
+    if (!t->chat_template) return;
+    static const char *const gguf_keys[4] = { "tokenizer.ggml.bos_token_id", "tokenizer.ggml.eos_token_id",
+                                              "tokenizer.ggml.unknown_token_id", "tokenizer.ggml.padding_token_id" };
+    static const char *const json_keys[4] = { "bos_token", "eos_token", "unk_token", "pad_token" };
+    for (int i = 0; i < 4; i++)
+        t->special[i] = m->src.gguf ? gguf_token(m->src.gguf, gguf_keys[i]) : json_token(m->src.tokcfg, json_keys[i]);
+    const char *date = getenv("WICK_CHAT_DATE");
+    if (date && *date) t->tmpl_vars = date_vars(date);
+    t->tmpl = wk_chat_template_parse(t->chat_template, strlen(t->chat_template));
+    if (t->tmpl) {   /* one user message must render */
+        const wk_chat_message hello = { "user", "Hello" };
+        const wk_chat_template_opts o = { .add_generation_prompt = true, .bos_token = t->special[0],
+                                          .eos_token = t->special[1], .unk_token = t->special[2],
+                                          .pad_token = t->special[3], .vars = t->tmpl_vars };
+        char *text = wk_chat_template_render(t->tmpl, &hello, 1, &o);
+        if (!text) {
+            wk_chat_template_free(t->tmpl);
+            t->tmpl = NULL;
+        }
+        free(text);
+    }
+    if (!t->tmpl) {
+        t->tmpl_error = strdup(wk_last_error());
+        wk_clear_error();
+    }
+    in->chat_template_error = t->tmpl_error;
+}
+
+void llm_chat_free(wk_llm *m)
+{
+    llm_text_state *t = &m->text;
+    wk_chat_template_free(t->tmpl);
+    free(t->tmpl_error);
+    for (int i = 0; i < 4; i++) free(t->special[i]);
+    wk_json_free(t->tmpl_vars);
+    memset(t->special, 0, sizeof t->special);
+    t->tmpl = NULL;
+    t->tmpl_error = NULL;
+    t->tmpl_vars = NULL;
 }
 
 /* Llama 3.1+'s "Today Date": WICK_CHAT_DATE when set (to reproduce a

@@ -122,6 +122,13 @@ typedef struct llm_text_state {
     char *chat_template;
     char *default_system;
     void *tok;                    /* text.c's */
+    /* chat.c's: the template parsed, or NULL and why (tmpl_error); the
+       special tokens' text it gets (bos, eos, unk, pad; NULL: none); its
+       extra variables (WICK_CHAT_DATE as date_string; NULL: none) */
+    wk_chat_template *tmpl;
+    char *tmpl_error;
+    char *special[4];
+    wk_json *tmpl_vars;
 } llm_text_state;
 
 struct wk_llm {
@@ -359,6 +366,11 @@ wk_status llm_eval_greedy(wk_llm *m, const int32_t *tokens, int64_t n, int32_t *
 /* tokenizer and end-of-generation tokens, set up at load */
 wk_status llm_text_init(wk_llm *m);
 void llm_text_free(wk_llm *m);
+/* chat.c: the chat template parsed and tried, once the text side is
+   loaded (never fails: a template wick cannot run is noted, and the fixed
+   format stands in); and freed */
+void llm_chat_init(wk_llm *m);
+void llm_chat_free(wk_llm *m);
 /* the model's tokenizer, NULL when it has none (text.c) */
 const struct wk_tokenizer *llm_text_tokenizer(const wk_llm *m);
 

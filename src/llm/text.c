@@ -1,9 +1,9 @@
-/* text.c — the text side of a model: its chat template and format, BOS
- * and end-of-generation tokens, its tokenizer (wick_tokenizer.h: from the
- * GGUF metadata or the folder's tokenizer.json) and the bytes of each
- * token. A model whose tokenizer cannot be built still loads: it runs
- * token ids, and wk_llm_tokenize says why it has no tokenizer. The
- * generation loop is generate.c.
+/* text.c — the text side of a model: its chat template (which chat.c
+ * parses and runs) and format, BOS and end-of-generation tokens, its
+ * tokenizer (wick_tokenizer.h: from the GGUF metadata or the folder's
+ * tokenizer.json) and the bytes of each token. A model whose tokenizer
+ * cannot be built still loads: it runs token ids, and wk_llm_tokenize
+ * says why it has no tokenizer. The generation loop is generate.c.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -225,7 +225,15 @@ wk_status llm_text_init(wk_llm *m)
             wk_json_free(gc);
             wk_clear_error();
         }
-        if (m->src.tokcfg) tmpl = wk_json_string(wk_json_get(m->src.tokcfg, "chat_template"), NULL);
+        if (m->src.tokcfg) {
+            /* a string, or a list of named templates (transformers takes "default") */
+            const wk_json *ct = wk_json_get(m->src.tokcfg, "chat_template");
+            tmpl = wk_json_string(ct, NULL);
+            for (size_t i = 0; !tmpl && i < wk_json_count(ct) && wk_json_kind(ct) == WK_JSON_ARRAY; i++) {
+                const char *name = wk_json_string(wk_json_get(wk_json_item(ct, i), "name"), NULL);
+                if (name && !strcmp(name, "default")) tmpl = wk_json_string(wk_json_get(wk_json_item(ct, i), "template"), NULL);
+            }
+        }
         if (!tmpl) {
             snprintf(path, sizeof path, "%s/chat_template.jinja", m->src.dir);
             m->text.chat_template = read_small_file(path);
@@ -262,6 +270,7 @@ wk_status llm_text_init(wk_llm *m)
     in->chat = wk_chat_format_detect(m->text.chat_template);
     m->text.default_system = wk_chat_default_system(in->chat, m->text.chat_template);
     in->default_system = m->text.default_system;
+    llm_chat_init(m);
     return WK_OK;
 }
 
@@ -276,6 +285,7 @@ void llm_text_free(wk_llm *m)
         free(tx);
     }
     m->text.tok = NULL;
+    llm_chat_free(m);
     free(m->text.chat_template);
     free(m->text.default_system);
 }

@@ -434,7 +434,7 @@ static void handle_generate(wks_server *s, http_req *r, bool chat)
      * BOS where the template has one), a completion's prompt as it is */
     char *text = chat ? wk_llm_chat_apply(s->m, g->p.msgs, g->p.n_msgs, true) : NULL;
     const char *prompt = chat ? text : g->p.prompt;
-    if (!prompt || wk_llm_tokenize(s->m, prompt, strlen(prompt), !chat || s->info->chat == WK_CHAT_NONE, &g->ids,
+    if (!prompt || wk_llm_tokenize(s->m, prompt, strlen(prompt), !chat || !wk_llm_chat_formatted(s->m), &g->ids,
                                    &g->n_ids)) {
         reply_error(r, 400, "invalid_request_error", chat ? "messages" : "prompt", NULL, "%s", wk_last_error());
         goto fail;

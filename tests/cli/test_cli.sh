@@ -9,7 +9,8 @@
 # on the model-file fixtures of tests/data/model_files (tables, values, mixes,
 # and a missing, truncated or unreadable file: a message and exit 1);
 # `wick run`'s command line and its errors (a missing or wrong file, no cache);
-# `wick serve`'s (or, built without libmicrohttpd, what it says to install).
+# `wick serve`'s (or, built without libmicrohttpd, what it says to install);
+# `wick template`'s, and a template rendered on its own.
 # Usage: test_cli.sh path/to/wick. Ends with "N passed, N failed"; exits 1
 # on any failure.
 set -u
@@ -371,6 +372,26 @@ else
   expect serve_no_cache 1 env -u HOME -u XDG_CACHE_HOME -u WICK_CACHE "$wick" serve
   err | grep -q "wick serve:" && ok || bad serve_no_cache_words "stderr: '$(err)'"
 fi
+
+# ---- wick template: its command line and a template on its own ---------------------
+expect template_help 0 "$wick" template --help
+out | grep -q "usage: wick template" && ok || bad template_help_text "'$(out | head -1)'"
+expect template_help_cmd 0 "$wick" help template
+expect template_no_args 2 "$wick" template
+expect template_bad_option 2 "$wick" template --frobnicate x.json
+expect template_bad_now 2 "$wick" template --template x.jinja --now soon x.json
+printf '%s' "{% for m in messages %}<{{ m.role }}>{{ m.content|trim }}{% endfor %}{% if add_generation_prompt %}<assistant>{% endif %}" > "$tmp/t.jinja"
+printf '%s' '{"messages": [{"role": "user", "content": " hi "}]}' > "$tmp/m.json"
+expect template_renders 0 "$wick" template --template "$tmp/t.jinja" --generation-prompt "$tmp/m.json"
+[ "$(out)" = "<user>hi<assistant>" ] && ok || bad template_text "'$(out)'"
+expect template_stdin 0 "$wick" template --template "$tmp/t.jinja" - < "$tmp/m.json"
+[ "$(out)" = "<user>hi" ] && ok || bad template_stdin_text "'$(out)'"
+printf '%s' "line 1
+{% if x %}" > "$tmp/bad.jinja"
+expect template_syntax_error 1 "$wick" template --template "$tmp/bad.jinja" "$tmp/m.json"
+err | grep -q "line 2: unexpected end of template" && ok || bad template_error_words "stderr: '$(err)'"
+expect template_missing_json 1 "$wick" template --template "$tmp/t.jinja" "$tmp/none.json"
+expect template_missing_model 1 "$wick" template "$tmp/none.gguf" "$tmp/m.json"
 
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
