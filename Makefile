@@ -178,4 +178,49 @@ fault-check:
 clean:
 	rm -rf build build-asan build-fault
 
+# ---- fuzzing (tests/fuzz/README.md) ----------------------------------------
+# `make fuzz` builds every harness tests/fuzz/fuzz_*.c with clang's
+# libFuzzer, ASan and UBSan into build-fuzz/ and runs each for FUZZ_TIME
+# seconds from its corpus (tests/fuzz/corpus/NAME/; what it finds new goes
+# to build-fuzz/corpus/NAME/, a crash to build-fuzz/findings/); it fails on
+# any finding. `make fuzz-replay` builds the harnesses with $(CC) and a
+# plain main (tests/fuzz/replay.c) and runs every file of the corpus once:
+# `make test` does it, so every crash kept in the corpus is a regression
+# test. FUZZ=NAME picks one harness.
+FUZZ_CC    ?= clang
+FUZZ_TIME  ?= 60
+FUZZ_BUILD := build-fuzz
+FUZZ_SAN   := -fsanitize=address,undefined -fno-sanitize-recover=undefined
+FUZZ       ?= $(patsubst tests/fuzz/fuzz_%.c,%,$(wildcard tests/fuzz/fuzz_*.c))
+FUZZ_EXTRA  = $(if $(filter openai,$*),$(BUILD)/src/server/openai.o)
+
+.PHONY: fuzz fuzz-build fuzz-replay
+$(BUILD)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz_util.h $(BUILD)/libwick.a $(BUILD)/src/server/openai.o
+	@mkdir -p $(dir $@)
+	@$(if $(V),,echo "  LD $@")
+	$(Q)$(CC) $(ALL_CFLAGS) -Isrc/server -fsanitize=fuzzer -o $@ $< $(FUZZ_EXTRA) $(BUILD)/libwick.a $(LDLIBS)
+$(BUILD)/fuzz-replay/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/replay.c tests/fuzz/fuzz_util.h $(BUILD)/libwick.a $(BUILD)/src/server/openai.o
+	@mkdir -p $(dir $@)
+	@$(if $(V),,echo "  LD $@")
+	$(Q)$(CC) $(ALL_CFLAGS) -Isrc/server -o $@ $< tests/fuzz/replay.c $(FUZZ_EXTRA) $(BUILD)/libwick.a $(LDLIBS)
+
+fuzz-build:
+	$(MAKE) BUILD=$(FUZZ_BUILD) CC=$(FUZZ_CC) OPT="-O1 -g -fno-omit-frame-pointer" \
+	    EXTRA_CFLAGS="$(FUZZ_SAN) -fsanitize=fuzzer-no-link" LDLIBS="$(LDLIBS) $(FUZZ_SAN)" \
+	    $(FUZZ:%=$(FUZZ_BUILD)/fuzz/fuzz_%)
+
+fuzz: fuzz-build
+	@fail=0; for h in $(FUZZ); do \
+	    mkdir -p $(FUZZ_BUILD)/corpus/$$h $(FUZZ_BUILD)/findings/$$h; \
+	    echo "fuzz: $$h for $(FUZZ_TIME) s"; \
+	    UBSAN_OPTIONS=print_stacktrace=1 $(FUZZ_BUILD)/fuzz/fuzz_$$h -max_total_time=$(FUZZ_TIME) -timeout=25 \
+	        -rss_limit_mb=2048 -max_len=1048576 -print_final_stats=1 \
+	        -artifact_prefix=$(FUZZ_BUILD)/findings/$$h/ $(FUZZ_BUILD)/corpus/$$h tests/fuzz/corpus/$$h \
+	        > $(FUZZ_BUILD)/fuzz-$$h.log 2>&1 || { fail=1; echo "fuzz: $$h: FINDING (log: $(FUZZ_BUILD)/fuzz-$$h.log)"; tail -40 $(FUZZ_BUILD)/fuzz-$$h.log; }; \
+	    grep -E '^#[0-9]+.*(DONE|INITED)|stat::number_of_executed_units' $(FUZZ_BUILD)/fuzz-$$h.log | tail -2; \
+	 done; exit $$fail
+
+fuzz-replay: $(FUZZ:%=$(BUILD)/fuzz-replay/fuzz_%)
+	@for h in $(FUZZ); do $(BUILD)/fuzz-replay/fuzz_$$h tests/fuzz/corpus/$$h || exit 1; done
+
 -include src/gpu/gpu.mk
