@@ -38,7 +38,7 @@ SERVER_OBJ := $(SERVER_SRC:%.c=$(BUILD)/%.o)
 $(SERVER_OBJ): ALL_CFLAGS += $(MHD_CFLAGS)
 $(BUILD)/cli/serve.o: ALL_CFLAGS += $(if $(SERVER_SRC),-DWICK_HAVE_SERVER)
 
-.PHONY: all lib test asan fault-check clean cuda rocm
+.PHONY: all lib test asan debug fault-check clean cuda rocm
 all: lib $(BUILD)/wick $(BUILD)/wick-tests $(BUILD)/wick-parity
 
 lib: $(BUILD)/libwick.a $(BUILD)/libwick.so
@@ -160,10 +160,20 @@ test: all
 	tools/check-layers && tools/check-layers --self-test
 	tools/check-env && tools/check-env --self-test
 
+# The sanitizer build also has the debug build's handles (below): a use
+# after wk_release is an error there, tested by the suite handles.
 asan:
-	$(MAKE) BUILD=build-asan OPT="-O1 -fno-omit-frame-pointer" EXTRA_CFLAGS="-fsanitize=address,undefined -fno-sanitize-recover=undefined" \
+	$(MAKE) BUILD=build-asan OPT="-O1 -fno-omit-frame-pointer" EXTRA_CFLAGS="-fsanitize=address,undefined -fno-sanitize-recover=undefined -DWK_DEBUG_HANDLES" \
 	    LDLIBS="$(LDLIBS) -fsanitize=address,undefined" build-asan/wick-tests
 	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 build-asan/wick-tests
+
+# A debug build: -O1, and tensor handles that carry a generation and stay
+# readable after their release (-DWK_DEBUG_HANDLES, src/core/core.h), so a
+# use after wk_release is an error naming the op instead of a use of freed
+# memory; release builds do none of this. Runs the test suite there.
+debug:
+	$(MAKE) BUILD=build-debug OPT="-O1 -g -fno-omit-frame-pointer" EXTRA_CFLAGS="-DWK_DEBUG_HANDLES" build-debug/wick-tests
+	build-debug/wick-tests
 
 # A build whose exp is perturbed (WK_FAULT_INJECT) must make the runner fail,
 # and name exp in its failures.
@@ -176,7 +186,7 @@ fault-check:
 	 else echo "fault-check: FAILED: the runner failed but did not name exp"; tail -20 build-fault/log.txt; exit 1; fi
 
 clean:
-	rm -rf build build-asan build-fault
+	rm -rf build build-asan build-fault build-debug build-fuzz
 
 # ---- fuzzing (tests/fuzz/README.md) ----------------------------------------
 # `make fuzz` builds every harness tests/fuzz/fuzz_*.c with clang's
