@@ -327,6 +327,38 @@ T_SUITE(limits)
                     "the result");
         }
     }
+    if (t_case("limits/fuzz_ops/findings")) {
+        /* found by tests/fuzz/fuzz_ops.c (UBSan): each a signed overflow on a legal call */
+        /* an empty tensor whose other dims multiply past 2^63: its strides and numel */
+        wk_tensor *e = t_own(wk_full(dev, WK_F32, WK_SHAPE((int64_t)1 << 50, 0, (int64_t)1 << 47), 1.0));
+        T_CHECK(e && wk_tensor_numel(e) == 0 && wk_tensor_is_contiguous(e), "full [2^50, 0, 2^47]: %s", wk_last_error());
+        wk_tensor *e2 = t_own(wk_zeros(dev, WK_U8, WK_SHAPE(0, (int64_t)1 << 40, (int64_t)1 << 40)));
+        T_CHECK(e2 && wk_tensor_numel(e2) == 0 && wk_tensor_nbytes(e2) == 0, "zeros [0, 2^40, 2^40]: %s", wk_last_error());
+        /* conv with a stride near 2^63: one output, the im2col step after it must not be taken */
+        wk_tensor *x = T_NEED(wk_arange(dev, WK_F32, 1, 5, 1));
+        wk_tensor *x3 = x ? t_own(wk_reshape(x, WK_SHAPE(1, 1, 4))) : NULL;
+        wk_tensor *w = T_NEED(wk_ones(dev, WK_F32, WK_SHAPE(1, 1, 1)));
+        const wk_conv_opts far = { .stride = { I64MAX } };
+        wk_tensor *y = x3 && w ? t_own(wk_conv1d(x3, w, NULL, &far)) : NULL;
+        float v = 0;
+        T_CHECK(y && wk_tensor_numel(y) == 1 && wk_to_host(y, &v, sizeof v) == WK_OK && v == 1.0f,
+                "conv1d, stride 2^63-1: %s", y ? "wrong result" : wk_last_error());
+        y = x3 && w ? t_own(wk_conv_transpose1d(x3, w, NULL, &(wk_conv_opts){ .stride = { (int64_t)1 << 60 } })) : NULL;
+        T_CHECK(!y, "conv_transpose1d, stride 2^60: (4 - 1) 2^60 + 1 elements were made");
+        /* copy2d of one row: its strides step nowhere, whatever their size */
+        wk_tensor *d = T_NEED(wk_zeros(dev, WK_F32, WK_SHAPE(4)));
+        T_OK(d && x ? wk_copy2d(d, x, 1, 3, I64MAX, I64MAX / 2, 1, 0) : WK_ERR_ARGUMENT);
+        float dv[4];
+        T_CHECK(d && wk_to_host(d, dv, sizeof dv) == WK_OK && dv[0] == 2 && dv[2] == 4 && dv[3] == 0, "copy2d of one row");
+        /* a pool whose kernel is far larger than its input (the cpu's cost estimate multiplied them) */
+        wk_tensor *p = ramp(WK_F32, 3, 4);
+        const wk_pool_opts big = { .kernel = { (int64_t)1 << 60, 1 }, .padding = { (int64_t)1 << 59, 0 }, .stride = { 1, 1 } };
+        wk_tensor *py = p ? t_own(wk_max_pool2d(p, &big, NULL)) : NULL;
+        float pv[16];   /* 4 x 4: every window covers the 3 rows */
+        T_CHECK(py && wk_tensor_numel(py) == 16 && wk_to_host(py, pv, sizeof pv) == WK_OK && pv[0] == 8 && pv[3] == 11 &&
+                    pv[15] == 11,
+                "max_pool2d, kernel 2^60 x 1: %s", py ? "wrong result" : wk_last_error());
+    }
     if (t_case("limits/tokenizer/stream_nul")) {
         /* found by tests/fuzz/fuzz_tokenizer.c: a push that holds its bytes back (the first byte of
          * a character split over tokens) gave the previous call's text past length 0 */

@@ -132,6 +132,7 @@ static wk_status copy2d_impl(wk_tensor *dst, const wk_tensor *src, int64_t rows,
                         (long long)(dst->st->bytes / sz), (long long)d_need);
     if (ds < cols && rows > 1)
         return wk_error(WK_ERR_SHAPE, "dst stride %lld < cols %lld: rows would overlap", (long long)ds, (long long)cols);
+    if (rows == 1) ss = ds = cols;   /* one row: its strides step nowhere (and may be any size: no bytes from them) */
     wk_view vd = { .base = dst->st->ptr, .dtype = dst->dtype, .rank = 2, .offset = dof,
                    .dims = { rows, cols }, .strides = { ds, 1 } };
     wk_view vs = { .base = src->st->ptr, .dtype = src->dtype, .rank = 2, .offset = so,
