@@ -155,6 +155,7 @@ $(BUILD)/wick-qdot-bench: bench/qdot_bench.c cli/timing.h $(BUILD)/libwick.a
 # The README's test command.
 test: all
 	$(BUILD)/wick-tests
+	$(MAKE) --no-print-directory fuzz-replay
 	CC="$(CC)" tests/cli/test_cli.sh $(BUILD)/wick
 	$(if $(SERVER_SRC),python3 tests/server/test_server.py $(BUILD)/wick,@echo "tests/server: skipped (wick serve not built: no libmicrohttpd)")
 	tools/check-layers && tools/check-layers --self-test
@@ -162,10 +163,14 @@ test: all
 
 # The sanitizer build also has the debug build's handles (below): a use
 # after wk_release is an error there, tested by the suite handles.
+# The fuzz corpus is replayed there too (tests/fuzz/README.md).
+ASAN_VARS = BUILD=build-asan OPT="-O1 -fno-omit-frame-pointer" \
+    EXTRA_CFLAGS="-fsanitize=address,undefined -fno-sanitize-recover=undefined -DWK_DEBUG_HANDLES" \
+    LDLIBS="$(LDLIBS) -fsanitize=address,undefined"
 asan:
-	$(MAKE) BUILD=build-asan OPT="-O1 -fno-omit-frame-pointer" EXTRA_CFLAGS="-fsanitize=address,undefined -fno-sanitize-recover=undefined -DWK_DEBUG_HANDLES" \
-	    LDLIBS="$(LDLIBS) -fsanitize=address,undefined" build-asan/wick-tests
+	$(MAKE) $(ASAN_VARS) build-asan/wick-tests
 	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 build-asan/wick-tests
+	ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1 UBSAN_OPTIONS=print_stacktrace=1 $(MAKE) --no-print-directory $(ASAN_VARS) fuzz-replay
 
 # A debug build: -O1, and tensor handles that carry a generation and stay
 # readable after their release (-DWK_DEBUG_HANDLES, src/core/core.h), so a
@@ -201,6 +206,9 @@ FUZZ_CC    ?= clang
 FUZZ_TIME  ?= 60
 FUZZ_BUILD := build-fuzz
 FUZZ_SAN   := -fsanitize=address,undefined -fno-sanitize-recover=undefined
+# an allocation over 2 GiB fails (NULL) as it would on a small machine, so
+# that the library's out-of-memory paths run instead of ASan stopping
+FUZZ_ASAN  := allocator_may_return_null=1:max_allocation_size_mb=2048
 FUZZ       ?= $(patsubst tests/fuzz/fuzz_%.c,%,$(wildcard tests/fuzz/fuzz_*.c))
 FUZZ_EXTRA  = $(if $(filter openai,$*),$(BUILD)/src/server/openai.o)
 
@@ -223,8 +231,9 @@ fuzz: fuzz-build
 	@fail=0; for h in $(FUZZ); do \
 	    mkdir -p $(FUZZ_BUILD)/corpus/$$h $(FUZZ_BUILD)/findings/$$h; \
 	    echo "fuzz: $$h for $(FUZZ_TIME) s"; \
-	    UBSAN_OPTIONS=print_stacktrace=1 $(FUZZ_BUILD)/fuzz/fuzz_$$h -max_total_time=$(FUZZ_TIME) -timeout=25 \
-	        -rss_limit_mb=2048 -max_len=1048576 -print_final_stats=1 \
+	    ASAN_OPTIONS=$(FUZZ_ASAN) UBSAN_OPTIONS=print_stacktrace=1 \
+	    $(FUZZ_BUILD)/fuzz/fuzz_$$h -max_total_time=$(FUZZ_TIME) -timeout=25 \
+	        -rss_limit_mb=3072 -malloc_limit_mb=4096 -max_len=1048576 -print_final_stats=1 \
 	        -artifact_prefix=$(FUZZ_BUILD)/findings/$$h/ $(FUZZ_BUILD)/corpus/$$h tests/fuzz/corpus/$$h \
 	        > $(FUZZ_BUILD)/fuzz-$$h.log 2>&1 || { fail=1; echo "fuzz: $$h: FINDING (log: $(FUZZ_BUILD)/fuzz-$$h.log)"; tail -40 $(FUZZ_BUILD)/fuzz-$$h.log; }; \
 	    grep -E '^#[0-9]+.*(DONE|INITED)|stat::number_of_executed_units' $(FUZZ_BUILD)/fuzz-$$h.log | tail -2; \

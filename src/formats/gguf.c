@@ -17,8 +17,9 @@
  * least one byte in the file), so a corrupt count cannot ask for more
  * memory than the file could describe. Tensor sizes come from the type's
  * block size and bytes and are checked for overflow, whole blocks and the
- * end of the file. Every failure is WK_ERR_IO naming the file, the field
- * (with the key or tensor it belongs to) and the value.
+ * end of the file, and no two tensors' bytes may overlap. Every failure is
+ * WK_ERR_IO naming the file, the field (with the key or tensor it belongs
+ * to) and the value.
  */
 #include <inttypes.h>
 #include <stdarg.h>
