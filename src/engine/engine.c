@@ -205,7 +205,7 @@ int64_t wk_engine_submit(wk_engine *e, const wk_request *r)
     seq *s = seq_new(e, r);
     if (!s) return -1;
     pthread_mutex_lock(&e->mu);
-    s->id = e->next_id++;
+    const int64_t id = s->id = e->next_id++;   /* s may be run and freed once the lock is let go */
     const bool ok = !e->stop && seq_list_push(&e->incoming, s);
     if (ok) {
         e->stats.waiting++;
@@ -219,7 +219,7 @@ int64_t wk_engine_submit(wk_engine *e, const wk_request *r)
                      stopping ? "the engine is being freed" : "out of memory");
         return -1;
     }
-    return s->id;
+    return id;
 }
 
 wk_status wk_engine_cancel(wk_engine *e, int64_t id)
