@@ -1,8 +1,20 @@
-# wick — build. `make` builds the library (static and shared), the `wick`
-# command and the test runner; `make test` runs the tests; `make asan`
-# builds and runs them under AddressSanitizer + UBSan; `make fault-check`
-# proves the tests can fail (a build with an injected fault must fail).
+# wick — build. `make` builds the library (static and shared) and the
+# `wick` command; `make tests` the test runners; `make test` builds and runs
+# the tests; `make asan` builds and runs them under AddressSanitizer +
+# UBSan; `make fault-check` proves the tests can fail (a build with an
+# injected fault must fail); `make install` (PREFIX, DESTDIR) installs.
 # GPU plugins: `make cuda`, `make rocm` (see src/gpu/gpu.mk).
+
+# ---- parallel by default ------------------------------------------------------
+# A top-level make runs one job per core unless the command line says
+# otherwise (`make -j1`, `make -j4` win over this); sub-makes share their
+# parent's jobs. Not with clean, which would race the build.
+ifeq ($(MAKELEVEL),0)
+ifeq ($(filter clean,$(MAKECMDGOALS))$(filter -j%,$(MAKEFLAGS)),)
+MAKEFLAGS += -j$(shell nproc 2>/dev/null || getconf _NPROCESSORS_ONLN 2>/dev/null || echo 1)
+endif
+endif
+# ---- end of parallel by default ------------------------------------------------
 
 CC      ?= cc
 BUILD   ?= build
@@ -34,14 +46,23 @@ MHD_CFLAGS := $(shell pkg-config --cflags libmicrohttpd 2>/dev/null)
 MHD_LIBS   := $(or $(shell pkg-config --libs libmicrohttpd 2>/dev/null),-lmicrohttpd)
 SERVER_SRC := $(sort $(wildcard src/server/*.c))
 endif
-SERVER_OBJ := $(SERVER_SRC:%.c=$(BUILD)/%.o)
+# the server's web page (src/server/web/index.html) goes into the command
+# as a C array that tools/embed.sh writes
+SERVER_OBJ := $(SERVER_SRC:%.c=$(BUILD)/%.o) $(if $(SERVER_SRC),$(BUILD)/gen/web_page.o)
 $(SERVER_OBJ): ALL_CFLAGS += $(MHD_CFLAGS)
 $(BUILD)/cli/serve.o: ALL_CFLAGS += $(if $(SERVER_SRC),-DWICK_HAVE_SERVER)
 
-.PHONY: all lib test asan debug fault-check clean cuda rocm
-all: lib $(BUILD)/wick $(BUILD)/wick-tests $(BUILD)/wick-parity
+.PHONY: all lib tests test asan debug fault-check clean cuda rocm install uninstall
+all: lib $(BUILD)/wick
 
 lib: $(BUILD)/libwick.a $(BUILD)/libwick.so
+
+# the test runners (make test builds them too)
+tests: $(BUILD)/wick-tests $(BUILD)/wick-parity
+
+# the version, from include/wick.h: the shared library's name and soname
+WK_VERSION := $(shell awk '/^\#define WK_VERSION_(MAJOR|MINOR|PATCH) /{ v = v (v == "" ? "" : ".") $$3 } END { print v }' include/wick.h)
+WK_MAJOR   := $(firstword $(subst ., ,$(WK_VERSION)))
 
 Q := $(if $(V),,@)
 
@@ -54,12 +75,22 @@ $(BUILD)/libwick.a: $(LIB_OBJ)
 	@rm -f $@
 	$(Q)ar rcs $@ $^
 
+# soname libwick.so.MAJOR; the link of that name lets programs linked
+# against build/libwick.so run from the build folder
 $(BUILD)/libwick.so: $(LIB_OBJ)
-	$(Q)$(CC) -shared -o $@ $^ $(LDLIBS)
+	$(Q)$(CC) -shared -Wl,-soname,libwick.so.$(WK_MAJOR) -o $@ $^ $(LDLIBS)
+	$(Q)ln -sf libwick.so $(BUILD)/libwick.so.$(WK_MAJOR)
 
 $(BUILD)/wick: $(CLI_SRC:%.c=$(BUILD)/%.o) $(SERVER_OBJ) $(BUILD)/libwick.a
 	@$(if $(V),,echo "  LD $@")
 	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDLIBS) $(MHD_LIBS)
+
+$(BUILD)/gen/web_page.c: src/server/web/index.html tools/embed.sh
+	@mkdir -p $(dir $@)
+	$(Q)sh tools/embed.sh wks_web_page $< > $@.tmp && mv $@.tmp $@
+$(BUILD)/gen/web_page.o: $(BUILD)/gen/web_page.c
+	@$(if $(V),,echo "  CC $<")
+	$(Q)$(CC) $(ALL_CFLAGS) -c $< -o $@
 
 # serve.o is rebuilt when the answer changes
 $(BUILD)/cli/serve.o: $(BUILD)/.serve-$(SERVE)
@@ -152,12 +183,19 @@ $(BUILD)/wick-qdot-bench: bench/qdot_bench.c cli/timing.h $(BUILD)/libwick.a
 	@$(if $(V),,echo "  LD $@")
 	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $(filter-out %.h,$^) $(LDLIBS)
 
-# The README's test command.
-test: all
+# The README's test command (it builds the runners: `tests`). TEST_PYTHON runs the server's tests that use
+# packages from outside the standard library (the openai client; CI gives
+# it a virtual environment): without them those tests skip with a note.
+TEST_PYTHON ?= python3
+test: all tests
 	$(BUILD)/wick-tests
 	$(MAKE) --no-print-directory fuzz-replay
 	CC="$(CC)" tests/cli/test_cli.sh $(BUILD)/wick
+	CC="$(CC)" MAKE="$(MAKE)" tests/install/test_install.sh $(BUILD)
 	$(if $(SERVER_SRC),python3 tests/server/test_server.py $(BUILD)/wick,@echo "tests/server: skipped (wick serve not built: no libmicrohttpd)")
+	$(if $(SERVER_SRC),python3 tests/server/test_load.py $(BUILD)/wick)
+	$(if $(SERVER_SRC),python3 tests/server/test_web.py $(BUILD)/wick)
+	$(if $(SERVER_SRC),$(TEST_PYTHON) tests/server/test_openai_client.py $(BUILD)/wick)
 	tools/check-layers && tools/check-layers --self-test
 	tools/check-env && tools/check-env --self-test
 
@@ -241,5 +279,45 @@ fuzz: fuzz-build
 
 fuzz-replay: $(FUZZ:%=$(BUILD)/fuzz-replay/fuzz_%)
 	@for h in $(FUZZ); do $(BUILD)/fuzz-replay/fuzz_$$h tests/fuzz/corpus/$$h || exit 1; done
+
+# ---- make install -------------------------------------------------------------
+# make install [PREFIX=/usr/local] [DESTDIR=staging folder]: the headers
+# (INCLUDEDIR/wick/), libwick.a, libwick.so.X.Y.Z (soname libwick.so.X, and
+# the links libwick.so.X and libwick.so), the GPU plugins built (beside
+# libwick.so, where the library looks for them; an installed wick looks in
+# PREFIX/lib too), the wick command, the default model's fetch script (which
+# an installed wick runs) and wick.pc for pkg-config:
+#   cc prog.c $(pkg-config --cflags --libs wick)
+PREFIX       ?= /usr/local
+BINDIR       ?= $(PREFIX)/bin
+LIBDIR       ?= $(PREFIX)/lib
+INCLUDEDIR   ?= $(PREFIX)/include
+DATADIR      ?= $(PREFIX)/share
+PKGCONFIGDIR ?= $(LIBDIR)/pkgconfig
+INSTALL      ?= install
+INSTALL_PLUGINS = $(wildcard $(BUILD)/libwick_cuda.so $(BUILD)/libwick_rocm.so)
+
+install: lib $(BUILD)/wick
+	$(INSTALL) -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR) $(DESTDIR)$(INCLUDEDIR)/wick $(DESTDIR)$(PKGCONFIGDIR) $(DESTDIR)$(DATADIR)/wick
+	$(INSTALL) -m 644 $(wildcard include/*.h) $(DESTDIR)$(INCLUDEDIR)/wick/
+	$(INSTALL) -m 644 $(BUILD)/libwick.a $(DESTDIR)$(LIBDIR)/libwick.a
+	$(INSTALL) -m 755 $(BUILD)/libwick.so $(DESTDIR)$(LIBDIR)/libwick.so.$(WK_VERSION)
+	ln -sf libwick.so.$(WK_VERSION) $(DESTDIR)$(LIBDIR)/libwick.so.$(WK_MAJOR)
+	ln -sf libwick.so.$(WK_MAJOR) $(DESTDIR)$(LIBDIR)/libwick.so
+	$(if $(INSTALL_PLUGINS),$(INSTALL) -m 755 $(INSTALL_PLUGINS) $(DESTDIR)$(LIBDIR)/)
+	$(INSTALL) -m 755 $(BUILD)/wick $(DESTDIR)$(BINDIR)/wick
+	$(INSTALL) -m 755 tools/fetch-default-model.sh $(DESTDIR)$(DATADIR)/wick/fetch-default-model.sh
+	printf '%s\n' 'prefix=$(PREFIX)' 'libdir=$(LIBDIR)' 'includedir=$(INCLUDEDIR)' '' 'Name: wick' \
+	    'Description: a tensor library in C for LLM inference on CPUs, AMD and NVIDIA GPUs' 'Version: $(WK_VERSION)' \
+	    'Cflags: -I$${includedir}/wick' 'Libs: -L$${libdir} -lwick' 'Libs.private: $(LDLIBS)' \
+	    > $(DESTDIR)$(PKGCONFIGDIR)/wick.pc
+
+uninstall:
+	rm -f $(addprefix $(DESTDIR)$(INCLUDEDIR)/wick/,$(notdir $(wildcard include/*.h))) \
+	    $(DESTDIR)$(LIBDIR)/libwick.a $(DESTDIR)$(LIBDIR)/libwick.so.$(WK_VERSION) $(DESTDIR)$(LIBDIR)/libwick.so.$(WK_MAJOR) \
+	    $(DESTDIR)$(LIBDIR)/libwick.so $(DESTDIR)$(LIBDIR)/libwick_cuda.so $(DESTDIR)$(LIBDIR)/libwick_rocm.so \
+	    $(DESTDIR)$(BINDIR)/wick $(DESTDIR)$(DATADIR)/wick/fetch-default-model.sh $(DESTDIR)$(PKGCONFIGDIR)/wick.pc
+	-rmdir $(DESTDIR)$(INCLUDEDIR)/wick $(DESTDIR)$(DATADIR)/wick 2>/dev/null
+# ---- end of make install ------------------------------------------------------
 
 -include src/gpu/gpu.mk

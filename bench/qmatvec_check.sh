@@ -23,7 +23,7 @@ done
 arch=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -1 | tr -d ' .')
 arch=${CUDA_ARCHS:-${arch:-90}}
 t0=$(date +%s)
-if ! make -j"$(nproc)" all cuda cuda-wave64 build/wick-gpu-bench CUDA_ARCHS="$arch" W64_ARCHS="$arch" > "$OUT/build.log" 2>&1; then
+if ! make -j"$(nproc)" all tests cuda cuda-wave64 build/wick-gpu-bench CUDA_ARCHS="$arch" W64_ARCHS="$arch" > "$OUT/build.log" 2>&1; then
     tail -30 "$OUT/build.log"
     echo "qmatvec_check.sh: the build failed"
     exit 1

@@ -2,8 +2,8 @@
  * (src/server, docs/server.md).
  *
  *   wick serve [MODEL] [--host H] [--port P] [--device D] [--api-key KEY]
- *              [--max-seqs N] [--ctx N] [--kv-gib G] [--dtype f32|bf16] [--grace S]
- *              [--max-body BYTES] [--threads N] [-q]
+ *              [--max-seqs N] [--max-queue N] [--ctx N] [--kv-gib G] [--dtype f32|bf16]
+ *              [--grace S] [--max-body BYTES] [--threads N] [-q]
  *
  * Loads the model once, starts the batched engine on its own thread and
  * serves until SIGINT or SIGTERM; then it takes no new connections,
@@ -33,7 +33,8 @@ void wick_serve_usage(void)
     printf("usage: wick serve [MODEL] [options]\n"
            "\n"
            "Serve a language model over HTTP with OpenAI's API (/v1/completions,\n"
-           "/v1/chat/completions, /v1/models; /health, /metrics) until SIGINT or SIGTERM.\n"
+           "/v1/chat/completions, /v1/models; /health, /metrics) and a chat page at /\n"
+           "until SIGINT or SIGTERM.\n"
            "MODEL as for wick run (left out: SmolLM2-135M-Instruct from the cache).\n"
            "\n"
            "  --host H               the address to listen on (default 127.0.0.1; 0.0.0.0: all)\n"
@@ -42,6 +43,8 @@ void wick_serve_usage(void)
            "  --api-key KEY          requests to /v1/ need \"Authorization: Bearer KEY\"\n"
            "                         (default: $WICK_API_KEY when set, else none)\n"
            "  --max-seqs N           sequences the engine runs at once (default 64)\n"
+           "  --max-queue N          a request that finds N sequences waiting in the engine\n"
+           "                         is answered 429 (default: 4 x max-seqs)\n"
            "  --ctx N                context length (default: the model's, at most 4096)\n"
            "  --kv-gib G             the KV cache's size at most, GiB (default: room for max-seqs\n"
            "                         sequences of the context, within 90%% of a GPU's free memory\n"
@@ -102,7 +105,7 @@ static bool num_arg(int argc, char **argv, int *i, double lo, double hi, double 
 int wick_cmd_serve(int argc, char **argv)
 {
     const char *model = NULL, *host = "127.0.0.1", *device = NULL, *api_key = NULL;
-    double port = 8080, max_seqs = 0, ctx = 0, kv_gib = 0, grace = 5, max_body = 8 << 20, threads = 4;
+    double port = 8080, max_seqs = 0, max_queue = 0, ctx = 0, kv_gib = 0, grace = 5, max_body = 8 << 20, threads = 4;
     bool quiet = false;
     wk_dtype dtype = WK_F32;
     for (int i = 1; i < argc; i++) {
@@ -131,6 +134,7 @@ int wick_cmd_serve(int argc, char **argv)
             }
         } else if (!strcmp(a, "--port")) ok = num_arg(argc, argv, &i, 0, 65535, &port);
         else if (!strcmp(a, "--max-seqs")) ok = num_arg(argc, argv, &i, 1, 1 << 20, &max_seqs);
+        else if (!strcmp(a, "--max-queue")) ok = num_arg(argc, argv, &i, 1, 1 << 24, &max_queue);
         else if (!strcmp(a, "--ctx")) ok = num_arg(argc, argv, &i, 1, 1 << 30, &ctx);
         else if (!strcmp(a, "--kv-gib")) ok = num_arg(argc, argv, &i, 1.0 / 1024, 1 << 20, &kv_gib);
         else if (!strcmp(a, "--grace")) ok = num_arg(argc, argv, &i, 0, 3600, &grace);
@@ -180,7 +184,8 @@ int wick_cmd_serve(int argc, char **argv)
     const wk_engine_options eo = { .max_seqs = (int64_t)max_seqs, .kv_bytes = (uint64_t)(kv_gib * 1073741824.0) };
     if (!(e = wk_engine_new(m, &eo)) || wk_engine_start(e) != WK_OK) goto out;
     const wks_config cfg = { .host = host, .port = (int)port, .api_key = api_key, .model_id = id,
-                             .max_body = (size_t)max_body, .threads = (int)threads, .log = !quiet };
+                             .max_body = (size_t)max_body, .threads = (int)threads, .log = !quiet,
+                             .max_queue = max_queue > 0 ? (int)max_queue : 4 * (max_seqs > 0 ? (int)max_seqs : 64) };
     if (!(s = wks_server_new(m, e, &cfg))) goto out;
     const wk_llm_info *in = wk_llm_get_info(m);
     wk_engine_stats st;

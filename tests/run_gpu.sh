@@ -39,7 +39,7 @@ gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)
   echo "|---|---|"
 } > "$sum"
 
-make -j"$(nproc)" all build/wick-device-checks build/wick-rtc-checks build/wick-comm-checks build/wick-llm-oracle build/wick-mfma-check cuda cuda-wave64 CUDA_ARCHS="$arch" > "$LOGS/build.log" 2>&1 &
+make -j"$(nproc)" all tests build/wick-device-checks build/wick-rtc-checks build/wick-comm-checks build/wick-llm-oracle build/wick-mfma-check cuda cuda-wave64 CUDA_ARCHS="$arch" > "$LOGS/build.log" 2>&1 &
 make -j"$(nproc)" BUILD=build-ap ATTN_PORTABLE=1 build-ap/libwick_cuda.so CUDA_ARCHS="$arch" > "$LOGS/build_ap.log" 2>&1 &
 wait %1 || { tail -30 "$LOGS/build.log"; pack; exit 1; }
 wait %2 || { tail -30 "$LOGS/build_ap.log"; pack; exit 1; }

@@ -29,12 +29,14 @@
  *   path's; greedy: every step where llama.cpp's margin is >=
  *   GREEDY_MARGIN is llama.cpp's token, and at most GREEDY_DIFFER_MAX
  *   steps differ at all. Measured (AVX2 / C kernels / exact path):
- *     SmolLM2 (63 prompt positions, 96 steps): RMS 0.233 / 0.243 / 0.276,
- *       largest 1.33 / 1.03 / 1.68, ratio 0.84 / 0.88, greedy steps that
- *       differ 4 / 3 / 3 (llama.cpp's margins <= 0.19);
- *     Gemma 3 (25 prompt positions, 64 steps): RMS 0.376 / 0.315 / 0.276,
- *       largest 1.95 / 1.42 / 1.27, ratio 1.36 / 1.14, greedy 4 / 5 / 4
+ *     SmolLM2 (63 prompt positions, 96 steps): RMS 0.251 / 0.243 / 0.276,
+ *       largest 1.14 / 1.03 / 1.68, ratio 0.91 / 0.88, greedy steps that
+ *       differ 3 / 3 / 3 (llama.cpp's margins <= 0.19);
+ *     Gemma 3 (25 prompt positions, 64 steps): RMS 0.373 / 0.315 / 0.276,
+ *       largest 2.42 / 1.42 / 1.27, ratio 1.35 / 1.14, greedy 4 / 5 / 4
  *       (margins <= 0.32).
+ *   (The AVX2 figures since its kernels sum every row the same way
+ *   whatever the call's row count: tests/test_qdot.c's batch invariance.)
  *   An error of 1% in q4_1's min term at decode and 0.2% at prefill gives
  *   SmolLM2 a ratio of 1.67 and fails. The bit-level checks of the integer
  *   path are tests/test_qdot.c's. WICK_LLM_REF_VERBOSE=1 prints the

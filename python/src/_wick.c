@@ -19,6 +19,7 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <math.h>
 #include <string.h>
 #include <stdlib.h>
 #include <stdio.h>
@@ -2331,6 +2332,31 @@ static PyObject *T_softmax(TensorObject *self, PyObject *args, PyObject *kw)
     if (!PyArg_ParseTupleAndKeywords(args, kw, "|i:softmax", kwlist, &dim)) return NULL;
     return wrap(CALLT(wk_softmax(self->t, dim)));
 }
+/* sort, argsort, topk: the module's functions (below) on self */
+enum { SORT_VALUES, SORT_ARGS, SORT_TOPK };
+static PyObject *sort_any(wk_tensor *x, int dim, int kind, bool flag, int64_t k, const char *op);
+static PyObject *T_sort(TensorObject *self, PyObject *args, PyObject *kw)
+{
+    static char *kwlist[] = { "dim", "descending", NULL };
+    int dim = -1, desc = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "|ip:sort", kwlist, &dim, &desc)) return NULL;
+    return sort_any(self->t, dim, SORT_VALUES, desc != 0, 0, "sort");
+}
+static PyObject *T_argsort(TensorObject *self, PyObject *args, PyObject *kw)
+{
+    static char *kwlist[] = { "dim", "descending", NULL };
+    int dim = -1, desc = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "|ip:argsort", kwlist, &dim, &desc)) return NULL;
+    return sort_any(self->t, dim, SORT_ARGS, desc != 0, 0, "argsort");
+}
+static PyObject *T_topk(TensorObject *self, PyObject *args, PyObject *kw)
+{
+    static char *kwlist[] = { "k", "dim", "largest", NULL };
+    long long k;
+    int dim = -1, largest = 1;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "L|ip:topk", kwlist, &k, &dim, &largest)) return NULL;
+    return sort_any(self->t, dim, SORT_TOPK, largest != 0, k, "topk");
+}
 static PyObject *T_log_softmax(TensorObject *self, PyObject *args, PyObject *kw)
 {
     static char *kwlist[] = { "dim", NULL };
@@ -2364,7 +2390,7 @@ static PyMethodDef Tensor_methods[] = {
       "__dlpack__(*, stream=None, max_version=None, dl_device=None, copy=None) -> a DLPack capsule sharing the memory" },
     { "__dlpack_device__", (PyCFunction)Tensor_dlpack_device, METH_NOARGS, "(DLPack device type, device id)" },
     { "_raw", (PyCFunction)T_raw, METH_NOARGS, "a handle whose buffer shows bf16/f8e4m3 as raw bits (u16/u8); used by numpy()" },
-    MK(to, "to(device_or_dtype=None, dtype=None, *, device=None, copy=False) -> Tensor moved and/or cast"),
+    MK(to, "to(target=None, dtype=None, *, device=None, copy=False) -> Tensor moved and/or cast (target: a device or a dtype)"),
     M1(astype, "astype(dtype) -> Tensor cast to dtype"),
     M0(cpu, "cpu() -> Tensor on the cpu (self when it is there)"),
     M0(contiguous, "contiguous() -> a row-major tensor (self's storage when already so)"),
@@ -2380,7 +2406,7 @@ static PyMethodDef Tensor_methods[] = {
     MK(squeeze, "squeeze(dim=None) -> a view without the size-1 dim (every size-1 dim when None)"),
     M1(unsqueeze, "unsqueeze(dim) -> a view with a new size-1 dim"),
     MK(flatten, "flatten(start_dim=0, end_dim=-1) -> dims start..end merged"),
-    MK(chunk, "chunk(n, dim=0) -> tuple of views"),
+    MK(chunk, "chunk(chunks, dim=0) -> tuple of views"),
     M1(same_storage, "same_storage(other) -> whether both views share one storage"),
     M0(is_contiguous, "is_contiguous() -> bool"),
     M0(data_ptr, "data_ptr() -> the address of the first element (a device address on a GPU)"),
@@ -2406,15 +2432,18 @@ static PyMethodDef Tensor_methods[] = {
     MK(min, "min(dim=None, keepdim=False) -> the values"),
     MK(argmax, "argmax(dim=None, keepdim=False) -> u32 indices (into the flattened tensor when dim is None)"),
     MK(argmin, "argmin(dim=None, keepdim=False) -> u32 indices (into the flattened tensor when dim is None)"),
-    MK(index_select, "index_select(dim, ids) -> the rows ids along dim"),
-    MK(gather, "gather(dim, ids) -> out[i][j] = self[i][ids[i][j]] for dim 1"),
-    MK(scatter_, "scatter_(dim, ids, src) -> self, with self[..ids[i,j]..] = src[i,j] (in place)"),
-    MK(scatter_add_, "scatter_add_(dim, ids, src) -> self, adding src at ids (in place)"),
-    MK(index_add_, "index_add_(dim, ids, src) -> self, self.narrow(dim, ids[i], 1) += src.narrow(dim, i, 1)"),
+    MK(index_select, "index_select(dim, index) -> the rows index along dim"),
+    MK(gather, "gather(dim, index) -> out[i][j] = self[i][index[i][j]] for dim 1"),
+    MK(scatter_, "scatter_(dim, index, src) -> self, with self[..index[i,j]..] = src[i,j] (in place)"),
+    MK(scatter_add_, "scatter_add_(dim, index, src) -> self, adding src at index (in place)"),
+    MK(index_add_, "index_add_(dim, index, src) -> self, self.narrow(dim, index[i], 1) += src.narrow(dim, i, 1)"),
     M1(fill_, "fill_(value) -> self, every element set (in place)"),
     M1(copy_, "copy_(src) -> self, src broadcast and cast into self (in place); src may be on another device"),
     MK(softmax, "softmax(dim=-1)"),
     MK(log_softmax, "log_softmax(dim=-1)"),
+    MK(sort, "sort(dim=-1, descending=False) -> (values, u32 indices): stable; NaN above +inf"),
+    MK(argsort, "argsort(dim=-1, descending=False) -> u32 indices: stable; NaN above +inf"),
+    MK(topk, "topk(k, dim=-1, largest=True) -> (values, u32 indices), largest (smallest) first"),
     MK(dequantize, "dequantize(dtype='f32') -> a float tensor of a block-quantized one"),
     { NULL, NULL, 0, NULL },
 };
@@ -2865,6 +2894,287 @@ static PyObject *m_attention(PyObject *mod, PyObject *args, PyObject *kw)
 }
 
 /* ------------------------------------------------------------------ */
+/* module: convolutions, pooling, upsampling, sorting (docs/conv.md)   */
+
+/* An int, or a sequence of n ints (n: 1 for the 1-d forms, 2 for the
+ * 2-d ones), into out[0..n-1]; min: the least value allowed. 0 with an
+ * exception naming the op and the argument. o NULL leaves out as it is. */
+static int int_tuple(PyObject *o, int n, long long min, const char *op, const char *what, int64_t out[2])
+{
+    if (!o) return 1;
+    long long v[2];
+    if (PyLong_Check(o)) {
+        v[0] = v[1] = PyLong_AsLongLong(o);
+        if (v[0] == -1 && PyErr_Occurred()) return 0;
+    } else {
+        PyObject *seq = PySequence_Check(o) ? PySequence_Fast(o, "") : NULL;
+        if (!seq || PySequence_Fast_GET_SIZE(seq) != n) {
+            Py_XDECREF(seq);
+            PyErr_Clear();
+            PyErr_Format(PyExc_TypeError, "%s: %s takes an int or a tuple of %d ints", op, what, n);
+            return 0;
+        }
+        for (int i = 0; i < n; i++) {
+            PyObject *it = PySequence_Fast_GET_ITEM(seq, i);
+            v[i] = PyLong_Check(it) ? PyLong_AsLongLong(it) : -1;
+            if (!PyLong_Check(it) || (v[i] == -1 && PyErr_Occurred())) {
+                Py_DECREF(seq);
+                PyErr_Clear();
+                PyErr_Format(PyExc_TypeError, "%s: %s takes an int or a tuple of %d ints", op, what, n);
+                return 0;
+            }
+        }
+        if (n == 1) v[1] = v[0];
+        Py_DECREF(seq);
+    }
+    for (int i = 0; i < n; i++)
+        if (v[i] < min) {
+            PyErr_Format(PyExc_ValueError, "%s: %s %lld (at least %lld)", op, what, v[i], min);
+            return 0;
+        }
+    out[0] = v[0];
+    out[1] = v[1];
+    return 1;
+}
+
+/* conv1d / conv2d / conv_transpose1d / conv_transpose2d: PyTorch's
+ * functional signatures (ints or tuples for the per-dim options). */
+static PyObject *conv_any(PyObject *args, PyObject *kw, int nd, bool transposed)
+{
+    static char *kw_fwd[] = { "x", "weight", "bias", "stride", "padding", "dilation", "groups", NULL };
+    static char *kw_tr[] = { "x", "weight", "bias", "stride", "padding", "output_padding", "groups", "dilation", NULL };
+    const char *op = transposed ? (nd == 1 ? "conv_transpose1d" : "conv_transpose2d") : (nd == 1 ? "conv1d" : "conv2d");
+    wk_tensor *x, *w, *b = NULL;
+    PyObject *stride = NULL, *padding = NULL, *dilation = NULL, *opad = NULL;
+    long long groups = 1;
+    int ok = transposed ? PyArg_ParseTupleAndKeywords(args, kw, "O&O&|O&OOOLO", kw_tr, as_tensor_arg, &x, as_tensor_arg, &w,
+                                                      as_tensor_or_none, &b, &stride, &padding, &opad, &groups, &dilation)
+                        : PyArg_ParseTupleAndKeywords(args, kw, "O&O&|O&OOOL", kw_fwd, as_tensor_arg, &x, as_tensor_arg, &w,
+                                                      as_tensor_or_none, &b, &stride, &padding, &dilation, &groups);
+    if (!ok) return NULL;
+    wk_conv_opts o = { .stride = { 1, 1 }, .dilation = { 1, 1 }, .groups = groups };
+    if (!int_tuple(stride, nd, 1, op, "stride", o.stride) || !int_tuple(padding, nd, 0, op, "padding", o.padding) ||
+        !int_tuple(dilation, nd, 1, op, "dilation", o.dilation) ||
+        !int_tuple(opad, nd, 0, op, "output_padding", o.output_padding))
+        return NULL;
+    if (groups < 1) {
+        PyErr_Format(PyExc_ValueError, "%s: groups %lld (at least 1)", op, groups);
+        return NULL;
+    }
+    if (transposed) return wrap(nd == 1 ? CALLT(wk_conv_transpose1d(x, w, b, &o)) : CALLT(wk_conv_transpose2d(x, w, b, &o)));
+    return wrap(nd == 1 ? CALLT(wk_conv1d(x, w, b, &o)) : CALLT(wk_conv2d(x, w, b, &o)));
+}
+static PyObject *m_conv1d(PyObject *mod, PyObject *args, PyObject *kw)
+{
+    (void)mod;
+    return conv_any(args, kw, 1, false);
+}
+static PyObject *m_conv2d(PyObject *mod, PyObject *args, PyObject *kw)
+{
+    (void)mod;
+    return conv_any(args, kw, 2, false);
+}
+static PyObject *m_conv_transpose1d(PyObject *mod, PyObject *args, PyObject *kw)
+{
+    (void)mod;
+    return conv_any(args, kw, 1, true);
+}
+static PyObject *m_conv_transpose2d(PyObject *mod, PyObject *args, PyObject *kw)
+{
+    (void)mod;
+    return conv_any(args, kw, 2, true);
+}
+
+/* Two new tensors as a tuple (either NULL: wick's error, the other released). */
+static PyObject *wrap_two(wk_tensor *a, wk_tensor *b)
+{
+    if (!a || !b) {
+        wk_release(a);
+        wk_release(b);
+        return raise_wk();
+    }
+    PyObject *pa = wrap(a), *pb = pa ? wrap(b) : (wk_release(b), NULL);
+    if (!pb) {
+        Py_XDECREF(pa);
+        return NULL;
+    }
+    return Py_BuildValue("(NN)", pa, pb);
+}
+
+/* avg_pool2d / max_pool2d: PyTorch's functional signatures (no dilation,
+ * no divisor_override). */
+static PyObject *pool_any(PyObject *args, PyObject *kw, bool max)
+{
+    static char *kw_avg[] = { "x", "kernel_size", "stride", "padding", "ceil_mode", "count_include_pad", NULL };
+    static char *kw_max[] = { "x", "kernel_size", "stride", "padding", "ceil_mode", "return_indices", NULL };
+    const char *op = max ? "max_pool2d" : "avg_pool2d";
+    wk_tensor *x;
+    PyObject *kernel, *stride = Py_None, *padding = NULL;
+    int ceil_mode = 0, flag = max ? 0 : 1;   /* return_indices / count_include_pad */
+    if (!PyArg_ParseTupleAndKeywords(args, kw, max ? "O&O|OOpp:max_pool2d" : "O&O|OOpp:avg_pool2d", max ? kw_max : kw_avg,
+                                     as_tensor_arg, &x, &kernel, &stride, &padding, &ceil_mode, &flag))
+        return NULL;
+    wk_pool_opts o = { .ceil_mode = ceil_mode != 0, .exclude_pad = !max && !flag };
+    if (!int_tuple(kernel, 2, 1, op, "kernel_size", o.kernel) ||
+        !int_tuple(stride == Py_None ? NULL : stride, 2, 1, op, "stride", o.stride) ||
+        !int_tuple(padding, 2, 0, op, "padding", o.padding))
+        return NULL;
+    if (!max) return wrap(CALLT(wk_avg_pool2d(x, &o)));
+    if (!flag) return wrap(CALLT(wk_max_pool2d(x, &o, NULL)));
+    wk_tensor *ids = NULL;
+    wk_tensor *r = CALLT(wk_max_pool2d(x, &o, &ids));
+    return wrap_two(r, r ? ids : NULL);
+}
+static PyObject *m_avg_pool2d(PyObject *mod, PyObject *args, PyObject *kw)
+{
+    (void)mod;
+    return pool_any(args, kw, false);
+}
+static PyObject *m_max_pool2d(PyObject *mod, PyObject *args, PyObject *kw)
+{
+    (void)mod;
+    return pool_any(args, kw, true);
+}
+
+/* upsample_*: size (an int or a tuple) or scale_factor (a number or a
+ * tuple), one of the two, as F.interpolate takes them: with scale_factor
+ * the output is floor(in * s) and the source positions use 1 / s. */
+static PyObject *upsample_any(PyObject *args, PyObject *kw, int nd, bool bilinear)
+{
+    static char *kw_near[] = { "x", "size", "scale_factor", NULL };
+    static char *kw_bil[] = { "x", "size", "scale_factor", "align_corners", NULL };
+    const char *op = bilinear ? "upsample_bilinear2d" : nd == 1 ? "upsample_nearest1d" : "upsample_nearest2d";
+    wk_tensor *x;
+    PyObject *size = Py_None, *scale = Py_None;
+    int align = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, bilinear ? "O&|OOp" : "O&|OO", bilinear ? kw_bil : kw_near, as_tensor_arg,
+                                     &x, &size, &scale, &align))
+        return NULL;
+    if ((size == Py_None) == (scale == Py_None)) {
+        PyErr_Format(PyExc_ValueError, "%s: give size or scale_factor (one of the two)", op);
+        return NULL;
+    }
+    if (wk_tensor_rank(x) != nd + 2) {
+        PyErr_Format(PyExc_ValueError, "%s: x has %d dims, expected %d ([N, C, %s])", op, wk_tensor_rank(x), nd + 2,
+                     nd == 1 ? "L" : "H, W");
+        return NULL;
+    }
+    int64_t out[2] = { 0, 0 };
+    double s[2] = { 0, 0 };
+    if (size != Py_None) {
+        if (!int_tuple(size, nd, 1, op, "size", out)) return NULL;
+    } else {
+        PyObject *seq = PyNumber_Check(scale) ? NULL : PySequence_Check(scale) ? PySequence_Fast(scale, "") : NULL;
+        for (int i = 0; i < nd; i++) {
+            PyObject *it = seq ? (PySequence_Fast_GET_SIZE(seq) == nd ? PySequence_Fast_GET_ITEM(seq, i) : NULL) : scale;
+            s[i] = it ? PyFloat_AsDouble(it) : -1.0;
+            if (s[i] == -1.0 && PyErr_Occurred()) PyErr_Clear();
+            if (!(s[i] > 0)) {
+                Py_XDECREF(seq);
+                PyErr_Format(PyExc_ValueError, "%s: scale_factor takes a number > 0 or a tuple of %d", op, nd);
+                return NULL;
+            }
+            out[i] = (int64_t)floor((double)wk_tensor_dim(x, 2 + i) * s[i]);
+        }
+        Py_XDECREF(seq);
+    }
+    if (bilinear) return wrap(CALLT(wk_upsample_bilinear2d(x, out[0], out[1], align != 0, s[0], s[1])));
+    if (nd == 1) return wrap(CALLT(wk_upsample_nearest1d(x, out[0], s[0])));
+    return wrap(CALLT(wk_upsample_nearest2d(x, out[0], out[1], s[0], s[1])));
+}
+static PyObject *m_upsample_nearest1d(PyObject *mod, PyObject *args, PyObject *kw)
+{
+    (void)mod;
+    return upsample_any(args, kw, 1, false);
+}
+static PyObject *m_upsample_nearest2d(PyObject *mod, PyObject *args, PyObject *kw)
+{
+    (void)mod;
+    return upsample_any(args, kw, 2, false);
+}
+static PyObject *m_upsample_bilinear2d(PyObject *mod, PyObject *args, PyObject *kw)
+{
+    (void)mod;
+    return upsample_any(args, kw, 2, true);
+}
+
+/* sort / argsort / topk along any dim: the C ops work on the last one, so
+ * another dim is swapped with it there and back (results contiguous). */
+static wk_tensor *sort_last(const wk_tensor *x, int kind, bool flag, int64_t k, wk_tensor **ids)
+{
+    return kind == SORT_ARGS ? wk_arg_sort(x, flag) : kind == SORT_VALUES ? wk_sort(x, flag, ids) : wk_topk(x, k, flag, ids);
+}
+static wk_tensor *swap_back(wk_tensor *t, int dim, int last)
+{
+    if (!t || dim == last) return t;
+    wk_tensor *v = wk_transpose(t, dim, last);
+    wk_release(t);
+    wk_tensor *c = v ? wk_contiguous(v) : NULL;
+    wk_release(v);
+    return c;
+}
+static PyObject *sort_any(wk_tensor *x, int dim, int kind, bool flag, int64_t k, const char *op)
+{
+    if (kind == SORT_TOPK && k < 0) {
+        PyErr_Format(PyExc_ValueError, "%s: k %lld (at least 0)", op, (long long)k);
+        return NULL;
+    }
+    const int rank = wk_tensor_rank(x), r = rank ? rank : 1;
+    if (dim < -r || dim >= r) {
+        PyErr_Format(PyExc_IndexError, "%s: dim %d out of range for %d dims", op, dim, rank);
+        return NULL;
+    }
+    if (dim < 0) dim += r;
+    const int last = r - 1;
+    const int64_t n = rank ? wk_tensor_dim(x, dim) : 1;
+    if (kind == SORT_TOPK && k > n) {
+        PyErr_Format(PyExc_ValueError, "%s: k %lld is more than dim %d's size %lld", op, (long long)k, dim, (long long)n);
+        return NULL;
+    }
+    wk_tensor *ids = NULL, *res;
+    if (rank == 0 || dim == last) {
+        res = CALLT(sort_last(x, kind, flag, k, kind == SORT_ARGS ? NULL : &ids));
+    } else {
+        wk_tensor *v = wk_transpose(x, dim, last);
+        if (!v) return raise_wk();
+        res = CALLT(sort_last(v, kind, flag, k, kind == SORT_ARGS ? NULL : &ids));
+        wk_release(v);
+        res = swap_back(res, dim, last);
+        ids = swap_back(ids, dim, last);
+    }
+    if (kind == SORT_ARGS) return wrap(res);
+    return wrap_two(res, res ? ids : (wk_release(ids), NULL));
+}
+static PyObject *m_sort(PyObject *mod, PyObject *args, PyObject *kw)
+{
+    (void)mod;
+    static char *kwlist[] = { "x", "dim", "descending", NULL };
+    wk_tensor *x;
+    int dim = -1, desc = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O&|ip:sort", kwlist, as_tensor_arg, &x, &dim, &desc)) return NULL;
+    return sort_any(x, dim, SORT_VALUES, desc != 0, 0, "sort");
+}
+static PyObject *m_argsort(PyObject *mod, PyObject *args, PyObject *kw)
+{
+    (void)mod;
+    static char *kwlist[] = { "x", "dim", "descending", NULL };
+    wk_tensor *x;
+    int dim = -1, desc = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O&|ip:argsort", kwlist, as_tensor_arg, &x, &dim, &desc)) return NULL;
+    return sort_any(x, dim, SORT_ARGS, desc != 0, 0, "argsort");
+}
+static PyObject *m_topk(PyObject *mod, PyObject *args, PyObject *kw)
+{
+    (void)mod;
+    static char *kwlist[] = { "x", "k", "dim", "largest", NULL };
+    wk_tensor *x;
+    long long k;
+    int dim = -1, largest = 1;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O&L|ip:topk", kwlist, as_tensor_arg, &x, &k, &dim, &largest)) return NULL;
+    return sort_any(x, dim, SORT_TOPK, largest != 0, k, "topk");
+}
+
+/* ------------------------------------------------------------------ */
 /* module: quantized tensors                                           */
 
 static PyObject *m_quantize(PyObject *mod, PyObject *args)
@@ -3180,6 +3490,23 @@ static PyMethodDef module_methods[] = {
     F_KW(rope_tables, "rope_tables(head_dim, base, n_pos, scaling=None, *, factor, low_freq_factor, high_freq_factor, "
                       "original_max_position, device) -> (cos, sin)"),
     F_KW(attention, "attention(q, k, v, *, scale=None, causal=False, window=0, softcap=0.0, mask=None, kv_len=None)"),
+    F_KW(conv1d, "conv1d(x [N,Cin,L], weight [Cout,Cin/groups,k], bias=None, stride=1, padding=0, dilation=1, groups=1)"),
+    F_KW(conv2d, "conv2d(x [N,Cin,H,W], weight [Cout,Cin/groups,kh,kw], bias=None, stride=1, padding=0, dilation=1, "
+                 "groups=1): per-dim options an int or a pair"),
+    F_KW(conv_transpose1d, "conv_transpose1d(x [N,Cin,L], weight [Cin,Cout/groups,k], bias=None, stride=1, padding=0, "
+                           "output_padding=0, groups=1, dilation=1)"),
+    F_KW(conv_transpose2d, "conv_transpose2d(x [N,Cin,H,W], weight [Cin,Cout/groups,kh,kw], bias=None, stride=1, "
+                           "padding=0, output_padding=0, groups=1, dilation=1): per-dim options an int or a pair"),
+    F_KW(avg_pool2d, "avg_pool2d(x [N,C,H,W], kernel_size, stride=None (the kernel), padding=0, ceil_mode=False, "
+                     "count_include_pad=True)"),
+    F_KW(max_pool2d, "max_pool2d(x [N,C,H,W], kernel_size, stride=None (the kernel), padding=0, ceil_mode=False, "
+                     "return_indices=False) -> values, or (values, u32 indices h*W+w in x's plane)"),
+    F_KW(upsample_nearest1d, "upsample_nearest1d(x [N,C,L], size=None, scale_factor=None): one of the two, as F.interpolate"),
+    F_KW(upsample_nearest2d, "upsample_nearest2d(x [N,C,H,W], size=None, scale_factor=None): one of the two (an int or a pair)"),
+    F_KW(upsample_bilinear2d, "upsample_bilinear2d(x [N,C,H,W], size=None, scale_factor=None, align_corners=False)"),
+    F_KW(sort, "sort(x, dim=-1, descending=False) -> (values, u32 indices): stable; NaN above +inf"),
+    F_KW(argsort, "argsort(x, dim=-1, descending=False) -> u32 indices: stable; NaN above +inf"),
+    F_KW(topk, "topk(x, k, dim=-1, largest=True) -> (values, u32 indices), largest (smallest) first"),
     F_V(quantize, "quantize(t, qtype) -> block-quantized tensor (llama.cpp's reference quantizer)"),
     F_KW(dequantize, "dequantize(t, dtype='f32')"),
     F_V(qmatmul, "qmatmul(x [..., k], w [n, k] quantized) -> x . w^T"),

@@ -1,10 +1,17 @@
 # conftest.py — shared helpers of the Python binding tests: numpy
 # references for every dtype (bf16/f8e4m3 through ml_dtypes), tolerances
 # per dtype, and random inputs drawn by numpy (never by wick).
+import os
+
 import numpy as np
 import pytest
 
-import wick
+# The cpu's quantized products take the exact path in these tests (their
+# references are sums of the decoded weights), as in the C test runner;
+# the library's default is the integer path (docs/cpu-qdot.md).
+os.environ.setdefault("WICK_CPU_QDOT", "0")
+
+import wick  # noqa: E402
 
 try:
     import ml_dtypes

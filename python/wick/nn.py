@@ -18,15 +18,38 @@ tensors on the inputs' device.
     rope_tables(head_dim, base, n_pos, scaling=None, ...) -> (cos, sin)
     attention(q, k, v, *, scale=None, causal=False, window=0, softcap=0.0, mask=None, kv_len=None)
 
-Convolutions and pooling come here as the C library gains them.
+Convolutions, pooling and upsampling (docs/conv.md), PyTorch's functional
+signatures; per-dim options an int or a tuple (index 0: H or L, 1: W):
+
+    conv1d(x, weight, bias=None, stride=1, padding=0, dilation=1, groups=1)
+    conv2d(x, weight, bias=None, stride=1, padding=0, dilation=1, groups=1)
+    conv_transpose1d(x, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1)
+    conv_transpose2d(x, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1)
+    avg_pool2d(x, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True)
+    max_pool2d(x, kernel_size, stride=None, padding=0, ceil_mode=False, return_indices=False)
+                                          indices: u32, h * W + w in x's plane
+    upsample_nearest1d(x, size=None, scale_factor=None)
+    upsample_nearest2d(x, size=None, scale_factor=None)
+    upsample_bilinear2d(x, size=None, scale_factor=None, align_corners=False)
+    interpolate(x, size=None, scale_factor=None, mode="nearest", align_corners=None)
+                                          F.interpolate's nearest (1-d, 2-d) and bilinear
+
+Sorting is in wick itself (wick.sort, wick.argsort, wick.topk, and the
+Tensor methods of those names).
 """
 from ._wick import (  # noqa: F401
     add_rms_norm,
     attention,
+    avg_pool2d,
+    conv1d,
+    conv2d,
+    conv_transpose1d,
+    conv_transpose2d,
     layer_norm,
     linear_rope_kv,
     linear_silu_mul,
     log_softmax,
+    max_pool2d,
     rms_norm,
     rope,
     rope_i,
@@ -35,9 +58,33 @@ from ._wick import (  # noqa: F401
     rope_thd,
     silu_mul,
     softmax,
+    upsample_bilinear2d,
+    upsample_nearest1d,
+    upsample_nearest2d,
 )
 
 __all__ = [
     "softmax", "log_softmax", "rms_norm", "add_rms_norm", "layer_norm", "silu_mul", "linear_silu_mul",
     "rope", "rope_i", "rope_thd", "rope_kv", "linear_rope_kv", "rope_tables", "attention",
+    "conv1d", "conv2d", "conv_transpose1d", "conv_transpose2d", "avg_pool2d", "max_pool2d",
+    "upsample_nearest1d", "upsample_nearest2d", "upsample_bilinear2d", "interpolate",
 ]
+
+
+def interpolate(x, size=None, scale_factor=None, mode="nearest", align_corners=None):
+    """interpolate(x, size=None, scale_factor=None, mode='nearest', align_corners=None): as
+    torch.nn.functional.interpolate for mode 'nearest' (x [N, C, L] or [N, C, H, W]) and
+    'bilinear' (x [N, C, H, W]); size or scale_factor, one of the two."""
+    if mode == "nearest":
+        if align_corners is not None:
+            raise ValueError("interpolate: align_corners goes with mode='bilinear' only")
+        if x.ndim == 3:
+            return upsample_nearest1d(x, size, scale_factor)
+        if x.ndim == 4:
+            return upsample_nearest2d(x, size, scale_factor)
+        raise ValueError("interpolate: mode 'nearest' takes x [N, C, L] or [N, C, H, W], not %d dims" % x.ndim)
+    if mode == "bilinear":
+        if x.ndim != 4:
+            raise ValueError("interpolate: mode 'bilinear' takes x [N, C, H, W], not %d dims" % x.ndim)
+        return upsample_bilinear2d(x, size, scale_factor, bool(align_corners))
+    raise ValueError("interpolate: mode %r (wick has 'nearest' and 'bilinear')" % (mode,))

@@ -5,7 +5,9 @@
  * Plugin search, first hit wins: $WICK_CUDA_PLUGIN / $WICK_ROCM_PLUGIN (a
  * file: when set, that file or no plugin of the kind at all),
  * $WICK_PLUGIN_DIR/libwick_<kind>.so, the folder holding libwick (or the
- * executable it is linked into), then the dynamic loader's own search for
+ * executable it is linked into), the lib folder beside that folder when it
+ * is a bin folder (PREFIX/lib for PREFIX/bin/wick, where make install puts
+ * the plugins), then the dynamic loader's own search for
  * libwick_<kind>.so. A missing plugin is not an error: the kind has zero
  * devices and wk_plugin_status says why, its first words one of "not
  * built", "no driver", "not loadable" or "not loaded" (the named file).
@@ -116,6 +118,11 @@ static void load_plugin(int k)
         if (slash) {
             snprintf(path, sizeof path, "%.*s/%s", (int)(slash - self), self, file);
             if ((h = try_dlopen(k, path, "beside libwick", &seen))) from = path;
+        }
+        /* PREFIX/bin/program: PREFIX/lib, where make install puts plugins */
+        if (!h && slash && slash - self >= 4 && !strncmp(slash - 4, "/bin", 4)) {
+            snprintf(path, sizeof path, "%.*s/lib/%s", (int)(slash - 4 - self), self, file);
+            if ((h = try_dlopen(k, path, "the lib folder beside bin", &seen))) from = path;
         }
     }
     if (!h) h = try_dlopen(k, file, "loader search path", &seen);

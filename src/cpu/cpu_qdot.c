@@ -1,11 +1,11 @@
 /* cpu_qdot.c — the cpu's integer path of wk_qmatmul: quantized
  * activations and integer dot products, as llama.cpp's CPU kernels do.
  *
- * wk_cpu_qmatmul (cpu_quant.c) sends a call here when the integer path is
- * selected (wk_cpu_env.qdot: the WICK_CPU_QDOT environment variable,
- * read when the backend is made and by wk_env_refresh; docs/cpu-qdot.md).
- * Otherwise the weights are decoded to f32 and summed in f32, the path
- * whose logits match transformers.
+ * wk_cpu_qmatmul (cpu_quant.c) sends a call here unless the exact path is
+ * asked for (wk_cpu_env.qdot: the WICK_CPU_QDOT environment variable, "0"
+ * for the exact path, read when the backend is made and by
+ * wk_env_refresh; docs/cpu-qdot.md). The exact path decodes the weights
+ * to f32 and sums in f32: its logits match transformers'.
  *
  * What it computes (ggml's ggml_vec_dot_<w>_<a>, their generic C):
  *   - each row of x is quantized once per call, by llama.cpp's reference
@@ -47,6 +47,9 @@
  * or reads them in place for few rows of x. The rows of x are quantized
  * in parallel first.
  */
+#if defined(__clang__)
+#pragma STDC FP_CONTRACT OFF   /* (gcc: -std=c11 does not contract) the kernels' float sums as written */
+#endif
 #include <stdatomic.h>
 #include <stdlib.h>
 #include "cpu_internal.h"
@@ -68,9 +71,10 @@ static inline float ld_h(const uint8_t *p)
 
 int wk_cpu_qdot_mode(void)
 {
+    /* the integer path by default; "0" (or "exact"): the f32 path */
     const char *e = getenv("WICK_CPU_QDOT");
-    if (!e || !*e || !strcmp(e, "0")) return WK_QDOT_OFF;
-    if (!strcmp(e, "portable")) return WK_QDOT_PORTABLE;
+    if (e && (!strcmp(e, "0") || !strcmp(e, "exact"))) return WK_QDOT_OFF;
+    if (e && !strcmp(e, "portable")) return WK_QDOT_PORTABLE;
     return WK_QDOT_ON;
 }
 
@@ -527,6 +531,15 @@ WK_TARGET_AVX2 static inline float hsum_ps(__m256 v)
     return _mm_cvtss_f32(s);
 }
 
+/* the sum of 8 int32 lanes (exact) */
+WK_TARGET_AVX2 static inline int32_t hsum_epi32(__m256i v)
+{
+    __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+    s = _mm_add_epi32(s, _mm_unpackhi_epi64(s, s));
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 1));
+    return _mm_cvtsi128_si32(s);
+}
+
 WK_TARGET_AVX2 static float dot32_avx2(const qd_rows *w, int64_t wr, const qd_rows *a, int64_t ar, int64_t k, bool mins)
 {
     const int64_t nb = k / 32;
@@ -565,8 +578,7 @@ WK_TARGET_AVX2 static float dotk_avx2(const qd_rows *w, int64_t wr, const qd_row
     const int8_t *wq = w->q + wr * k, *aq = a->q + ar * k;
     const int16_t *sc = w->sc + wr * ng, *mn = w->mn + wr * ng, *bs = a->bs + ar * ng;
     const float *wd = w->d + wr * nb, *wm = w->dm + wr * nb, *ad = a->d + ar * nb;
-    __m256 acc = _mm256_setzero_ps();
-    float macc = 0;
+    float acc = 0;
     for (int64_t b = 0; b < nb; b++) {
         const int8_t *x = wq + QK_K * b, *y = aq + QK_K * b;
         const int16_t *s = sc + 16 * b;
@@ -578,18 +590,14 @@ WK_TARGET_AVX2 static float dotk_avx2(const qd_rows *w, int64_t wr, const qd_row
                                                        _mm_set1_epi16(s[2 * c + 1]), 1);
             isum = _mm256_add_epi32(isum, _mm256_madd_epi16(p, sv));
         }
-        acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_set1_ps(wd[b] * ad[b]), acc);
-        if (mins) {
-            /* 16 products of int16 in pairs: exact in int32 */
+        acc += (wd[b] * ad[b]) * (float)hsum_epi32(isum);
+        if (mins) {   /* 16 products of int16 in pairs: exact in int32 */
             const __m256i mp = _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)(mn + 16 * b)),
                                                  _mm256_loadu_si256((const __m256i *)(bs + 16 * b)));
-            __m128i m4 = _mm_add_epi32(_mm256_castsi256_si128(mp), _mm256_extracti128_si256(mp, 1));
-            m4 = _mm_add_epi32(m4, _mm_unpackhi_epi64(m4, m4));
-            m4 = _mm_add_epi32(m4, _mm_shuffle_epi32(m4, 1));
-            macc -= (wm[b] * ad[b]) * (float)_mm_cvtsi128_si32(m4);
+            acc -= (wm[b] * ad[b]) * (float)hsum_epi32(mp);
         }
     }
-    return hsum_ps(acc) + macc;
+    return acc;
 }
 
 /* One unpacked weight row against 4 rows of x (ar .. ar + 3): each weight
@@ -603,20 +611,25 @@ WK_TARGET_AVX2 static void dot32_x4_avx2(const qd_rows *w, int64_t wr, const qd_
     const int8_t *wq = w->q + wr * k, *aq = a->q + ar * k;
     const float *wd = w->d + wr * nb, *wm = w->dm + wr * nb, *ad = a->d + ar * nb, *as = a->dm + ar * nb;
     const __m256i ones = _mm256_set1_epi16(1);
-    __m256 acc[4] = { _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps() };
+    /* even blocks into acc[0], odd ones into acc[1] (a last odd-numbered
+       count's tail into acc[0]), as dot32_avx2 sums them */
+    __m256 acc[2][4];
+    for (int h = 0; h < 2; h++)
+        for (int i = 0; i < 4; i++) acc[h][i] = _mm256_setzero_ps();
     for (int64_t b = 0; b < nb; b++) {
+        const int h = (b % 2 == 1) ? 1 : 0;
         const __m256i x = _mm256_loadu_si256((const __m256i *)(wq + 32 * b)), ax = mins ? x : _mm256_sign_epi8(x, x);
         for (int i = 0; i < 4; i++) {
             const __m256i v = _mm256_loadu_si256((const __m256i *)(aq + i * k + 32 * b));
             const __m256i p = _mm256_madd_epi16(_mm256_maddubs_epi16(ax, mins ? v : _mm256_sign_epi8(v, x)), ones);
-            acc[i] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_set1_ps(wd[b] * ad[i * nb + b]), acc[i]);
+            acc[h][i] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_set1_ps(wd[b] * ad[i * nb + b]), acc[h][i]);
         }
     }
     for (int i = 0; i < 4; i++) {
         float macc = 0;
         if (mins)
             for (int64_t b = 0; b < nb; b++) macc += wm[b] * as[i * nb + b];
-        y[i] = hsum_ps(acc[i]) + macc;
+        y[i] = hsum_ps(_mm256_add_ps(acc[0][i], acc[1][i])) + macc;
     }
 }
 
@@ -627,8 +640,7 @@ WK_TARGET_AVX2 static void dotk_x4_avx2(const qd_rows *w, int64_t wr, const qd_r
     const int8_t *wq = w->q + wr * k, *aq = a->q + ar * k;
     const int16_t *sc = w->sc + wr * ng, *mn = w->mn + wr * ng;
     const float *wd = w->d + wr * nb, *wm = w->dm + wr * nb, *ad = a->d + ar * nb;
-    __m256 acc[4] = { _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps() };
-    __m256 macc[4] = { _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps() };
+    float acc[4] = { 0, 0, 0, 0 };
     for (int64_t b = 0; b < nb; b++) {
         const int8_t *x = wq + QK_K * b;
         const int16_t *s = sc + 16 * b;
@@ -643,16 +655,16 @@ WK_TARGET_AVX2 static void dotk_x4_avx2(const qd_rows *w, int64_t wr, const qd_r
                                            _mm256_madd_epi16(_mm256_maddubs_epi16(ax, mins ? v : _mm256_sign_epi8(v, xv)), sv));
             }
         }
-        for (int i = 0; i < 4; i++) {
-            acc[i] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[i]), _mm256_set1_ps(wd[b] * ad[i * nb + b]), acc[i]);
+        for (int i = 0; i < 4; i++) {   /* as dotk_avx2 (and dotk_c) sum them */
+            acc[i] += (wd[b] * ad[i * nb + b]) * (float)hsum_epi32(isum[i]);
             if (mins) {   /* 16 products of int16 in pairs: exact in int32 */
                 const __m256i mp = _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)(mn + 16 * b)),
                                                      _mm256_loadu_si256((const __m256i *)(a->bs + (ar + i) * ng + 16 * b)));
-                macc[i] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(mp), _mm256_set1_ps(wm[b] * ad[i * nb + b]), macc[i]);
+                acc[i] -= (wm[b] * ad[i * nb + b]) * (float)hsum_epi32(mp);
             }
         }
     }
-    for (int i = 0; i < 4; i++) y[i] = hsum_ps(acc[i]) - hsum_ps(macc[i]);
+    for (int i = 0; i < 4; i++) y[i] = acc[i];
 }
 
 /* Few rows of x (decode): the weight's blocks straight from its bytes,
@@ -692,7 +704,8 @@ WK_TARGET_AVX2 static inline uint16_t ld_u16(const uint8_t *p)
             acc0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p0), _mm256_set1_ps(_cvtsh_ss(ld_u16(w)) * ad[b]), acc0); \
             acc1 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p1), _mm256_set1_ps(_cvtsh_ss(ld_u16(w + (BB))) * ad[b + 1]), \
                                    acc1);                                                                      \
-            macc += _cvtsh_ss(ld_u16(w + 2)) * as[b] + _cvtsh_ss(ld_u16(w + (BB) + 2)) * as[b + 1];            \
+            macc += _cvtsh_ss(ld_u16(w + 2)) * as[b];                                                          \
+            macc += _cvtsh_ss(ld_u16(w + (BB) + 2)) * as[b + 1];                                               \
         }                                                                                                      \
         for (; b < nb; b++, w += (BB)) {                                                                       \
             const __m256i p0 = _mm256_madd_epi16(                                                              \
@@ -747,8 +760,7 @@ WK_TARGET_AVX2 static float direct_q4_k_avx2(const uint8_t *w, int64_t nb, const
     const float *ad = a->d + ar * nb;
     const int16_t *bs = a->bs + ar * (k / 16);
     const __m256i m4 = _mm256_set1_epi8(0x0F);
-    __m256 acc = _mm256_setzero_ps();
-    __m128 macc = _mm_setzero_ps();
+    float acc = 0;
     for (int64_t b = 0; b < nb; b++, w += 144) {
         const int8_t *y = aq + QK_K * b;
         /* the 8 scales to bytes 0-7 of u, the 8 mins to bytes 8-15 (ggml's kmask shuffle) */
@@ -764,8 +776,10 @@ WK_TARGET_AVX2 static float direct_q4_k_avx2(const uint8_t *w, int64_t nb, const
         /* mins . (bsums in pairs): 8 products, exact in int32 */
         const __m256i bv = _mm256_loadu_si256((const __m256i *)(bs + 16 * b));
         const __m128i pairs = _mm_hadd_epi16(_mm256_castsi256_si128(bv), _mm256_extracti128_si256(bv, 1));
-        const __m128i mp = _mm_madd_epi16(_mm_cvtepu8_epi16(_mm_loadl_epi64((const __m128i *)(sc + 8))), pairs);
-        macc = _mm_fmadd_ps(_mm_cvtepi32_ps(mp), _mm_set1_ps(_cvtsh_ss(ld_u16(w + 2)) * ad[b]), macc);
+        __m128i mp = _mm_madd_epi16(_mm_cvtepu8_epi16(_mm_loadl_epi64((const __m128i *)(sc + 8))), pairs);
+        mp = _mm_add_epi32(mp, _mm_unpackhi_epi64(mp, mp));
+        mp = _mm_add_epi32(mp, _mm_shuffle_epi32(mp, 1));
+        const int32_t msum = _mm_cvtsi128_si32(mp);
         __m256i isum = _mm256_setzero_si256();
         for (int j = 0; j < 4; j++) {
             const __m256i q = _mm256_loadu_si256((const __m256i *)(w + 16 + 32 * j));
@@ -775,11 +789,11 @@ WK_TARGET_AVX2 static float direct_q4_k_avx2(const uint8_t *w, int64_t nb, const
             isum = _mm256_add_epi32(isum, _mm256_add_epi32(_mm256_madd_epi16(lo, _mm256_set1_epi16(sc[2 * j])),
                                                            _mm256_madd_epi16(hi, _mm256_set1_epi16(sc[2 * j + 1]))));
         }
-        acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_set1_ps(_cvtsh_ss(ld_u16(w)) * ad[b]), acc);
+        /* as dotk_avx2 (and dotk_c) sum them */
+        acc += (_cvtsh_ss(ld_u16(w)) * ad[b]) * (float)hsum_epi32(isum);
+        acc -= (_cvtsh_ss(ld_u16(w + 2)) * ad[b]) * (float)msum;
     }
-    macc = _mm_add_ps(macc, _mm_movehl_ps(macc, macc));
-    macc = _mm_add_ss(macc, _mm_movehdup_ps(macc));
-    return hsum_ps(acc) - _mm_cvtss_f32(macc);
+    return acc;
 }
 
 /* q6_K: the 6-bit values 0..63 to maddubs, the - 32 as 32 sum_g sc_g bsum_g */
@@ -789,7 +803,7 @@ WK_TARGET_AVX2 static float direct_q6_k_avx2(const uint8_t *w, int64_t nb, const
     const float *ad = a->d + ar * nb;
     const int16_t *bs = a->bs + ar * (k / 16);
     const __m256i m4 = _mm256_set1_epi8(0x0F), m3 = _mm256_set1_epi8(3), m30 = _mm256_set1_epi8(0x30);
-    __m256 acc = _mm256_setzero_ps();
+    float acc = 0;
     for (int64_t b = 0; b < nb; b++, w += 210) {
         const int8_t *y = aq + QK_K * b, *sc = (const int8_t *)(w + 192);
         const int16_t *s16 = bs + 16 * b;
@@ -816,10 +830,10 @@ WK_TARGET_AVX2 static float direct_q6_k_avx2(const uint8_t *w, int64_t nb, const
                 isum = _mm256_add_epi32(isum, _mm256_madd_epi16(p, sv));
             }
         }
-        isum = _mm256_sub_epi32(isum, _mm256_setr_epi32(32 * corr, 0, 0, 0, 0, 0, 0, 0));   /* exact */
-        acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_set1_ps(_cvtsh_ss(ld_u16(w + 208)) * ad[b]), acc);
+        /* exact; then as dotk_avx2 (and dotk_c) sum them */
+        acc += (_cvtsh_ss(ld_u16(w + 208)) * ad[b]) * (float)(hsum_epi32(isum) - 32 * corr);
     }
-    return hsum_ps(acc);
+    return acc;
 }
 #endif
 

@@ -23,9 +23,10 @@
  * the thread pool by block (rows x blocks per row), or by weight rows
  * for qmatmul: a task dequantizes 8 or 32 rows of the weight into f32
  * and takes their dot products with every row of x (8 partial sums in
- * f32 per dot product). That is the default; with WICK_CPU_QDOT=1 the
- * product takes the integer path of cpu_qdot.c instead (x quantized to
- * q8 blocks, integer dot products, as llama.cpp's CPU kernels).
+ * f32 per dot product): the exact path, taken with WICK_CPU_QDOT=0. By
+ * default the product takes the integer path of cpu_qdot.c instead (x
+ * quantized to q8 blocks, integer dot products, as llama.cpp's CPU
+ * kernels).
  *
  * Multi-byte fields are little-endian, as GGUF stores them (this file
  * assumes a little-endian host, as the rest of wick does).

@@ -7,7 +7,9 @@
  * rounded to a multiple of 64, so vector loops and cache lines of neighbouring chunks stay apart) and
  * every participant, the caller included, claims chunks from an atomic
  * counter until none are left; the caller then waits for the workers that
- * joined the job.
+ * joined the job. Workers wait for a job spinning for a while, then
+ * asleep (worker_main), so that ops a few microseconds apart do not pay a
+ * futex wake-up each.
  *
  * Small work (n <= grain), a pool of one thread, and calls made from
  * inside a pool task run inline on the calling thread without locking.
@@ -18,9 +20,11 @@
  */
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 #include <unistd.h>
 #include "cpu_internal.h"
 
@@ -32,29 +36,44 @@ typedef struct pool_job {
     int64_t n, chunk, nchunks;
     atomic_int_fast64_t next;   /* next chunk to claim                    */
     atomic_int_fast64_t left;   /* chunks not yet finished                */
-    int refs;                   /* workers inside this job (under lock)   */
 } pool_job;
 
 static struct {
     pthread_once_t once;
     int nthreads;               /* participants, the caller included      */
-    pthread_mutex_t lock;       /* guards job, gen, refs                  */
+    pthread_mutex_t lock;       /* sleeping workers wait under it         */
     pthread_cond_t wake;        /* workers: a job was posted              */
-    pthread_cond_t done;        /* caller: a worker left the job          */
     pthread_mutex_t submit;     /* one job at a time                      */
-    pool_job *job;
-    unsigned long gen;
+    _Atomic(pool_job *) job;    /* the job being run, or NULL             */
+    atomic_ulong gen;           /* bumped when a job is posted            */
+    atomic_int active;          /* workers that may be inside a job       */
+    atomic_int sleepers;        /* workers asleep on `wake`               */
 } pool = {
     .once = PTHREAD_ONCE_INIT,
     .nthreads = 1,
     .lock = PTHREAD_MUTEX_INITIALIZER,
     .wake = PTHREAD_COND_INITIALIZER,
-    .done = PTHREAD_COND_INITIALIZER,
     .submit = PTHREAD_MUTEX_INITIALIZER,
 };
 
 /* set on pool threads, and on a caller while it runs its share of a job */
 static _Thread_local int in_pool_task;
+
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ __volatile__("yield");
+#endif
+}
+
+static int64_t now_ns(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
+}
 
 static void run_chunks(pool_job *j)
 {
@@ -68,22 +87,41 @@ static void run_chunks(pool_job *j)
     }
 }
 
+/* A worker waits for the next job spinning for WK_POOL_SPIN_NS (a model's
+ * ops come microseconds apart: a futex wake-up per op would cost more
+ * than many of them), then asleep on the condition variable. It joins a
+ * job by counting itself in `active` before it reads `job`; the caller
+ * clears `job` before it waits for `active` to fall to zero, so a worker
+ * either is waited for or finds no job (or the next one) -- never a job
+ * whose caller has returned. */
+#define WK_POOL_SPIN_NS 200000
+
 static void *worker_main(void *unused)
 {
     (void)unused;
     in_pool_task = 1;
     unsigned long seen = 0;
-    pthread_mutex_lock(&pool.lock);
     for (;;) {
-        while (!(pool.job && pool.gen != seen)) pthread_cond_wait(&pool.wake, &pool.lock);
-        seen = pool.gen;
-        pool_job *j = pool.job;
-        j->refs++;
-        pthread_mutex_unlock(&pool.lock);
-        run_chunks(j);
-        pthread_mutex_lock(&pool.lock);
-        j->refs--;
-        pthread_cond_signal(&pool.done);
+        unsigned long g = atomic_load(&pool.gen);
+        if (g == seen) {
+            const int64_t t0 = now_ns();
+            for (int spins = 1; (g = atomic_load(&pool.gen)) == seen; spins++) {
+                cpu_relax();
+                if (spins % 256 == 0 && now_ns() - t0 > WK_POOL_SPIN_NS) {
+                    pthread_mutex_lock(&pool.lock);
+                    atomic_fetch_add(&pool.sleepers, 1);
+                    while ((g = atomic_load(&pool.gen)) == seen) pthread_cond_wait(&pool.wake, &pool.lock);
+                    atomic_fetch_sub(&pool.sleepers, 1);
+                    pthread_mutex_unlock(&pool.lock);
+                    break;
+                }
+            }
+        }
+        seen = g;
+        atomic_fetch_add(&pool.active, 1);
+        pool_job *j = atomic_load(&pool.job);
+        if (j) run_chunks(j);
+        atomic_fetch_sub(&pool.active, 1);
     }
     return NULL;
 }
@@ -156,23 +194,24 @@ void wk_parallel_for(int64_t n, int64_t grain, wk_range_fn fn, void *arg)
     pool_job j = { .fn = fn, .arg = arg, .n = n, .chunk = chunk, .nchunks = (n + chunk - 1) / chunk };
     atomic_init(&j.next, 0);
     atomic_init(&j.left, j.nchunks);
-    j.refs = 0;
 
-    pthread_mutex_lock(&pool.lock);
-    pool.job = &j;
-    pool.gen++;
-    pthread_cond_broadcast(&pool.wake);
-    pthread_mutex_unlock(&pool.lock);
+    atomic_store(&pool.job, &j);
+    atomic_fetch_add(&pool.gen, 1);
+    if (atomic_load(&pool.sleepers) > 0) {   /* (a worker that is about to sleep sees the new gen) */
+        pthread_mutex_lock(&pool.lock);
+        pthread_cond_broadcast(&pool.wake);
+        pthread_mutex_unlock(&pool.lock);
+    }
 
     in_pool_task = 1;
     run_chunks(&j);
     in_pool_task = 0;
 
-    pthread_mutex_lock(&pool.lock);
-    pool.job = NULL;  /* late workers no longer join */
-    while (j.refs > 0 || atomic_load_explicit(&j.left, memory_order_acquire) > 0)
-        pthread_cond_wait(&pool.done, &pool.lock);
-    pthread_mutex_unlock(&pool.lock);
+    atomic_store(&pool.job, NULL);  /* late workers no longer join */
+    for (int spins = 1; atomic_load(&j.left) > 0 || atomic_load(&pool.active) > 0; spins++) {
+        cpu_relax();
+        if (spins % 4096 == 0) sched_yield();   /* (more threads than cores) */
+    }
     pthread_mutex_unlock(&pool.submit);
 }
 

@@ -205,7 +205,9 @@ int64_t wk_engine_submit(wk_engine *e, const wk_request *r)
     seq *s = seq_new(e, r);
     if (!s) return -1;
     pthread_mutex_lock(&e->mu);
-    const int64_t id = s->id = e->next_id++;   /* s may be run and freed once the lock is let go */
+    /* the id is read here: once the lock is let go the engine's thread may
+       run the sequence to its end and free it */
+    const int64_t id = s->id = e->next_id++;
     const bool ok = !e->stop && seq_list_push(&e->incoming, s);
     if (ok) {
         e->stats.waiting++;

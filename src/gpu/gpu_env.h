@@ -40,6 +40,8 @@ typedef struct wk_gpu_knobs {
     int attn_mt;                 /* WICK_GPU_ATTN_MT: 1, 2, or 0 (chosen)           */
     long long attn_decode_keys;  /* WICK_ATTN_DECODE_KEYS (0: unset)                */
     long long attn_decode_splits;/* WICK_ATTN_DECODE_SPLITS (0: unset)              */
+    /* paged_attention.hip */
+    bool paged_mma;              /* WICK_GPU_PAGED=mma: the matrix-core kernel      */
     /* conv.hip */
     int conv;                    /* WICK_CONV: WK_CONV_ENV_*                        */
     bool conv_dw3_off;           /* WICK_CONV_DW3=0                                 */

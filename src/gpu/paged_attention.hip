@@ -58,6 +58,17 @@
  * pinned memory the check runs first on the main stream and the host waits
  * for its answer.
  *
+ * The matrix-core path (pa_mma_kernel; NVIDIA sm_80+, f16/bf16, 16-byte
+ * aligned rows; taken only with WICK_GPU_PAGED=mma until it has been run
+ * on a device): one block per (token, kv head, 16 of its query heads,
+ * split of its keys); the G query heads are the rows of mma.sync tiles,
+ * 4 warps take 16-key tiles in turn through cp.async rings, S = Q K^T and
+ * O += P V run on the matrix cores. A token's keys are split into
+ * pa_splits(len) parts (at least PA_SPLIT_MIN keys each, at most
+ * PA_NSMAX parts): a function of the token's own key count, so batch
+ * invariance holds and one sequence alone still fills the device; the
+ * last split to finish combines the partials in split order.
+ *
  * Launch shape: PA_NT threads a block (128), PA_U keys a group a round (4),
  * and blocks per SM asked of the compiler by the rows a block takes (4 for
  * RMAX <= 2, 3 for 4, 2 for 8: at most 128, 170 and 255 registers a
@@ -66,6 +77,7 @@
  * -DPA_U=... override them for a tuning run.
  */
 #include "gpu_internal.h"
+#include "mma.h"
 #include <mutex>
 #include <new>
 
@@ -337,6 +349,371 @@ __global__ __launch_bounds__(PA_NT, RMAX <= 2 ? 4 : RMAX <= 4 ? 3 : 2) void pa_k
 }
 
 /* ------------------------------------------------------------------ */
+/* The matrix-core path (NVIDIA sm_80+, f16/bf16, 16-byte aligned rows) */
+
+#if defined(WK_MMA_SM80)
+#define PA_HAVE_MMA 1
+
+#define PA_TK 16        /* keys of a warp's tile                                  */
+#define PA_NSMAX 16     /* splits of one token's keys at most                     */
+#ifndef PA_SPLIT_MIN
+#define PA_SPLIT_MIN 128 /* keys of a split at least (a multiple of 4 tiles)      */
+#endif
+#define PA_SCRATCH_MAX ((size_t)64 << 20)  /* partials of one launch at most      */
+
+/* The splits of a token's len keys (a function of len alone: a row's
+ * summation order never depends on the rest of the batch): splits of
+ * *chunk keys, at least PA_SPLIT_MIN, at most PA_NSMAX of them. */
+__host__ __device__ inline int pa_splits(int64_t len, int64_t *chunk)
+{
+    int64_t c = (len + PA_NSMAX - 1) / PA_NSMAX;
+    c = (c + 4 * PA_TK - 1) / (4 * PA_TK) * (4 * PA_TK);
+    if (c < PA_SPLIT_MIN) c = PA_SPLIT_MIN;
+    *chunk = c;
+    return (int)((len + c - 1) / c);
+}
+
+template <int DMAX> struct pa_mcfg {
+    enum { LDS = DMAX + 8, NS = DMAX <= 128 ? 3 : 2, TILE = PA_TK * LDS * 2 /* bytes of K or V */ };
+    static constexpr size_t stage = (size_t)2 * TILE;
+    static constexpr size_t smem = (size_t)16 * LDS * 2 + (size_t)4 * NS * stage;
+};
+
+/* keys [j0, j0 + 16) of one sequence and kv head (K and V) into a warp's
+ * stage through the block table; keys at or past lim, and keys in a block
+ * whose id is out of range, are zeros; lanes of one warp only */
+template <int DMAX>
+WK_DEV void pa_load_tile(uint32_t sK, uint32_t sV, const pa_args &a, const uint16_t *kb, const uint16_t *vb,
+                         const uint32_t *btrow, int64_t j0, int64_t lim, int lane)
+{
+    enum { CPR = DMAX / 8, LDS = DMAX + 8, RPP = 32 / CPR, NIT = PA_TK / RPP };
+    const int c = lane % CPR, r0 = lane / CPR;
+    const bool cok = c * 8 < a.D;
+    const uint32_t so = (uint32_t)((r0 * LDS + c * 8) * 2);
+#pragma unroll
+    for (int it = 0; it < NIT; it++) {
+        const int64_t j = j0 + r0 + it * RPP;
+        bool ok = cok && j < lim;
+        const uint16_t *ks = kb, *vs = vb;
+        if (ok) {
+            const uint32_t bi = wk_divmod32_div(a.dbs, (uint32_t)j), row = (uint32_t)j - bi * a.BS;
+            const uint32_t b = btrow[bi];
+            ok = (int64_t)b < a.NB;
+            if (ok) {
+                ks = kb + (int64_t)b * a.ks0 + (int64_t)row * a.ks1 + c * 8;
+                vs = vb + (int64_t)b * a.vs0 + (int64_t)row * a.vs1 + c * 8;
+            }
+        }
+        const uint32_t o = so + (uint32_t)(it * RPP * LDS * 2);
+        wk_cp16(sK + o, ks, ok ? 16 : 0);
+        wk_cp16(sV + o, vs, ok ? 16 : 0);
+    }
+}
+
+/* One block per (token t0 + i, kv head, group of up to 16 of its G query
+ * heads, split of the token's keys): the query heads are the 16 rows of
+ * mma.sync's A (zeros past G), 4 warps take the split's tiles of 16 keys
+ * in turn (tile w, w + 4, ..), each through an NS-stage cp.async ring,
+ * S = Q K^T and O += P V on the matrix cores, the online softmax in
+ * registers, P rounded to T before P V (as attention.hip's mma paths). The
+ * warps merge through shared memory; a token of one split writes its rows,
+ * else each split writes a partial (f32 rows, then m and l) and the last
+ * split to finish (a counter per group, left at zero) combines them in
+ * split order. */
+template <typename T, int DMAX>
+__global__ __launch_bounds__(128, DMAX <= 128 ? 2 : 1) void pa_mma_kernel(pa_args a, int64_t t0, int nsmax, float *part,
+                                                                         unsigned *cnt)
+{
+    wk_pdl_wait();
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    extern __shared__ uint4 pa_dsmem[];
+    typedef pa_mcfg<DMAX> CF;
+    enum { LDS = CF::LDS, NS = CF::NS, NKS = DMAX / 16, NDT = DMAX / 8, RM = 16 };
+    const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32, g = lane / 4, tq = lane % 4;
+    const int D = a.D;
+    int64_t blk = (int64_t)blockIdx.x;
+    const int split = (int)(blk % nsmax);
+    blk /= nsmax;
+    const int rg = (int)(blk % a.nrg);
+    blk /= a.nrg;
+    const int hk = (int)(blk % a.Hkv);
+    const int64_t grp = blk * a.nrg + rg;             /* this launch's group (token, kv head, rows) */
+    const int64_t tl = blk / a.Hkv, t = t0 + tl;
+    const int r0 = rg * RM, nrow = a.G - r0 < RM ? a.G - r0 : RM;
+    T *out = (T *)a.o + (t * a.Hq + (int64_t)hk * a.G + r0) * D;
+    const uint32_t s = a.seq[t], p = a.pos[t];
+    if (!pa_token_ok(a, s, p)) {                     /* (unchecked in a graph) zeros */
+        if (split == 0)
+            for (int i = tid; i < nrow * D; i += 128) out[i] = wk_to<T>(0.0f);
+        return;
+    }
+    int64_t lo, hi, chunk;
+    pa_range(a, p, &lo, &hi);
+    const int nuse = pa_splits(hi - lo, &chunk);
+    if (split >= nuse) return;                       /* (uniform) */
+    const int64_t kbeg = lo + split * chunk, kend = kbeg + chunk < hi ? kbeg + chunk : hi;
+
+    uint16_t *Qs = (uint16_t *)pa_dsmem;
+    const uint32_t sQ = wk_smem_u32(Qs);
+    const uint32_t sW = sQ + (uint32_t)(RM * LDS * 2) + (uint32_t)(warp * NS * CF::stage);
+    for (int idx = tid; idx < RM * (DMAX / 8); idx += 128) {
+        const int rr = idx / (DMAX / 8), c = idx % (DMAX / 8);
+        const bool ok = rr < nrow && c * 8 < D;
+        const uint16_t *src = (const uint16_t *)a.q;
+        if (ok) src += t * a.qs0 + (int64_t)(hk * a.G + r0 + rr) * a.qs1 + c * 8;
+        wk_cp16(sQ + (uint32_t)((rr * LDS + c * 8) * 2), src, ok ? 16 : 0);
+    }
+    wk_cp_commit();
+    const uint32_t *btrow = a.bt + (int64_t)s * a.MB;
+    const uint16_t *kp = (const uint16_t *)a.k + (int64_t)hk * a.ks2, *vp = (const uint16_t *)a.v + (int64_t)hk * a.vs2;
+    const int ntile = (int)((kend - kbeg + PA_TK - 1) / PA_TK);
+    const int nmine = ntile > warp ? (ntile - warp + 3) / 4 : 0;     /* tiles warp, warp + 4, .. */
+    const bool cap = a.cap_inv != 0.0f;
+
+#pragma unroll
+    for (int st = 0; st < NS - 1; st++) {
+        if (st < nmine) {
+            const uint32_t sK = sW + (uint32_t)(st * CF::stage);
+            pa_load_tile<DMAX>(sK, sK + (uint32_t)CF::TILE, a, kp, vp, btrow, kbeg + (warp + 4 * st) * PA_TK, kend, lane);
+        }
+        wk_cp_commit();
+    }
+    asm volatile("cp.async.wait_group %0;" ::"n"(NS - 1) : "memory");   /* Q (the oldest group) */
+    __syncthreads();
+    enum { QREG = DMAX <= 128 };
+    uint32_t qa[QREG ? NKS : 1][4];
+    const uint32_t sQl = sQ + (uint32_t)(((lane % 16) * LDS + (lane / 16) * 8) * 2);
+    if (QREG) {
+#pragma unroll
+        for (int ks = 0; ks < (QREG ? NKS : 1); ks++) wk_ldsm4(qa[ks], sQl + (uint32_t)(ks * 32));
+    }
+
+    float o[NDT][4];
+#pragma unroll
+    for (int n = 0; n < NDT; n++) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.0f;
+    float mrow[2] = { -INFINITY, -INFINITY }, lrow[2] = { 0.0f, 0.0f };
+
+    for (int it = 0; it < nmine; it++) {
+        {   /* tile it + NS - 1 into the stage that tile it - 1 used */
+            const int nx = it + NS - 1;
+            if (nx < nmine) {
+                const uint32_t sK = sW + (uint32_t)((nx % NS) * CF::stage);
+                pa_load_tile<DMAX>(sK, sK + (uint32_t)CF::TILE, a, kp, vp, btrow, kbeg + (warp + 4 * nx) * PA_TK, kend,
+                                   lane);
+            }
+            wk_cp_commit();
+        }
+        const int64_t j0 = kbeg + (warp + 4 * it) * PA_TK;
+        /* which of the tile's keys count: before kend, in a block in range
+           (lane i < 16 asks for key j0 + i) */
+        bool kin = false;
+        if (lane < PA_TK && j0 + lane < kend) {
+            const uint32_t bi = wk_divmod32_div(a.dbs, (uint32_t)(j0 + lane));
+            kin = (int64_t)btrow[bi] < a.NB;
+        }
+        const unsigned kmask = __ballot_sync(0xffffffffu, kin) & 0xFFFFu;
+        asm volatile("cp.async.wait_group %0;" ::"n"(NS - 1) : "memory");
+        __syncwarp();
+        const uint32_t sK = sW + (uint32_t)((it % NS) * CF::stage), sV = sK + (uint32_t)CF::TILE;
+
+        float sc4[2][4];
+#pragma unroll
+        for (int n = 0; n < 2; n++) sc4[n][0] = sc4[n][1] = sc4[n][2] = sc4[n][3] = 0.0f;
+#pragma unroll
+        for (int ks = 0; ks < NKS; ks++) {
+            if (ks * 16 >= D) break;
+            uint32_t kb[4];
+            wk_ldsm4(kb, sK + (uint32_t)((((lane % 8) + (lane / 16) * 8) * LDS + ks * 16 + ((lane / 8) % 2) * 8) * 2));
+            const uint32_t(&q4)[4] = qa[QREG ? ks : 0];
+            if (!QREG) wk_ldsm4(qa[0], sQl + (uint32_t)(ks * 32));
+            wk_mma<T>(sc4[0], q4, kb[0], kb[1]);
+            wk_mma<T>(sc4[1], q4, kb[2], kb[3]);
+        }
+        /* the scale folded into the exponent (sc) unless the scores are
+           made in log2 units here (keys left out, soft-cap) */
+        float sc = a.qmul;
+        if (kmask != 0xFFFFu || cap) {
+            sc = 1.0f;
+#pragma unroll
+            for (int hr = 0; hr < 2; hr++)
+#pragma unroll
+                for (int n = 0; n < 2; n++)
+#pragma unroll
+                    for (int e = 0; e < 2; e++) {
+                        float &x = sc4[n][2 * hr + e];
+                        const float y = cap ? a.cap_log2 * tanhf(x * a.qmul * a.cap_inv) : x * a.qmul;
+                        x = (kmask >> (n * 8 + 2 * tq + e)) & 1u ? y : -INFINITY;
+                    }
+        }
+        uint32_t pa[4];
+#pragma unroll
+        for (int hr = 0; hr < 2; hr++) {
+            float mx = fmaxf(fmaxf(sc4[0][2 * hr], sc4[0][2 * hr + 1]), fmaxf(sc4[1][2 * hr], sc4[1][2 * hr + 1]));
+            mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+            mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+            const float mn = fmaxf(mrow[hr], mx * sc);
+            const float mu = mn == -INFINITY ? 0.0f : mn;
+            const float al = exp2f(mrow[hr] - mu);
+            mrow[hr] = mn;
+            float sum = 0.0f;
+#pragma unroll
+            for (int n = 0; n < 2; n++)
+#pragma unroll
+                for (int e = 0; e < 2; e++) {
+                    float &x = sc4[n][2 * hr + e];
+                    x = exp2f(fmaf(x, sc, -mu));
+                    sum += x;
+                }
+            lrow[hr] = lrow[hr] * al + sum;
+            if (al != 1.0f) {
+#pragma unroll
+                for (int n = 0; n < NDT; n++) {
+                    o[n][2 * hr] *= al;
+                    o[n][2 * hr + 1] *= al;
+                }
+            }
+        }
+        pa[0] = wk_pack2<T>(sc4[0][0], sc4[0][1]);
+        pa[1] = wk_pack2<T>(sc4[0][2], sc4[0][3]);
+        pa[2] = wk_pack2<T>(sc4[1][0], sc4[1][1]);
+        pa[3] = wk_pack2<T>(sc4[1][2], sc4[1][3]);
+#pragma unroll
+        for (int dp = 0; dp < NDT / 2; dp++) {
+            if (dp * 16 >= D) break;
+            uint32_t vb[4];
+            wk_ldsm4t(vb, sV + (uint32_t)((((lane % 8) + ((lane / 8) % 2) * 8) * LDS + dp * 16 + (lane / 16) * 8) * 2));
+            wk_mma<T>(o[2 * dp], pa, vb[0], vb[1]);
+            wk_mma<T>(o[2 * dp + 1], pa, vb[2], vb[3]);
+        }
+        __syncwarp();                                /* this stage is refilled next */
+    }
+    wk_cp_wait_all();
+    __syncthreads();                                 /* every warp done with its stages */
+
+    /* the warps' (m, l, o) of every row into shared memory */
+    float *mo = (float *)(pa_dsmem + (RM * LDS * 2) / 16);
+    float *ml = mo + 4 * RM * DMAX;
+#pragma unroll
+    for (int hr = 0; hr < 2; hr++) {
+        float L = lrow[hr];
+        L += __shfl_xor_sync(0xffffffffu, L, 1);
+        L += __shfl_xor_sync(0xffffffffu, L, 2);
+        const int rr = g + 8 * hr;
+        if (tq == 0) {
+            ml[(warp * RM + rr) * 2] = mrow[hr];
+            ml[(warp * RM + rr) * 2 + 1] = L;
+        }
+#pragma unroll
+        for (int n = 0; n < NDT; n++) {
+            if (n * 8 >= D) break;
+            *(float2 *)(mo + (warp * RM + rr) * DMAX + n * 8 + 2 * tq) = make_float2(o[n][2 * hr], o[n][2 * hr + 1]);
+        }
+    }
+    __syncthreads();
+    /* this split's rows: merged over the warps in warp order; written
+       (one split) or kept as a partial: part[(row * nsmax + split) * D],
+       its (m, l) at pml[(row * nsmax + split) * 2], row = tl Hq + head */
+    const int D4 = D / 4;
+    const int64_t hrow0 = tl * a.Hq + (int64_t)hk * a.G + r0;
+    float *pml = part + (int64_t)gridDim.x / nsmax / a.nrg / a.Hkv * a.Hq * nsmax * D;
+    for (int idx = tid; idx < nrow * D4; idx += 128) {
+        const int rr = idx / D4, d = (idx % D4) * 4;
+        float M = -INFINITY;
+#pragma unroll
+        for (int w = 0; w < 4; w++) M = fmaxf(M, ml[(w * RM + rr) * 2]);
+        const float mu = M == -INFINITY ? 0.0f : M;
+        float4 A = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+        float L = 0.0f;
+#pragma unroll
+        for (int w = 0; w < 4; w++) {
+            const float wt = exp2f(ml[(w * RM + rr) * 2] - mu);
+            const float4 x = *(const float4 *)(mo + (w * RM + rr) * DMAX + d);
+            A.x = fmaf(x.x, wt, A.x);
+            A.y = fmaf(x.y, wt, A.y);
+            A.z = fmaf(x.z, wt, A.z);
+            A.w = fmaf(x.w, wt, A.w);
+            L = fmaf(ml[(w * RM + rr) * 2 + 1], wt, L);
+        }
+        if (nuse == 1) {
+            const float iv = L > 0.0f ? 1.0f / L : 0.0f;
+            uint2 pk;
+            pk.x = wk_pack2<T>(A.x * iv, A.y * iv);
+            pk.y = wk_pack2<T>(A.z * iv, A.w * iv);
+            *(uint2 *)(out + (int64_t)rr * D + d) = pk;
+        } else {
+            const int64_t pr = (hrow0 + rr) * nsmax + split;
+            *(float4 *)(part + pr * D + d) = A;
+            if (d == 0) {
+                pml[pr * 2] = M;
+                pml[pr * 2 + 1] = L;
+            }
+        }
+    }
+    if (nuse == 1) return;
+
+    /* the last split of the group to finish combines the partials (the
+       counter goes back to zero) */
+    __shared__ int s_last;
+    __threadfence();
+    __syncthreads();
+    if (tid == 0) {
+        const unsigned prev = atomicAdd(cnt + grp, 1u);
+        s_last = prev == (unsigned)nuse - 1u;
+        if (s_last) cnt[grp] = 0u;
+    }
+    __syncthreads();
+    if (!s_last) return;
+    __threadfence();
+    float *wsm = ml + 4 * RM * 2;                    /* [RM][PA_NSMAX] weights, then 1 / L per row */
+    float *inv = wsm + RM * PA_NSMAX;
+    for (int rr = warp; rr < nrow; rr += 4) {
+        const int64_t pr0 = (hrow0 + rr) * nsmax;
+        const float mine = lane < nuse ? __ldcg(pml + (pr0 + lane) * 2) : -INFINITY;
+        float M = mine;
+#pragma unroll
+        for (int o2 = 16; o2 > 0; o2 /= 2) M = fmaxf(M, __shfl_xor_sync(0xffffffffu, M, o2));
+        const float mu = M == -INFINITY ? 0.0f : M;
+        if (lane < nuse) wsm[rr * PA_NSMAX + lane] = exp2f(mine - mu);
+        __syncwarp();
+        if (lane == 0) {                             /* in split order */
+            float L = 0.0f;
+            for (int sp = 0; sp < nuse; sp++) L = fmaf(__ldcg(pml + (pr0 + sp) * 2 + 1), wsm[rr * PA_NSMAX + sp], L);
+            inv[rr] = L > 0.0f ? 1.0f / L : 0.0f;
+        }
+    }
+    __syncthreads();
+    for (int idx = tid; idx < nrow * D4; idx += 128) {
+        const int rr = idx / D4, d = (idx % D4) * 4;
+        const float *pp = part + (hrow0 + rr) * nsmax * D + d;
+        float4 A = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+        for (int sp = 0; sp < nuse; sp++) {
+            const float4 x = __ldcg((const float4 *)(pp + (int64_t)sp * D));
+            const float w0 = wsm[rr * PA_NSMAX + sp];
+            A.x = fmaf(x.x, w0, A.x);
+            A.y = fmaf(x.y, w0, A.y);
+            A.z = fmaf(x.z, w0, A.z);
+            A.w = fmaf(x.w, w0, A.w);
+        }
+        const float iv = inv[rr];
+        uint2 pk;
+        pk.x = wk_pack2<T>(A.x * iv, A.y * iv);
+        pk.y = wk_pack2<T>(A.z * iv, A.w * iv);
+        *(uint2 *)(out + (int64_t)rr * D + d) = pk;
+    }
+#else
+    (void)a;
+    (void)t0;
+    (void)nsmax;
+    (void)part;
+    (void)cnt;
+#if defined(__CUDA_ARCH__)
+    __trap();
+#endif
+#endif
+}
+#endif /* WK_MMA_SM80 */
+
+/* ------------------------------------------------------------------ */
 /* The id check                                                        */
 
 /* The first token (lowest t) whose sequence, position or one of the block
@@ -382,6 +759,9 @@ struct pa_sync {
     unsigned long long *words;
     int cur;
     bool dirty;                    /* the words' state is unknown: set both first */
+    std::mutex cnt_lock;           /* (the check's lock is held around the attention's launch) */
+    unsigned *cnt;                 /* the matrix-core path's counters (one a group), kept at zero */
+    int64_t cnt_cap;
 };
 static std::mutex pa_sync_make_lock;
 
@@ -397,6 +777,7 @@ static void pa_sync_free(wk_gpu_ctx *c, void *state)
     if (y->fence) (void)hipEventDestroy(y->fence);
     if (y->side) (void)hipStreamDestroy(y->side);
     if (y->words) (void)hipFree(y->words);
+    if (y->cnt) (void)hipFree(y->cnt);
     if (y->host) (void)hipHostFree(y->host);
     (void)hipGetLastError();
     delete y;
@@ -415,6 +796,8 @@ static pa_sync *pa_sync_get(wk_gpu_ctx *c)
     y->words = NULL;
     y->cur = 0;
     y->dirty = true;
+    y->cnt = NULL;
+    y->cnt_cap = 0;
     void *h = NULL;
     int least = 0, greatest = 0;
     if (hipDeviceGetStreamPriorityRange(&least, &greatest) != hipSuccess) greatest = 0;
@@ -507,8 +890,96 @@ template <typename T> static wk_status pa_launch_t(wk_gpu_ctx *c, pa_args a)
     }
 }
 
+#if defined(PA_HAVE_MMA)
+/* At least n of the matrix-core path's counters (zero between calls):
+ * grown after the stream drains; NULL while a graph is recorded and they
+ * would have to grow (the caller then takes the portable kernel). */
+static wk_status pa_counters(wk_gpu_ctx *c, int64_t n, unsigned **out)
+{
+    *out = NULL;
+    pa_sync *y = pa_sync_get(c);
+    if (!y) return wk_gpu_host->set_error(WK_ERR_MEMORY, "paged_attention: out of host memory");
+    std::lock_guard<std::mutex> g(y->cnt_lock);
+    if (y->cnt_cap < n) {
+        if (c->recording) return WK_OK;
+        if (y->cnt) {
+            WK_GPU_CHECK(hipStreamSynchronize(c->stream));
+            WK_GPU_CHECK(hipFree(y->cnt));
+            y->cnt = NULL;
+            y->cnt_cap = 0;
+        }
+        const int64_t cap = n > 4096 ? n : 4096;
+        WK_GPU_CHECK(hipMalloc((void **)&y->cnt, sizeof(unsigned) * (size_t)cap));
+        WK_GPU_CHECK(hipMemsetAsync(y->cnt, 0, sizeof(unsigned) * (size_t)cap, c->stream));
+        y->cnt_cap = cap;
+    }
+    *out = y->cnt;
+    return WK_OK;
+}
+
+/* The matrix-core path, in launches of at most PA_SCRATCH_MAX bytes of
+ * partials (a token's work is the same in any launch). *took: false when
+ * it could not run (counters while recording): nothing was launched. */
+template <typename T, int DMAX> static wk_status pa_run_mma(wk_gpu_ctx *c, pa_args a, bool *took)
+{
+    static unsigned done;
+    *took = false;
+    const size_t smem = pa_mcfg<DMAX>::smem;
+    wk_status st = wk_gpu_smem_limit(c, pa_mma_kernel<T, DMAX>, smem, &done);
+    if (st != WK_OK) return st;
+    a.nrg = (a.G + 15) / 16;
+    /* splits at most: of the longest key range the table (or window) allows */
+    int64_t keys = a.MB * (int64_t)a.BS;
+    if (a.window > 0 && a.window < keys) keys = a.window;
+    const int64_t ns = (keys + PA_SPLIT_MIN - 1) / PA_SPLIT_MIN;
+    const int nsmax = ns < PA_NSMAX ? (int)ns : PA_NSMAX;
+    const size_t per_tok = nsmax > 1 ? sizeof(float) * (size_t)a.Hq * (size_t)nsmax * (size_t)(a.D + 2) : 0;
+    int64_t tp = per_tok ? (int64_t)(PA_SCRATCH_MAX / per_tok) : a.T;
+    const int64_t per_blk = (int64_t)a.Hkv * a.nrg * nsmax;
+    if (tp > INT32_MAX / per_blk) tp = INT32_MAX / per_blk;
+    if (tp < 1) tp = 1;
+    if (tp > a.T) tp = a.T;
+    unsigned *cnt = NULL;
+    if (nsmax > 1) {
+        st = pa_counters(c, tp * a.Hkv * a.nrg, &cnt);
+        if (st != WK_OK || !cnt) return st;
+    }
+    float *part = NULL;
+    if (per_tok) {
+        st = wk_gpu_scratch_alloc(c, per_tok * (size_t)tp, (void **)&part);
+        if (st != WK_OK) return st;
+    }
+    *took = true;
+    for (int64_t t0 = 0; t0 < a.T && st == WK_OK; t0 += tp) {
+        const int64_t n = a.T - t0 < tp ? a.T - t0 : tp;
+        WK_LAUNCH_PDL(c->cc_major >= 9, (pa_mma_kernel<T, DMAX>), (unsigned)(n * per_blk), 128, smem, c->stream, a, t0,
+                      nsmax, part, cnt);
+        st = wk_gpu_launched(c, "paged_attention", __FILE__, __LINE__);
+    }
+    if (part) wk_gpu_scratch_free(c, part);
+    return st;
+}
+
+template <typename T> static wk_status pa_mma(wk_gpu_ctx *c, const pa_args &a, bool *took)
+{
+    if (a.D <= 64) return pa_run_mma<T, 64>(c, a, took);
+    if (a.D <= 128) return pa_run_mma<T, 128>(c, a, took);
+    return pa_run_mma<T, 256>(c, a, took);
+}
+#endif
+
 static wk_status pa_attention(wk_gpu_ctx *c, wk_dtype dt, const pa_args &a)
 {
+#if defined(PA_HAVE_MMA)
+    /* the matrix cores where asked (WICK_GPU_PAGED=mma: not yet the
+       default, not yet run on a device) and the build, device, dtype and
+       alignment allow */
+    if ((dt == WK_BF16 || dt == WK_F16) && c->cc_major >= 8 && a.vec && wk_gpu_env.paged_mma) {
+        bool took = false;
+        const wk_status st = dt == WK_BF16 ? pa_mma<wk_bf16_t>(c, a, &took) : pa_mma<wk_f16_t>(c, a, &took);
+        if (st != WK_OK || took) return st;
+    }
+#endif
     switch (dt) {
     case WK_F32: return pa_launch_t<float>(c, a);
     case WK_BF16: return pa_launch_t<wk_bf16_t>(c, a);

@@ -405,9 +405,6 @@ static int refuse_unsupported(const wk_json *root, bool chat, oa_error *e)
 {
     int64_t n;
     const wk_json *v;
-    if (get_int(root, "n", 1, 128, &n, e) < 0) return -1;
-    if (field(root, "n") && n != 1)
-        return bad(e, "n", "unsupported_value", "'n' must be 1: more choices per request are not supported yet");
     if (!chat && get_int(root, "best_of", 1, 128, &n, e) < 0) return -1;
     if (!chat && field(root, "best_of") && n != 1)
         return bad(e, "best_of", "unsupported_value", "'best_of' must be 1: it is not supported yet");
@@ -430,7 +427,7 @@ static int refuse_unsupported(const wk_json *root, bool chat, oa_error *e)
 
 int oa_parse(const char *body, size_t len, bool chat, oa_params *p, oa_error *e)
 {
-    *p = (oa_params){ .chat = chat };
+    *p = (oa_params){ .chat = chat, .n = 1 };
     p->sampling = wk_sampling_greedy();
     p->sampling.temperature = 1.0;   /* OpenAI's defaults: sampled, no filter */
     p->doc = wk_json_parse(body, len, "the request body", 0);
@@ -481,6 +478,8 @@ int oa_parse(const char *body, size_t len, bool chat, oa_params *p, oa_error *e)
     const char *mt = chat && field(root, "max_completion_tokens") ? "max_completion_tokens" : "max_tokens";
     if ((r = get_int(root, mt, 1, INT32_MAX, &i, e)) < 0) return -1;
     p->max_tokens = r ? i : chat ? 0 : 16;   /* OpenAI's: 16 for completions, the context's end for chats */
+    if ((r = get_int(root, "n", 1, OA_MAX_N, &i, e)) < 0) return -1;
+    p->n = r ? (int)i : 1;
     if (parse_stop(p, root, e)) return -1;
     if (get_bool(root, "stream", &p->stream, e) < 0) return -1;
     if (get_bool(root, "ignore_eos", &p->ignore_eos, e) < 0) return -1;
@@ -651,40 +650,42 @@ static void logprobs(jw *w, const oa_head *h, const oa_token *toks, size_t n)
     else completion_logprobs(w, h, toks, n);
 }
 
-void oa_write_response(jw *w, const oa_head *h, const char *text, size_t len, const oa_token *toks, size_t n_toks,
-                       const char *finish, int64_t prompt_tokens, int64_t completion_tokens)
+void oa_write_response(jw *w, const oa_head *h, const oa_choice *c, int n, int64_t prompt_tokens,
+                       int64_t completion_tokens)
 {
     const bool chat = h->p->chat;
     jw_obj(w);
     head(w, h, chat ? "chat.completion" : "text_completion");
     jw_key(w, "choices");
     jw_arr(w);
-    jw_obj(w);
-    jw_key(w, "index");
-    jw_int(w, 0);
-    if (chat) {
-        jw_key(w, "message");
+    for (int i = 0; i < n; i++) {
         jw_obj(w);
-        jw_key(w, "role");
-        jw_str(w, "assistant");
-        jw_key(w, "content");
-        jw_strn(w, text, len);
+        jw_key(w, "index");
+        jw_int(w, i);
+        if (chat) {
+            jw_key(w, "message");
+            jw_obj(w);
+            jw_key(w, "role");
+            jw_str(w, "assistant");
+            jw_key(w, "content");
+            jw_strn(w, c[i].text, c[i].len);
+            jw_end_obj(w);
+        } else {
+            jw_key(w, "text");
+            jw_strn(w, c[i].text, c[i].len);
+        }
+        logprobs(w, h, c[i].toks, c[i].n_toks);
+        jw_key(w, "finish_reason");
+        jw_str(w, c[i].finish);
         jw_end_obj(w);
-    } else {
-        jw_key(w, "text");
-        jw_strn(w, text, len);
     }
-    logprobs(w, h, toks, n_toks);
-    jw_key(w, "finish_reason");
-    jw_str(w, finish);
-    jw_end_obj(w);
     jw_end_arr(w);
     usage(w, prompt_tokens, completion_tokens);
     jw_end_obj(w);
 }
 
-void oa_write_chunk(jw *w, const oa_head *h, bool role, const char *text, size_t len, const oa_token *toks,
-                    size_t n_toks, const char *finish)
+void oa_write_chunk(jw *w, const oa_head *h, int index, bool role, const char *text, size_t len,
+                    const oa_token *toks, size_t n_toks, const char *finish)
 {
     const bool chat = h->p->chat;
     jw_raw(w, "data: ", 6);
@@ -694,7 +695,7 @@ void oa_write_chunk(jw *w, const oa_head *h, bool role, const char *text, size_t
     jw_arr(w);
     jw_obj(w);
     jw_key(w, "index");
-    jw_int(w, 0);
+    jw_int(w, index);
     if (chat) {
         jw_key(w, "delta");
         jw_obj(w);

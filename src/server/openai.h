@@ -58,8 +58,10 @@ char *oa_error_json(const oa_error *e, size_t *len);
 /* ---- a request ---------------------------------------------------------------------- */
 
 #define OA_MAX_STOP 16
+#define OA_MAX_N 16          /* choices per request at most                   */
 typedef struct oa_params {
     bool chat;               /* /v1/chat/completions, else /v1/completions    */
+    int n;                   /* choices (1..OA_MAX_N)                         */
     const char *prompt;      /* completions                                   */
     wk_chat_message *msgs;   /* chat                                          */
     int n_msgs;
@@ -104,15 +106,23 @@ typedef struct oa_head {
     const oa_params *p;
 } oa_head;
 
-/* A whole response: the text, its tokens' log-probabilities (with
- * p->logprobs), the finish reason, the usage. */
-void oa_write_response(jw *w, const oa_head *h, const char *text, size_t len, const oa_token *toks, size_t n_toks,
-                       const char *finish, int64_t prompt_tokens, int64_t completion_tokens);
-/* One server-sent event, "data: {chunk}\n\n": a chat chunk starts with
- * the role when role is set; finish: the last chunk's reason (NULL
- * before). */
-void oa_write_chunk(jw *w, const oa_head *h, bool role, const char *text, size_t len, const oa_token *toks,
-                    size_t n_toks, const char *finish);
+/* one choice of a whole response */
+typedef struct oa_choice {
+    const char *text;
+    size_t len;
+    const oa_token *toks;    /* its tokens' log-probabilities (p->logprobs)   */
+    size_t n_toks;
+    const char *finish;      /* "stop", "length"                              */
+} oa_choice;
+
+/* A whole response: its n choices (index 0..n-1), the usage. */
+void oa_write_response(jw *w, const oa_head *h, const oa_choice *c, int n, int64_t prompt_tokens,
+                       int64_t completion_tokens);
+/* One server-sent event, "data: {chunk}\n\n", of the choice index: a chat
+ * chunk starts with the role when role is set; finish: the choice's last
+ * chunk's reason (NULL before). */
+void oa_write_chunk(jw *w, const oa_head *h, int index, bool role, const char *text, size_t len,
+                    const oa_token *toks, size_t n_toks, const char *finish);
 /* The usage chunk (stream_options.include_usage), no choices. */
 void oa_write_usage_chunk(jw *w, const oa_head *h, int64_t prompt_tokens, int64_t completion_tokens);
 

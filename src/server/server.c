@@ -4,13 +4,25 @@
  *
  * A generation (struct gen) is made by the handler on an HTTP thread:
  * the body parsed (openai.c), the prompt formatted (wk_llm_chat_apply)
- * and tokenized, the request submitted to the engine. From then on the
+ * and tokenized, the request submitted to the engine, unless the engine
+ * already has --max-queue sequences waiting (429). From then on the
  * engine's thread writes its answer: each event appends a stream chunk
  * (or, without streaming, text and log-probabilities), and the last one
  * gives the whole response or ends the stream. Nothing there waits on
  * the client (http.c buffers). A client that goes before the end cancels
  * its request (wk_engine_cancel). A gen is held by the engine (until its
  * last event) and by its HTTP request (until the request ends).
+ *
+ * A request for n > 1 choices is n engine sequences (struct choice). The
+ * first is submitted by the handler; the others when the first reports
+ * its first token, on the engine's thread: by then the prompt's full KV
+ * blocks are in the engine's prefix cache, so they compute only the
+ * prompt's last partial block. Choice i samples with seed + i. The
+ * answer ends when every choice has; a choice that fails or is cancelled
+ * cancels the others and the answer is the error.
+ *
+ * GET / is the chat page (src/server/web/index.html, compiled in as
+ * wks_web_page by tools/embed.sh).
  */
 #include <pthread.h>
 #include <stdarg.h>
@@ -30,11 +42,12 @@
 
 /* ---- routes ------------------------------------------------------------------------------ */
 
-enum { R_HEALTH, R_MODELS, R_METRICS, R_COMPLETIONS, R_CHAT, R_COUNT, R_OTHER = R_COUNT };
+enum { R_PAGE, R_HEALTH, R_MODELS, R_METRICS, R_COMPLETIONS, R_CHAT, R_COUNT, R_OTHER = R_COUNT };
 static const struct route {
     const char *path;
     bool post, auth;
 } routes[R_COUNT] = {
+    [R_PAGE] = { "/", false, false },   /* the page asks for the key itself */
     [R_HEALTH] = { "/health", false, false },
     [R_MODELS] = { "/v1/models", false, true },
     [R_METRICS] = { "/metrics", false, false },
@@ -53,6 +66,10 @@ static int route_of(const char *path)
 
 typedef struct gen gen;
 
+/* the web page (generated from src/server/web/index.html) */
+extern const unsigned char wks_web_page[];
+extern const size_t wks_web_page_len;
+
 #define MAX_COUNTS 128
 struct wks_server {
     wk_llm *m;
@@ -65,6 +82,7 @@ struct wks_server {
     pthread_mutex_t mu;        /* the generations in flight; stopping */
     gen *active;
     bool stopping, shut;
+    int64_t max_queue;         /* waiting sequences at most (429 then)  */
     atomic_int n_active;
     atomic_ullong next;        /* ids and seeds                        */
     /* metrics */
@@ -77,6 +95,23 @@ struct wks_server {
     atomic_llong prompt_tokens, gen_tokens, finished[WK_FINISH_ERROR + 1];
 };
 
+/* one of a request's n choices: an engine sequence */
+typedef struct choice {
+    gen *g;
+    int index;
+    uint64_t seed;
+    atomic_llong eid;          /* the engine's id (0 until submitted)   */
+    atomic_bool done;          /* its last event came                   */
+    /* the engine's thread only */
+    bool started;              /* its first event came                  */
+    const char *finish;        /* "stop" or "length" when it ended well */
+    char *text;                /* without streaming: the whole text     */
+    size_t n_text, cap_text;
+    oa_token *toks;            /* streaming: those not yet sent         */
+    size_t n_toks, cap_toks;
+    int64_t offset;            /* text bytes so far                     */
+} choice;
+
 struct gen {
     wks_server *s;
     http_req *hr;
@@ -84,14 +119,17 @@ struct gen {
     oa_head head;
     char id[48];
     atomic_int refs;
-    atomic_llong eid;          /* the engine's id (0 until known)       */
-    atomic_bool done;
-    /* the engine's thread only */
-    char *text;                /* without streaming: the whole text     */
-    size_t n_text, cap_text;
-    oa_token *toks;            /* streaming: those not yet sent         */
-    size_t n_toks, cap_toks;
-    int64_t offset;            /* text bytes so far                     */
+    atomic_bool gone;          /* the client went before the answer     */
+    atomic_bool done;          /* every choice ended                    */
+    int n;                     /* choices                               */
+    choice *ch;
+    int32_t *ids;              /* the prompt (for the choices after 0)  */
+    int64_t n_ids;
+    /* the engine's thread only (left: set before the first submit) */
+    int left;                  /* choices not ended                     */
+    wk_finish fail;            /* a choice cancelled or failed: the answer is an error */
+    char error[256];
+    int64_t prompt_tokens, gen_tokens, n_prompt, finished[WK_FINISH_ERROR + 1];
     gen *prev, *next;          /* the server's active list              */
 };
 
@@ -151,8 +189,12 @@ static void gen_unref(gen *g)
     if (atomic_fetch_sub(&g->refs, 1) != 1) return;
     if (g->hr) http_req_unref(g->hr);
     oa_params_free(&g->p);
-    free(g->text);
-    free(g->toks);
+    for (int i = 0; g->ch && i < g->n; i++) {
+        free(g->ch[i].text);
+        free(g->ch[i].toks);
+    }
+    free(g->ch);
+    free(g->ids);
     free(g);
 }
 
@@ -188,16 +230,35 @@ static void send_chunk(gen *g, jw *w)
     free(t);
 }
 
-/* the end of a generation: its whole answer, or the end of its stream */
-static void finish(gen *g, const wk_engine_event *ev)
+static bool append(choice *c, const char *text, size_t len)
+{
+    if (!len) return true;
+    if (!grow((void **)&c->text, &c->cap_text, c->n_text + len, 1)) return false;
+    memcpy(c->text + c->n_text, text, len);
+    c->n_text += len;
+    return true;
+}
+
+/* cancel the choices submitted and not ended (any thread) */
+static void cancel_choices(gen *g)
+{
+    for (int i = 0; i < g->n; i++) {
+        const int64_t id = atomic_load(&g->ch[i].eid);
+        if (id > 0 && !atomic_load(&g->ch[i].done)) wk_engine_cancel(g->s->e, id);
+    }
+}
+
+/* the end of a request, when its last choice has ended: its whole
+ * answer, or the end of its stream */
+static void gen_end(gen *g)
 {
     wks_server *s = g->s;
     jw w = { 0 };
-    if (ev->finish == WK_FINISH_CANCELLED || ev->finish == WK_FINISH_ERROR) {
+    if (g->fail) {
         oa_error e;
-        if (ev->finish == WK_FINISH_CANCELLED)
+        if (g->fail == WK_FINISH_CANCELLED)
             oa_error_set(&e, 503, "server_error", NULL, "cancelled", "the request was cancelled: the server is shutting down");
-        else oa_error_set(&e, 500, "server_error", NULL, NULL, "the generation failed: %s", ev->error ? ev->error : "?");
+        else oa_error_set(&e, 500, "server_error", NULL, NULL, "the generation failed: %s", g->error);
         if (g->p.stream) {
             size_t n;
             char *body = oa_error_json(&e, &n);
@@ -210,46 +271,117 @@ static void finish(gen *g, const wk_engine_event *ev)
             free(body);
             http_stream_end(g->hr);
         } else reply_oa_error(g->hr, &e);
+    } else if (g->p.stream) {
+        if (g->p.include_usage) oa_write_usage_chunk(&w, &g->head, g->n_prompt, g->gen_tokens);
+        puts_(&w, "data: [DONE]\n\n");
+        send_chunk(g, &w);
+        http_stream_end(g->hr);
     } else {
-        const char *reason = ev->finish == WK_FINISH_STOP ? "stop" : "length";
-        if (g->p.stream) {
-            if (ev->len || g->n_toks) oa_write_chunk(&w, &g->head, false, ev->text, ev->len, g->toks, g->n_toks, NULL);
-            oa_write_chunk(&w, &g->head, false, "", 0, NULL, 0, reason);
-            if (g->p.include_usage) oa_write_usage_chunk(&w, &g->head, ev->prompt_tokens, ev->gen_tokens);
-            puts_(&w, "data: [DONE]\n\n");
-            send_chunk(g, &w);
-            http_stream_end(g->hr);
-        } else {
-            if (ev->len && grow((void **)&g->text, &g->cap_text, g->n_text + ev->len, 1)) {
-                memcpy(g->text + g->n_text, ev->text, ev->len);
-                g->n_text += ev->len;
-            }
-            oa_write_response(&w, &g->head, g->text ? g->text : "", g->n_text, g->toks, g->n_toks, reason,
-                              ev->prompt_tokens, ev->gen_tokens);
-            reply_json(g->hr, 200, &w);
+        oa_choice cs[OA_MAX_N];
+        for (int i = 0; i < g->n; i++) {
+            const choice *c = &g->ch[i];
+            cs[i] = (oa_choice){ .text = c->text ? c->text : "", .len = c->n_text, .toks = c->toks,
+                                 .n_toks = c->n_toks, .finish = c->finish };
         }
+        oa_write_response(&w, &g->head, cs, g->n, g->n_prompt, g->gen_tokens);
+        reply_json(g->hr, 200, &w);
     }
     unregister(g);
     /* counted once it is no longer in flight: a reader of the metrics
      * that sees it finished sees it gone */
-    atomic_fetch_add(&s->prompt_tokens, ev->prompt_tokens);
-    atomic_fetch_add(&s->gen_tokens, ev->gen_tokens);
-    if ((unsigned)ev->finish <= WK_FINISH_ERROR) atomic_fetch_add(&s->finished[ev->finish], 1);
+    atomic_fetch_add(&s->prompt_tokens, g->prompt_tokens);
+    atomic_fetch_add(&s->gen_tokens, g->gen_tokens);
+    for (int i = 1; i <= WK_FINISH_ERROR; i++)
+        if (g->finished[i]) atomic_fetch_add(&s->finished[i], g->finished[i]);
     atomic_store(&g->done, true);
     gen_unref(g);   /* the engine's */
+}
+
+/* a choice's last event */
+static void choice_end(choice *c, const wk_engine_event *ev)
+{
+    gen *g = c->g;
+    g->prompt_tokens += ev->prompt_tokens;
+    g->gen_tokens += ev->gen_tokens;
+    if (ev->prompt_tokens > g->n_prompt) g->n_prompt = ev->prompt_tokens;
+    if ((unsigned)ev->finish <= WK_FINISH_ERROR) g->finished[ev->finish]++;
+    atomic_store(&c->done, true);
+    if (ev->finish == WK_FINISH_CANCELLED || ev->finish == WK_FINISH_ERROR) {
+        if (!g->fail || (g->fail == WK_FINISH_CANCELLED && ev->finish == WK_FINISH_ERROR)) {
+            g->fail = ev->finish;
+            snprintf(g->error, sizeof g->error, "%s", ev->error ? ev->error : "?");
+        }
+        cancel_choices(g);   /* the answer is an error: the others stop too */
+    } else {
+        c->finish = ev->finish == WK_FINISH_STOP ? "stop" : "length";
+        if (!g->p.stream) append(c, ev->text, ev->len);
+        else if (!g->fail) {
+            jw w = { 0 };
+            if (ev->len || c->n_toks) oa_write_chunk(&w, &g->head, c->index, false, ev->text, ev->len, c->toks, c->n_toks, NULL);
+            oa_write_chunk(&w, &g->head, c->index, false, "", 0, NULL, 0, c->finish);
+            send_chunk(g, &w);
+            c->n_toks = 0;
+        }
+    }
+    if (--g->left == 0) gen_end(g);
+}
+
+static void on_event(void *user, const wk_engine_event *ev);
+
+/* choice i into the engine (its id; -1 + error) */
+static int64_t submit_choice(gen *g, int i)
+{
+    choice *c = &g->ch[i];
+    wk_sampling sp = g->p.sampling;
+    sp.seed = c->seed;
+    const wk_request req = { .prompt = g->ids, .n_prompt = g->n_ids, .sampling = sp, .max_tokens = g->p.max_tokens,
+                             .stop = g->p.stop, .n_stop = g->p.n_stop, .ignore_eog = g->p.ignore_eos,
+                             .logprobs = g->p.logprobs, .top_logprobs = g->p.top_logprobs, .on_event = on_event,
+                             .user = c };
+    const int64_t id = wk_engine_submit(g->s->e, &req);
+    if (id > 0) atomic_store(&c->eid, id);
+    return id;
+}
+
+/* On the first choice's first event (the engine's thread): the other
+ * choices, whose prompts now find the first's blocks in the prefix cache. */
+static void start_others(gen *g, const wk_engine_event *ev)
+{
+    if (ev->done && (ev->finish == WK_FINISH_CANCELLED || ev->finish == WK_FINISH_ERROR)) {
+        for (int i = 1; i < g->n; i++) atomic_store(&g->ch[i].done, true);   /* they never start */
+        g->left -= g->n - 1;
+        return;
+    }
+    for (int i = 1; i < g->n; i++) {
+        if (submit_choice(g, i) < 0) {   /* (out of memory: the prompt fitted for choice 0) */
+            atomic_store(&g->ch[i].done, true);
+            if (g->fail != WK_FINISH_ERROR) {
+                g->fail = WK_FINISH_ERROR;
+                snprintf(g->error, sizeof g->error, "%s", wk_last_error());
+            }
+            g->finished[WK_FINISH_ERROR]++;
+            g->left--;
+        } else if (atomic_load(&g->gone)) wk_engine_cancel(g->s->e, atomic_load(&g->ch[i].eid));
+    }
+    if (g->fail) cancel_choices(g);
 }
 
 /* The engine's callback, on its thread: never waits. */
 static void on_event(void *user, const wk_engine_event *ev)
 {
-    gen *g = user;
-    atomic_store(&g->eid, ev->id);
+    choice *c = user;
+    gen *g = c->g;
+    atomic_store(&c->eid, ev->id);
+    if (!c->started) {
+        c->started = true;
+        if (c->index == 0 && g->n > 1) start_others(g, ev);
+    }
     if (ev->done) {
-        finish(g, ev);
+        choice_end(c, ev);
         return;
     }
-    if (g->p.logprobs && grow((void **)&g->toks, &g->cap_toks, g->n_toks + 1, sizeof *g->toks)) {
-        oa_token *t = &g->toks[g->n_toks++];
+    if (g->p.logprobs && grow((void **)&c->toks, &c->cap_toks, c->n_toks + 1, sizeof *c->toks)) {
+        oa_token *t = &c->toks[c->n_toks++];
         t->id = ev->token;
         t->logprob = (float)ev->logprob;
         t->n_top = ev->n_top < 0 ? 0 : ev->n_top > 20 ? 20 : ev->n_top;
@@ -257,28 +389,27 @@ static void on_event(void *user, const wk_engine_event *ev)
             t->top_ids[k] = ev->top_ids[k];
             t->top_lps[k] = ev->top_logprobs[k];
         }
-        t->offset = g->offset;
+        t->offset = c->offset;
     }
     if (g->p.stream) {
-        if (ev->len) {   /* held-back text (len 0) waits for a later chunk, with its tokens */
+        if (ev->len && !g->fail) {   /* held-back text (len 0) waits for a later chunk, with its tokens */
             jw w = { 0 };
-            oa_write_chunk(&w, &g->head, false, ev->text, ev->len, g->toks, g->n_toks, NULL);
+            oa_write_chunk(&w, &g->head, c->index, false, ev->text, ev->len, c->toks, c->n_toks, NULL);
             send_chunk(g, &w);
-            g->n_toks = 0;
+            c->n_toks = 0;
         }
-    } else if (ev->len && grow((void **)&g->text, &g->cap_text, g->n_text + ev->len, 1)) {
-        memcpy(g->text + g->n_text, ev->text, ev->len);
-        g->n_text += ev->len;
-    }
-    g->offset += (int64_t)ev->len;
+    } else append(c, ev->text, ev->len);
+    c->offset += (int64_t)ev->len;
 }
 
 /* The HTTP request's end: a client gone before the answer cancels it. */
 static void on_close(void *ctx, bool complete)
 {
     gen *g = ctx;
-    const int64_t id = atomic_load(&g->eid);
-    if (!complete && !atomic_load(&g->done) && id > 0) wk_engine_cancel(g->s->e, id);
+    if (!complete && !atomic_load(&g->done)) {
+        atomic_store(&g->gone, true);   /* choices submitted after this see it */
+        cancel_choices(g);
+    }
     gen_unref(g);
 }
 
@@ -303,64 +434,82 @@ static void handle_generate(wks_server *s, http_req *r, bool chat)
      * BOS where the template has one), a completion's prompt as it is */
     char *text = chat ? wk_llm_chat_apply(s->m, g->p.msgs, g->p.n_msgs, true) : NULL;
     const char *prompt = chat ? text : g->p.prompt;
-    int32_t *ids = NULL;
-    int64_t n_ids = 0;
-    if (!prompt || wk_llm_tokenize(s->m, prompt, strlen(prompt), !chat || s->info->chat == WK_CHAT_NONE, &ids, &n_ids)) {
+    if (!prompt || wk_llm_tokenize(s->m, prompt, strlen(prompt), !chat || s->info->chat == WK_CHAT_NONE, &g->ids,
+                                   &g->n_ids)) {
         reply_error(r, 400, "invalid_request_error", chat ? "messages" : "prompt", NULL, "%s", wk_last_error());
         goto fail;
     }
-    if (n_ids == 0) {
+    free(text);
+    text = NULL;
+    if (g->n_ids == 0) {
         reply_error(r, 400, "invalid_request_error", chat ? "messages" : "prompt", NULL, "the prompt is empty");
         goto fail;
     }
-    if (!g->p.seeded) g->p.sampling.seed = fresh(s);
+    g->n = g->p.n;
+    if (!(g->ch = calloc((size_t)g->n, sizeof *g->ch))) {
+        reply_error(r, 500, "server_error", NULL, NULL, "out of memory");
+        goto fail;
+    }
+    for (int i = 0; i < g->n; i++) {
+        g->ch[i].g = g;
+        g->ch[i].index = i;
+        g->ch[i].seed = g->p.seeded ? g->p.sampling.seed + (uint64_t)i : fresh(s);
+    }
+    g->left = g->n;
     snprintf(g->id, sizeof g->id, "%s-%016llx", chat ? "chatcmpl" : "cmpl", (unsigned long long)fresh(s));
     g->head = (oa_head){ .id = g->id, .created = (int64_t)time(NULL), .model = s->model_id, .m = s->m, .p = &g->p };
     g->hr = r;
     http_req_ref(r);
     atomic_init(&g->refs, 2);   /* the engine's and the HTTP request's */
+    if (g->p.stream && chat) {   /* the first chunk of each choice: the role (dropped if refused below) */
+        jw w = { 0 };
+        for (int i = 0; i < g->n; i++) oa_write_chunk(&w, &g->head, i, true, "", 0, NULL, 0, NULL);
+        send_chunk(g, &w);
+    }
+    /* under the lock, so that the requests of the HTTP threads see each
+     * other's in the engine's queue */
     pthread_mutex_lock(&s->mu);
-    const bool stopping = s->stopping;
-    if (!stopping) {
-        g->next = s->active;
-        if (s->active) s->active->prev = g;
-        s->active = g;
-        atomic_fetch_add(&s->n_active, 1);
+    int status = 0;
+    wk_engine_stats st = { 0 };
+    if (s->stopping) status = 503;
+    else {
+        wk_engine_get_stats(s->e, &st);
+        if (st.waiting >= s->max_queue) status = 429;
+        else if (submit_choice(g, 0) < 0) status = 400;   /* a prompt too long for the context, say */
+        else {
+            g->next = s->active;
+            if (s->active) s->active->prev = g;
+            s->active = g;
+            atomic_fetch_add(&s->n_active, 1);
+        }
     }
     pthread_mutex_unlock(&s->mu);
-    if (stopping) {
+    if (status == 503) {
         reply_error(r, 503, "server_error", NULL, "shutting_down", "the server is shutting down");
         goto fail;
     }
-    if (g->p.stream && chat) {   /* the first chunk: the role */
-        jw w = { 0 };
-        oa_write_chunk(&w, &g->head, true, "", 0, NULL, 0, NULL);
-        send_chunk(g, &w);
+    if (status == 429) {
+        http_set_header(r, "Retry-After", "1");
+        reply_error(r, 429, "requests", NULL, "rate_limit_exceeded",
+                    "the server is busy: %lld sequences are waiting (wick serve --max-queue %lld); try again later",
+                    (long long)st.waiting, (long long)s->max_queue);
+        goto fail;
     }
-    const wk_request req = { .prompt = ids, .n_prompt = n_ids, .sampling = g->p.sampling, .max_tokens = g->p.max_tokens,
-                             .stop = g->p.stop, .n_stop = g->p.n_stop, .ignore_eog = g->p.ignore_eos,
-                             .logprobs = g->p.logprobs,
-                             .top_logprobs = g->p.top_logprobs, .on_event = on_event, .user = g };
-    const int64_t id = wk_engine_submit(s->e, &req);
-    if (id < 0) {   /* a prompt too long for the context, say */
-        unregister(g);
-        const char *param = n_ids < s->info->context ? "max_tokens" : chat ? "messages" : "prompt";
+    if (status == 400) {
+        const char *param = g->n_ids < s->info->context ? "max_tokens" : chat ? "messages" : "prompt";
         reply_error(r, 400, "invalid_request_error", param, "context_length_exceeded", "%s", wk_last_error());
         goto fail;
     }
-    free(text);
-    free(ids);
-    long long none = 0;
-    atomic_compare_exchange_strong(&g->eid, &none, id);
     http_req_on_close(r, on_close, g);
     if (g->p.stream) http_stream_begin(r, 200, "text/event-stream");
     else http_defer(r);
     return;
 fail:
     free(text);
-    free(ids);
     if (g->hr) http_req_unref(g->hr);
     oa_params_free(&g->p);
+    free(g->ch);
+    free(g->ids);
     free(g);
 }
 
@@ -492,6 +641,14 @@ static void handle(void *user, http_req *r)
         return;
     }
     switch (ro) {
+    case R_PAGE:
+        http_set_header(r, "Content-Security-Policy",
+                        "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; "
+                        "connect-src 'self'; img-src data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'");
+        http_set_header(r, "X-Content-Type-Options", "nosniff");
+        http_set_header(r, "Cache-Control", "no-cache");
+        http_respond(r, 200, "text/html; charset=utf-8", (const char *)wks_web_page, wks_web_page_len);
+        break;
     case R_HEALTH: http_respond(r, 200, "application/json", "{\"status\":\"ok\"}", 15); break;
     case R_MODELS: handle_models(s, r); break;
     case R_METRICS: handle_metrics(s, r); break;
@@ -531,6 +688,7 @@ wks_server *wks_server_new(wk_llm *m, wk_engine *e, const wks_config *cfg)
     s->info = wk_llm_get_info(m);
     s->cfg = *cfg;
     s->created = (int64_t)time(NULL);
+    s->max_queue = cfg->max_queue > 0 ? cfg->max_queue : 256;
     s->model_id = strdup(cfg->model_id && *cfg->model_id ? cfg->model_id : s->info->name);
     s->api_key = cfg->api_key && *cfg->api_key ? strdup(cfg->api_key) : NULL;
     if (!s->model_id || (cfg->api_key && *cfg->api_key && !s->api_key)) goto oom;
@@ -581,10 +739,11 @@ static void cancel_all(wks_server *s)
     int64_t ids[256];
     int n = 0;
     pthread_mutex_lock(&s->mu);
-    for (gen *g = s->active; g && n < 256; g = g->next) {
-        const int64_t id = atomic_load(&g->eid);
-        if (id > 0) ids[n++] = id;
-    }
+    for (gen *g = s->active; g && n < 256; g = g->next)
+        for (int i = 0; i < g->n && n < 256; i++) {
+            const int64_t id = atomic_load(&g->ch[i].eid);
+            if (id > 0 && !atomic_load(&g->ch[i].done)) ids[n++] = id;
+        }
     pthread_mutex_unlock(&s->mu);
     for (int i = 0; i < n; i++) wk_engine_cancel(s->e, ids[i]);
 }

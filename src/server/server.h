@@ -24,6 +24,9 @@ typedef struct wks_config {
     size_t max_body;           /* request body bytes at most (0: 8 MiB)         */
     int threads;               /* HTTP threads (0: 4)                           */
     unsigned timeout_s;        /* an idle connection's seconds (0: 60)           */
+    int max_queue;             /* a generation request finding this many
+                                  sequences waiting in the engine is answered
+                                  429 (0: 256)                                   */
     bool log;                  /* a line per request on stderr                   */
 } wks_config;
 

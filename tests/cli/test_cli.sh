@@ -211,19 +211,84 @@ out | grep -q -- "--fast" && ok || bad run_help_fast_text "no --fast in wick run
 expect run_fast_option 1 "$wick" run "$tmp/absent.gguf" --fast -p hi --device cpu
 # --tp N: a count from 1 to 64
 expect run_tp_zero 2 "$wick" run x.gguf --tp 0 -p hi
+# --threads N: a count from 1 to 1024, the range in the message
+expect run_threads_zero 2 "$wick" run x.gguf --threads 0 -p hi
+err | grep -q "from 1 to 1024" && ok || bad run_threads_zero_words "stderr: '$(err)'"
 expect run_tp_fraction 2 "$wick" run x.gguf --tp 1.5 -p hi
 expect run_tp_chat_missing_model 1 "$wick" run "$tmp/absent.gguf" --tp 2 --chat --device cpu
 # an interactive chat split over 3 cpu ranks writes what one device writes
 # (two turns, sampled with a seed), with the default model when it is in
-# the cache (CI's is; otherwise skipped)
+# the cache (CI's is; otherwise skipped); on the exact path (--exact): the
+# integer path's 8-bit activations turn the ranks' other order of partial
+# sums into quantization noise (docs/tensor-parallel.md)
 smol="${WICK_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/wick}/SmolLM2-135M-Instruct.Q4_1.gguf"
 if [ -f "$smol" ]; then
   printf 'Name a color.\nAnd another one?\n\n' > "$tmp/turns"
-  expect run_chat_one 0 sh -c '"$1" run "$2" --chat --device cpu --temp 0.8 --seed 5 -n 12 -q < "$3"' _ "$wick" "$smol" "$tmp/turns"
+  expect run_chat_one 0 sh -c '"$1" run "$2" --chat --device cpu --exact --temp 0.8 --seed 5 -n 12 -q < "$3"' _ "$wick" "$smol" "$tmp/turns"
   cp "$tmp/out" "$tmp/chat1"
-  expect run_tp_chat 0 sh -c '"$1" run "$2" --chat --device cpu --temp 0.8 --seed 5 -n 12 -q --tp 3 < "$3"' _ "$wick" "$smol" "$tmp/turns"
+  expect run_tp_chat 0 sh -c '"$1" run "$2" --chat --device cpu --exact --temp 0.8 --seed 5 -n 12 -q --tp 3 < "$3"' _ "$wick" "$smol" "$tmp/turns"
   [ -s "$tmp/chat1" ] && cmp -s "$tmp/chat1" "$tmp/out" && ok || bad run_tp_chat_same "one device: '$(cat "$tmp/chat1")'; --tp 3: '$(out)'"
-  [ "$(grep -c '^> ' "$tmp/err")" -le 1 ] && [ "$(grep -o '> ' "$tmp/err" | wc -l)" -eq 3 ] && ok || bad run_tp_chat_prompts "stderr: '$(err)'"
+  # a prompt per line read (the empty line is skipped, not the end), printed once for the 3 ranks
+  [ "$(grep -c '^> ' "$tmp/err")" -le 1 ] && [ "$(grep -o '> ' "$tmp/err" | wc -l)" -eq 4 ] && ok || bad run_tp_chat_prompts "stderr: '$(err)'"
+  # the chat's own commands never reach the model; /exit ends it (what follows is not read)
+  printf '/help\n/frobnicate\n/clear\n/exit\nNever sent.\n' > "$tmp/turns"
+  expect run_chat_commands 0 sh -c '"$1" run "$2" --chat --device cpu -n 4 < "$3"' _ "$wick" "$smol" "$tmp/turns"
+  err | grep -q "forget the conversation" && ok || bad run_chat_help "stderr: '$(err)'"
+  err | grep -q "unknown command /frobnicate" && ok || bad run_chat_unknown "stderr: '$(err)'"
+  err | grep -q "the conversation is forgotten" && ok || bad run_chat_clear "stderr: '$(err)'"
+  err | grep -q "prompt:" && bad run_chat_nothing_sent "a line reached the model: '$(err)'" || ok
+  # Ctrl-C (SIGINT) during a reply stops it and the conversation goes on:
+  # the second turn's context holds the first (it grows), /clear forgets
+  # it (the third turn's is smaller than the first's), and a Ctrl-C at the
+  # prompt ends the program (status 130)
+  mkfifo "$tmp/in"
+  "$wick" run "$smol" --chat --device cpu --temp 0 --ignore-eos -n 0 --ctx 1024 < "$tmp/in" > "$tmp/out" 2> "$tmp/err" &
+  pid=$!
+  exec 3> "$tmp/in"
+  # waitfor COND: up to 120 s for the shell condition, while wick runs
+  waitfor() { for _ in $(seq 1200); do eval "$1" && return 0; kill -0 $pid 2>/dev/null || return 1; sleep 0.1; done; return 1; }
+  ctx() { grep -o 'context: [0-9]*' "$tmp/err" | sed -n "$1p" | cut -d' ' -f2; }
+  turn() {   # turn TEXT MIN_BYTES: send a line, Ctrl-C once the reply has MIN_BYTES, wait for the speed line
+    local want c0; want=$(( $(wc -c < "$tmp/out") + $2 )); c0=$(grep -c 'context:' "$tmp/err")
+    printf '%s\n' "$1" >&3
+    waitfor '[ $(wc -c < "$tmp/out") -ge $want ]' && kill -INT $pid
+    waitfor '[ $(grep -c "context:" "$tmp/err") -gt $c0 ]'
+  }
+  turn "Tell me a long story about a dragon." 200 && ok || bad run_chat_ctrl_c_first "stderr: '$(err)'"
+  turn "And then?" 4 && ok || bad run_chat_ctrl_c_second "stderr: '$(err)'"
+  printf '/clear\n' >&3
+  turn "Hi" 4 && ok || bad run_chat_ctrl_c_third "stderr: '$(err)'"
+  [ "$(grep -c '^(stopped' "$tmp/err")" -eq 3 ] && ok || bad run_chat_stopped_words "stderr: '$(err)'"
+  c1=$(ctx 1); c2=$(ctx 2); c3=$(ctx 3)
+  [ -n "$c1" ] && [ -n "$c2" ] && [ "$c2" -gt "$c1" ] && ok || bad run_chat_kept "contexts '$c1' then '$c2'"
+  [ -n "$c3" ] && [ "$c3" -lt "$c1" ] && ok || bad run_chat_cleared "contexts '$c1' then, after /clear, '$c3'"
+  sleep 0.3
+  kill -INT $pid 2>/dev/null
+  wait $pid
+  rc=$?
+  exec 3>&-
+  [ "$rc" -eq 130 ] && ok || bad run_chat_ctrl_c_at_prompt "exit $rc, expected 130 (stderr: $(tail -c 300 "$tmp/err"))"
+  # the same split over 3 cpu ranks: every rank stops at the same token (none left waiting)
+  rm -f "$tmp/in"; mkfifo "$tmp/in"
+  "$wick" run "$smol" --chat --device cpu --temp 0 --ignore-eos -n 0 --ctx 1024 --tp 3 < "$tmp/in" > "$tmp/out" 2> "$tmp/err" &
+  pid=$!
+  exec 3> "$tmp/in"
+  turn "Tell me a long story about a dragon." 100 && ok || bad run_tp_chat_ctrl_c "stderr: '$(err)'"
+  turn "And then?" 4 && ok || bad run_tp_chat_ctrl_c_second "stderr: '$(err)'"
+  printf '/exit\n' >&3
+  wait $pid
+  rc=$?
+  exec 3>&-
+  [ "$rc" -eq 0 ] && [ "$(grep -c '^(stopped' "$tmp/err")" -eq 2 ] && ok || bad run_tp_chat_ctrl_c_exit "exit $rc; stderr: '$(err)'"
+  c1=$(ctx 1); c2=$(ctx 2)
+  [ -n "$c1" ] && [ -n "$c2" ] && [ "$c2" -gt "$c1" ] && ok || bad run_tp_chat_kept "contexts '$c1' then '$c2'"
+  # on a terminal: line editing and history (libedit), Ctrl-C and Ctrl-D
+  if command -v python3 >/dev/null 2>&1; then
+    expect run_chat_terminal 0 python3 "$(dirname "$0")/chat_pty.py" "$wick" "$smol"
+    out | grep '^skip' ; out | grep '^FAIL' && bad run_chat_terminal_checks "$(out | grep '^FAIL' | head -c 600)" || ok
+  else
+    echo "skip cli/run_chat_terminal: no python3"
+  fi
   # WICK_LLM_DUMP=name: that block's result, once per layer and pass (logits: once per pass)
   expect run_dump_attention 0 env WICK_LLM_DUMP=attention "$wick" run "$smol" --device cpu -p hi -n 2 -q
   [ "$(err | grep -c '^wick: dump pos [0-9]* layer [0-9]* attention \[1, ')" -eq 60 ] && ok || bad run_dump_attention_lines "stderr: '$(err | head -3)'"
@@ -249,7 +314,38 @@ expect run_missing_model 1 "$wick" run "$tmp/absent.gguf" -p hi --device cpu
 err | grep -q "absent" && ok || bad run_missing_model_words "stderr: '$(err)'"
 expect run_not_a_model 1 "$wick" run "$mf/types.gguf" -p hi --device cpu
 err | grep -q "types.gguf" && ok || bad run_not_a_model_words "stderr: '$(err)'"
+# a text file named .gguf: a GGUF error, not a safetensors one
+printf 'just some text\n' > "$tmp/text.gguf"
+expect run_text_named_gguf 1 "$wick" run "$tmp/text.gguf" -p hi --device cpu
+err | grep -q "text.gguf: not a GGUF file" && ok || bad run_text_named_gguf_words "stderr: '$(err)'"
+err | grep -qi "safetensors" && bad run_text_named_gguf_no_st "stderr: '$(err)'" || ok
 expect run_bad_device 1 "$wick" run "$mf/types.gguf" -p hi --device nodevice:3
+err | grep -q "unknown device 'nodevice:3' (cpu, cuda:N or rocm:N); devices here: cpu" && ok || bad run_bad_device_words "stderr: '$(err)'"
+# a GPU that is not there: which devices there are, in one line, before any model is fetched
+for k in cuda rocm; do
+  if [ "$(env -u WICK_CUDA_PLUGIN -u WICK_ROCM_PLUGIN "$wick" info | grep -cE "^  $k:[0-9]")" -eq 0 ]; then
+    expect "run_no_${k}" 1 env -u HOME -u XDG_CACHE_HOME -u WICK_CACHE "$wick" run --device $k:0 -p hi
+    err | grep -qE "^wick run: no (CUDA|ROCm) device: .*; devices here: cpu" && [ "$(err | wc -l)" -eq 1 ] && ok \
+      || bad "run_no_${k}_words" "stderr: '$(err)'"
+    err | grep -q "cannot open shared object\|device_open" && bad "run_no_${k}_plain" "stderr: '$(err)'" || ok
+    expect "run_tp_no_${k}" 1 "$wick" run "$tmp/absent.gguf" --device $k:0 --tp 4 -p hi
+    [ "$(err | wc -l)" -eq 1 ] && err | grep -q "devices here: cpu" && ok || bad "run_tp_no_${k}_once" "stderr: '$(err)'"
+  fi
+done
+# --tp N: why the model did not load, once (not once per rank)
+expect run_tp_error_once 1 "$wick" run "$tmp/text.gguf" --tp 4 -p hi --device cpu
+[ "$(err | grep -c 'not a GGUF file')" -eq 1 ] && ok || bad run_tp_error_once_lines "stderr: '$(err)'"
+# an empty prompt is refused (usage), before a model is looked for
+expect run_empty_prompt 2 env -u HOME -u XDG_CACHE_HOME -u WICK_CACHE "$wick" run -p ""
+err | grep -q "the prompt is empty" && ok || bad run_empty_prompt_words "stderr: '$(err)'"
+expect run_empty_stdin 2 sh -c 'printf "  \n" | "$1" run "$2" --device cpu' _ "$wick" "$tmp/absent.gguf"
+err | grep -q "the prompt is empty" && ok || bad run_empty_stdin_words "stderr: '$(err)'"
+# a number out of range names the range
+expect run_negative_n 2 "$wick" run x.gguf -n -5 -p hi
+err | grep -q "^wick run: -n -5 is out of range: -n takes a whole number, 0 or more" && ok || bad run_negative_n_words "stderr: '$(err)'"
+expect run_fraction_n 2 "$wick" run x.gguf -n 2.5 -p hi
+expect run_big_top_p_words 2 "$wick" run x.gguf --top-p 2 -p hi
+err | grep -q "at most 1" && ok || bad run_top_p_range_words "stderr: '$(err)'"
 # no cache folder and no model: a message, not a crash
 expect run_no_cache 1 env -u HOME -u XDG_CACHE_HOME -u WICK_CACHE "$wick" run -p hi
 err | grep -q "wick run:" && ok || bad run_no_cache_words "stderr: '$(err)'"
@@ -267,6 +363,7 @@ else
   expect serve_bad_port 2 "$wick" serve x.gguf --port 70000
   expect serve_bad_dtype 2 "$wick" serve x.gguf --dtype f8
   expect serve_bad_kv 2 "$wick" serve x.gguf --kv-gib 0
+  expect serve_bad_queue 2 "$wick" serve x.gguf --max-queue 0
   expect serve_fraction_port 2 "$wick" serve x.gguf --port 80.5
   expect serve_missing_value 2 "$wick" serve x.gguf --host
   expect serve_missing_model 1 "$wick" serve "$tmp/absent.gguf" --device cpu -q

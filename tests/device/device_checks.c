@@ -538,13 +538,13 @@ static void check_linear_rope_kv(wk_device *dev)
  * run time changes nothing until the refresh; unset and refreshed, the
  * first path is back. The knob switches the path of an f32 qmatmul of one
  * row by q4_0 weights between x in f32 and x rounded to 8-bit blocks (cpu:
- * WICK_CPU_QDOT=1 turns the integer path on; a GPU: WICK_QMATVEC=f32
+ * WICK_CPU_QDOT=0 turns the integer path off; a GPU: WICK_QMATVEC=f32
  * turns its 8-bit path off), which changes its f32 results well beyond
  * rounding, so their bits tell the paths apart. (A knob of the bf16
  * matvec would not: two summation orders rounded to bf16 often agree.) */
 static void check_env_refresh(wk_device *dev, wk_device *cpu, bool on_cpu)
 {
-    const char *knob = on_cpu ? "WICK_CPU_QDOT" : "WICK_QMATVEC", *value = on_cpu ? "1" : "f32";
+    const char *knob = on_cpu ? "WICK_CPU_QDOT" : "WICK_QMATVEC", *value = on_cpu ? "0" : "f32";
     if (getenv(knob)) return;   /* the caller's own setting: left alone */
     wk_scope_begin();
     wk_tensor *wf = wk_rand_uniform(cpu, WK_F32, WK_SHAPE(64, 256), -1, 1);

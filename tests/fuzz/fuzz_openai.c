@@ -79,14 +79,21 @@ static void answers(const oa_params *p, const char *text, size_t len)
     }
     jw w = { 0 };
     size_t n;
-    oa_write_response(&w, &h, text, len, toks, 3, "stop", 7, 3);
+    /* p->n choices: the first the text, the others empty */
+    oa_choice ch[OA_MAX_N];
+    for (int i = 0; i < p->n && i < OA_MAX_N; i++)
+        ch[i] = (oa_choice){ .text = i ? "" : text, .len = i ? 0 : len, .toks = toks, .n_toks = 3,
+                             .finish = i % 2 ? "length" : "stop" };
+    oa_write_response(&w, &h, ch, p->n, 7, 3);
     char *s = jw_take(&w, &n);
     wk_json *j = must_parse("the response", s, n);
     check_text(j, p->chat, false, text, len);
+    FZ_CHECK(wk_json_count(wk_json_get(j, "choices")) == (size_t)p->n, "%d choices asked", p->n);
     wk_json_free(j);
     free(s);
     for (int k = 0; k < 3; k++) {
-        oa_write_chunk(&w, &h, k == 0, text, len, k == 1 ? toks : NULL, k == 1 ? 3 : 0, k == 2 ? "length" : NULL);
+        oa_write_chunk(&w, &h, k % p->n, k == 0, text, len, k == 1 ? toks : NULL, k == 1 ? 3 : 0,
+                       k == 2 ? "length" : NULL);
         s = jw_take(&w, &n);
         FZ_CHECK(s && n > 8 && !memcmp(s, "data: ", 6) && !memcmp(s + n - 2, "\n\n", 2), "a chunk's framing");
         j = must_parse("a chunk", s + 6, n - 8);
@@ -123,6 +130,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     /* the documented ranges */
     FZ_CHECK(p.chat == chat, "chat flag");
+    FZ_CHECK(p.n >= 1 && p.n <= OA_MAX_N, "n %d", p.n);
     FZ_CHECK(chat ? p.n_msgs > 0 && p.msgs : p.prompt != NULL, "a request without its prompt or messages");
     FZ_CHECK(p.sampling.temperature >= 0 && p.sampling.temperature <= 2, "temperature %g", p.sampling.temperature);
     FZ_CHECK(p.sampling.top_p > 0 && p.sampling.top_p <= 1, "top_p %g", p.sampling.top_p);

@@ -158,7 +158,7 @@ def main():
         (0, {"model": "m", "prompt": "Once upon a time \u00e9\U0001F600", "max_tokens": 16, "logprobs": 2,
              "top_k": -1, "min_p": 0.1, "presence_penalty": -2, "frequency_penalty": 2,
              "repetition_penalty": 1.1, "stop": "x", "echo": False, "best_of": 1, "ignore_eos": True}),
-        (0, {"prompt": ["one prompt in a list"], "stream": False}),
+        (0, {"prompt": ["one prompt in a list"], "stream": False, "n": 3}),
         (1, {"messages": [{"role": "developer", "content": None}, {"role": "assistant", "content": "a\u0000b"}]}),
         (1, {"messages": [{"role": "tool", "content": "x"}], "logit_bias": {"1": 2}}),
     ]

@@ -10,8 +10,10 @@ the finish reason, the usage chunk, [DONE] last); stop strings;
 max_tokens and finish_reason "length"; log-probabilities (<= 0, the top
 ones in order); a seed repeats a sampled reply; 8 requests at once from
 threads; a client that leaves mid-stream cancels its request and does not
-hurt the next one; the errors (bad JSON, a wrong type, n > 1, an unknown
-path, a wrong method, a body over the limit, an API key missing or
+hurt the next one; n choices (greedy ones equal the single reply, choice
+i sampled with seed + i, streamed by index, the usage summed, the
+prompt's blocks shared through the prefix cache); the errors (bad JSON, a
+wrong type, n out of 1..16, an unknown path, a wrong method, a body over the limit, an API key missing or
 wrong); /metrics; SIGTERM with a stream in flight (a keep-alive
 connection then gets 503, new connections are refused, the stream ends,
 the server exits 0).
@@ -351,8 +353,9 @@ def main_checks(model, port):
     error_shape("wrong_prompt", status, r, 400, "prompt")
     status, r = post(port, "/v1/completions", {"max_tokens": 3})
     error_shape("missing_prompt", status, r, 400, "prompt")
-    status, r = post(port, "/v1/completions", {"prompt": "hi", "n": 2})
-    error_shape("n_2", status, r, 400, "n")
+    for n in (0, 17, "2"):
+        status, r = post(port, "/v1/completions", {"prompt": "hi", "n": n})
+        error_shape(f"n_{n}", status, r, 400, "n")
     status, r = post(port, "/v1/chat/completions", {"messages": [{"role": "tool", "content": "x"}]})
     error_shape("role_tool", status, r, 400, "messages")
     status, r = post(port, "/v1/completions", {"prompt": "hi " * 600, "max_tokens": 900})
@@ -377,6 +380,8 @@ def main_checks(model, port):
     s.close()
     check("too_large_413", got.startswith(b"HTTP/1.1 413"), f"{got!r:.200}")
 
+    n_checks(port, text, prompt, reply, chat)
+
     # the metrics
     status, data, hdr = request(port, "GET", "/metrics")
     m = data.decode()
@@ -390,6 +395,70 @@ def main_checks(model, port):
         check("metrics_has", want in m, f"no {want}")
     check("metrics_tokens", (metric(port, "wick_generation_tokens_total") or 0) >= 12 * 3, m[:300])
     check("metrics_blocks", (metric(port, "wick_kv_blocks_total") or 0) > 0, m[:300])
+
+
+def n_checks(port, text, prompt, reply, chat):
+    """n choices: greedy ones are the single reply; choice i samples with
+    seed + i; streamed by index; the usage sums them; the later choices find
+    the prompt's full blocks in the prefix cache."""
+    status, r = post(port, "/v1/chat/completions", dict(chat, n=3))
+    ok = check("n_chat", status == 200 and [c.get("index") for c in r.get("choices", [])] == [0, 1, 2],
+               f"{status} {r!r:.400}")
+    if ok:
+        check("n_chat_greedy", all(c["message"]["content"] == reply and c["finish_reason"] == "length"
+                                   for c in r["choices"]), f"{r['choices']!r:.400}, single {reply!r}")
+        check("n_chat_usage", r["usage"]["completion_tokens"] == 3 * 12 and
+              r["usage"]["total_tokens"] == r["usage"]["prompt_tokens"] + 36, r["usage"])
+    # sampled: choice i is what n = 1 gives with seed + i
+    sampled = {"prompt": "Once upon a time", "max_tokens": 10, "temperature": 1.0, "seed": 11}
+    status, r = post(port, "/v1/completions", dict(sampled, n=3))
+    texts = [c["text"] for c in r["choices"]] if status == 200 else []
+    singles = [post(port, "/v1/completions", dict(sampled, seed=11 + i))[1]["choices"][0]["text"] for i in range(3)]
+    check("n_seeds", status == 200 and texts == singles, f"n=3 {texts!r}, singles {singles!r}")
+    check("n_seeds_differ", len(set(singles)) > 1, singles)
+    status, r = post(port, "/v1/completions", dict(sampled, n=2, logprobs=1))
+    check("n_logprobs", status == 200 and all(len(c["logprobs"]["tokens"]) == 10 for c in r["choices"]),
+          f"{r!r:.300}")
+    # streamed: each index's chunks add up to its text, its role first and one finish last
+    body = {"messages": chat["messages"], "max_tokens": 8, "temperature": 1.0, "seed": 5, "n": 2}
+    status, whole = post(port, "/v1/chat/completions", body)
+    status2, data, _ = request(port, "POST", "/v1/chat/completions",
+                               dict(body, stream=True, stream_options={"include_usage": True}))
+    ev = events(data) if status2 == 200 else []
+    chunks = [e for e in ev if isinstance(e, dict)]
+    by = {0: [], 1: []}
+    for c in chunks:
+        for ch in c["choices"]:
+            by.setdefault(ch["index"], []).append(ch)
+    ok = check("n_stream", status == 200 and ev and ev[-1] == "[DONE]" and sorted(by) == [0, 1] and
+               all(len(c["choices"]) <= 1 for c in chunks), f"{ev!r:.400}")
+    if ok:
+        for i in (0, 1):
+            got = "".join(ch["delta"].get("content", "") for ch in by[i])
+            check("n_stream_text", got == whole["choices"][i]["message"]["content"],
+                  f"index {i}: streamed {got!r}, whole {whole['choices'][i]!r}")
+            check("n_stream_role_first", by[i][0]["delta"].get("role") == "assistant", by[i][:1])
+            check("n_stream_finish_last", by[i][-1]["finish_reason"] == whole["choices"][i]["finish_reason"] and
+                  all(ch["finish_reason"] is None for ch in by[i][:-1]), by[i][-2:])
+        check("n_stream_usage", chunks[-1].get("choices") == [] and chunks[-1].get("usage") == whole["usage"],
+              f"{chunks[-1]!r}, whole {whole['usage']!r}")
+    # the prompt's full blocks computed once: choices 1..3 take them from the prefix cache
+    hits0 = metric(port, "wick_prefix_cache_hit_tokens_total") or 0
+    block = metric(port, "wick_kv_block_size") or 16
+    long_prompt = ("A list of the planets of the solar system, in order from the sun, with one fact about "
+                   f"each of them, written on {time.time_ns()} by a careful student:")
+    status, r = post(port, "/v1/completions", {"prompt": long_prompt, "max_tokens": 4, "temperature": 0, "n": 4})
+    hits = metric(port, "wick_prefix_cache_hit_tokens_total") or 0
+    p = r["usage"]["prompt_tokens"] if status == 200 else 0
+    want = 3 * block * ((p - 1) // block)
+    check("n_prefix_shared", status == 200 and p > 2 * block and hits - hits0 == want,
+          f"{p} prompt tokens, cache hits {hits0} -> {hits}, want +{want}")
+    deadline = time.time() + 30   # (a client may see its answer before the blocks are given back)
+    while time.time() < deadline and not (metric(port, "wick_generations_in_flight") == 0 and
+                                          metric(port, "wick_kv_blocks_used") == 0):
+        time.sleep(0.1)
+    check("n_nothing_left", metric(port, "wick_generations_in_flight") == 0 and
+          metric(port, "wick_kv_blocks_used") == 0, "a generation or blocks are left")
 
 
 def key_and_shutdown_checks(model):
