@@ -2,8 +2,8 @@
 """seed_corpus.py — (re)writes the seed inputs of tests/fuzz/corpus/ from
 the repository's test data (tests/data/) and a few inputs written here:
 small GGUF files and models, safetensors models with their config.json,
-JSON texts, tokenizer.json files with texts, request bodies and external
-layouts. Files the fuzzers found (crashes kept as regressions, named
+JSON texts, tokenizer.json files with texts, request bodies, external
+layouts and op calls. Files the fuzzers found (crashes kept as regressions, named
 crash-*, or inputs added by hand) are left alone; seed-* files are
 rewritten. Standard library only.
 
@@ -176,6 +176,14 @@ def main():
            bytes([8, 2, 1, 255] + [0xff] * 7 + [0x7f] + [1])]
     for i, e in enumerate(ext):
         put("external", "layout%d" % i, e + bytes(range(64)))
+    # ops: calls (first byte % 4: conv, pool, upsample, others) and their options
+    calls = [[0, 0, 4, 4, 2, 2, 1, 0, 1], [0, 1, 3, 3, 2, 2, 0, 2, 1, 0], [0, 3, 5, 5, 3, 3, 0, 2, 1, 1, 1, 2, 1, 1, 1, 0],
+             [1, 0, 2, 2, 0, 2, 2, 0], [1, 9, 3, 3, 1, 1, 0, 0], [2, 1, 6, 6, 7, 7, 3, 3], [2, 4, 8, 8, 23, 23, 5, 5],
+             [2, 36, 5, 5, 0, 0], [3, 0, 7, 8, 2, 2, 2, 2], [3, 1, 5, 0, 2, 3], [3, 2, 7, 3, 2, 2, 14], [3, 3, 2, 4, 12],
+             [3, 5, 7, 10, 2, 3, 1, 2, 2], [3, 7, 7, 2, 3, 1], [3, 8, 5, 3, 1], [3, 10, 7, 1, 2, 3, 1, 1],
+             [3, 11, 7, 2, 1, 1, 1], [3, 13, 7, 0, 1, 2, 1]]
+    for i, c in enumerate(calls):
+        put("ops", "call%d" % i, bytes(c))
     print("seed corpus written to", os.path.relpath(OUT, ROOT))
 
 
