@@ -52,7 +52,7 @@ SERVER_OBJ := $(SERVER_SRC:%.c=$(BUILD)/%.o) $(if $(SERVER_SRC),$(BUILD)/gen/web
 $(SERVER_OBJ): ALL_CFLAGS += $(MHD_CFLAGS)
 $(BUILD)/cli/serve.o: ALL_CFLAGS += $(if $(SERVER_SRC),-DWICK_HAVE_SERVER)
 
-.PHONY: all lib tests test asan fault-check clean cuda rocm install uninstall
+.PHONY: all lib tests test asan debug fault-check clean cuda rocm install uninstall
 all: lib $(BUILD)/wick
 
 lib: $(BUILD)/libwick.a $(BUILD)/libwick.so
@@ -192,6 +192,7 @@ TEST_PYTHON ?= python3
 PYTHON ?= python3
 test: all tests
 	$(BUILD)/wick-tests
+	$(MAKE) --no-print-directory fuzz-replay
 	CC="$(CC)" tests/cli/test_cli.sh $(BUILD)/wick
 	CC="$(CC)" MAKE="$(MAKE)" tests/install/test_install.sh $(BUILD)
 	$(if $(SERVER_SRC),python3 tests/server/test_server.py $(BUILD)/wick,@echo "tests/server: skipped (wick serve not built: no libmicrohttpd)")
@@ -202,10 +203,24 @@ test: all tests
 	tools/check-layers && tools/check-layers --self-test
 	tools/check-env && tools/check-env --self-test
 
+# The sanitizer build also has the debug build's handles (below): a use
+# after wk_release is an error there, tested by the suite handles.
+# The fuzz corpus is replayed there too (tests/fuzz/README.md).
+ASAN_VARS = BUILD=build-asan OPT="-O1 -fno-omit-frame-pointer" \
+    EXTRA_CFLAGS="-fsanitize=address,undefined -fno-sanitize-recover=undefined -DWK_DEBUG_HANDLES" \
+    LDLIBS="$(LDLIBS) -fsanitize=address,undefined"
 asan:
-	$(MAKE) BUILD=build-asan OPT="-O1 -fno-omit-frame-pointer" EXTRA_CFLAGS="-fsanitize=address,undefined -fno-sanitize-recover=undefined" \
-	    LDLIBS="$(LDLIBS) -fsanitize=address,undefined" build-asan/wick-tests
+	$(MAKE) $(ASAN_VARS) build-asan/wick-tests
 	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 build-asan/wick-tests
+	ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1 UBSAN_OPTIONS=print_stacktrace=1 $(MAKE) --no-print-directory $(ASAN_VARS) fuzz-replay
+
+# A debug build: -O1, and tensor handles that carry a generation and stay
+# readable after their release (-DWK_DEBUG_HANDLES, src/core/core.h), so a
+# use after wk_release is an error naming the op instead of a use of freed
+# memory; release builds do none of this. Runs the test suite there.
+debug:
+	$(MAKE) BUILD=build-debug OPT="-O1 -g -fno-omit-frame-pointer" EXTRA_CFLAGS="-DWK_DEBUG_HANDLES" build-debug/wick-tests
+	build-debug/wick-tests
 
 # A build whose exp is perturbed (WK_FAULT_INJECT) must make the runner fail,
 # and name exp in its failures.
@@ -218,7 +233,56 @@ fault-check:
 	 else echo "fault-check: FAILED: the runner failed but did not name exp"; tail -20 build-fault/log.txt; exit 1; fi
 
 clean:
-	rm -rf build build-asan build-fault
+	rm -rf build build-asan build-fault build-debug build-fuzz
+
+# ---- fuzzing (tests/fuzz/README.md) ----------------------------------------
+# `make fuzz` builds every harness tests/fuzz/fuzz_*.c with clang's
+# libFuzzer, ASan and UBSan into build-fuzz/ and runs each for FUZZ_TIME
+# seconds from its corpus (tests/fuzz/corpus/NAME/; what it finds new goes
+# to build-fuzz/corpus/NAME/, a crash to build-fuzz/findings/); it fails on
+# any finding. `make fuzz-replay` builds the harnesses with $(CC) and a
+# plain main (tests/fuzz/replay.c) and runs every file of the corpus once:
+# `make test` does it, so every crash kept in the corpus is a regression
+# test. FUZZ=NAME picks one harness.
+FUZZ_CC    ?= clang
+FUZZ_TIME  ?= 60
+FUZZ_BUILD := build-fuzz
+FUZZ_SAN   := -fsanitize=address,undefined -fno-sanitize-recover=undefined
+# an allocation over 2 GiB fails (NULL) as it would on a small machine, so
+# that the library's out-of-memory paths run instead of ASan stopping
+FUZZ_ASAN  := allocator_may_return_null=1:max_allocation_size_mb=2048
+FUZZ       ?= $(patsubst tests/fuzz/fuzz_%.c,%,$(wildcard tests/fuzz/fuzz_*.c))
+FUZZ_EXTRA  = $(if $(filter openai,$*),$(BUILD)/src/server/openai.o)
+
+.PHONY: fuzz fuzz-build fuzz-replay
+$(BUILD)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz_util.h $(BUILD)/libwick.a $(BUILD)/src/server/openai.o
+	@mkdir -p $(dir $@)
+	@$(if $(V),,echo "  LD $@")
+	$(Q)$(CC) $(ALL_CFLAGS) -Isrc/server -fsanitize=fuzzer -o $@ $< $(FUZZ_EXTRA) $(BUILD)/libwick.a $(LDLIBS)
+$(BUILD)/fuzz-replay/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/replay.c tests/fuzz/fuzz_util.h $(BUILD)/libwick.a $(BUILD)/src/server/openai.o
+	@mkdir -p $(dir $@)
+	@$(if $(V),,echo "  LD $@")
+	$(Q)$(CC) $(ALL_CFLAGS) -Isrc/server -o $@ $< tests/fuzz/replay.c $(FUZZ_EXTRA) $(BUILD)/libwick.a $(LDLIBS)
+
+fuzz-build:
+	$(MAKE) BUILD=$(FUZZ_BUILD) CC=$(FUZZ_CC) OPT="-O1 -g -fno-omit-frame-pointer" \
+	    EXTRA_CFLAGS="$(FUZZ_SAN) -fsanitize=fuzzer-no-link" LDLIBS="$(LDLIBS) $(FUZZ_SAN)" \
+	    $(FUZZ:%=$(FUZZ_BUILD)/fuzz/fuzz_%)
+
+fuzz: fuzz-build
+	@fail=0; for h in $(FUZZ); do \
+	    mkdir -p $(FUZZ_BUILD)/corpus/$$h $(FUZZ_BUILD)/findings/$$h; \
+	    echo "fuzz: $$h for $(FUZZ_TIME) s"; \
+	    ASAN_OPTIONS=$(FUZZ_ASAN) UBSAN_OPTIONS=print_stacktrace=1 \
+	    $(FUZZ_BUILD)/fuzz/fuzz_$$h -max_total_time=$(FUZZ_TIME) -timeout=25 \
+	        -rss_limit_mb=3072 -malloc_limit_mb=4096 -max_len=1048576 -print_final_stats=1 \
+	        -artifact_prefix=$(FUZZ_BUILD)/findings/$$h/ $(FUZZ_BUILD)/corpus/$$h tests/fuzz/corpus/$$h \
+	        > $(FUZZ_BUILD)/fuzz-$$h.log 2>&1 || { fail=1; echo "fuzz: $$h: FINDING (log: $(FUZZ_BUILD)/fuzz-$$h.log)"; tail -40 $(FUZZ_BUILD)/fuzz-$$h.log; }; \
+	    grep -E '^#[0-9]+.*(DONE|INITED)|stat::number_of_executed_units' $(FUZZ_BUILD)/fuzz-$$h.log | tail -2; \
+	 done; exit $$fail
+
+fuzz-replay: $(FUZZ:%=$(BUILD)/fuzz-replay/fuzz_%)
+	@for h in $(FUZZ); do $(BUILD)/fuzz-replay/fuzz_$$h tests/fuzz/corpus/$$h || exit 1; done
 
 # ---- make install -------------------------------------------------------------
 # make install [PREFIX=/usr/local] [DESTDIR=staging folder]: the headers

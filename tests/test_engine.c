@@ -437,6 +437,78 @@ static void check_errors(void)
     rm_model(path);
 }
 
+/* ---- the KV pool exhausted ------------------------------------------------------------- */
+
+/* A pool of 8 blocks of 4 (32 positions) under a context of 64: a request
+ * whose prompt and max_tokens need more than the whole pool is refused at
+ * submit with the sizes; one without max_tokens that outgrows the pool
+ * ends with "length" where the pool ends, its tokens those of the same
+ * prompt alone; a pool-sized prompt gets its one token; requests that fit
+ * one at a time but not together preempt and still finish as alone; the
+ * engine steps on cleanly after all of it and holds no block. */
+/* prompt alone, greedy, n tokens past end tokens */
+static bool alone_all(wk_llm *m, const int32_t *prompt, int64_t n_prompt, int64_t n, got *g)
+{
+    memset(g, 0, sizeof *g);
+    wk_llm_rewind(m, 0);
+    wk_generate_opts o = { .sampling = wk_sampling_greedy(), .max_tokens = n, .ignore_eog = true };
+    if (wk_llm_generate(m, prompt, n_prompt, &o, collect_token, g, NULL) != WK_OK) {
+        t_fail("wk_llm_generate: %s", wk_last_error());
+        return false;
+    }
+    return true;
+}
+
+static void check_pool_exhausted(void)
+{
+    tcfg c = cfg_of(A_LLAMA, false);
+    tmodel tm = make_model(c);
+    const char *path = tmp_path("engine-pool.gguf");
+    wk_llm *m = load_test_model(&tm, path, t_dev());   /* context 64 */
+    wk_engine *e = m ? wk_engine_new(m, &(wk_engine_options){ .block_size = 4, .n_blocks = 8 }) : NULL;
+    if (e) {
+        int32_t prompt[40];
+        for (int i = 0; i < 40; i++) prompt[i] = (int32_t)t_rng_int(t_r(), 3, c.V - 1);
+        wk_request r = { .prompt = prompt, .n_prompt = 20, .max_tokens = 20, .ignore_eog = true };
+        T_CHECK(wk_engine_submit(e, &r) < 0 && wk_last_status() == WK_ERR_ARGUMENT && strstr(wk_last_error(), "32 positions"),
+                "20 + 20 tokens in a pool of 32 positions: %s", wk_last_error());
+        /* no max_tokens: to the pool's end (20 prompt tokens, then 32 - 20 + 1 generated) */
+        got g, a;
+        memset(&g, 0, sizeof g);
+        r = (wk_request){ .prompt = prompt, .n_prompt = 20, .ignore_eog = true, .on_event = on_event, .user = &g };
+        T_CHECK(wk_engine_submit(e, &r) > 0, "a request that fits: %s", wk_last_error());
+        drain(e, 200);
+        T_CHECK(g.done == 1 && g.bad == 0 && g.finish == WK_FINISH_LENGTH && g.n == 13,
+                "outgrowing the pool: %d tokens, finish %s (want 13, length)", g.n, wk_finish_name(g.finish));
+        if (alone_all(m, prompt, 20, 13, &a)) same_tokens(&g, &a, "to the pool's end", 0);
+        /* a prompt of exactly the pool */
+        memset(&g, 0, sizeof g);
+        r.n_prompt = 32;
+        T_CHECK(wk_engine_submit(e, &r) > 0, "a prompt of the pool's size: %s", wk_last_error());
+        drain(e, 200);
+        T_CHECK(g.done == 1 && g.finish == WK_FINISH_LENGTH && g.n == 1, "a pool-sized prompt: %d tokens, %s", g.n,
+                wk_finish_name(g.finish));
+        /* three requests of 20 positions each: one at a time fits, together they preempt */
+        got h[3];
+        memset(h, 0, sizeof h);
+        for (int i = 0; i < 3; i++) {
+            const wk_request ri = { .prompt = prompt + 5 * i, .n_prompt = 12, .max_tokens = 9, .ignore_eog = true,
+                                    .on_event = on_event, .user = &h[i] };
+            T_CHECK(wk_engine_submit(e, &ri) > 0, "request %d: %s", i, wk_last_error());
+        }
+        drain(e, 400);
+        for (int i = 0; i < 3; i++) {
+            T_CHECK(h[i].done == 1 && h[i].finish == WK_FINISH_LENGTH && h[i].n == 9, "request %d: %d tokens, %s", i,
+                    h[i].n, wk_finish_name(h[i].finish));
+            if (alone_all(m, prompt + 5 * i, 12, 9, &a)) same_tokens(&h[i], &a, "preempted in a full pool", i);
+        }
+        check_no_leak(e, "pool exhausted");
+    }
+    wk_engine_free(e);
+    wk_llm_free(m);
+    rm_model(path);
+}
+
 /* ---- many submitters, the engine's thread ----------------------------------------------- */
 
 enum { NTH = 4, PER = 250 };
@@ -607,6 +679,7 @@ T_SUITE(engine)
     t_each_gpu(on_device, NULL);
     if (t_case("engine/cancel")) check_cancel();
     if (t_case("engine/limits")) check_limits();
+    if (t_case("engine/pool_exhausted")) check_pool_exhausted();
     if (t_case("engine/errors")) check_errors();
     if (t_case("engine/thread")) check_thread();
     if (t_case("engine/real/smollm2")) check_real("WICK_SMOLLM2", "SmolLM2-135M-Instruct.Q4_1.gguf");

@@ -235,6 +235,11 @@ static bool coll_check(const char *op, const wk_comm *c, const wk_tensor *t, boo
         wk_error(WK_ERR_ARGUMENT, "%s: NULL %s", op, !c ? "communicator" : "tensor");
         return false;
     }
+#ifdef WK_DEBUG_HANDLES
+    char what[96];
+    snprintf(what, sizeof what, "%s: the tensor", op);
+    if (WK_DEAD(t, what)) return false;
+#endif
     if (t->st->dev != c->dev) {
         wk_error(WK_ERR_DEVICE, "%s: the tensor is on %s but the communicator's rank %d is on %s", op,
                  t->st->dev->name, c->rank, c->dev->name);

@@ -105,7 +105,25 @@ struct wk_tensor {
     int64_t offset;
     int64_t dims[WK_MAX_RANK];     /* past rank: 0 (tensor.c keeps it so) */
     int64_t strides[WK_MAX_RANK];
+#ifdef WK_DEBUG_HANDLES
+    uint64_t gen;        /* this handle's number: a serial given when made */
+    atomic_bool dead;    /* released: its header stays, in a quarantine    */
+#endif
 };
+
+/* Handles after wk_release. A build with -DWK_DEBUG_HANDLES (make debug)
+ * gives each tensor header a generation (a serial) and keeps released
+ * headers, marked dead, in a quarantine of the last WK_DEBUG_QUARANTINE
+ * (tensor.c) instead of freeing them, so that every public function can
+ * refuse a released handle with an error naming the op, the argument and
+ * the handle (WK_DEAD, in the argument checks). Other builds compile the
+ * checks to nothing. */
+#ifdef WK_DEBUG_HANDLES
+bool wk_handle_dead(const wk_tensor *t, const char *what);   /* sets the error */
+#define WK_DEAD(t, what) ((t) && wk_handle_dead((t), (what)))
+#else
+#define WK_DEAD(t, what) false
+#endif
 
 /* New contiguous tensor with uninitialised storage. */
 wk_tensor *wk_tensor_alloc(wk_device *dev, wk_dtype dt, int rank, const int64_t *dims);
@@ -226,8 +244,8 @@ static inline wk_status wk_run(wk_device *dev, const wk_op_args *args)
 static inline bool wk_check_tensors(int n, const wk_tensor *const *ts, const char *const *names)
 {
     for (int i = 0; i < n; i++)
-        if (!ts[i]) {
-            wk_error(WK_ERR_ARGUMENT, "%s is NULL", names[i]);
+        if (!ts[i] || WK_DEAD(ts[i], names[i])) {
+            if (!ts[i]) wk_error(WK_ERR_ARGUMENT, "%s is NULL", names[i]);
             return false;
         }
     for (int i = 1; i < n; i++)
@@ -260,7 +278,7 @@ wk_status wk_copy_raw(wk_tensor *dst, const wk_tensor *src);
 /* Zero every element of dst (a fresh contiguous tensor). */
 wk_status wk_fill_zero(wk_tensor *dst);
 /* Common argument check of one-tensor ops: sets an error for NULL. */
-#define WK_CHECK_T(t) ((t) ? true : (wk_error(WK_ERR_ARGUMENT, "NULL tensor"), false))
+#define WK_CHECK_T(t) ((t) ? !WK_DEAD((t), "the tensor") : (wk_error(WK_ERR_ARGUMENT, "NULL tensor"), false))
 /* Convert a double to one element of dt (cast rules) into buf[8]. */
 void wk_scalar_to_bytes(double v, wk_dtype dt, void *buf);
 bool wk_dtype_valid(wk_dtype dt);

@@ -97,6 +97,13 @@ static wk_tensor *apply_impl(int n, const void *opv, const char *name, void *cpu
         wk_error(WK_ERR_ARGUMENT, "NULL custom op");
         return NULL;
     }
+#ifdef WK_DEBUG_HANDLES
+    for (int i = 0; i < n; i++) {   /* the op's own name in the message */
+        char what[160];
+        snprintf(what, sizeof what, "%s: %s", name, in_names[i]);
+        if (WK_DEAD(in[i], what)) return NULL;
+    }
+#endif
     if (!wk_check_tensors(n, in, in_names)) return NULL;
     wk_device *dev = in[0]->st->dev;
     wk_tensor *tmp[3] = { NULL, NULL, NULL }, *out = NULL;
@@ -160,6 +167,13 @@ static wk_status inplace_impl(int n, const void *opv, const char *name, void *cp
     if (!opv) return wk_error(WK_ERR_ARGUMENT, "NULL custom op");
     static const char *const names[3] = { "dst", "a", "b" };
     const wk_tensor *ts[3] = { dst, n > 1 ? in[0] : NULL, n > 2 ? in[1] : NULL };
+#ifdef WK_DEBUG_HANDLES
+    for (int i = 0; i < n; i++) {   /* the op's own name in the message */
+        char what[160];
+        snprintf(what, sizeof what, "%s: %s", name, names[i]);
+        if (WK_DEAD(ts[i], what)) return wk_last_status();
+    }
+#endif
     if (!wk_check_tensors(n, ts, names)) return wk_last_status();
     wk_device *dev = dst->st->dev;
     if (wk_view_overlaps(dst->rank, dst->dims, dst->strides))

@@ -7,9 +7,11 @@
 
 int64_t wk_numel(int rank, const int64_t *dims)
 {
-    int64_t n = 1;
-    for (int d = 0; d < rank; d++) n *= dims[d];
-    return n;
+    /* unsigned: an empty tensor's other dims may multiply past 2^63 before
+     * its zero dim comes; the wrapped product is then made 0 by it */
+    uint64_t n = 1;
+    for (int d = 0; d < rank; d++) n *= (uint64_t)dims[d];
+    return (int64_t)n;
 }
 
 bool wk_numel_checked(int rank, const int64_t *dims, int64_t *out, wk_status too_big)
@@ -91,15 +93,18 @@ void wk_contiguous_strides(int rank, const int64_t *dims, int64_t *strides)
     int64_t s = 1;
     for (int d = rank - 1; d >= 0; d--) {
         strides[d] = s;
-        s *= dims[d] ? dims[d] : 1;
+        /* an empty tensor's other dims may multiply past 2^63 (their
+         * strides address nothing): saturate instead of overflowing */
+        if (__builtin_mul_overflow(s, dims[d] ? dims[d] : 1, &s)) s = INT64_MAX;
     }
 }
 
 bool wk_layout_is_contiguous(int rank, const int64_t *dims, const int64_t *strides)
 {
+    for (int d = 0; d < rank; d++)
+        if (dims[d] == 0) return true;   /* before any product: the others may pass 2^63 */
     int64_t s = 1;
     for (int d = rank - 1; d >= 0; d--) {
-        if (dims[d] == 0) return true;
         if (dims[d] != 1 && strides[d] != s) return false;
         s *= dims[d];
     }

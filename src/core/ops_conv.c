@@ -104,9 +104,26 @@ static wk_tensor *conv_impl(wk_op op, int nsp, bool transposed, const wk_tensor 
             wk_error(WK_ERR_SHAPE, "the kernel's %s size must be >= 1, got %lld", dn[i], (long long)k);
             return NULL;
         }
-        int64_t ext = P.dilation[i] * (k - 1) + 1, out;
-        if (!transposed) out = (in + 2 * P.padding[i] - ext) < 0 ? 0 : (in + 2 * P.padding[i] - ext) / P.stride[i] + 1;
-        else out = (in - 1) * P.stride[i] - 2 * P.padding[i] + ext + P.output_padding[i];
+        /* every step checked: options near 2^63 must be an error, not a wrapped size */
+        int64_t ext, out = 0, t;
+        bool over = __builtin_mul_overflow(P.dilation[i], k - 1, &ext) || __builtin_add_overflow(ext, 1, &ext);
+        if (!transposed) {   /* (in + 2p - ext) / s + 1 */
+            over = over || __builtin_mul_overflow(P.padding[i], 2, &t) || __builtin_add_overflow(in, t, &t);
+            if (!over) out = t - ext < 0 ? 0 : (t - ext) / P.stride[i] + 1;
+        } else if (in >= 1) {   /* (in - 1) s - 2p + ext + output_padding */
+            int64_t p2;
+            over = over || __builtin_mul_overflow(in - 1, P.stride[i], &t) ||
+                   __builtin_mul_overflow(P.padding[i], 2, &p2) || __builtin_sub_overflow(t, p2, &t) ||
+                   __builtin_add_overflow(t, ext, &t) || __builtin_add_overflow(t, P.output_padding[i], &out);
+        }
+        if (over) {
+            wk_error(WK_ERR_SHAPE,
+                     "the output's %s size overflows 64 bits (input %lld, kernel %lld, stride %lld, padding %lld, "
+                     "dilation %lld, output_padding %lld)",
+                     dn[i], (long long)in, (long long)k, (long long)P.stride[i], (long long)P.padding[i],
+                     (long long)P.dilation[i], (long long)P.output_padding[i]);
+            return NULL;
+        }
         if (out < 1 || in < 1) {
             wk_error(WK_ERR_SHAPE,
                      "the output's %s size would be %lld (input %lld, kernel %lld, stride %lld, padding %lld, "
@@ -171,18 +188,39 @@ static wk_tensor *pool_impl(wk_op op, const wk_tensor *x, const wk_pool_opts *o,
                      dn[i], (long long)k);
             return NULL;
         }
-        int64_t num = in + 2 * p - k + (o->ceil_mode ? s - 1 : 0);
-        int64_t out = num < 0 ? -((-num + s - 1) / s) + 1 : num / s + 1;
-        if (o->ceil_mode && out > 0 && (out - 1) * s >= in + p) out--;
+        /* p <= k / 2: in + 2p - k <= in cannot overflow; the rounding term can.
+         * out = floor or ceil of (in + 2p - k) / s, plus one */
+        const int64_t num = in + (2 * p - k);
+        int64_t out = num < 0 ? -(-num / s) : num / s;   /* toward zero */
+        if (num < 0 && !o->ceil_mode && -num % s) out--;     /* floor */
+        if (num > 0 && o->ceil_mode && num % s) out++;       /* ceil */
+        out++;
+        /* ceil_mode: the last window must start inside x or its left
+         * padding, (out - 1) s < in + p */
+        int64_t m;
+        const bool mbig = __builtin_add_overflow(in, p, &m);
+        if (o->ceil_mode && out > 0 && !mbig && (m <= 0 || out - 1 > (m - 1) / s)) out--;
         if (out < 1) {
             wk_error(WK_ERR_SHAPE, "the output's %s size would be %lld (input %lld, kernel %lld, stride %lld, padding %lld): too small",
                      dn[i], (long long)out, (long long)in, (long long)k, (long long)s, (long long)p);
+            return NULL;
+        }
+        int64_t e;
+        if (__builtin_add_overflow(in, p, &e) || __builtin_add_overflow(e, k, &e)) {
+            wk_error(WK_ERR_SHAPE, "input %lld, padding %lld and kernel %lld on %s overflow 64 bits", (long long)in,
+                     (long long)p, (long long)k, dn[i]);
             return NULL;
         }
         P.kernel[i] = k;
         P.stride[i] = s;
         P.padding[i] = p;
         od[2 + i] = out;
+    }
+    int64_t cells;   /* the window's cells, avg's divisor */
+    if (__builtin_mul_overflow(P.kernel[0], P.kernel[1], &cells)) {
+        wk_error(WK_ERR_SHAPE, "a window of %lld x %lld cells overflows 64 bits", (long long)P.kernel[0],
+                 (long long)P.kernel[1]);
+        return NULL;
     }
     wk_device *dev = x->st->dev;
     wk_tensor *out = wk_tensor_alloc(dev, x->dtype, 4, od), *idx = NULL;
@@ -211,28 +249,10 @@ wk_tensor *wk_max_pool2d(const wk_tensor *x, const wk_pool_opts *opts, wk_tensor
 
 /* ---- upsampling ----------------------------------------------------------- */
 
-static wk_tensor *upsample_impl(wk_op op, int nsp, const wk_tensor *x, int64_t oh, int64_t ow, bool align,
-                                double sh, double sw)
+/* One run of an upsampling op: x to od with the scales as given. */
+static wk_tensor *upsample_run(wk_op op, int nsp, const wk_tensor *x, const int64_t *od, bool align, double sh,
+                               double sw)
 {
-    if (!cv_check_x(x, op, nsp + 2, "x")) return NULL;
-    const int64_t want[2] = { oh, ow };
-    const double sc[2] = { sh, sw };
-    static const char *const dn2[2] = { "H", "W" };
-    int64_t od[4] = { x->dims[0], x->dims[1], 0, 0 };
-    for (int i = 0; i < nsp; i++) {
-        const char *dn = nsp == 1 ? "L" : dn2[i];
-        int j = nsp == 1 ? 1 : i;
-        if (want[j] < 1 || x->dims[2 + i] < 1) {
-            wk_error(WK_ERR_SHAPE, "input and output sizes must be >= 1, got input %s %lld, output %lld", dn,
-                     (long long)x->dims[2 + i], (long long)want[j]);
-            return NULL;
-        }
-        if (isnan(sc[j]) || isinf(sc[j])) {
-            wk_error(WK_ERR_ARGUMENT, "the %s scale must be finite (or <= 0 for none), got %g", dn, sc[j]);
-            return NULL;
-        }
-        od[2 + i] = want[j];
-    }
     wk_device *dev = x->st->dev;
     wk_tensor *out = wk_tensor_alloc(dev, x->dtype, nsp + 2, od);
     if (!out) return NULL;
@@ -242,6 +262,107 @@ static wk_tensor *upsample_impl(wk_op op, int nsp, const wk_tensor *x, int64_t o
     wk_status st = wk_run(dev, &a);
     if (st == WK_OK) WK_FAULT(op, out);
     return wk_finish(st, out);
+}
+
+/* Bilinear without align_corners, a scale given: the first output index
+ * whose source position, as the kernels compute it (scale (o + 0.5) - 0.5
+ * in f32, f64 for f64), is past the last input cell by one or more. From
+ * there on PyTorch clamps the weight to 1 and gives the last cell's value
+ * (the output of that dim is constant); the kernels would extrapolate with
+ * weights past 1, or convert a position past 2^63 to an integer. out when
+ * no position is that far. */
+static int64_t bilin_clamp_from(double user, bool f64, int64_t in, int64_t out)
+{
+    if (!(user > 0)) return out;   /* in / out: every position is inside */
+    const double s = f64 ? 1.0 / user : (double)(float)(1.0 / user);
+    int64_t lo = 0, hi = out;
+    while (lo < hi) {   /* the positions grow with o */
+        const int64_t mid = lo + (hi - lo) / 2;
+        const double r = f64 ? s * ((double)mid + 0.5) - 0.5 : (double)((float)s * ((float)mid + 0.5f) - 0.5f);
+        if (r >= (double)in) hi = mid;
+        else lo = mid + 1;
+    }
+    return lo;
+}
+
+/* Bilinear whose source positions pass the input (bilin_clamp_from): the
+ * output in up to four blocks. Rows [0, ch) x columns [0, cw) run with the
+ * scales as given (every position inside); the rows from ch on are the
+ * last input row (x narrowed to it, upsampled to one row with no scale,
+ * which is exact, then broadcast), the columns from cw on likewise. */
+static wk_tensor *bilinear_clamped(const wk_tensor *x, const int64_t *od, const int64_t *cut, const double *sc)
+{
+    wk_tensor *out = wk_tensor_alloc(x->st->dev, x->dtype, 4, od);
+    if (!out) return NULL;
+    wk_status st = WK_OK;
+    for (int q = 0; q < 4 && st == WK_OK; q++) {
+        const bool qh = q & 2, qw = q & 1;   /* the clamped part of H, of W */
+        const int64_t hn = qh ? od[2] - cut[0] : cut[0], wn = qw ? od[3] - cut[1] : cut[1];
+        if (hn == 0 || wn == 0 || od[0] == 0 || od[1] == 0) continue;
+        int64_t xd[4] = { x->dims[0], x->dims[1], qh ? 1 : x->dims[2], qw ? 1 : x->dims[3] };
+        int64_t xoff = x->offset + (qh ? (x->dims[2] - 1) * x->strides[2] : 0) +
+                       (qw ? (x->dims[3] - 1) * x->strides[3] : 0);
+        wk_tensor *xs = wk_tensor_view(x, 4, xd, x->strides, xoff);
+        int64_t pd[4] = { od[0], od[1], qh ? 1 : cut[0], qw ? 1 : cut[1] };
+        wk_tensor *part = xs ? upsample_run(WK_OP_UPSAMPLE_BILINEAR2D, 2, xs, pd, false, qh ? 0 : sc[0], qw ? 0 : sc[1])
+                             : NULL;
+        int64_t rd[4] = { od[0], od[1], hn, wn };
+        wk_tensor *region = part ? wk_tensor_view(out, 4, rd, out->strides,
+                                                  (qh ? cut[0] * out->strides[2] : 0) + (qw ? cut[1] * out->strides[3] : 0))
+                                 : NULL;
+        st = region ? wk_copy_raw(region, part) : wk_last_status();
+        wk_release(region);
+        wk_release(part);
+        wk_release(xs);
+    }
+    return wk_finish(st, out);
+}
+
+static wk_tensor *upsample_impl(wk_op op, int nsp, const wk_tensor *x, int64_t oh, int64_t ow, bool align,
+                                double sh, double sw)
+{
+    if (!cv_check_x(x, op, nsp + 2, "x")) return NULL;
+    const int64_t want[2] = { oh, ow };
+    double sc[2] = { sh, sw };
+    static const char *const dn2[2] = { "H", "W" };
+    int64_t od[4] = { x->dims[0], x->dims[1], 0, 0 }, cut[2] = { 0, 0 };
+    const bool bilinear = op == WK_OP_UPSAMPLE_BILINEAR2D;
+    bool clamped = false;
+    for (int i = 0; i < nsp; i++) {
+        const char *dn = nsp == 1 ? "L" : dn2[i];
+        int j = nsp == 1 ? 1 : i;
+        const int64_t in = x->dims[2 + i], out = want[j];
+        if (out < 1 || in < 1) {
+            wk_error(WK_ERR_SHAPE, "input and output sizes must be >= 1, got input %s %lld, output %lld", dn,
+                     (long long)in, (long long)out);
+            return NULL;
+        }
+        if (isnan(sc[j]) || isinf(sc[j])) {
+            wk_error(WK_ERR_ARGUMENT, "the %s scale must be finite (or <= 0 for none), got %g", dn, sc[j]);
+            return NULL;
+        }
+        /* nearest with a scale reads floor(o * s) with s < 2 in (below):
+         * keep that inside int64 */
+        if (!bilinear && sc[j] > 0 && (double)out * (double)in >= 0x1p61) {
+            wk_error(WK_ERR_SHAPE, "input %s %lld and output %lld are too large together (their product passes 2^61)",
+                     dn, (long long)in, (long long)out);
+            return NULL;
+        }
+        od[2 + i] = out;
+        if (!bilinear) {
+            /* nearest reads min(floor(o * s), in - 1), s = 1 / scale in f32:
+             * with s >= in every o > 0 reads in - 1, so any such s gives the
+             * same cells; 2 in keeps o * s inside int64 (s from a tiny scale
+             * can pass 2^63, or be infinite) */
+            if (sc[j] > 0 && !((float)(1.0 / sc[j]) < (float)in)) sc[j] = 1.0 / (2.0 * (double)in);
+        } else if (!align) {
+            if (out == in) sc[j] = 0;   /* as PyTorch: the same size is a copy, whatever the scale */
+            cut[i] = bilin_clamp_from(sc[j], x->dtype == WK_F64, in, out);
+            clamped |= cut[i] < out;
+        }
+    }
+    if (clamped) return bilinear_clamped(x, od, cut, sc);
+    return upsample_run(op, nsp, x, od, align, sc[0], sc[1]);
 }
 
 wk_tensor *wk_upsample_nearest1d(const wk_tensor *x, int64_t out_l, double scale)

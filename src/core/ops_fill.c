@@ -61,16 +61,23 @@ static wk_tensor *arange_impl(wk_device *dev, wk_dtype dt, double start, double 
         return NULL;
     }
     int64_t n = (int64_t)count;
-    size_t sz = wk_dtype_size(dt);
-    unsigned char *host = malloc(n ? (size_t)n * sz : 1);
-    if (!host) {
-        wk_error(WK_ERR_MEMORY, "out of memory for %lld elements", (long long)n);
-        return NULL;
+    /* the result on the device first: a size it cannot hold fails here, at
+     * once; then filled a block at a time from a bounded host buffer */
+    wk_tensor *t = wk_tensor_alloc(dev, dt, 1, &n);
+    if (!t || n == 0) return t;
+    const size_t sz = wk_dtype_size(dt);
+    const int64_t block = n < (1 << 16) ? n : (1 << 16);
+    unsigned char *host = malloc((size_t)block * sz);
+    wk_status st = host ? WK_OK : wk_error(WK_ERR_MEMORY, "out of host memory for %lld elements", (long long)block);
+    for (int64_t i0 = 0; st == WK_OK && i0 < n; i0 += block) {
+        const int64_t m = n - i0 < block ? n - i0 : block;
+        for (int64_t i = 0; i < m; i++) wk_scalar_to_bytes(start + (double)(i0 + i) * step, dt, host + (size_t)i * sz);
+        wk_tensor *v = wk_tensor_view(t, 1, &m, t->strides, i0);
+        st = v ? wk_write(v, host, (size_t)m * sz) : wk_last_status();
+        wk_release(v);
     }
-    for (int64_t i = 0; i < n; i++) wk_scalar_to_bytes(start + (double)i * step, dt, host + (size_t)i * sz);
-    wk_tensor *t = wk_from_host(dev, dt, WK_SHAPE(n), host);
     free(host);
-    return t;
+    return wk_finish(st, t);
 }
 
 wk_tensor *wk_arange(wk_device *dev, wk_dtype dt, double start, double end, double step)
@@ -125,6 +132,7 @@ static wk_status copy2d_impl(wk_tensor *dst, const wk_tensor *src, int64_t rows,
                         (long long)(dst->st->bytes / sz), (long long)d_need);
     if (ds < cols && rows > 1)
         return wk_error(WK_ERR_SHAPE, "dst stride %lld < cols %lld: rows would overlap", (long long)ds, (long long)cols);
+    if (rows == 1) ss = ds = cols;   /* one row: its strides step nowhere (and may be any size: no bytes from them) */
     wk_view vd = { .base = dst->st->ptr, .dtype = dst->dtype, .rank = 2, .offset = dof,
                    .dims = { rows, cols }, .strides = { ds, 1 } };
     wk_view vs = { .base = src->st->ptr, .dtype = src->dtype, .rank = 2, .offset = so,

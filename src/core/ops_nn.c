@@ -287,8 +287,8 @@ wk_tensor *wk_add_rms_norm(const wk_tensor *x, const wk_tensor *residual, const 
  * when it is not); NULL + error */
 static wk_tensor *rope_table(const wk_tensor *x, const wk_tensor *t, const char *name, int64_t half)
 {
-    if (!t) {
-        wk_error(WK_ERR_ARGUMENT, "%s is NULL", name);
+    if (!t || WK_DEAD(t, name)) {
+        if (!t) wk_error(WK_ERR_ARGUMENT, "%s is NULL", name);
         return NULL;
     }
     if (t->st->dev != x->st->dev) {
@@ -308,6 +308,13 @@ static wk_tensor *rope_table(const wk_tensor *x, const wk_tensor *t, const char 
     return nn_usable(t, wk_layout_is_contiguous(t->rank, t->dims, t->strides));
 }
 
+/* pos + T - 1 for a message, saturated (pos may be anything the caller gave) */
+static long long last_pos(int64_t pos, int64_t T)
+{
+    int64_t r;
+    return __builtin_add_overflow(pos, T - 1, &r) ? (long long)INT64_MAX : (long long)r;
+}
+
 /* the run of a rope op once the tables are f32 [n_pos, D/2] */
 static wk_tensor *rope_run(wk_op op, const wk_tensor *x, const wk_tensor *hc, const wk_tensor *hs, int64_t pos)
 {
@@ -319,7 +326,7 @@ static wk_tensor *rope_run(wk_op op, const wk_tensor *x, const wk_tensor *hc, co
     }
     if (pos < 0 || pos > hc->dims[0] - T) {
         wk_error(WK_ERR_INDEX, "positions %lld .. %lld are not all in the tables (%lld positions)", (long long)pos,
-                 (long long)(pos + T - 1), (long long)hc->dims[0]);
+                 last_pos(pos, T), (long long)hc->dims[0]);
         return NULL;
     }
     wk_tensor *out = wk_tensor_alloc(x->st->dev, x->dtype, 4, x->dims);
@@ -367,6 +374,7 @@ wk_tensor *wk_rope_thd(const wk_tensor *x, const wk_tensor *cos, const wk_tensor
 static bool rope_kv_cache(const wk_tensor *qkv, const wk_tensor *c, const char *name, int64_t Hkv)
 {
     if (!c) return wk_error(WK_ERR_ARGUMENT, "%s is NULL", name), false;
+    if (WK_DEAD(c, name)) return false;
     if (c->st->dev != qkv->st->dev)
         return wk_error(WK_ERR_DEVICE, "qkv is on %s but %s is on %s", qkv->st->dev->name, name, c->st->dev->name), false;
     if (c->dtype != qkv->dtype)
@@ -391,7 +399,8 @@ static wk_tensor *rope_kv_run(const wk_tensor *qkv, int64_t n_q, const wk_tensor
         wk_error(WK_ERR_SHAPE, "qkv must be rank 4 ([B, T, Hq + 2 Hkv, D]), got rank %d", qkv->rank);
         return NULL;
     }
-    const int64_t B = qkv->dims[0], T = qkv->dims[1], D = qkv->dims[3], Hkv = (qkv->dims[2] - n_q) / 2;
+    const int64_t B = qkv->dims[0], T = qkv->dims[1], D = qkv->dims[3];
+    const int64_t Hkv = n_q >= 1 && n_q < qkv->dims[2] ? (qkv->dims[2] - n_q) / 2 : 0;
     if (n_q < 1 || Hkv < 1 || n_q + 2 * Hkv != qkv->dims[2]) {
         wk_error(WK_ERR_SHAPE, "qkv's %lld heads are not %lld query heads and two equal numbers of key and value heads",
                  (long long)qkv->dims[2], (long long)n_q);
@@ -407,6 +416,7 @@ static wk_tensor *rope_kv_run(const wk_tensor *qkv, int64_t n_q, const wk_tensor
         wk_error(WK_ERR_ARGUMENT, "the caches must not share qkv's storage, nor be one view");
         return NULL;
     }
+    if (WK_DEAD(pt, "pos")) return NULL;
     if (pt) {
         if (pt->st->dev != qkv->st->dev) {
             wk_error(WK_ERR_DEVICE, "qkv is on %s but pos is on %s", qkv->st->dev->name, pt->st->dev->name);
@@ -420,7 +430,7 @@ static wk_tensor *rope_kv_run(const wk_tensor *qkv, int64_t n_q, const wk_tensor
         pos = 0;
     } else if (pos < 0 || pos > kc->dims[2] - T || pos > vc->dims[2] - T) {
         wk_error(WK_ERR_INDEX, "positions %lld .. %lld are not all in the caches (%lld positions)", (long long)pos,
-                 (long long)(pos + T - 1), (long long)kc->dims[2]);
+                 last_pos(pos, T), (long long)kc->dims[2]);
         return NULL;
     }
     wk_tensor *hc = rope_table(qkv, cos, "cos", D / 2);
@@ -430,7 +440,7 @@ static wk_tensor *rope_kv_run(const wk_tensor *qkv, int64_t n_q, const wk_tensor
         wk_error(WK_ERR_SHAPE, "cos has %lld positions but sin has %lld", (long long)hc->dims[0], (long long)hs->dims[0]);
     else if (hs && !pt && pos > hc->dims[0] - T)
         wk_error(WK_ERR_INDEX, "positions %lld .. %lld are not all in the tables (%lld positions)", (long long)pos,
-                 (long long)(pos + T - 1), (long long)hc->dims[0]);
+                 last_pos(pos, T), (long long)hc->dims[0]);
     else if (hs)
         out = wk_tensor_alloc(qkv->st->dev, qkv->dtype, 4, (const int64_t[]){ B, T, n_q, D });
     wk_tensor *hx = out ? nn_usable(qkv, D <= 1 || qkv->strides[3] == 1) : NULL;
@@ -574,26 +584,43 @@ static wk_status rope_tables_impl(wk_device *dev, int64_t D, double base, int64_
                             "original_max_position > 0 (got %g, %g, %g)",
                             sc->low_freq_factor, sc->high_freq_factor, sc->original_max_position);
     }
-    int64_t half = D / 2, n;
-    if (!wk_numel_checked(2, (int64_t[]){ n_pos, half }, &n, WK_ERR_MEMORY)) return wk_last_status();
-    if ((uint64_t)n > SIZE_MAX / (2 * sizeof(float))) return wk_error(WK_ERR_MEMORY, "tables too large");
-    float *buf = malloc((size_t)(n ? n : 1) * 2 * sizeof(float));
-    if (!buf) return wk_error(WK_ERR_MEMORY, "out of host memory for %lld table entries", (long long)n);
-    double pscale = sc && sc->type == WK_ROPE_SCALING_LINEAR ? 1.0 / sc->factor : 1.0;
-    for (int64_t i = 0; i < half; i++) {
-        double f = rope_inv_freq(i, D, base, sc);
-        for (int64_t p = 0; p < n_pos; p++) {
-            double ang = (double)p * pscale * f;
-            buf[p * half + i] = (float)cos(ang);
-            buf[n + p * half + i] = (float)sin(ang);
-        }
+    const int64_t half = D / 2, dims[2] = { n_pos, half };
+    /* the tables on the device first: sizes it cannot hold (2^40 positions)
+     * fail here, at once, before any value is computed */
+    wk_tensor *c = wk_tensor_alloc(dev, WK_F32, 2, dims);
+    wk_tensor *s = c ? wk_tensor_alloc(dev, WK_F32, 2, dims) : NULL;
+    /* then filled a block of positions at a time from a bounded host buffer */
+    const int64_t rows = half >= (1 << 16) ? 1 : (1 << 16) / half;
+    const int64_t chunk = (n_pos < rows ? n_pos : rows) * half;
+    const bool fill = s && n_pos > 0;   /* then half floats fit on the device: half doubles fit here */
+    float *buf = fill ? malloc((size_t)chunk * 2 * sizeof(float)) : NULL;
+    double *freq = buf ? malloc((size_t)half * sizeof(double)) : NULL;
+    wk_status st = s ? WK_OK : wk_last_status();
+    if (fill && !freq) st = wk_error(WK_ERR_MEMORY, "out of host memory for %lld table entries", (long long)chunk);
+    const double pscale = sc && sc->type == WK_ROPE_SCALING_LINEAR ? 1.0 / sc->factor : 1.0;
+    for (int64_t i = 0; fill && st == WK_OK && i < half; i++) freq[i] = rope_inv_freq(i, D, base, sc);
+    for (int64_t p0 = 0; st == WK_OK && p0 < n_pos; p0 += rows) {
+        const int64_t r = n_pos - p0 < rows ? n_pos - p0 : rows, m = r * half;
+        for (int64_t p = 0; p < r; p++)
+            for (int64_t i = 0; i < half; i++) {
+                double ang = (double)(p0 + p) * pscale * freq[i];
+                buf[p * half + i] = (float)cos(ang);
+                buf[m + p * half + i] = (float)sin(ang);
+            }
+        const int64_t pd[2] = { r, half };
+        wk_tensor *vc = wk_tensor_view(c, 2, pd, c->strides, p0 * half);
+        wk_tensor *vs = vc ? wk_tensor_view(s, 2, pd, s->strides, p0 * half) : NULL;
+        st = !vs ? wk_last_status() : wk_write(vc, buf, (size_t)m * sizeof(float));
+        if (st == WK_OK) st = wk_write(vs, buf + m, (size_t)m * sizeof(float));
+        wk_release(vc);
+        wk_release(vs);
     }
-    wk_tensor *c = wk_from_host(dev, WK_F32, WK_SHAPE(n_pos, half), buf);
-    wk_tensor *s = c ? wk_from_host(dev, WK_F32, WK_SHAPE(n_pos, half), buf + n) : NULL;
+    free(freq);
     free(buf);
-    if (!s) {
+    if (st != WK_OK) {
         wk_release(c);
-        return wk_last_status();
+        wk_release(s);
+        return st;
     }
     *cos_out = c;
     *sin_out = s;
@@ -646,12 +673,17 @@ static wk_tensor *attention_impl(const wk_tensor *q, const wk_tensor *k, const w
         wk_error(WK_ERR_ARGUMENT, "window must be >= 0 (0: none), got %lld", (long long)o.window);
         return NULL;
     }
+    /* without kv_len a query's position is at most Tk - 1: a window of Tk
+     * keys or more leaves none out, it is no window (and the kernels'
+     * pos - window stays far from 2^63) */
+    if (!o.kv_len && o.window >= Tk) o.window = 0;
     if (!(o.softcap >= 0) || !isfinite(o.softcap) || !isfinite(o.scale)) {
         wk_error(WK_ERR_ARGUMENT, "softcap must be finite and >= 0 and scale finite (got %g, %g)", o.softcap,
                  o.scale);
         return NULL;
     }
     wk_device *dev = q->st->dev;
+    if (WK_DEAD(o.mask, "mask") || WK_DEAD(o.kv_len, "kv_len")) return NULL;
     if (o.mask && o.mask->st->dev != dev) {
         wk_error(WK_ERR_DEVICE, "q is on %s but mask is on %s", dev->name, o.mask->st->dev->name);
         return NULL;

@@ -18,6 +18,49 @@ typedef struct tensor_block {
     wk_storage st;
 } tensor_block;
 
+/* ---- debug handles (core.h: WK_DEBUG_HANDLES) ------------------------- */
+
+#ifdef WK_DEBUG_HANDLES
+#define WK_DEBUG_QUARANTINE 65536   /* released headers kept; older ones are freed */
+static _Atomic uint64_t dbg_serial;
+static pthread_mutex_t dbg_mu = PTHREAD_MUTEX_INITIALIZER;
+static void *dbg_ring[WK_DEBUG_QUARANTINE];
+static size_t dbg_head, dbg_count;
+
+/* a header's memory goes to the quarantine; the oldest one there is freed */
+static void header_free(void *p)
+{
+    void *old = NULL;
+    pthread_mutex_lock(&dbg_mu);
+    if (dbg_count == WK_DEBUG_QUARANTINE) {
+        old = dbg_ring[dbg_head];
+        dbg_ring[dbg_head] = p;
+        dbg_head = (dbg_head + 1) % WK_DEBUG_QUARANTINE;
+    } else {
+        dbg_ring[(dbg_head + dbg_count++) % WK_DEBUG_QUARANTINE] = p;
+    }
+    pthread_mutex_unlock(&dbg_mu);
+    free(old);
+}
+
+static void header_born(wk_tensor *t)
+{
+    t->gen = atomic_fetch_add_explicit(&dbg_serial, 1, memory_order_relaxed) + 1;
+    atomic_init(&t->dead, false);
+}
+
+bool wk_handle_dead(const wk_tensor *t, const char *what)
+{
+    if (!atomic_load_explicit(&t->dead, memory_order_acquire)) return false;
+    wk_error(WK_ERR_ARGUMENT, "%s %p (handle generation %llu) was released: a use after wk_release", what,
+             (const void *)t, (unsigned long long)t->gen);
+    return true;
+}
+#else
+#define header_free(p) free(p)
+#define header_born(t) ((void)0)
+#endif
+
 /* true when t is the tensor whose block holds its storage */
 static inline bool owns_block(const wk_tensor *t)
 {
@@ -31,7 +74,7 @@ static void storage_release(wk_storage *st)
         if (st->release) st->release(st->release_ctx);
         else st->dev->be->free(st->dev->ctx, st->ptr);
         wk_device_release(st->dev);
-        free((char *)st - offsetof(tensor_block, st));
+        header_free((char *)st - offsetof(tensor_block, st));
     }
 }
 
@@ -107,6 +150,7 @@ void wk_scope_end(void)
 
 wk_tensor *wk_keep(wk_tensor *t)
 {
+    if (WK_DEAD(t, "wk_keep: the tensor")) return NULL;
     if (!t || !t->scoped || tl_depth == 0) return t;
     if (!scopes_forget(t)) return t;
     if (tl_depth >= 2 && frame_push(&tl_scopes[tl_depth - 2], t)) return t;
@@ -124,19 +168,23 @@ wk_tensor *wk_track(wk_tensor *t)
 
 wk_tensor *wk_retain(wk_tensor *t)
 {
+    if (WK_DEAD(t, "wk_retain: the tensor")) return NULL;
     if (t) atomic_fetch_add(&t->refs, 1);
     return t;
 }
 
 void wk_release(wk_tensor *t)
 {
-    if (!t) return;
+    if (!t || WK_DEAD(t, "wk_release: the tensor")) return;
     /* refs == 1 seen by the one holder: nobody else can take a reference */
     if (atomic_load_explicit(&t->refs, memory_order_acquire) == 1 || atomic_fetch_sub(&t->refs, 1) == 1) {
         if (t->scoped) scopes_forget(t);
+#ifdef WK_DEBUG_HANDLES
+        atomic_store_explicit(&t->dead, true, memory_order_release);
+#endif
         const bool in_block = owns_block(t);   /* then freed with the storage */
         storage_release(t->st);
-        if (!in_block) free(t);
+        if (!in_block) header_free(t);
     }
 }
 
@@ -222,6 +270,7 @@ wk_tensor *wk_tensor_alloc(wk_device *dev, wk_dtype dt, int rank, const int64_t 
     t->dtype = dt;
     t->rank = rank;
     t->offset = 0;
+    header_born(t);
     for (int d = 0; d < WK_MAX_RANK; d++) {         /* 0 past rank (core.h) */
         t->dims[d] = d < rank ? dims[d] : 0;
         t->strides[d] = 0;
@@ -242,6 +291,7 @@ wk_tensor *wk_tensor_view(const wk_tensor *src, int rank, const int64_t *dims, c
     }
     atomic_init(&t->refs, 1);
     t->st = src->st;
+    header_born(t);
     atomic_fetch_add(&t->st->refs, 1);
     t->dtype = src->dtype;
     t->rank = rank;
@@ -253,46 +303,51 @@ wk_tensor *wk_tensor_view(const wk_tensor *src, int rank, const int64_t *dims, c
     return wk_track(t);
 }
 
-wk_dtype wk_tensor_dtype(const wk_tensor *t) { return t ? t->dtype : WK_DTYPE_COUNT; }
-int wk_tensor_rank(const wk_tensor *t) { return t ? t->rank : -1; }
+/* Accessors: a released handle (debug build) answers as NULL does, with the error set. */
+#define LIVE(t, fn) ((t) && !WK_DEAD((t), fn ": the tensor"))
+wk_dtype wk_tensor_dtype(const wk_tensor *t) { return LIVE(t, "wk_tensor_dtype") ? t->dtype : WK_DTYPE_COUNT; }
+int wk_tensor_rank(const wk_tensor *t) { return LIVE(t, "wk_tensor_rank") ? t->rank : -1; }
 wk_shape wk_tensor_shape(const wk_tensor *t)
 {
     wk_shape s = { 0, { 0 } };
-    if (!t) return s;
+    if (!LIVE(t, "wk_tensor_shape")) return s;
     s.rank = t->rank;
     for (int d = 0; d < t->rank; d++) s.dims[d] = t->dims[d];
     return s;
 }
 int64_t wk_tensor_dim(const wk_tensor *t, int dim)
 {
-    if (!t) return -1;
+    if (!LIVE(t, "wk_tensor_dim")) return -1;
     int d = dim < 0 ? dim + t->rank : dim;
     return d >= 0 && d < t->rank ? t->dims[d] : -1;
 }
 int64_t wk_tensor_stride(const wk_tensor *t, int dim)
 {
-    if (!t) return -1;
+    if (!LIVE(t, "wk_tensor_stride")) return -1;
     int d = dim < 0 ? dim + t->rank : dim;
     return d >= 0 && d < t->rank ? t->strides[d] : -1;
 }
-int64_t wk_tensor_offset(const wk_tensor *t) { return t ? t->offset : -1; }
-int64_t wk_tensor_numel(const wk_tensor *t) { return t ? wk_numel(t->rank, t->dims) : -1; }
+int64_t wk_tensor_offset(const wk_tensor *t) { return LIVE(t, "wk_tensor_offset") ? t->offset : -1; }
+int64_t wk_tensor_numel(const wk_tensor *t) { return LIVE(t, "wk_tensor_numel") ? wk_numel(t->rank, t->dims) : -1; }
 size_t wk_tensor_nbytes(const wk_tensor *t)
 {
     int64_t b;
-    if (!t) return 0;
+    if (!LIVE(t, "wk_tensor_nbytes")) return 0;
     return wk_dt_bytes(t->dtype, wk_numel(t->rank, t->dims), &b) ? (size_t)b : SIZE_MAX;
 }
 bool wk_tensor_is_contiguous(const wk_tensor *t)
 {
-    return t && wk_layout_is_contiguous(t->rank, t->dims, t->strides);
+    return LIVE(t, "wk_tensor_is_contiguous") && wk_layout_is_contiguous(t->rank, t->dims, t->strides);
 }
-wk_device *wk_tensor_device(const wk_tensor *t) { return t ? t->st->dev : NULL; }
-bool wk_tensor_same_storage(const wk_tensor *a, const wk_tensor *b) { return a && b && a->st == b->st; }
+wk_device *wk_tensor_device(const wk_tensor *t) { return LIVE(t, "wk_tensor_device") ? t->st->dev : NULL; }
+bool wk_tensor_same_storage(const wk_tensor *a, const wk_tensor *b)
+{
+    return LIVE(a, "wk_tensor_same_storage") && LIVE(b, "wk_tensor_same_storage") && a->st == b->st;
+}
 
 void *wk_tensor_data(const wk_tensor *t)
 {
-    return t ? (char *)t->st->ptr + wk_dt_bytes_of(t->dtype, t->offset) : NULL;
+    return LIVE(t, "wk_tensor_data") ? (char *)t->st->ptr + wk_dt_bytes_of(t->dtype, t->offset) : NULL;
 }
 
 /* ---- memory of another owner ---------------------------------------------- */
@@ -347,6 +402,7 @@ wk_tensor *wk_from_external(wk_device *dev, wk_dtype dt, wk_shape shape, const i
     t = &b->t;
     atomic_init(&t->refs, 1);
     t->scoped = 0;
+    header_born(t);
     t->st = st;
     t->dtype = dt;
     t->rank = shape.rank;
@@ -406,7 +462,7 @@ wk_status wk_to_host(const wk_tensor *t, void *dst, size_t bytes)
 {
     WK_ENTER("to_host");
     wk_status st = WK_OK;
-    if (!t) st = wk_error(WK_ERR_ARGUMENT, "NULL tensor");
+    if (!WK_CHECK_T(t)) st = wk_last_status();
     else {
         int64_t n = wk_numel(t->rank, t->dims), nb;
         size_t need = 0;
@@ -433,7 +489,7 @@ wk_status wk_to_host(const wk_tensor *t, void *dst, size_t bytes)
 static wk_status host_buffer_check(const wk_tensor *t, size_t bytes, int64_t *nb)
 {
     *nb = 0;
-    if (!t) return wk_error(WK_ERR_ARGUMENT, "NULL tensor");
+    if (!WK_CHECK_T(t)) return wk_last_status();
     if (!wk_dt_bytes(t->dtype, wk_numel(t->rank, t->dims), nb))
         return wk_error(WK_ERR_ARGUMENT, "the tensor takes more than 2^63 bytes");
     if (bytes < (size_t)*nb)
@@ -504,7 +560,8 @@ wk_status wk_item(const wk_tensor *t, const int64_t *index, double *out)
 {
     WK_ENTER("item");
     wk_status st = WK_OK;
-    if (!t || !out || (t->rank > 0 && !index)) st = wk_error(WK_ERR_ARGUMENT, "NULL tensor, index or output");
+    if (WK_DEAD(t, "the tensor")) st = wk_last_status();
+    else if (!t || !out || (t->rank > 0 && !index)) st = wk_error(WK_ERR_ARGUMENT, "NULL tensor, index or output");
     else {
         int64_t off = t->offset;
         for (int d = 0; d < t->rank && st == WK_OK; d++) {
@@ -532,8 +589,8 @@ wk_tensor *wk_to_device(const wk_tensor *t, wk_device *dev)
 {
     WK_ENTER("to_device");
     wk_tensor *out = NULL;
-    if (!t || !dev) {
-        wk_error(WK_ERR_ARGUMENT, "NULL tensor or device");
+    if (!t || !dev || WK_DEAD(t, "the tensor")) {
+        if (!t || !dev) wk_error(WK_ERR_ARGUMENT, "NULL tensor or device");
         WK_LEAVE();
         return NULL;
     }

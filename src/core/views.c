@@ -303,8 +303,8 @@ static wk_tensor *cat_impl(wk_tensor *const *ts, int n, int dim)
         return NULL;
     }
     for (int i = 0; i < n; i++)
-        if (!ts[i]) {
-            wk_error(WK_ERR_ARGUMENT, "tensor %d is NULL", i);
+        if (!ts[i] || WK_DEAD(ts[i], "a tensor of the list")) {
+            if (!ts[i]) wk_error(WK_ERR_ARGUMENT, "tensor %d is NULL", i);
             return NULL;
         }
     const wk_tensor *t0 = ts[0];
@@ -377,8 +377,8 @@ wk_tensor *wk_stack(wk_tensor *const *ts, int n, int dim)
         bool ok = us != NULL;
         if (!ok) wk_error(WK_ERR_MEMORY, "out of memory");
         for (int i = 0; ok && i < n; i++) {
-            if (!ts[i]) {
-                wk_error(WK_ERR_ARGUMENT, "tensor %d is NULL", i);
+            if (!ts[i] || WK_DEAD(ts[i], "a tensor of the list")) {
+                if (!ts[i]) wk_error(WK_ERR_ARGUMENT, "tensor %d is NULL", i);
                 ok = false;
             } else if (ts[i]->rank != ts[0]->rank) {
                 wk_error(WK_ERR_SHAPE, "tensor %d has rank %d, tensor 0 rank %d", i, ts[i]->rank, ts[0]->rank);
@@ -405,11 +405,13 @@ int wk_chunk(const wk_tensor *t, int n, int dim, wk_tensor **out)
         wk_error(WK_ERR_ARGUMENT, "chunk count %d must be positive and out non-NULL", n);
     } else if (d >= 0) {
         int64_t size = t->dims[d];
-        int64_t step = size ? (size + n - 1) / n : 0;
+        int64_t step = size / n + (size % n != 0);   /* ceil, without size + n - 1 passing 2^63 */
         int64_t dims[WK_MAX_RANK];
         memcpy(dims, t->dims, sizeof dims);
         count = 0;
-        for (int64_t at = 0; count == 0 || at < size; at += step) {
+        const int64_t parts = step ? size / step + (size % step != 0) : 1;   /* no at + step past 2^63 */
+        for (int64_t i = 0; i < parts; i++) {
+            const int64_t at = i * step;
             dims[d] = size - at < step ? size - at : step;
             out[count] = wk_tensor_view(t, t->rank, dims, t->strides, t->offset + (dims[d] ? at * t->strides[d] : 0));
             if (!out[count]) {
@@ -418,7 +420,6 @@ int wk_chunk(const wk_tensor *t, int n, int dim, wk_tensor **out)
                 break;
             }
             count++;
-            if (step == 0) break;
         }
     }
     WK_LEAVE();

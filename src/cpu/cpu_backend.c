@@ -9,7 +9,9 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <stdatomic.h>
 #include <sys/mman.h>
+#include <sys/sysinfo.h>
 #include "cpu_internal.h"
 #include "../fused.h"
 
@@ -177,11 +179,31 @@ static wk_status cpu_synchronize(void *ctx) { (void)ctx; return WK_OK; }
 /* 64-byte alignment for SIMD. Large buffers are aligned to 2 MiB and
  * asked to use transparent huge pages: a fresh output otherwise takes a
  * page fault every 4 KiB, which costs more than the op that fills it. */
+/* The machine's memory and swap, bytes (read once; UINT64_MAX when unknown). */
+static uint64_t cpu_memory_limit(void)
+{
+    static _Atomic uint64_t limit;
+    uint64_t v = atomic_load_explicit(&limit, memory_order_relaxed);
+    if (v) return v;
+    struct sysinfo si;
+    v = sysinfo(&si) == 0 && si.mem_unit ? ((uint64_t)si.totalram + (uint64_t)si.totalswap) * si.mem_unit : 0;
+    if (!v) v = UINT64_MAX;
+    atomic_store_explicit(&limit, v, memory_order_relaxed);
+    return v;
+}
+
 static wk_status cpu_aligned_alloc(size_t bytes, void **ptr)
 {
     size_t align = bytes >= ((size_t)4 << 20) ? (size_t)2 << 20 : 64;
     size_t rounded = (bytes + align - 1) & ~(align - 1);
     if (rounded < bytes) return WK_CPU_ERROR(WK_ERR_MEMORY, "cannot allocate %zu bytes", bytes);
+    /* more than the machine has fails now, with the sizes, not later (with
+     * the kernel's overcommit the allocation could succeed and the first
+     * write past the memory kill the process) */
+    if ((uint64_t)bytes > cpu_memory_limit())
+        return WK_CPU_ERROR(WK_ERR_MEMORY, "out of memory: %zu bytes (%.3g GB) asked, the machine has %llu bytes (%.3g GB) of "
+                            "memory and swap", bytes, (double)bytes / 1e9, (unsigned long long)cpu_memory_limit(),
+                            (double)cpu_memory_limit() / 1e9);
     void *p = aligned_alloc(align, rounded);
     if (!p) return WK_CPU_ERROR(WK_ERR_MEMORY, "out of memory allocating %zu bytes", bytes);
     if (align > 64) madvise(p, rounded, MADV_HUGEPAGE);

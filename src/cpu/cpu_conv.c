@@ -96,9 +96,12 @@ static void *load_view(const wk_view *v, geo g, bool f64)
                     continue;                                                                      \
                 }                                                                                  \
                 const T *xr = xp + ih * J->x.w;                                                    \
-                int64_t s = P->stride[1], iw = kj * P->dilation[1] - P->padding[1];                \
-                for (int64_t ow = 0; ow < J->o.w; ow++, iw += s)                                   \
+                /* iw from ow, not stepped: a step past the last one may pass 2^63 */               \
+                int64_t s = P->stride[1], iw0 = kj * P->dilation[1] - P->padding[1];               \
+                for (int64_t ow = 0; ow < J->o.w; ow++) {                                          \
+                    const int64_t iw = iw0 + ow * s;                                               \
                     row[ow] = iw >= 0 && iw < J->x.w ? xr[iw] : (T)0;                              \
+                }                                                                                  \
             }                                                                                      \
         }                                                                                          \
     }                                                                                              \
@@ -121,9 +124,11 @@ static void *load_view(const wk_view *v, geo g, bool f64)
                     if (oh < 0 || oh >= J->o.h) continue;                                          \
                     T *ar = acc + oh * J->o.w;                                                     \
                     const T *cw = cr + ih * J->x.w;                                                \
-                    int64_t ow = kj * P->dilation[1] - P->padding[1];                              \
-                    for (int64_t iw = 0; iw < J->x.w; iw++, ow += P->stride[1])                    \
+                    const int64_t ow0 = kj * P->dilation[1] - P->padding[1];                       \
+                    for (int64_t iw = 0; iw < J->x.w; iw++) {                                      \
+                        const int64_t ow = ow0 + iw * P->stride[1];                                \
                         if (ow >= 0 && ow < J->o.w) ar[ow] += cw[iw];                              \
+                    }                                                                              \
                 }                                                                                  \
             }                                                                                      \
             for (int64_t i = 0; i < Lo; i++) acc[i] += b;                                          \

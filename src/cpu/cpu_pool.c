@@ -84,7 +84,9 @@ wk_status wk_cpu_pool(void *ctx, const wk_op_args *a)
     plane_job J = plane_job_of(a, 2);
     const wk_pool_params *P = a->params;
     int64_t planes = a->dst->dims[0] * J.C;
-    wk_parallel_tasks(planes, (double)(J.Ho * J.Wo * P->kernel[0] * P->kernel[1]), pool_planes, &J);
+    /* the work per plane: its windows, clipped to x (a kernel may be far larger) */
+    const double kh = (double)(P->kernel[0] < J.H ? P->kernel[0] : J.H), kw = (double)(P->kernel[1] < J.W ? P->kernel[1] : J.W);
+    wk_parallel_tasks(planes, (double)J.Ho * (double)J.Wo * kh * kw, pool_planes, &J);
     return WK_OK;
 }
 

@@ -17,8 +17,9 @@
  * least one byte in the file), so a corrupt count cannot ask for more
  * memory than the file could describe. Tensor sizes come from the type's
  * block size and bytes and are checked for overflow, whole blocks and the
- * end of the file. Every failure is WK_ERR_IO naming the file, the field
- * (with the key or tensor it belongs to) and the value.
+ * end of the file, and no two tensors' bytes may overlap. Every failure is
+ * WK_ERR_IO naming the file, the field (with the key or tensor it belongs
+ * to) and the value.
  */
 #include <inttypes.h>
 #include <stdarg.h>
@@ -287,6 +288,47 @@ static bool rd_value(rd *r, wk_gguf_type type, wk_gguf_value *v, int depth)
 
 /* ---- open ------------------------------------------------------------------------- */
 
+/* ---- the data section: no two tensors share a byte ------------------------------ */
+
+typedef struct span { uint64_t off; int64_t i; } span;
+static int cmp_span(const void *a, const void *b)
+{
+    const span *x = a, *y = b;
+    if (x->off != y->off) return x->off < y->off ? -1 : 1;
+    return x->i < y->i ? -1 : 1;
+}
+
+/* Tensors whose bytes overlap are a corrupt file (a writer gives each its
+ * own range): refused at open, naming both, rather than loading one
+ * tensor's bytes as another's. Tensors of a type of unknown size (nbytes
+ * 0) and empty ones take no bytes. */
+static bool no_overlap(wk_gguf *g, rd *r)
+{
+    const int64_t n = g->tensors.n;
+    if (n < 2) return true;
+    span *sp = malloc((size_t)n * sizeof *sp);
+    if (!sp) {
+        wk_error_set(WK_ERR_MEMORY, "out of memory (%lld tensors)", (long long)n);
+        return false;
+    }
+    int64_t k = 0;
+    for (int64_t i = 0; i < n; i++)
+        if (g->tensors.tensors[i].nbytes) sp[k++] = (span){ g->tensors.tensors[i].offset, i };
+    qsort(sp, (size_t)k, sizeof *sp, cmp_span);
+    bool ok = true;
+    for (int64_t i = 1; i < k && ok; i++) {
+        const wk_file_tensor *a = &g->tensors.tensors[sp[i - 1].i], *b = &g->tensors.tensors[sp[i].i];
+        if (b->offset < a->offset + a->nbytes) {
+            r->field[0] = 0;
+            ok = bad(r, "tensor '%.120s' (%" PRIu64 " bytes at file offset %" PRIu64 ") overlaps tensor '%.120s' (%" PRIu64
+                     " bytes at %" PRIu64 "): inconsistent tensor offsets", b->name, b->nbytes, b->offset, a->name,
+                     a->nbytes, a->offset);
+        }
+    }
+    free(sp);
+    return ok;
+}
+
 static bool parse(wk_gguf *g)
 {
     rd R = { .p = g->map.p, .size = g->map.size, .pos = 0, .path = g->map.path, .g = g };
@@ -421,7 +463,7 @@ static bool parse(wk_gguf *g)
         t->offset = start;
         t->data = r->p + start;
     }
-    return true;
+    return no_overlap(g, r);
 }
 
 WK_MODEL_API wk_gguf *wk_gguf_open(const char *path)

@@ -320,7 +320,12 @@ static wk_status add_tensor(wk_gguf_writer *w, const char *name, wk_dtype dt, wk
 WK_MODEL_API wk_status wk_gguf_writer_add_tensor(wk_gguf_writer *w, const char *name, const wk_tensor *t)
 {
     if (!t) return wk_error_set(WK_ERR_ARGUMENT, "gguf writer: tensor '%s' is NULL", name ? name : "(null)");
-    return add_tensor(w, name, wk_tensor_dtype(t), wk_tensor_shape(t), (wk_tensor *)t, NULL);
+    const wk_dtype dt = wk_tensor_dtype(t);
+    if (dt == WK_DTYPE_COUNT) {   /* a released handle (debug builds): the accessor said so */
+        wk_error_wrap("gguf writer: add_tensor '%s'", name ? name : "(null)");
+        return wk_last_status();
+    }
+    return add_tensor(w, name, dt, wk_tensor_shape(t), (wk_tensor *)t, NULL);
 }
 
 WK_MODEL_API wk_status wk_gguf_writer_add_data(wk_gguf_writer *w, const char *name, wk_dtype dt, wk_shape shape,

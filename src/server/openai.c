@@ -592,10 +592,18 @@ static void completion_logprobs(jw *w, const oa_head *h, const oa_token *t, size
     jw_arr(w);
     for (size_t i = 0; i < n; i++) {
         jw_obj(w);
-        for (int k = 0; k < t[i].n_top; k++) {
+        char keys[20][256];   /* a key is a string: the writer escapes it */
+        int nk = 0;
+        for (int k = 0; k < t[i].n_top && k < 20; k++) {
             token_text(h, t[i].top_ids[k], &s, &len);
-            char key[256];   /* a key is a string: the writer escapes it */
-            snprintf(key, sizeof key, "%.*s", (int)(len < sizeof key ? len : sizeof key - 1), s);
+            char *key = keys[nk];
+            snprintf(key, sizeof keys[0], "%.*s", (int)(len < sizeof keys[0] ? len : sizeof keys[0] - 1), s);
+            /* tokens of one text (control tokens' empty text, say) share a
+             * key: the first, the likeliest, stands for them (no key twice) */
+            bool seen = false;
+            for (int j = 0; j < nk && !seen; j++) seen = !strcmp(keys[j], key);
+            if (seen) continue;
+            nk++;
             jw_key(w, key);
             jw_num(w, t[i].top_lps[k]);
         }

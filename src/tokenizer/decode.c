@@ -122,10 +122,14 @@ static bool flush_run(wk_tok_stream *s)
     return ok;
 }
 
+/* each call's text starts empty and NUL-terminated (a call that only holds
+ * bytes back gives "", not the previous call's bytes past len 0) */
 static bool start_call(wk_tok_stream *s)
 {
     s->out.n = 0;
-    return tok_buf_reserve(&s->out, 0);
+    if (!tok_buf_reserve(&s->out, 0)) return false;
+    s->out.p[0] = 0;
+    return true;
 }
 
 WK_TOK_API wk_status wk_tok_stream_push(wk_tok_stream *s, int32_t id, const char **text, size_t *len)
