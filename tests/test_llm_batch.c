@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "test.h"
+#include "wick_ext.h"
 #include "t_llm_model.h"
 
 enum { BS = 4, NSEQ = 4, MAXLEN = 40, MB = (MAXLEN + BS - 1) / BS };
@@ -218,6 +219,47 @@ static void check_errors(void)
     rm_model(tmp_path("batch-err2.gguf"));
 }
 
+/* Batch invariance on the cpu: a quantized model's logits for a sequence
+ * are the same bits alone (in chunks of 1..3 tokens) as among the other
+ * sequences (chunks of 1..6, arriving at different steps), on the
+ * integer path and on the exact path of the quantized products
+ * (docs/engine.md). wdt: the weights' type; E, F, H x D multiples of its
+ * block. */
+static void check_invariance(wk_dtype wdt, int E, int F, int H, int D)
+{
+    tcfg c = cfg_of(A_LLAMA, false);
+    c.E = E, c.F = F, c.H = H, c.Hkv = H / 2, c.D = D;
+    tmodel tm = make_model(c);
+    const char *path = tmp_path("batch-inv.gguf");
+    wk_llm_options o = { .context = 64 };
+    wk_llm *m = write_gguf(&tm, path, wdt) ? wk_llm_load(path, t_dev(), &o) : NULL;
+    if (!m) t_fail("wk_llm_load(%s): %s", path, wk_last_error());
+    const char *old = getenv("WICK_CPU_QDOT");
+    char *keep = old ? strdup(old) : NULL;
+    static const char *const modes[] = { "1", "0" };
+    for (int mi = 0; m && mi < 2 && !t_case_failed(); mi++) {
+        setenv("WICK_CPU_QDOT", modes[mi], 1);
+        wk_env_refresh();
+        wk_llm_kv *kv = wk_llm_kv_new(m, NSEQ * MB, BS);
+        T_CHECK(kv, "wk_llm_kv_new: %s", wk_last_error());
+        plan p = make_plan(&c, NSEQ);
+        float **all = alloc_logits(NSEQ, c.V), **one = alloc_logits(NSEQ, c.V);
+        if (kv && run_plan(m, kv, &p, 6, -1, all))
+            for (int s = 0; s < NSEQ && !t_case_failed(); s++)
+                if (run_plan(m, kv, &p, 1 + s % 3, s, one))
+                    T_CHECK(!memcmp(all[s], one[s], (size_t)p.len[s] * (size_t)c.V * sizeof(float)),
+                            "WICK_CPU_QDOT=%s: sequence %d's logits alone (chunks of 1..%d) differ from its logits in "
+                            "the batch", modes[mi], s, 1 + s % 3);
+        wk_llm_kv_free(kv);
+    }
+    if (keep) setenv("WICK_CPU_QDOT", keep, 1);
+    else unsetenv("WICK_CPU_QDOT");
+    wk_env_refresh();
+    free(keep);
+    wk_llm_free(m);
+    rm_model(path);
+}
+
 static void on_device(wk_device *dev, const char *name, void *arg)
 {
     (void)arg;
@@ -232,4 +274,6 @@ T_SUITE(llm_batch)
     on_device(t_dev(), "cpu", NULL);
     t_each_gpu(on_device, NULL);
     if (t_case("llm_batch/errors")) check_errors();
+    if (t_case("llm_batch/cpu/invariance/q4_0")) check_invariance(WK_Q4_0, 64, 96, 4, 16);
+    if (t_case("llm_batch/cpu/invariance/q4_k")) check_invariance(WK_Q4_K, 256, 256, 4, 64);
 }
