@@ -104,6 +104,7 @@ typedef struct gframe {
                                   K_KEY: the property matched; K_STR: \u code units */
     uint16_t depth;            /* objects and arrays open, this one included          */
     uint8_t kind, st, ws;      /* ws: bytes of the current run of whitespace          */
+    uint8_t nl;                /* newlines in it                                      */
     uint8_t u8n, u8lo, u8hi;   /* K_STR: continuation bytes to come, the next's range */
     uint8_t nd, fd, ed;        /* K_NUM: digits of the integer, fraction, exponent    */
     uint8_t flags;
@@ -141,7 +142,7 @@ static bool same_parse(const gframe *a, const gframe *b)
 {
     for (; a && b && a != b; a = a->up, b = b->up)
         if (a->kind != b->kind || a->st != b->st || a->node != b->node || a->n != b->n || a->p != b->p ||
-            a->m != b->m || a->h != b->h || a->depth != b->depth || a->ws != b->ws || a->u8n != b->u8n ||
+            a->m != b->m || a->h != b->h || a->depth != b->depth || a->ws != b->ws || a->nl != b->nl || a->u8n != b->u8n ||
             a->u8lo != b->u8lo || a->u8hi != b->u8hi || a->nd != b->nd || a->fd != b->fd || a->ed != b->ed ||
             a->flags != b->flags || !keys_equal(a->keys, b->keys))
             return false;
@@ -269,7 +270,7 @@ static const gframe *done(gctx *x, const gframe *child)
     const gframe *p = child->up;
     gframe *n = fnew(x, p);
     if (!n) return NULL;
-    n->ws = 0;
+    n->ws = n->nl = 0;
     switch (p->kind) {
     case K_ROOT: n->st = R_DONE; break;
     case K_OBJ:
@@ -332,11 +333,14 @@ static void start_value(gctx *x, const gframe *parent, int32_t node, int c)
     feed(x, &f, c);
 }
 
-static void ws_step(gctx *x, const gframe *f)
+/* whitespace: a run of at most G_WS_MAX bytes with one newline */
+static void ws_step(gctx *x, const gframe *f, int c)
 {
-    if (f->ws >= G_WS_MAX) return;
+    if (f->ws >= G_WS_MAX || (c == '\n' && f->nl)) return;
     gframe *n = fnew(x, f);
-    if (n) n->ws++;
+    if (!n) return;
+    n->ws++;
+    n->nl += c == '\n';
     emit(x, n);
 }
 
@@ -345,7 +349,7 @@ static void to_state(gctx *x, const gframe *f, int st)
     gframe *n = fnew(x, f);
     if (!n) return;
     n->st = (uint8_t)st;
-    n->ws = 0;
+    n->ws = n->nl = 0;
     emit(x, n);
 }
 
@@ -364,7 +368,7 @@ static void key_start(gctx *x, const gframe *f, const gnode *nd)
     gframe *o = fnew(x, f);
     if (!o) return;
     o->st = O_KEY;
-    o->ws = 0;
+    o->ws = o->nl = 0;
     if (f->n < nd->n) {
         uint64_t mask = 0;
         for (int32_t k = f->n; k < nd->n; k++) {
@@ -390,28 +394,28 @@ static void feed_obj(gctx *x, const gframe *f, const gnode *nd, int c)
         return;
     case O_FIRST:
     case O_NEXT:
-        if (is_ws(c)) ws_step(x, f);
+        if (is_ws(c)) ws_step(x, f, c);
         else if (c == '}' && f->st == O_FIRST && !required_left(g, nd, f->n)) emit(x, done(x, f));
         else if (c == '"') key_start(x, f, nd);
         return;
     case O_COLON:
-        if (is_ws(c)) ws_step(x, f);
+        if (is_ws(c)) ws_step(x, f, c);
         else if (c == ':') to_state(x, f, O_VAL);
         return;
     case O_VAL: {
         if (is_ws(c)) {
-            ws_step(x, f);
+            ws_step(x, f, c);
             return;
         }
         gframe *n = fnew(x, f);
         if (!n) return;
         n->st = O_VALUE;
-        n->ws = 0;
+        n->ws = n->nl = 0;
         start_value(x, n, f->m != (uint32_t)-1 ? g->props[nd->a + (int32_t)f->m].node : nd->child, c);
         return;
     }
     case O_AFTER:
-        if (is_ws(c)) ws_step(x, f);
+        if (is_ws(c)) ws_step(x, f, c);
         else if (c == ',' && (f->n < nd->n || nd->child >= 0)) to_state(x, f, O_NEXT);
         else if (c == '}' && !required_left(g, nd, f->n)) emit(x, done(x, f));
         return;
@@ -432,18 +436,18 @@ static void feed_arr(gctx *x, const gframe *f, const gnode *nd, int c)
         return;
     case A_FIRST:
     case A_NEXT:
-        if (is_ws(c)) ws_step(x, f);
+        if (is_ws(c)) ws_step(x, f, c);
         else if (c == ']' && f->st == A_FIRST && nd->min == 0) emit(x, done(x, f));
         else if ((nd->max < 0 || f->n < nd->max) && item_node(g, nd, f->n) >= 0) {
             gframe *n = fnew(x, f);
             if (!n) return;
             n->st = A_VALUE;
-            n->ws = 0;
+            n->ws = n->nl = 0;
             start_value(x, n, item_node(g, nd, f->n), c);
         }
         return;
     case A_AFTER:
-        if (is_ws(c)) ws_step(x, f);
+        if (is_ws(c)) ws_step(x, f, c);
         else if (c == ',' && (nd->max < 0 || f->n < nd->max) && item_node(g, nd, f->n) >= 0) to_state(x, f, A_NEXT);
         else if (c == ']' && f->n >= nd->min) emit(x, done(x, f));
         return;
@@ -554,6 +558,10 @@ static void feed_str(gctx *x, const gframe *f, const gnode *nd, int c)
         const int v = hexval(c);
         if (v < 0 || !(n = fnew(x, f))) return;
         n->m = (n->m & 0xffff0000u) | (((n->m & 0xffffu) << 4) | (uint32_t)v);
+        /* surrogates, digit by digit: a low one alone (\udc..\udf..) never
+           completes; after a high one only a low one may follow */
+        if (f->st == S_U && n->p == 1 && (n->m & 0xffu) >= 0xdc && (n->m & 0xffu) <= 0xdf) return;
+        if (f->st == S_LOW && ((n->p == 0 && v != 0xd) || (n->p == 1 && v < 0xc))) return;
         if (++n->p < 4) {
             emit(x, n);
             return;

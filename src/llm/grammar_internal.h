@@ -17,7 +17,8 @@
 /* Limits of what the grammar generates (docs/grammar.md): each run of
  * whitespace between tokens of the JSON text, the digits of numbers, the
  * nesting of objects and arrays, the properties an object may declare. */
-#define G_WS_MAX 32          /* bytes of one run of whitespace            */
+#define G_WS_MAX 24          /* bytes of one run of whitespace (of which one
+                                newline at most: a line break and indentation) */
 #define G_INT_DIGITS 18      /* "integer": at most 18 digits (fits int64) */
 #define G_NUM_DIGITS 16      /* "number": integer part and fraction each  */
 #define G_BOUNDED_DIGITS 15  /* a number with bounds: integer + fraction digits, no exponent */
