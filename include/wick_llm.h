@@ -178,6 +178,8 @@ typedef struct wk_grammar wk_grammar;
  * supported"), a $ref it cannot resolve, or a schema that no value
  * satisfies; WK_ERR_MEMORY. */
 wk_grammar *wk_grammar_from_json_schema(const char *schema, size_t len);
+/* The same from a parsed schema (its "$ref"s resolved inside it). */
+wk_grammar *wk_grammar_from_json(const wk_json *schema);
 /* OpenAI's JSON mode: any JSON object (the schema {"type": "object"}). */
 wk_grammar *wk_grammar_json_object(void);
 wk_grammar *wk_grammar_retain(wk_grammar *g);     /* returns g            */

@@ -1003,7 +1003,7 @@ static void check_engine_real(const char *env, const char *file)
     };
     static const char *const asks[2] = { "Describe a person as JSON with a name, an age and hobbies.",
                                          "Rate the color of the sky as JSON." };
-    const int seeds = G_SANITIZED ? 1 : 4;
+    const int seeds = G_SANITIZED ? 1 : 3;
     wk_engine *e = wk_engine_new(m, &(wk_engine_options){ .max_seqs = 16 });
     static reply r[3][4];
     memset(r, 0, sizeof r);
@@ -1020,7 +1020,7 @@ static void check_engine_real(const char *env, const char *file)
         free(text);
         wk_grammar *g = k < 2 ? wk_grammar_from_json_schema(S_REAL[k], strlen(S_REAL[k])) : wk_grammar_json_object();
         for (int sd = 0; g && sd < seeds; sd++) {
-            const wk_request q = { .prompt = ids[k], .n_prompt = n, .max_tokens = k < 2 ? 400 : 200, .grammar = g,
+            const wk_request q = { .prompt = ids[k], .n_prompt = n, .max_tokens = k < 2 ? 300 : 150, .grammar = g,
                                    .sampling = { .temperature = 1.0, .top_p = 1.0, .seed = (uint64_t)(100 + sd) },
                                    .on_event = on_reply, .user = &r[k][sd] };
             T_CHECK(wk_engine_submit(e, &q) > 0, "submit: %s", wk_last_error());
@@ -1031,7 +1031,7 @@ static void check_engine_real(const char *env, const char *file)
     for (int k = 0; e && k < 3; k++)
         for (int sd = 0; sd < seeds; sd++) {
             const reply *q = &r[k][sd];
-            if (k == 2 && q->finish == WK_FINISH_LENGTH) continue;   /* any object: may be longer than 200 tokens */
+            if (k == 2 && q->finish == WK_FINISH_LENGTH) continue;   /* any object: may be longer than 150 tokens */
             T_CHECK(q->finish == WK_FINISH_STOP, "%s: request %d seed %d: %s %s \"%.*s\"", file, k, sd,
                     wk_finish_name(q->finish), q->error, (int)q->n, q->text);
             const int valid = validate(k < 2 ? S_REAL[k] : S_OBJECT, q->text, q->n);

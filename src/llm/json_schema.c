@@ -1116,16 +1116,11 @@ wk_grammar *wk_grammar_retain(wk_grammar *g)
     return g;
 }
 
-wk_grammar *wk_grammar_from_json_schema(const char *text, size_t len)
+wk_grammar *wk_grammar_from_json(const wk_json *doc)
 {
     wk_clear_error();
-    if (!text) {
-        wk_error_set(WK_ERR_ARGUMENT, "wk_grammar_from_json_schema: the schema is NULL");
-        return NULL;
-    }
-    wk_json *doc = wk_json_parse(text, len, "the JSON schema", 0);
     if (!doc) {
-        wk_error_set(WK_ERR_ARGUMENT, "the JSON schema is not valid JSON: %s", wk_last_error());
+        wk_error_set(WK_ERR_ARGUMENT, "wk_grammar_from_json: the schema is NULL");
         return NULL;
     }
     wk_grammar *g = calloc(1, sizeof *g);
@@ -1134,7 +1129,7 @@ wk_grammar *wk_grammar_from_json_schema(const char *text, size_t len)
     else {
         atomic_init(&g->refs, 1);
         g->key_node = -1;
-        any_node(&c);   /* node 0.. : any value, and the keys' string node */
+        any_node(&c);   /* nodes 0..: any value, and the keys' string node */
         g->root = compile(&c, doc);
     }
     int32_t *d = !c.failed ? malloc((size_t)g->n_nodes * sizeof *d) : NULL;
@@ -1161,7 +1156,6 @@ wk_grammar *wk_grammar_from_json_schema(const char *text, size_t len)
     free(d);
     free(mark);
     free(c.refs);
-    wk_json_free(doc);
     if (c.failed) {
         if (c.oom) wk_error_set(WK_ERR_MEMORY, "out of memory compiling a JSON schema");
         else wk_error_set(WK_ERR_ARGUMENT, "JSON schema: %s", c.err);
@@ -1169,6 +1163,23 @@ wk_grammar *wk_grammar_from_json_schema(const char *text, size_t len)
         wk_grammar_release(g);
         return NULL;
     }
+    return g;
+}
+
+wk_grammar *wk_grammar_from_json_schema(const char *text, size_t len)
+{
+    wk_clear_error();
+    if (!text) {
+        wk_error_set(WK_ERR_ARGUMENT, "wk_grammar_from_json_schema: the schema is NULL");
+        return NULL;
+    }
+    wk_json *doc = wk_json_parse(text, len, "the JSON schema", 0);
+    if (!doc) {
+        wk_error_set(WK_ERR_ARGUMENT, "the JSON schema is not valid JSON: %s", wk_last_error());
+        return NULL;
+    }
+    wk_grammar *g = wk_grammar_from_json(doc);
+    wk_json_free(doc);
     return g;
 }
 

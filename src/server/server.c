@@ -340,7 +340,8 @@ static void handle_generate(wks_server *s, http_req *r, bool chat)
     const wk_request req = { .prompt = ids, .n_prompt = n_ids, .sampling = g->p.sampling, .max_tokens = g->p.max_tokens,
                              .stop = g->p.stop, .n_stop = g->p.n_stop, .ignore_eog = g->p.ignore_eos,
                              .logprobs = g->p.logprobs,
-                             .top_logprobs = g->p.top_logprobs, .on_event = on_event, .user = g };
+                             .top_logprobs = g->p.top_logprobs, .grammar = g->p.grammar, .on_event = on_event,
+                             .user = g };
     const int64_t id = wk_engine_submit(s->e, &req);
     if (id < 0) {   /* a prompt too long for the context, say */
         unregister(g);
