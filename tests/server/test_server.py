@@ -314,42 +314,42 @@ def main_checks(model, port):
             return status, c["message"]["content"] if "message" in c else c["text"], c["finish_reason"]
         status, data, _ = request(port, "POST", path, body, timeout=600)
         ev = [e for e in events(data) if isinstance(e, dict) and e.get("choices")] if status == 200 else []
-        text = "".join(e["choices"][0]["delta"].get("content", "") if "delta" in e["choices"][0]
+        out = "".join(e["choices"][0]["delta"].get("content", "") if "delta" in e["choices"][0]
                        else e["choices"][0]["text"] for e in ev)
-        return status, text, ev[-1]["choices"][0]["finish_reason"] if ev else None
+        return status, out, ev[-1]["choices"][0]["finish_reason"] if ev else None
     ask = {"messages": [{"role": "user", "content": "Describe a person as JSON."}], "temperature": 1.0,
            "max_tokens": 300}
     fmt = {"type": "json_schema", "json_schema": {"name": "person", "schema": person, "strict": True}}
     for seed in (1, 2, 3):
         for stream in (False, True):
-            status, text, finish = reply_of(dict(ask, seed=seed, stream=stream, response_format=fmt))
+            status, out, finish = reply_of(dict(ask, seed=seed, stream=stream, response_format=fmt))
             try:
-                value = json.loads(text) if status == 200 else None
+                value = json.loads(out) if status == 200 else None
             except ValueError:
                 value = None
             ok = check("json_schema_parses", status == 200 and value is not None and finish == "stop",
-                       f"seed {seed} stream {stream}: {status} {finish} {text!r:.400}")
-            check("json_schema_valid", ok and person_ok(value), f"seed {seed} stream {stream}: {text!r:.400}")
+                       f"seed {seed} stream {stream}: {status} {finish} {out!r:.400}")
+            check("json_schema_valid", ok and person_ok(value), f"seed {seed} stream {stream}: {out!r:.400}")
             if ok and jsonschema:
                 try:
                     jsonschema.validate(value, person)
                     check("json_schema_jsonschema", True)
                 except jsonschema.ValidationError as e:
-                    check("json_schema_jsonschema", False, f"{text!r:.300}: {e.message}")
+                    check("json_schema_jsonschema", False, f"{out!r:.300}: {e.message}")
     for stream in (False, True):   # JSON mode: any object, on both endpoints
-        status, text, finish = reply_of(dict(ask, seed=4, stream=stream, max_tokens=400,
+        status, out, finish = reply_of(dict(ask, seed=4, stream=stream, max_tokens=400,
                                              response_format={"type": "json_object"}))
         try:
-            value = json.loads(text) if status == 200 and finish == "stop" else {}
+            value = json.loads(out) if status == 200 and finish == "stop" else {}
         except ValueError:
             value = None
-        check("json_object", status == 200 and isinstance(value, dict), f"{status} {finish} {text!r:.400}")
-    status, text, finish = reply_of({"prompt": "A JSON object about the sea:", "max_tokens": 8, "temperature": 0,
+        check("json_object", status == 200 and isinstance(value, dict), f"{status} {finish} {out!r:.400}")
+    status, out, finish = reply_of({"prompt": "A JSON object about the sea:", "max_tokens": 8, "temperature": 0,
                                      "response_format": {"type": "json_object"}}, "/v1/completions")
-    check("json_object_completion", status == 200 and text.startswith("{") and finish in ("stop", "length"),
-          f"{status} {text!r:.300}")
-    status, text, finish = reply_of(dict(ask, seed=5, response_format={"type": "text"}, max_tokens=4))
-    check("response_format_text", status == 200 and finish == "length", f"{status} {text!r:.200}")
+    check("json_object_completion", status == 200 and out.startswith("{") and finish in ("stop", "length"),
+          f"{status} {out!r:.300}")
+    status, out, finish = reply_of(dict(ask, seed=5, response_format={"type": "text"}, max_tokens=4))
+    check("response_format_text", status == 200 and finish == "length", f"{status} {out!r:.200}")
     for name, rf, words in (
             ("not_an_object", "json", "must be an object"),
             ("unknown_type", {"type": "xml"}, "not one of"),
