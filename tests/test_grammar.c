@@ -469,6 +469,26 @@ static void check_errors(void)
         T_CHECK(g, "%s: %s", fine[i], wk_last_error());
         wk_grammar_release(g);
     }
+    /* untrusted sizes: a chain of 2000 $refs is refused (not a deep
+       recursion), an enum of 3000 strings compiles and matches */
+    char *big = t_mem(200000);
+    size_t at = (size_t)sprintf(big, "{\"$ref\":\"#/$defs/d0\",\"$defs\":{");
+    for (int i = 0; i < 2000; i++)
+        at += (size_t)sprintf(big + at, "%s\"d%d\":{\"$ref\":\"#/$defs/d%d\"}", i ? "," : "", i, i + 1);
+    at += (size_t)sprintf(big + at, ",\"d2000\":{\"type\":\"null\"}}}");
+    wk_grammar *g = wk_grammar_from_json_schema(big, at);
+    T_CHECK(!g && strstr(wk_last_error(), "nest deeper"), "a chain of 2000 $refs: %s", g ? "compiled" : wk_last_error());
+    wk_grammar_release(g);
+    at = (size_t)sprintf(big, "{\"enum\":[");
+    for (int i = 0; i < 3000; i++) at += (size_t)sprintf(big + at, "%s\"v%d\"", i ? "," : "", (i * 7919) % 3000);
+    at += (size_t)sprintf(big + at, "]}");
+    g = wk_grammar_from_json_schema(big, at);
+    size_t bad_at;
+    T_CHECK(g && run_text(g, "\"v1234\"", 7, &bad_at) == WHOLE && run_text(g, "\"v2999\"", 7, &bad_at) == WHOLE &&
+                run_text(g, "\"v3000\"", 7, &bad_at) == REFUSED && run_text(g, "\"v12\"", 5, &bad_at) == WHOLE &&
+                run_text(g, "\"v1", 3, &bad_at) == PREFIX,
+            "an enum of 3000 strings: %s", g ? "wrong matches" : wk_last_error());
+    wk_grammar_release(g);
     T_CHECK(!wk_grammar_from_json_schema(NULL, 0) && !wk_grammar_state_new(NULL), "NULL arguments");
     wk_grammar_release(NULL);
     wk_grammar_state_free(NULL);

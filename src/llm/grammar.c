@@ -668,11 +668,21 @@ static void feed_lit(gctx *x, const gframe *f, int c)
     g_lit(g, lo, &len);
     const bool whole = len == pos;   /* the first candidate is written out */
     if (whole) lo++;
-    /* candidates [lo, hi) share their first pos bytes, sorted: those whose
-       byte pos is c are a run */
-    int32_t a = lo, b;
-    while (a < hi && (unsigned char)g_lit(g, a, &len)[pos] < (unsigned char)c) a++;
-    for (b = a; b < hi && (unsigned char)g_lit(g, b, &len)[pos] == (unsigned char)c;) b++;
+    /* candidates [lo, hi) share their first pos bytes and are longer,
+       sorted: those whose byte pos is c are a run (binary searches: an
+       enum may be long) */
+    int32_t a = lo, b = hi;
+    while (a < b) {
+        const int32_t mid = a + (b - a) / 2;
+        if ((unsigned char)g_lit(g, mid, &len)[pos] < (unsigned char)c) a = mid + 1;
+        else b = mid;
+    }
+    b = hi;
+    for (int32_t l = a; l < b;) {
+        const int32_t mid = l + (b - l) / 2;
+        if ((unsigned char)g_lit(g, mid, &len)[pos] <= (unsigned char)c) l = mid + 1;
+        else b = mid;
+    }
     if (a == b) {
         if (whole) {   /* the literal ended before c */
             const gframe *p = done(x, f);

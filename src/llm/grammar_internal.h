@@ -25,6 +25,8 @@
 #define G_EXP_DIGITS 2       /* exponent digits                           */
 #define G_DEPTH_MAX 64       /* objects and arrays nested                 */
 #define G_MAX_PROPS 64       /* declared properties of one object         */
+#define G_MAX_NODES 200000   /* nodes of one grammar (a schema's size)    */
+#define G_MAX_NEST 512       /* schemas inside schemas, through $refs too */
 
 typedef enum gkind {
     G_OBJECT,     /* props [a, a + n), additional: child (-1: none)                 */

@@ -37,6 +37,7 @@ typedef struct cctx {
     cref *refs;
     int n_refs, cap_refs;
     int32_t any;                   /* the node of any value (-1: not made yet) */
+    int nest;                      /* compile_into calls open                  */
     char path[1024];
     bool failed, oom;
     char err[1024];
@@ -92,6 +93,10 @@ static bool grow(void **p, int64_t *cap, int64_t need, size_t size)
 static int32_t new_node(cctx *c, gkind kind)
 {
     wk_grammar *g = c->g;
+    if (g->n_nodes >= G_MAX_NODES) {
+        fail(c, "the schema is too large (more than %d nodes)", G_MAX_NODES);
+        return -1;
+    }
     int64_t cap = g->cap_nodes;
     if (!grow((void **)&g->nodes, &cap, g->n_nodes + 1, sizeof *g->nodes)) {
         oom(c);
@@ -897,9 +902,23 @@ static void compile_anyof(cctx *c, const wk_json *list, const char *key, int32_t
     free(tmp);
 }
 
+static void compile_into_(cctx *c, const wk_json *s, int32_t id);
+
+/* (a bound on the recursion: a chain of $refs could otherwise take the stack) */
 static void compile_into(cctx *c, const wk_json *s, int32_t id)
 {
     if (c->failed) return;
+    if (c->nest >= G_MAX_NEST) {
+        fail(c, "schemas nest deeper than %d (through $refs)", G_MAX_NEST);
+        return;
+    }
+    c->nest++;
+    compile_into_(c, s, id);
+    c->nest--;
+}
+
+static void compile_into_(cctx *c, const wk_json *s, int32_t id)
+{
     bool b;
     if (wk_json_bool(s, &b)) {
         if (b) alias(c, id, any_node(c));   /* true: anything; false: nothing (an empty anyOf) */
@@ -1010,9 +1029,9 @@ static int32_t need_of(const wk_grammar *g, const int32_t *d, int32_t node)
 static void min_depths(const wk_grammar *g, int32_t *d)
 {
     for (int32_t i = 0; i < g->n_nodes; i++) d[i] = DEPTH_NONE;
-    for (bool changed = true; changed;) {
+    for (bool changed = true; changed;) {   /* children are made after their parents: last first */
         changed = false;
-        for (int32_t i = 0; i < g->n_nodes; i++) {
+        for (int32_t i = g->n_nodes - 1; i >= 0; i--) {
             const gnode *nd = &g->nodes[i];
             int64_t v = DEPTH_NONE;
             switch (nd->kind) {
