@@ -173,6 +173,11 @@ $(BUILD)/wick-engine-bench: bench/engine_bench.c bench/bench_args.h cli/timing.h
 	@$(if $(V),,echo "  LD $@")
 	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $(filter-out %.h,$^) $(LDLIBS)
 
+# Constrained sampling's mask time per token on a model (docs/grammar.md).
+$(BUILD)/wick-grammar-bench: bench/grammar_bench.c cli/timing.h $(BUILD)/libwick.a
+	@$(if $(V),,echo "  LD $@")
+	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $(filter-out %.h,$^) $(LDLIBS)
+
 # all_reduce across the GPUs of a host (bench/comm_vs_torch.py).
 $(BUILD)/wick-comm-bench: bench/comm_bench.c cli/ranks.h cli/timing.h $(BUILD)/libwick.a
 	@$(if $(V),,echo "  LD $@")

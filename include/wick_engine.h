@@ -91,6 +91,15 @@ typedef struct wk_request {
     bool ignore_eog;           /* keep going past end tokens                     */
     bool logprobs;             /* each token's log-probability in its event      */
     int top_logprobs;          /* and the most likely n (0..20) with theirs      */
+    /* Constrained output (docs/grammar.md): NULL, or each token is drawn
+     * from those that keep the text a prefix of a text the grammar
+     * accepts (the others' logits are -inf before the sampler, greedy
+     * too); end tokens only once it is complete, whatever ignore_eog
+     * says; the request ends ("stop") when it is complete and nothing can
+     * follow. max_tokens may cut it first ("length"). The engine holds a
+     * reference until the request ends. Logprobs stay the model's own
+     * (before the mask). */
+    wk_grammar *grammar;
     wk_engine_event_fn on_event;   /* may be NULL                                */
     void *user;
 } wk_request;

@@ -174,6 +174,63 @@ double wk_logprobs(const float *logits, int64_t n_vocab, int32_t token, int top_
 void wk_sampler_reset(wk_sampler *s);               /* history and seed */
 
 /* ------------------------------------------------------------------ */
+/* constrained output: JSON schemas (docs/grammar.md)                  */
+
+/* A grammar compiled from a JSON schema: the texts it accepts are JSON
+ * values valid under the schema (a subset of them: properties in the
+ * schema's order, bounded whitespace and number lengths). Immutable and
+ * shared by reference count; several threads may use one at once. */
+typedef struct wk_grammar wk_grammar;
+/* From a schema's JSON text (a JSON object or true). NULL + error:
+ * WK_ERR_ARGUMENT for text that is not JSON, a keyword wick does not
+ * enforce (named with its place, "#/properties/age: 'multipleOf' is not
+ * supported"), a $ref it cannot resolve, or a schema that no value
+ * satisfies; WK_ERR_MEMORY. */
+wk_grammar *wk_grammar_from_json_schema(const char *schema, size_t len);
+/* The same from a parsed schema (its "$ref"s resolved inside it). */
+wk_grammar *wk_grammar_from_json(const wk_json *schema);
+/* OpenAI's JSON mode: any JSON object (the schema {"type": "object"}). */
+wk_grammar *wk_grammar_json_object(void);
+wk_grammar *wk_grammar_retain(wk_grammar *g);     /* returns g            */
+void wk_grammar_release(wk_grammar *g);           /* NULL is fine         */
+
+/* A vocabulary's tokens as bytes (the text each one adds to the output),
+ * sorted into tries for token masks. Built once per model (about 0.1 s
+ * for 262k tokens), read-only after, shared by every state. */
+typedef struct wk_grammar_vocab wk_grammar_vocab;
+/* The model's tokens (its tokenizer's bytes; control tokens have none)
+ * and end-of-generation tokens. */
+wk_grammar_vocab *wk_grammar_vocab_new(const wk_llm *m);
+/* n tokens of lens[i] bytes each (0: a token with no text, never
+ * allowed), and the end tokens eog[0 .. n_eog). */
+wk_grammar_vocab *wk_grammar_vocab_from_tokens(int32_t n, const char *const *bytes, const size_t *lens,
+                                               const int32_t *eog, int n_eog);
+void wk_grammar_vocab_free(wk_grammar_vocab *v);   /* NULL is fine */
+int32_t wk_grammar_vocab_size(const wk_grammar_vocab *v);
+
+/* Where one output stands in a grammar: the text so far is a prefix of
+ * an accepted text. One per generation; not shared between threads. */
+typedef struct wk_grammar_state wk_grammar_state;
+wk_grammar_state *wk_grammar_state_new(wk_grammar *g);   /* holds a reference to g */
+void wk_grammar_state_free(wk_grammar_state *s);         /* NULL is fine */
+/* n bytes of output. WK_ERR_ARGUMENT when they do not continue a prefix
+ * of an accepted text (the state is then unchanged). */
+wk_status wk_grammar_state_accept(wk_grammar_state *s, const char *bytes, size_t n);
+/* A token's bytes; an end token when the text is complete (it ends the
+ * output: nothing is allowed after it). WK_ERR_ARGUMENT otherwise. */
+wk_status wk_grammar_state_accept_token(wk_grammar_state *s, const wk_grammar_vocab *v, int32_t token);
+/* The text so far is a whole accepted value (an end token may come). */
+bool wk_grammar_state_complete(const wk_grammar_state *s);
+/* It is complete and no byte can follow (or an end token was taken):
+ * the output is over. */
+bool wk_grammar_state_finished(const wk_grammar_state *s);
+/* Which tokens keep the text a prefix of an accepted one: bit t % 32 of
+ * allowed[t / 32] ((n + 31) / 32 words for a vocabulary of n tokens);
+ * end tokens only when the text is complete. Returns how many tokens are
+ * allowed, or -1 + error. */
+int64_t wk_grammar_state_mask(wk_grammar_state *s, const wk_grammar_vocab *v, uint32_t *allowed);
+
+/* ------------------------------------------------------------------ */
 /* batches over a paged KV cache (the batched engine's forward pass)    */
 
 /* A paged KV cache for a model: per layer, K and V pools of n_blocks

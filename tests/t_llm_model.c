@@ -267,6 +267,8 @@ const char *tmp_path(const char *what)
  * none): write_gguf_mixed. */
 const char *mixed_name;
 wk_dtype mixed_dt;
+const char *const *gguf_tokens;
+int gguf_context;
 
 bool write_gguf(const tmodel *m, const char *path, wk_dtype wdt)
 {
@@ -277,7 +279,7 @@ bool write_gguf(const tmodel *m, const char *path, wk_dtype wdt)
     if (!w) return false;
     bool ok = wk_gguf_writer_set_str(w, "general.architecture", arch) == WK_OK;
 #define KEY(s) (snprintf(k, sizeof k, "%s.%s", arch, s), k)
-    ok = ok && !wk_gguf_writer_set_u32(w, KEY("context_length"), 64);
+    ok = ok && !wk_gguf_writer_set_u32(w, KEY("context_length"), gguf_context ? (uint32_t)gguf_context : 64);
     ok = ok && !wk_gguf_writer_set_u32(w, KEY("embedding_length"), (uint32_t)c->E);
     ok = ok && !wk_gguf_writer_set_u32(w, KEY("block_count"), (uint32_t)c->L);
     ok = ok && !wk_gguf_writer_set_u32(w, KEY("feed_forward_length"), (uint32_t)c->F);
@@ -289,6 +291,7 @@ bool write_gguf(const tmodel *m, const char *path, wk_dtype wdt)
     if (c->arch == A_GEMMA3) ok = ok && !wk_gguf_writer_set_u32(w, KEY("attention.sliding_window"), (uint32_t)c->window);
 #undef KEY
     ok = ok && !wk_gguf_writer_set_u32(w, "tokenizer.ggml.eos_token_id", 2);
+    if (gguf_tokens) ok = ok && !wk_gguf_writer_set_array(w, "tokenizer.ggml.tokens", WK_GGUF_STRING, gguf_tokens, (uint64_t)c->V);
     tw *ts = t_mem(512 * sizeof *ts);
     int n = collect(m, ts);
     if (m->ff) {

@@ -51,6 +51,10 @@ const char *tmp_path(const char *what);
 /* one tensor of a GGUF written in another dtype than the rest (NULL: none) */
 extern const char *mixed_name;
 extern wk_dtype mixed_dt;
+/* the token strings write_gguf stores as tokenizer.ggml.tokens (V of
+ * them; NULL: none, the model runs ids only) */
+extern const char *const *gguf_tokens;
+extern int gguf_context;   /* the context_length write_gguf stores (0: 64) */
 bool write_gguf(const tmodel *m, const char *path, wk_dtype wdt);
 bool write_hf(const tmodel *m, const char *dir);
 void rm_model(const char *path);

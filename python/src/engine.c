@@ -319,15 +319,15 @@ static PyObject *Engine_submit(EngineObject *self, PyObject *args, PyObject *kw)
 {
     static char *kwlist[] = { "prompt", "max_tokens", "temperature", "top_k", "top_p", "min_p", "repetition_penalty",
                               "repeat_last_n", "seed", "stop", "ignore_eos", "chat", "system", "presence_penalty",
-                              "frequency_penalty", "logprobs", NULL };
-    PyObject *prompt, *stop_o = Py_None, *max_o = Py_None, *seed_o = NULL;
+                              "frequency_penalty", "logprobs", "json_schema", NULL };
+    PyObject *prompt, *stop_o = Py_None, *max_o = Py_None, *seed_o = NULL, *schema_o = Py_None;
     wk_sampling s = wk_sampling_greedy();
     long long top_k = 0, last_n = 0, max_tokens = 0;
     int ignore = 0, chat = 0, want_lp = 0;
     const char *system = NULL;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "O|$OdLdddLOOppzddp:submit", kwlist, &prompt, &max_o, &s.temperature,
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O|$OdLdddLOOppzddpO:submit", kwlist, &prompt, &max_o, &s.temperature,
                                      &top_k, &s.top_p, &s.min_p, &s.repeat_penalty, &last_n, &seed_o, &stop_o, &ignore,
-                                     &chat, &system, &s.presence_penalty, &s.frequency_penalty, &want_lp))
+                                     &chat, &system, &s.presence_penalty, &s.frequency_penalty, &want_lp, &schema_o))
         return NULL;
     if (engine_open(self) < 0) return NULL;
     if (max_o != Py_None) {   /* None or 0: to the end of the context */
@@ -335,10 +335,32 @@ static PyObject *Engine_submit(EngineObject *self, PyObject *args, PyObject *kw)
         if (max_tokens == -1 && PyErr_Occurred()) return NULL;
     }
     if (wkpy_sampling_args("submit", &s, max_tokens, top_k, last_n, seed_o) < 0) return NULL;
+    /* json_schema: the reply constrained to a JSON schema (str: its JSON
+       text; another object: json.dumps of it) */
+    wk_grammar *grammar = NULL;
+    if (schema_o != Py_None) {
+        PyObject *text = NULL;
+        if (PyUnicode_Check(schema_o)) {
+            text = schema_o;
+            Py_INCREF(text);
+        } else {
+            PyObject *json = PyImport_ImportModule("json");
+            text = json ? PyObject_CallMethod(json, "dumps", "O", schema_o) : NULL;
+            Py_XDECREF(json);
+        }
+        Py_ssize_t len = 0;
+        const char *t = text ? PyUnicode_AsUTF8AndSize(text, &len) : NULL;
+        if (t && !(grammar = wk_grammar_from_json_schema(t, (size_t)len))) raise_wk();
+        Py_XDECREF(text);
+        if (!grammar) return NULL;
+    }
     PyObject *stops;
     const char **stop_p;
     int n_stop;
-    if (stop_arg(stop_o, &stops, &stop_p, &n_stop) < 0) return NULL;
+    if (stop_arg(stop_o, &stops, &stop_p, &n_stop) < 0) {
+        wk_grammar_release(grammar);
+        return NULL;
+    }
     /* the ids (tokenizing lets the GIL go: the engine may close meanwhile,
        the model stays alive through this reference) */
     PyObject *model = self->model;
@@ -351,6 +373,7 @@ static PyObject *Engine_submit(EngineObject *self, PyObject *args, PyObject *kw)
         free(ids);
         free(stop_p);
         Py_XDECREF(stops);
+        wk_grammar_release(grammar);
         return NULL;
     }
     RequestObject *o = PyObject_New(RequestObject, &Request_Type);
@@ -365,6 +388,7 @@ static PyObject *Engine_submit(EngineObject *self, PyObject *args, PyObject *kw)
         free(ids);
         free(stop_p);
         Py_XDECREF(stops);
+        wk_grammar_release(grammar);
         return NULL;
     }
     o->r = r;
@@ -375,11 +399,12 @@ static PyObject *Engine_submit(EngineObject *self, PyObject *args, PyObject *kw)
     o->engine = self;
     const wk_request req = { .prompt = ids, .n_prompt = n, .sampling = s, .max_tokens = max_tokens,
                              .stop = n_stop ? stop_p : NULL, .n_stop = n_stop, .ignore_eog = ignore != 0,
-                             .logprobs = want_lp != 0, .on_event = on_event, .user = r };
+                             .logprobs = want_lp != 0, .grammar = grammar, .on_event = on_event, .user = r };
     /* with the GIL: close() cannot free the engine meanwhile; the event
        may come (even the last one) before submit returns */
     o->id = wk_engine_submit(self->e, &req);
     if (o->id < 0) raise_wk();
+    wk_grammar_release(grammar);   /* the engine holds its own reference */
     free(ids);
     free(stop_p);
     Py_XDECREF(stops);
@@ -425,9 +450,12 @@ static PyObject *Engine_get_closed(EngineObject *self, void *c)
 static PyMethodDef Engine_methods[] = {
     { "submit", (PyCFunction)(void (*)(void))Engine_submit, METH_VARARGS | METH_KEYWORDS,
       "submit(prompt, *, max_tokens=0, temperature=0.0, top_k=0, top_p=1.0, min_p=0.0, repetition_penalty=1.0, "
-      "repeat_last_n=64, seed=0, stop=None, ignore_eos=False, chat=False, system=None) -> EngineRequest: queue a "
-      "request (from any thread). prompt as Model.generate takes it: text, a list of chat messages, or token ids. "
-      "Greedy unless temperature > 0; max_tokens 0 or None: to the end of the context" },
+      "repeat_last_n=64, seed=0, stop=None, ignore_eos=False, chat=False, system=None, presence_penalty=0.0, "
+      "frequency_penalty=0.0, logprobs=False, json_schema=None) -> EngineRequest: queue a request (from any thread). "
+      "prompt as Model.generate takes it: text, a list of chat messages, or token ids. Greedy unless temperature > 0; "
+      "max_tokens 0 or None: to the end of the context. json_schema (a dict, or its JSON text): the reply is JSON "
+      "valid under it (constrained sampling; {'type': 'object'} is JSON mode); a schema wick cannot enforce raises "
+      "ValueError" },
     { "stats", (PyCFunction)Engine_stats, METH_NOARGS,
       "stats() -> dict: waiting, running, blocks_total, blocks_used, blocks_cached, block_size, steps, preemptions, "
       "prompt_tokens, gen_tokens, cached_tokens, finished" },

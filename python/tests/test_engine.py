@@ -8,12 +8,16 @@
 #     engine), seeded sampling, the prefix cache, the statistics;
 #   - bad arguments raise; the model refuses its own cache calls while an
 #     engine runs on it and is usable again after close;
+#   - json_schema: sampled replies constrained to a schema parse and fall
+#     within it; schemas wick cannot enforce raise ValueError;
 #   - SmolLM2-135M-Instruct (tools/fetch-default-model.sh's cache; skipped
 #     when absent unless WICK_REQUIRE_MODEL=1): chat replies in a batch equal
-#     each reply alone (tokens and text), with a stop string too;
+#     each reply alone (tokens and text), with a stop string too; JSON
+#     replies to a schema, sampled over seeds, validate;
 #   - every wait has a time limit, so a hang fails instead of stalling.
 import asyncio
 import gc
+import json
 import os
 import threading
 import time
@@ -498,4 +502,38 @@ def test_smollm2_batch_equals_alone():
         # the same system prompt and chat header: later requests share its blocks
         again = e.submit(questions[0], max_tokens=24, chat=True)
         assert again.result(timeout=300) == want[0][0] and again.cached_tokens > 0
+    m.close()
+
+
+def test_json_schema(model):
+    # the tiny vocabulary has digits but no braces or quotes: an integer
+    schema = {"type": "integer", "minimum": 5, "maximum": 250}
+    with wick.Engine(model) as e:
+        reqs = [e.submit([T.BOS, 9], max_tokens=10, temperature=1.0, seed=s, json_schema=schema) for s in range(8)]
+        reqs.append(e.submit([T.BOS, 9], max_tokens=10, json_schema=json.dumps(schema)))   # greedy, as text
+        for r in reqs:
+            text = r.result(timeout=LIMIT)
+            assert r.finish_reason == "stop", (text, r.finish_reason)
+            v = json.loads(text)
+            assert isinstance(v, int) and 5 <= v <= 250, text
+        with pytest.raises(ValueError, match="'pattern' is not supported"):
+            e.submit([T.BOS, 9], json_schema={"type": "string", "pattern": "^a+$"})
+        with pytest.raises(ValueError, match="not valid JSON"):
+            e.submit([T.BOS, 9], json_schema="{not json")
+        with pytest.raises(TypeError):
+            e.submit([T.BOS, 9], json_schema={"x": object()})
+
+
+def test_smollm2_json_schema():
+    m = wick.load_model(smollm2(), context=512)
+    schema = {"type": "object", "properties": {"name": {"type": "string", "maxLength": 20},
+                                               "age": {"type": "integer", "minimum": 0, "maximum": 120}},
+              "required": ["name", "age"], "additionalProperties": False}
+    with wick.Engine(m) as e:
+        reqs = [e.submit("Describe a person as JSON.", chat=True, max_tokens=200, temperature=1.0, seed=s,
+                         json_schema=schema) for s in range(3)]
+        for r in reqs:
+            v = json.loads(r.result(timeout=600))
+            assert r.finish_reason == "stop" and set(v) == {"name", "age"}, r.text
+            assert isinstance(v["name"], str) and len(v["name"]) <= 20 and 0 <= v["age"] <= 120, r.text
     m.close()

@@ -143,8 +143,10 @@ class Engine:
                top_p: float = ..., min_p: float = ..., repetition_penalty: float = ..., repeat_last_n: int = ...,
                seed: int = ..., stop: Union[None, str, Sequence[str]] = ..., ignore_eos: bool = ...,
                chat: bool = ..., system: Optional[str] = ..., presence_penalty: float = ...,
-               frequency_penalty: float = ..., logprobs: bool = ...) -> EngineRequest:
-        """Queue a request (any thread); greedy unless temperature > 0."""
+               frequency_penalty: float = ..., logprobs: bool = ...,
+               json_schema: Union[None, str, Dict[str, Any], bool] = ...) -> EngineRequest:
+        """Queue a request (any thread); greedy unless temperature > 0.
+        json_schema: the reply is JSON valid under it (docs/grammar.md)."""
     def stats(self) -> Dict[str, int]: ...
     def close(self) -> None:
         """Cancel what is left, free the KV cache, give the model back."""

@@ -126,6 +126,8 @@ void wk_engine_free(wk_engine *e)
     free(e->b_out);
     free(e->b_best);
     free(e->logits);
+    wk_grammar_vocab_free(e->gvocab);
+    free(e->gbits);
     pthread_cond_destroy(&e->cv);
     pthread_mutex_destroy(&e->mu);
     free(e);
@@ -140,6 +142,7 @@ static seq *seq_new(wk_engine *e, const wk_request *r)
     s->req = *r;
     s->req.prompt = NULL;
     s->req.stop = NULL;
+    s->req.grammar = NULL;   /* s->gs holds it */
     s->n_prompt = s->n_tokens = r->n_prompt;
     s->cap = r->n_prompt + 16;
     s->tokens = malloc((size_t)s->cap * sizeof *s->tokens);
@@ -154,11 +157,15 @@ static seq *seq_new(wk_engine *e, const wk_request *r)
     memcpy(s->tokens, r->prompt, (size_t)r->n_prompt * sizeof *s->tokens);
     const wk_sampling *sp = &r->sampling;
     s->greedy = sp->temperature <= 0 && (sp->repeat_penalty == 1.0 || sp->repeat_penalty == 0.0) &&
-                sp->presence_penalty == 0 && sp->frequency_penalty == 0 && !r->logprobs;
+                sp->presence_penalty == 0 && sp->frequency_penalty == 0 && !r->logprobs && !r->grammar;
     s->sampler = wk_sampler_new(sp, e->n_vocab);
     s->text = s->sampler ? wk_text_out_new(e->m, (const char *const *)s->stop, r->n_stop) : NULL;
+    if (s->text && r->grammar && !(s->gs = wk_grammar_state_new(r->grammar))) {
+        wk_text_out_free(s->text);
+        s->text = NULL;
+    }
     if (!s->text) {
-        wk_error_wrap("the request's sampling options or stop strings");
+        wk_error_wrap("the request's sampling options, stop strings or grammar");
         seq_free(s);
         return NULL;
     }

@@ -28,6 +28,7 @@ typedef struct seq {
     char **stop;
     wk_sampler *sampler;
     wk_text_out *text;
+    wk_grammar_state *gs;         /* the request's grammar, or NULL            */
     bool greedy;                  /* the argmax is the sampler's choice       */
     bool cancel;
     bool stop_string;             /* it ended at a stop string                */
@@ -64,6 +65,9 @@ struct wk_engine {
     int64_t b_cap, b_table_cap, b_out_cap;
     float *logits;
     int64_t logits_rows;
+    wk_grammar_vocab *gvocab;     /* the model's tokens for grammar masks (made
+                                     at the first request with a grammar)      */
+    uint32_t *gbits;              /* a mask: n_vocab bits                       */
 };
 
 /* seq.c */

@@ -1,7 +1,8 @@
 /* seq.c — the engine's sequences as lists hold them (engine_internal.h):
  * the waiting queue and the running list keep arrival order (pushed at the
  * back; a preempted sequence goes back to the front), and a sequence's
- * own memory (tokens, block row, stop strings, sampler, text) is freed in
+ * own memory (tokens, block row, stop strings, sampler, text, grammar
+ * state) is freed in
  * one place. engine.c makes sequences, step.c moves them. */
 #include <stdlib.h>
 #include <string.h>
@@ -49,6 +50,7 @@ void seq_free(seq *s)
     free(s->blocks);
     wk_sampler_free(s->sampler);
     wk_text_out_free(s->text);
+    wk_grammar_state_free(s->gs);
     free(s);
 }
 

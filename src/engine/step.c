@@ -15,10 +15,13 @@
  *      the rows that end a sequence's tokens, or only their argmax when
  *      every such sequence is greedy;
  *   4. each sequence that got a row samples its next token with its own
- *      sampler and reports it; it finishes on an end token, a stop string,
- *      its token limit or the context's end; finished sequences give their
- *      blocks back (full ones stay in the prefix cache).
+ *      sampler (a sequence with a grammar from the tokens its grammar
+ *      allows: the others' logits -inf) and reports it; it finishes on an
+ *      end token, a stop string, its grammar's end, its token limit or the
+ *      context's end; finished sequences give their blocks back (full ones
+ *      stay in the prefix cache).
  */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include "engine_internal.h"
@@ -283,15 +286,62 @@ static bool build(wk_engine *e, int64_t T, wk_llm_batch *b)
 
 /* ---- 4. sampling and reporting ---------------------------------------------------------- */
 
-/* s's next token (row: its logits, NULL when only the argmax came back):
- * reported, and its end if it is one; true when s ends */
-static bool take_token(wk_engine *e, seq *s, int32_t tok, const float *row)
+/* A token for s from the tokens its grammar allows: the others' logits in
+ * row become -inf before its sampler draws. lp (or NULL): the token's
+ * log-probabilities under the row as the model gave it. -1 with the
+ * message set when no token is allowed or memory runs out. */
+static int32_t sample_constrained(wk_engine *e, seq *s, float *row, tok_lp *lp)
+{
+    const int64_t V = e->n_vocab;
+    if (!e->gvocab) {   /* once per engine, on the stepping thread */
+        e->gvocab = wk_grammar_vocab_new(e->m);
+        e->gbits = e->gvocab ? calloc((size_t)(V + 31) / 32 + 1, sizeof *e->gbits) : NULL;
+        if (!e->gbits) {
+            if (e->gvocab) wk_error_set(WK_ERR_MEMORY, "out of memory");
+            wk_grammar_vocab_free(e->gvocab);
+            e->gvocab = NULL;
+            return -1;
+        }
+    }
+    const int64_t k = wk_grammar_state_mask(s->gs, e->gvocab, e->gbits);
+    if (k < 0) return -1;
+    if (k == 0) {
+        wk_error_set(WK_ERR_ARGUMENT, "the grammar allows no token of the vocabulary here");
+        return -1;
+    }
+    float *raw = NULL;
+    if (lp) {   /* log-probabilities come from the row as it was */
+        if (!(raw = malloc((size_t)V * sizeof *raw))) {
+            wk_error_set(WK_ERR_MEMORY, "out of memory");
+            return -1;
+        }
+        memcpy(raw, row, (size_t)V * sizeof *raw);
+    }
+    const uint32_t *bits = e->gbits;
+    for (int64_t t = 0; t < V; t++)
+        if (!(bits[t / 32] >> (t % 32) & 1)) row[t] = -INFINITY;
+    const int32_t tok = wk_sampler_sample(s->sampler, row);
+    if (tok >= 0 && !(bits[tok / 32] >> (tok % 32) & 1)) {   /* every allowed logit NaN or -inf */
+        free(raw);
+        wk_error_set(WK_ERR_ARGUMENT, "the logits of the tokens the grammar allows are not finite");
+        return -1;
+    }
+    if (lp && tok >= 0) lp->lp = wk_logprobs(raw, V, tok, lp->n, lp->ids, lp->lps);
+    free(raw);
+    return tok;
+}
+
+/* s's next token (lp: its log-probabilities, or NULL): reported, and its
+ * end if it is one; true when s ends */
+static bool take_token(wk_engine *e, seq *s, int32_t tok, const tok_lp *lp)
 {
     if (tok < 0) {
         engine_finish(e, s, WK_FINISH_ERROR, "sampling failed");
         return true;
     }
-    if (!s->req.ignore_eog && wk_llm_is_eog(e->m, tok)) {
+    /* with a grammar an end token comes only once its text is complete:
+       it ends the request even with ignore_eog */
+    if ((!s->req.ignore_eog || s->gs) && wk_llm_is_eog(e->m, tok)) {
         engine_finish(e, s, WK_FINISH_STOP, NULL);
         return true;
     }
@@ -304,11 +354,13 @@ static bool take_token(wk_engine *e, seq *s, int32_t tok, const float *row)
         s->tokens = p;
         s->cap *= 2;
     }
+    if (s->gs && wk_grammar_state_accept_token(s->gs, e->gvocab, tok) != WK_OK) {
+        engine_finish(e, s, WK_FINISH_ERROR, wk_last_error());
+        return true;
+    }
     s->tokens[s->n_tokens++] = tok;
     s->n_gen++;
     wk_sampler_accept_output(s->sampler, tok);
-    tok_lp lp = { .n = s->req.top_logprobs };
-    if (s->req.logprobs && row) lp.lp = wk_logprobs(row, e->n_vocab, tok, lp.n, lp.ids, lp.lps);
     const char *text;
     size_t len;
     bool hit;
@@ -316,12 +368,14 @@ static bool take_token(wk_engine *e, seq *s, int32_t tok, const float *row)
         engine_finish(e, s, WK_FINISH_ERROR, wk_last_error());
         return true;
     }
-    emit(s, tok, text, len, false, WK_FINISH_NONE, NULL, s->req.logprobs && row ? &lp : NULL);
+    emit(s, tok, text, len, false, WK_FINISH_NONE, NULL, lp);
     const int64_t room = kvb_total(e->blocks) * e->bs < e->context ? kvb_total(e->blocks) * e->bs : e->context;
     if (hit) {
         s->stop_string = true;   /* what follows the stop string is never passed on */
         engine_finish(e, s, WK_FINISH_STOP, NULL);
     }
+    else if (s->gs && wk_grammar_state_finished(s->gs))   /* the grammar's text is whole and nothing may follow */
+        engine_finish(e, s, WK_FINISH_STOP, NULL);
     else if ((s->req.max_tokens > 0 && s->n_gen >= s->req.max_tokens) || s->n_tokens > room)
         engine_finish(e, s, WK_FINISH_LENGTH, NULL);
     else return false;
@@ -394,11 +448,23 @@ wk_status engine_step(wk_engine *e, int64_t *active)
         publish(e, s);
         s->chunk = 0;
         if (out) {
-            const float *row = greedy ? NULL : e->logits + r * e->n_vocab;
-            const int32_t tok = s->greedy ? e->b_best[r] : wk_sampler_sample(s->sampler, row);
+            float *row = greedy ? NULL : e->logits + r * e->n_vocab;
+            tok_lp lp = { .n = s->req.top_logprobs };
+            const bool want_lp = s->req.logprobs && row;
+            int32_t tok;
+            if (s->gs) tok = sample_constrained(e, s, row, want_lp ? &lp : NULL);
+            else {
+                tok = s->greedy ? e->b_best[r] : wk_sampler_sample(s->sampler, row);
+                if (want_lp && tok >= 0) lp.lp = wk_logprobs(row, e->n_vocab, tok, lp.n, lp.ids, lp.lps);
+            }
             r++;
             gen++;
-            if (take_token(e, s, tok, row)) {   /* it ended (and is freed): out of the list */
+            if (tok < 0 && s->gs) {
+                seq_list_remove_at(&e->running, i);
+                engine_finish(e, s, WK_FINISH_ERROR, wk_last_error());
+                continue;
+            }
+            if (take_token(e, s, tok, want_lp ? &lp : NULL)) {   /* it ended (and is freed): out of the list */
                 seq_list_remove_at(&e->running, i);
                 continue;
             }

@@ -399,6 +399,45 @@ static int parse_stop(oa_params *p, const wk_json *root, oa_error *e)
     return 0;
 }
 
+/* response_format: {"type": "text"} (free text), {"type": "json_object"}
+ * (any JSON object) or {"type": "json_schema", "json_schema": {"name",
+ * "schema", "strict"}}: the reply constrained to it (p->grammar) */
+static int parse_response_format(oa_params *p, const wk_json *root, oa_error *e)
+{
+    const wk_json *v = field(root, "response_format");
+    if (!v) return 0;
+    const char *type = wk_json_string(wk_json_get(v, "type"), NULL);
+    if (wk_json_kind(v) != WK_JSON_OBJECT || !type)
+        return bad(e, "response_format", "invalid_type", "'response_format' must be an object with a string 'type'");
+    if (!strcmp(type, "text")) return 0;
+    if (!strcmp(type, "json_object")) p->grammar = wk_grammar_json_object();
+    else if (!strcmp(type, "json_schema")) {
+        const wk_json *js = field(v, "json_schema"), *schema = js ? field(js, "schema") : NULL;
+        bool strict;
+        if (!js || wk_json_kind(js) != WK_JSON_OBJECT)
+            return bad(e, "response_format", "invalid_type", "'response_format': \"json_schema\" must be an object with the schema in 'schema'");
+        if (field(js, "name") && !wk_json_string(wk_json_get(js, "name"), NULL))
+            return bad(e, "response_format", "invalid_type", "'response_format': 'json_schema.name' must be a string");
+        if (field(js, "strict") && !wk_json_bool(wk_json_get(js, "strict"), &strict))
+            return bad(e, "response_format", "invalid_type", "'response_format': 'json_schema.strict' must be true or false");
+        if (!schema || wk_json_kind(schema) != WK_JSON_OBJECT)
+            return bad(e, "response_format", !schema ? "missing_required_parameter" : "invalid_type",
+                       "'response_format': 'json_schema.schema' must be a JSON schema (an object)");
+        p->grammar = wk_grammar_from_json(schema);
+    } else {
+        oa_error_set(e, 400, "invalid_request_error", "response_format", "unsupported_value",
+                     "'response_format': the type '%.64s' is not one of text, json_object, json_schema", type);
+        return -1;
+    }
+    if (!p->grammar) {
+        oa_error_set(e, wk_last_status() == WK_ERR_MEMORY ? 500 : 400,
+                     wk_last_status() == WK_ERR_MEMORY ? "server_error" : "invalid_request_error", "response_format",
+                     "invalid_value", "'response_format': %s", wk_last_error());
+        return -1;
+    }
+    return 0;
+}
+
 /* fields that change what comes back, which wick does not do yet: refused
  * rather than ignored */
 static int refuse_unsupported(const wk_json *root, bool chat, oa_error *e)
@@ -411,13 +450,6 @@ static int refuse_unsupported(const wk_json *root, bool chat, oa_error *e)
     bool b = false;
     if (!chat && get_bool(root, "echo", &b, e) < 0) return -1;
     if (b) return bad(e, "echo", "unsupported_value", "'echo' is not supported yet");
-    if ((v = field(root, "response_format"))) {
-        const char *type = wk_json_string(wk_json_get(v, "type"), NULL);
-        if (wk_json_kind(v) != WK_JSON_OBJECT || !type)
-            return bad(e, "response_format", "invalid_type", "'response_format' must be an object with a string 'type'");
-        if (strcmp(type, "text"))
-            return bad(e, "response_format", "unsupported_value", "'response_format': only {\"type\": \"text\"} is supported yet (no JSON mode or schemas)");
-    }
     if ((v = field(root, "tools")) && !(wk_json_kind(v) == WK_JSON_ARRAY && wk_json_count(v) == 0))
         return bad(e, "tools", "unsupported_value", "'tools' (function calling) is not supported yet");
     if ((v = field(root, "logit_bias")) && !(wk_json_kind(v) == WK_JSON_OBJECT && wk_json_count(v) == 0))
@@ -438,7 +470,7 @@ int oa_parse(const char *body, size_t len, bool chat, oa_params *p, oa_error *e)
     }
     const wk_json *root = p->doc;
     if (wk_json_kind(root) != WK_JSON_OBJECT) return bad(e, NULL, "invalid_json", "the body must be a JSON object");
-    if (refuse_unsupported(root, chat, e)) return -1;
+    if (refuse_unsupported(root, chat, e) || parse_response_format(p, root, e)) return -1;
     const wk_json *v = field(root, "model");
     if (v && wk_json_kind(v) != WK_JSON_STRING) return bad(e, "model", "invalid_type", "'model' must be a string");
     if (chat) {
@@ -512,6 +544,7 @@ void oa_params_free(oa_params *p)
     for (int i = 0; i < p->n_owned; i++) free(p->owned[i]);
     free(p->owned);
     free(p->msgs);
+    wk_grammar_release(p->grammar);
     wk_json_free(p->doc);
     *p = (oa_params){ 0 };
 }

@@ -74,6 +74,7 @@ typedef struct oa_params {
     bool ignore_eos;         /* vLLM's: go on past end tokens                  */
     bool logprobs;
     int top_logprobs;        /* chat: top_logprobs; completions: logprobs N   */
+    wk_grammar *grammar;     /* response_format json_object / json_schema, or NULL */
     /* what the strings above point into */
     wk_json *doc;
     char **owned;

@@ -336,8 +336,8 @@ static int64_t submit_choice(gen *g, int i)
     sp.seed = c->seed;
     const wk_request req = { .prompt = g->ids, .n_prompt = g->n_ids, .sampling = sp, .max_tokens = g->p.max_tokens,
                              .stop = g->p.stop, .n_stop = g->p.n_stop, .ignore_eog = g->p.ignore_eos,
-                             .logprobs = g->p.logprobs, .top_logprobs = g->p.top_logprobs, .on_event = on_event,
-                             .user = c };
+                             .logprobs = g->p.logprobs, .top_logprobs = g->p.top_logprobs, .grammar = g->p.grammar,
+                             .on_event = on_event, .user = c };
     const int64_t id = wk_engine_submit(g->s->e, &req);
     if (id > 0) atomic_store(&c->eid, id);
     return id;

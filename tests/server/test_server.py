@@ -7,6 +7,8 @@ its log) and checks: /health and /v1/models; a greedy completion and a
 greedy chat reply equal `wick run`'s text for the same prompt and token
 count; streaming (chunks that add up to the whole reply, the role first,
 the finish reason, the usage chunk, [DONE] last); stop strings;
+response_format (a JSON schema and JSON mode, sampled over seeds, whole
+and streamed: every reply parses and validates; the 400s of bad ones);
 max_tokens and finish_reason "length"; log-probabilities (<= 0, the top
 ones in order); a seed repeats a sampled reply; 8 requests at once from
 threads; a client that leaves mid-stream cancels its request and does not
@@ -282,6 +284,89 @@ def main_checks(model, port):
           all(v <= 0 for v in lp["token_logprobs"]) and len(lp.get("tokens", [])) == 5 and
           all(len(t) == 2 for t in lp.get("top_logprobs", [])) and lp.get("text_offset", [None])[0] == 0,
           f"{r!r:.400}")
+
+    # response_format: JSON mode and schemas, sampled at temperature 1 over seeds, whole and streamed:
+    # every reply parses and validates (by the jsonschema package when it is installed, and by the
+    # explicit checks below, which need nothing but the standard library)
+    person = {"type": "object", "properties": {
+        "name": {"type": "string", "maxLength": 20}, "age": {"type": "integer", "minimum": 0, "maximum": 120},
+        "tags": {"type": "array", "items": {"enum": ["a", "b", "c"]}, "maxItems": 3},
+        "nick": {"type": ["string", "null"], "maxLength": 8}},
+        "required": ["name", "age"], "additionalProperties": False}
+
+    def person_ok(v):
+        return (isinstance(v, dict) and set(v) <= {"name", "age", "tags", "nick"} and {"name", "age"} <= set(v) and
+                isinstance(v["name"], str) and len(v["name"]) <= 20 and
+                isinstance(v["age"], int) and not isinstance(v["age"], bool) and 0 <= v["age"] <= 120 and
+                (isinstance(v.get("tags", []), list) and len(v.get("tags", [])) <= 3 and
+                 all(t in ("a", "b", "c") for t in v.get("tags", []))) and
+                (v.get("nick") is None or (isinstance(v["nick"], str) and len(v["nick"]) <= 8)))
+    try:
+        import jsonschema
+    except ImportError:
+        jsonschema = None
+
+    def reply_of(body, path="/v1/chat/completions"):
+        """(status, text, finish_reason) of a request, whole or streamed"""
+        if not body.get("stream"):
+            status, r = post(port, path, body, timeout=600)
+            if status != 200:
+                return status, r, None
+            c = r["choices"][0]
+            return status, c["message"]["content"] if "message" in c else c["text"], c["finish_reason"]
+        status, data, _ = request(port, "POST", path, body, timeout=600)
+        ev = [e for e in events(data) if isinstance(e, dict) and e.get("choices")] if status == 200 else []
+        out = "".join(e["choices"][0]["delta"].get("content", "") if "delta" in e["choices"][0]
+                       else e["choices"][0]["text"] for e in ev)
+        return status, out, ev[-1]["choices"][0]["finish_reason"] if ev else None
+    ask = {"messages": [{"role": "user", "content": "Describe a person as JSON."}], "temperature": 1.0,
+           "max_tokens": 300}
+    fmt = {"type": "json_schema", "json_schema": {"name": "person", "schema": person, "strict": True}}
+    for seed in (1, 2, 3):
+        for stream in (False, True):
+            status, out, finish = reply_of(dict(ask, seed=seed, stream=stream, response_format=fmt))
+            try:
+                value = json.loads(out) if status == 200 else None
+            except ValueError:
+                value = None
+            ok = check("json_schema_parses", status == 200 and value is not None and finish == "stop",
+                       f"seed {seed} stream {stream}: {status} {finish} {out!r:.400}")
+            check("json_schema_valid", ok and person_ok(value), f"seed {seed} stream {stream}: {out!r:.400}")
+            if ok and jsonschema:
+                try:
+                    jsonschema.validate(value, person)
+                    check("json_schema_jsonschema", True)
+                except jsonschema.ValidationError as e:
+                    check("json_schema_jsonschema", False, f"{out!r:.300}: {e.message}")
+    for stream in (False, True):   # JSON mode: any object, on both endpoints
+        status, out, finish = reply_of(dict(ask, seed=4, stream=stream, max_tokens=400,
+                                             response_format={"type": "json_object"}))
+        try:
+            value = json.loads(out) if status == 200 and finish == "stop" else {}
+        except ValueError:
+            value = None
+        check("json_object", status == 200 and isinstance(value, dict), f"{status} {finish} {out!r:.400}")
+    status, out, finish = reply_of({"prompt": "A JSON object about the sea:", "max_tokens": 8, "temperature": 0,
+                                     "response_format": {"type": "json_object"}}, "/v1/completions")
+    check("json_object_completion", status == 200 and out.startswith("{") and finish in ("stop", "length"),
+          f"{status} {out!r:.300}")
+    status, out, finish = reply_of(dict(ask, seed=5, response_format={"type": "text"}, max_tokens=4))
+    check("response_format_text", status == 200 and finish == "length", f"{status} {out!r:.200}")
+    for name, rf, words in (
+            ("not_an_object", "json", "must be an object"),
+            ("unknown_type", {"type": "xml"}, "not one of"),
+            ("no_schema", {"type": "json_schema", "json_schema": {"name": "x"}}, "json_schema.schema"),
+            ("schema_not_object", {"type": "json_schema", "json_schema": {"name": "x", "schema": [1]}}, "schema"),
+            ("strict_not_bool", {"type": "json_schema", "json_schema": {"schema": {}, "strict": "yes"}}, "strict"),
+            ("unsupported_keyword", {"type": "json_schema", "json_schema": {"name": "x", "schema": {
+                "type": "object", "properties": {"a": {"type": "string", "pattern": "^a+$"}}}}},
+             "#/properties/a: 'pattern' is not supported"),
+            ("bad_ref", {"type": "json_schema", "json_schema": {"schema": {"$ref": "#/$defs/none"}}}, "names nothing"),
+            ("unsatisfiable", {"type": "json_schema", "json_schema": {"schema": {"type": "string", "minLength": 3,
+                                                                                  "maxLength": 2}}}, "no JSON value")):
+        status, r = post(port, "/v1/chat/completions", dict(ask, response_format=rf))
+        if error_shape(f"response_format_{name}", status, r, 400, "response_format"):
+            check(f"response_format_{name}_says", words in r["error"]["message"], r["error"]["message"])
 
     # sampling: a seed gives the same reply; the penalties and filters are taken
     sampled = {"prompt": "Once upon a time", "max_tokens": 10, "temperature": 0.9, "seed": 7, "top_p": 0.95,
