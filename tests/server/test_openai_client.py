@@ -147,10 +147,78 @@ def client_checks(client, port, mid):
     check("client_404", e is not None and e.status_code == 404, other or f"{e!r}")
 
 
+PERSON = {"type": "object",
+          "properties": {"name": {"type": "string", "maxLength": 24},
+                         "age": {"type": "integer", "minimum": 0, "maximum": 150},
+                         "pets": {"type": "array", "items": {"type": "string", "enum": ["cat", "dog", "fish"]},
+                                  "maxItems": 3},
+                         "city": {"type": ["string", "null"], "maxLength": 24}},
+          "required": ["name", "age", "pets"], "additionalProperties": False}
+
+
+def valid_person(v):
+    """PERSON checked by hand (independent of wick's schema compiler)."""
+    if not isinstance(v, dict) or not {"name", "age", "pets"} <= set(v) or set(v) - {"name", "age", "pets", "city"}:
+        return False
+    if not isinstance(v["name"], str) or len(v["name"]) > 24:
+        return False
+    if not isinstance(v["age"], int) or isinstance(v["age"], bool) or not 0 <= v["age"] <= 150:
+        return False
+    if not isinstance(v["pets"], list) or len(v["pets"]) > 3 or any(p not in ("cat", "dog", "fish") for p in v["pets"]):
+        return False
+    return "city" not in v or v["city"] is None or (isinstance(v["city"], str) and len(v["city"]) <= 24)
+
+
 def json_schema_checks(client, port, mid):
-    """PLACEHOLDER: response_format {"type": "json_schema", ...} and JSON mode
-    through the client, once the server takes them (they are refused with a
-    400 today). Checks of the grammar-constrained replies go here."""
+    """response_format through the client: json_schema replies (sampled at
+    temperature 1 with several seeds, whole and streamed) parse and
+    validate; JSON mode gives an object; a schema with a keyword wick does
+    not enforce is a 400 naming response_format."""
+    fmt = {"type": "json_schema", "json_schema": {"name": "person", "schema": PERSON, "strict": True}}
+    msgs = [{"role": "user", "content": "Describe a person as JSON."}]
+    for seed in (1, 2, 3):
+        try:
+            r = client.chat.completions.create(model=mid, messages=msgs, response_format=fmt, temperature=1.0,
+                                               seed=seed, max_tokens=160)
+            text, why = r.choices[0].message.content, r.choices[0].finish_reason
+        except Exception as e:  # noqa: BLE001
+            text, why = None, repr(e)
+        try:
+            v = json.loads(text) if why == "stop" else None
+        except (TypeError, ValueError):
+            v = None
+        check(f"client_json_schema_seed{seed}", why == "stop" and valid_person(v), f"{why}: {text!r}")
+    try:
+        parts, why = [], None
+        for ch in client.chat.completions.create(model=mid, messages=msgs, response_format=fmt, temperature=1.0,
+                                                 seed=7, max_tokens=160, stream=True):
+            if ch.choices:
+                parts.append(ch.choices[0].delta.content or "")
+                why = ch.choices[0].finish_reason or why
+        text = "".join(parts)
+        v = json.loads(text) if why == "stop" else None
+    except Exception as e:  # noqa: BLE001
+        text, v, why = repr(e), None, None
+    check("client_json_schema_stream", why == "stop" and valid_person(v), f"{why}: {text!r}")
+    # JSON mode: any object, so a sampled one may nest past max_tokens
+    # ("length"); every reply that stops is an object, and one of three does
+    stopped, bad_text = 0, None
+    for seed in (4, 5, 6):
+        try:
+            r = client.chat.completions.create(model=mid, messages=msgs, response_format={"type": "json_object"},
+                                               temperature=0.7, seed=seed, max_tokens=200)
+            text, why = r.choices[0].message.content, r.choices[0].finish_reason
+            if why == "stop":
+                stopped += 1
+                if not isinstance(json.loads(text), dict):
+                    bad_text = text
+        except Exception as e:  # noqa: BLE001
+            bad_text = repr(e)
+    check("client_json_object", stopped >= 1 and bad_text is None, f"{stopped} of 3 stopped; {bad_text!r}")
+    bad = {"type": "json_schema", "json_schema": {"name": "x", "schema": {"type": "string", "pattern": "^a+$"}}}
+    e, other = raised(lambda: client.chat.completions.create(model=mid, messages=msgs, response_format=bad),
+                      openai.BadRequestError)
+    check("client_json_schema_400", e is not None and getattr(e, "param", None) == "response_format", other or f"{e!r}")
 
 
 def stream_socket(port, body):
