@@ -61,7 +61,8 @@ cpu=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')
 echo "### $(date -u '+%Y-%m-%d %H:%M UTC'), commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
 echo
 echo "- machine: $cpu, $(nproc) logical CPUs; load average $(cut -d' ' -f1-3 /proc/loadavg) before the run"
-echo "- command: \`LLAMA_BIN=... bench/cpu_vs_llamacpp.sh -t $T -r $R -p $P -n $N $*\`"
+names=$(for f in "$@"; do printf ' DIR/%s' "$(basename "$f")"; done)
+echo "- command: \`LLAMA_BIN=... bench/cpu_vs_llamacpp.sh -t $T -r $R -p $P -n $N$names\`"
 echo "- $R rounds, the engines alternating within each; medians"
 echo
 echo "| file | threads | llama.cpp pp$P | wick pp$P | wick / llama.cpp | llama.cpp tg$N | wick tg$N | wick / llama.cpp |"
