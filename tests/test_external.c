@@ -99,6 +99,7 @@ T_SUITE(external)
         wk_release(b_);                                                                                               \
     } while (0)
         BAD("negative stride", wk_from_external(dev, WK_F32, WK_SHAPE(2), (const int64_t[]){ -1 }, buf + 1, count_release, &released), WK_ERR_SHAPE);
+        BAD("negative stride of an empty tensor", wk_from_external(dev, WK_F32, WK_SHAPE(0, 3), (const int64_t[]){ 3, -1 }, buf, count_release, &released), WK_ERR_SHAPE);
         BAD("misaligned", wk_from_external(dev, WK_F32, WK_SHAPE(2), NULL, (char *)buf + 1, count_release, &released), WK_ERR_ARGUMENT);
         BAD("NULL data", wk_from_external(dev, WK_F32, WK_SHAPE(2), NULL, NULL, count_release, &released), WK_ERR_ARGUMENT);
         BAD("NULL device", wk_from_external(NULL, WK_F32, WK_SHAPE(2), NULL, buf, count_release, &released), WK_ERR_ARGUMENT);

@@ -369,13 +369,14 @@ wk_tensor *wk_from_external(wk_device *dev, wk_dtype dt, wk_shape shape, const i
     if (strides) memcpy(st_, strides, sizeof(int64_t) * (size_t)shape.rank);
     else wk_contiguous_strides(shape.rank, shape.dims, st_);
     bool big = false;
-    for (int d = 0; d < shape.rank && n > 0; d++) {    /* the last element's index, checked */
+    for (int d = 0; d < shape.rank; d++) {    /* the last element's index, checked */
         int64_t e;
-        if (st_[d] < 0) {
+        if (st_[d] < 0) {   /* refused whatever the shape, empty ones too */
             wk_error(WK_ERR_SHAPE, "stride %lld of dim %d is negative", (long long)st_[d], d);
             goto out;
         }
-        big |= __builtin_mul_overflow(st_[d], shape.dims[d] - 1, &e) || __builtin_add_overflow(extent, e, &extent);
+        if (n > 0)
+            big |= __builtin_mul_overflow(st_[d], shape.dims[d] - 1, &e) || __builtin_add_overflow(extent, e, &extent);
     }
     if (n > 0) big |= __builtin_add_overflow(extent, 1, &extent);
     if (big || !wk_layout_fits_dtype(dt, shape.rank, shape.dims, st_, 0) || !wk_bytes_checked(dt, extent, &bytes)) {
