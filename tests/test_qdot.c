@@ -21,8 +21,10 @@
  *                  float bounds), xq the quantized x the
  *                  reference made; and on normal data the relative RMS
  *                  difference is below QDOT_RMS_BOUND.
- * Both kernels are checked: WICK_CPU_QDOT=1 (AVX2 where the CPU has it)
- * and WICK_CPU_QDOT=portable (the C kernels). Shapes: k one block, n = 1,
+ * Every set of kernels is checked: WICK_CPU_QDOT=1 (the AVX-512 VNNI
+ * kernels where the CPU has them and the type has one, else AVX2),
+ * WICK_CPU_QDOT=avx2 (AVX2 where the CPU has it) and
+ * WICK_CPU_QDOT=portable (the C kernels). Shapes: k one block, n = 1,
  * 7, 4097, m = 1 .. 37 (both task sizes); x transposed, narrowed, f16 and
  * bf16; weights of random bytes (every bit pattern of the quants and
  * scales, f16 factors from 1e-4 to 1e3, zero blocks) and quantized normal
@@ -370,8 +372,8 @@ static void check(const qtype *t, const char *what, const wk_tensor *x, const fl
     }
     wk_tensor *yf = (qmm_mode(x, w, NULL));
     double *yfv = yf ? values(yf) : NULL;
-    static const char *const modes[2] = { "1", "portable" };
-    for (int md = 0; md < 2; md++) {
+    static const char *const modes[3] = { "1", "avx2", "portable" };
+    for (int md = 0; md < 3; md++) {
         wk_tensor *y = (qmm_mode(x, w, modes[md]));
         double *yv = y ? values(y) : NULL;
         if (!yv || !yfv) return;
@@ -544,10 +546,11 @@ static void normal_cases(const qtype *t)
 }
 
 /* Batch invariance: a row of x gets the same bits of y whatever other
- * rows share the call and wherever it stands among them (m = 1 takes
- * the in-place decode kernels, 4-row groups the prefill kernel, the rest
- * the one-row kernel), in each mode: the AVX2 kernels, the C kernels and
- * the f32 path. An odd count of 32-blocks exercises the kernels' tails. */
+ * rows share the call and wherever it stands among them (AVX2: m = 1
+ * takes the in-place decode kernels, 4-row groups the prefill kernel, the
+ * rest the one-row kernel; VNNI: passes of up to 8 rows, 16 weight rows
+ * a vector, n = 40 leaving a part-filled one), in each mode: the VNNI
+ * kernels, the AVX2 kernels, the C kernels and the f32 path. An odd count of 32-blocks exercises the kernels' tails. */
 static void invariance_cases(const qtype *t)
 {
     if (!t_case("qdot/%s/batch_invariance", t->name)) return;
@@ -557,8 +560,8 @@ static void invariance_cases(const qtype *t)
     wk_tensor *w = quantized_normal(t, n, k, 1.0, &wb);
     float *xh = x_values(M, k, t->B, false);
     if (!w || !xh) return;
-    static const char *const modes[] = { "1", "portable", "0" };
-    for (int mi = 0; mi < 3 && !t_case_failed(); mi++) {
+    static const char *const modes[] = { "1", "avx2", "portable", "0" };
+    for (int mi = 0; mi < 4 && !t_case_failed(); mi++) {
         wk_tensor *xa = tensor_of(WK_F32, M, k, xh), *ya = xa ? qmm_mode(xa, w, modes[mi]) : NULL;
         double *all = ya ? values(ya) : NULL;
         if (!all) return;

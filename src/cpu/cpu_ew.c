@@ -219,6 +219,25 @@ bool wk_ew_have_avx512(void)
     return h;
 }
 
+static int detect_avx512vnni(void)
+{
+    unsigned a, b, c, d;
+    if (!detect_avx512()) return 0;
+    __cpuid_count(7, 0, a, b, c, d);
+    return (c & (1u << 11)) && (c & (1u << 12));   /* AVX512_VNNI, AVX512_BITALG */
+}
+
+bool wk_ew_have_avx512vnni(void)
+{
+    static atomic_int have = -1;
+    int h = atomic_load_explicit(&have, memory_order_relaxed);
+    if (h < 0) {
+        h = detect_avx512vnni();
+        atomic_store_explicit(&have, h, memory_order_relaxed);
+    }
+    return h;
+}
+
 bool wk_ew_have_avx2(void)
 {
     static atomic_int have = -1;  /* every thread computes the same */

@@ -37,6 +37,11 @@ bool wk_ew_have_avx2(void);
 #define WK_TARGET_AVX512 __attribute__((target("avx512f,avx512vl,avx512bw,avx512dq,avx2,fma,f16c,prefer-vector-width=512")))
 #endif
 bool wk_ew_have_avx512(void);
+/* the above plus AVX512-VNNI (8-bit dot products) and BITALG (bit
+ * shuffles): the integer qmatmul's widest kernels (cpu_qdot_vnni.c) */
+#define WK_TARGET_VNNI \
+    __attribute__((target("avx512f,avx512vl,avx512bw,avx512dq,avx512vnni,avx512bitalg,avx2,fma,f16c")))
+bool wk_ew_have_avx512vnni(void);
 #else
 #define WK_EW_X86 0
 #endif

@@ -116,7 +116,7 @@ typedef void (*wk_cpu_qblock_fn)(const float *x, uint8_t *block);
 wk_cpu_qblock_fn wk_cpu_quantizer(wk_dtype dt);
 /* cpu_qdot.c: qmatmul with quantized activations and integer dot
  * products (WICK_CPU_QDOT; docs/cpu-qdot.md) */
-enum { WK_QDOT_OFF = 0, WK_QDOT_ON = 1, WK_QDOT_PORTABLE = 2 };
+enum { WK_QDOT_OFF = 0, WK_QDOT_ON = 1, WK_QDOT_PORTABLE = 2, WK_QDOT_AVX2 = 3 };
 /* WICK_CPU_QDOT's value as WK_QDOT_* (wk_cpu_env.qdot holds it) */
 int wk_cpu_qdot_mode(void);
 bool wk_cpu_qdot_supports(wk_dtype dt);

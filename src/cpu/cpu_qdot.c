@@ -53,6 +53,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include "cpu_internal.h"
+#include "cpu_qdot.h"
 #include "cpu_ew.h"
 #if WK_EW_X86
 #include <immintrin.h>
@@ -75,6 +76,7 @@ int wk_cpu_qdot_mode(void)
     const char *e = getenv("WICK_CPU_QDOT");
     if (e && (!strcmp(e, "0") || !strcmp(e, "exact"))) return WK_QDOT_OFF;
     if (e && !strcmp(e, "portable")) return WK_QDOT_PORTABLE;
+    if (e && !strcmp(e, "avx2")) return WK_QDOT_AVX2;
     return WK_QDOT_ON;
 }
 
@@ -458,13 +460,6 @@ bool wk_cpu_qdot_supports(wk_dtype dt) { return qd_type_of(dt) != NULL; }
 
 /* ---- dot products of one unpacked weight row with one quantized x row ------------ */
 
-/* the unpacked rows of a task and the quantized rows of x */
-typedef struct qd_rows {
-    int8_t *q;          /* [rows, k]                                        */
-    int16_t *sc, *mn;   /* [rows, k / 16] (weights of 256-blocks)           */
-    float *d, *dm;      /* [rows, k / B]: weights d and m/dmin; x: d and s  */
-    int16_t *bs;        /* x for q8_K: [rows, k / 16] sums of 16 quants     */
-} qd_rows;
 
 typedef float (*dot_fn)(const qd_rows *w, int64_t wr, const qd_rows *a, int64_t ar, int64_t k, bool mins);
 
@@ -870,6 +865,8 @@ typedef struct qd_job {
     direct_fn direct;         /* few rows of x: from the weight's bytes */
     dot4_fn dot4;             /* 4 rows of x at once, or NULL           */
 #endif
+    bool vnni;                /* cpu_qdot_vnni.c's kernels              */
+    int64_t rsb;              /* the weight's row stride in bytes       */
     atomic_int failed;
     /* unpacked-row buffers, one per thread that runs tasks at once: a
        task range claims a free one (malloc and free per range made page
@@ -916,10 +913,14 @@ static void qd_quant_x(void *arg, int64_t begin, int64_t end)
                 int sum = 0;
                 for (int c = 0; c < 32; c++) sum += (int8_t)blk[4 + c];
                 j->a.dm[bi] = j->a.d[bi] * (float)sum;   /* exact: 11 x 12 bits */
+                j->a.xs[bi] = sum;
                 memcpy(q, blk + 4, 32);
             } else {
                 j->a.d[bi] = ld_h(blk);
                 j->a.dm[bi] = 0;
+                int sum = 0;
+                for (int c = 0; c < 32; c++) sum += (int8_t)blk[2 + c];
+                j->a.xs[bi] = sum;
                 memcpy(q, blk + 2, 32);
             }
         }
@@ -943,6 +944,20 @@ static void qd_range(void *arg, int64_t begin, int64_t end)
     const int64_t k = j->k, nb = j->nb, bpr = k / t->B, gpr = k / 16;
     const wk_view *wv = j->w, *d = j->dst;
     const int64_t WB = wk_dt_block(wv->dtype);
+    if (j->vnni) {   /* 16 weight rows at a time, 8 rows of x a pass */
+        float y[8 * 16];
+        for (int64_t task = begin; task < end; task++)
+            for (int64_t n0 = task * nb; n0 < j->n && n0 < (task + 1) * nb; n0 += 16) {
+                const int nr = (int)(j->n - n0 < 16 ? j->n - n0 : 16);
+                const uint8_t *w0 = (const uint8_t *)wv->base + (wv->offset + n0 * wv->strides[0]) / WB * t->BB;
+                for (int64_t i = 0; i < j->m; i += 8) {
+                    const int64_t mi = j->m - i < 8 ? j->m - i : 8;
+                    wk_qdot_vnni_tile(t->dt, w0, j->rsb, nr, bpr, &j->a, k, i, mi, y, 16);
+                    for (int64_t ii = 0; ii < mi; ii++) st_vals(d, d->offset + (i + ii) * j->n + n0, y + ii * 16, nr);
+                }
+            }
+        return;
+    }
 #if WK_EW_X86
     if (j->direct) {
         for (int64_t task = begin; task < end; task++) {
@@ -1017,8 +1032,10 @@ wk_status wk_cpu_qmatmul_qdot(const wk_op_args *a, int mode)
     const bool K = t->B == QK_K;
     j.dot = K ? dotk_c : dot32_c;
     j.unpack = t->unpack;
+    j.rsb = w->strides[0] / wk_dt_block(w->dtype) * t->BB;
+    j.vnni = mode == WK_QDOT_ON && w->strides[0] % wk_dt_block(w->dtype) == 0 && wk_qdot_vnni_ok(t->dt, j.rsb);
 #if WK_EW_X86
-    if (mode != WK_QDOT_PORTABLE && wk_ew_have_avx2()) {
+    if (!j.vnni && mode != WK_QDOT_PORTABLE && wk_ew_have_avx2()) {
         j.dot = K ? dotk_avx2 : dot32_avx2;
         if (t->unpack_avx2) j.unpack = t->unpack_avx2;
         if (m <= QD_DIRECT_MAX_M) j.direct = direct_avx2_of(t->dt);
@@ -1032,8 +1049,9 @@ wk_status wk_cpu_qmatmul_qdot(const wk_op_args *a, int mode)
     j.a.d = malloc((size_t)(m * bpr) * sizeof(float));
     j.a.dm = malloc((size_t)(m * bpr) * sizeof(float));
     if (K) j.a.bs = malloc((size_t)(m * (k / 16)) * sizeof(int16_t));
+    else j.a.xs = malloc((size_t)(m * bpr) * sizeof(int32_t));
     wk_status st = WK_OK;
-    if (!j.a.q || !j.a.d || !j.a.dm || (K && !j.a.bs)) {
+    if (!j.a.q || !j.a.d || !j.a.dm || (K ? !j.a.bs : !j.a.xs)) {
         st = WK_CPU_ERROR(WK_ERR_MEMORY, "out of memory for x quantized (%lld x %lld)", (long long)m, (long long)k);
         goto out;
     }
@@ -1042,7 +1060,7 @@ wk_status wk_cpu_qmatmul_qdot(const wk_op_args *a, int mode)
         st = WK_CPU_ERROR(WK_ERR_MEMORY, "out of memory for a row of x (%lld)", (long long)k);
         goto out;
     }
-    j.nb = m > 8 ? QD_ROWS_MANY : QD_ROWS_FEW;
+    j.nb = m > 8 || j.vnni ? QD_ROWS_MANY : QD_ROWS_FEW;
     j.nslots = wk_cpu_num_threads();
     if (!(j.slots = calloc((size_t)j.nslots, sizeof *j.slots))) {
         st = WK_CPU_ERROR(WK_ERR_MEMORY, "out of memory for %d buffers", j.nslots);
@@ -1058,6 +1076,6 @@ out:
         free(b->q), free(b->d), free(b->dm), free(b->sc), free(b->mn);
     }
     free(j.slots);
-    free(j.a.q), free(j.a.d), free(j.a.dm), free(j.a.bs);
+    free(j.a.q), free(j.a.d), free(j.a.dm), free(j.a.bs), free(j.a.xs);
     return st;
 }
