@@ -545,6 +545,30 @@ static void normal_cases(const qtype *t)
     if (getenv("WICK_QDOT_VERBOSE")) printf("  qdot/%s: relative RMS difference from the f32 path %.3g\n", t->name, rms);
 }
 
+/* x whose quantization meets ties: blocks whose largest magnitude is 127
+ * (q8_0 / q8_1: d = 1; q8_K: max = -127, iscale = 1) and the rest
+ * half-integers, where roundf (away from zero) and q8_K's nearest-even
+ * rounding differ; plus a non-finite value and a tiny block, which the
+ * vector quantizers hand to the reference. A quantum off in one place is
+ * outside check()'s bound. */
+static void tie_cases(const qtype *t)
+{
+    if (!t_case("qdot/%s/quantization_ties", t->name)) return;
+    const int64_t m = 3, n = 24, k = 512;
+    uint8_t *wb = NULL;
+    wk_tensor *w = quantized_normal(t, n, k, 1.0, &wb);
+    float *xh = t_mem((size_t)(m * k) * sizeof(float));
+    if (!w || !xh) return;
+    const int B = t->B == 32 ? 32 : 256;
+    for (int64_t i = 0; i < m * k; i++) {
+        const int64_t j = i % B;
+        xh[i] = j == 0 ? (t->B == 32 ? 127.0f : -127.0f) : (float)((int64_t)(i * 7919 % 251) - 125) + 0.5f;
+    }
+    for (int64_t j = 0; j < B; j++) xh[2 * k + B + j] = 1e-41f * (float)(j % 3);   /* a block of subnormals */
+    wk_tensor *x = tensor_of(WK_F32, m, k, xh);
+    if (x) check(t, "ties", x, xh, m, wb, w, n, k, NULL);
+}
+
 /* Batch invariance: a row of x gets the same bits of y whatever other
  * rows share the call and wherever it stands among them (AVX2: m = 1
  * takes the in-place decode kernels, 4-row groups the prefill kernel, the
@@ -592,6 +616,7 @@ T_SUITE(qdot)
         shape_cases(&QT[i]);
         layout_cases(&QT[i]);
         normal_cases(&QT[i]);
+        tie_cases(&QT[i]);
         invariance_cases(&QT[i]);
     }
     /* the default is the integer path; =0 the f32 sums of the decoded

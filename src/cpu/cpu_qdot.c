@@ -901,9 +901,15 @@ static void qd_quant_x(void *arg, int64_t begin, int64_t end)
             xr = row;
         }
         for (int64_t b = 0; b < k / B; b++) {
-            j->quant(xr + b * B, blk);
             int8_t *q = j->a.q + i * k + b * B;
             const int64_t bi = i * (k / B) + b;
+            if (wk_qdot_quant_block(j->t->act, xr + b * B, q, &j->a.d[bi], j->a.xs ? &j->a.xs[bi] : NULL,
+                                    j->a.bs ? j->a.bs + i * (k / 16) + b * 16 : NULL)) {
+                if (j->t->act == WK_Q8_1) j->a.dm[bi] = j->a.d[bi] * (float)j->a.xs[bi];
+                else if (j->t->act == WK_Q8_0) j->a.dm[bi] = 0;
+                continue;
+            }
+            j->quant(xr + b * B, blk);
             if (j->t->act == WK_Q8_K) {
                 memcpy(&j->a.d[bi], blk, 4);
                 memcpy(q, blk + 4, QK_K);

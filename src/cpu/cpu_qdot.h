@@ -37,4 +37,11 @@ bool wk_qdot_vnni_ok(wk_dtype dt, int64_t row_bytes);
 void wk_qdot_vnni_tile(wk_dtype dt, const uint8_t *w, int64_t rs, int nr, int64_t nbk, const qd_rows *a, int64_t k,
                        int64_t i0, int64_t mi, float *y, int64_t ys);
 
+/* One block of x (32 values for q8_0 / q8_1, 256 for q8_K) quantized
+ * with AVX-512 to the bits of the reference quantizer: q, d (q8_0 / q8_1:
+ * the f16 scale widened), xs (q8_0 / q8_1: the sum of q), bs (q8_K: the
+ * sums of 16). False where it declines (no AVX-512, a non-finite value, a
+ * tiny scale): the caller quantizes that block with the reference. */
+bool wk_qdot_quant_block(wk_dtype act, const float *x, int8_t *q, float *d, int32_t *xs, int16_t *bs);
+
 #endif
