@@ -24,6 +24,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include "cpu_internal.h"
+#include "cpu_ew.h"
 
 #define BQ 32     /* query rows per task     */
 #define BK 64     /* keys per block          */
@@ -36,10 +37,95 @@ typedef struct att_job {
     double scale, softcap;
     int64_t window;
     int causal;
+    bool fast;   /* f32 compute on a cpu with AVX-512: att_row_f512 */
     atomic_int oom;
 } att_job;
 
-#define DEF_ATTENTION(S, CT, EXP, TANH)                                        \
+/* ---- AVX-512 rows (f32 compute, no mask, no softcap, D a multiple of 16) ----
+ * The scores of one row against 16 keys at once from the block's keys
+ * transposed (kT[d][c]), exp on 16 lanes (exp_f512: range reduction by
+ * ln 2 in two parts, a degree-7 polynomial, 2^n by vscalefps; within 2
+ * ulp of expf over the range softmax meets, 0 below -87.3), then p v as
+ * the portable loop does. Taken for every row of a call or none, so a row
+ * gets the same bits whatever the rows around it. */
+#if WK_EW_X86
+#include <immintrin.h>
+#define KT_STRIDE BK
+
+WK_TARGET_AVX512 static inline __m512 exp_f512(__m512 x)
+{
+    const __m512 lo = _mm512_set1_ps(-87.3f);
+    const __mmask16 tiny = _mm512_cmp_ps_mask(x, lo, _CMP_LT_OQ);   /* also -inf */
+    x = _mm512_max_ps(x, lo);
+    const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504f)),
+                                          _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693145751953125f), x);
+    r = _mm512_fnmadd_ps(n, _mm512_set1_ps(1.428606765330187e-06f), r);
+    __m512 p = _mm512_set1_ps(1.9841269841e-4f);
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.3888888889e-3f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.3333333333e-3f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.1666666667e-2f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666666667e-1f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.5f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+    return _mm512_maskz_mov_ps((__mmask16)~tiny, _mm512_scalef_ps(p, n));
+}
+
+/* kt [nk][D] -> kT [D][KT_STRIDE] */
+static void keys_t(const float *kt, int64_t nk, int64_t D, float *kT)
+{
+    for (int64_t c = 0; c < nk; c++)
+        for (int64_t d = 0; d < D; d++) kT[d * KT_STRIDE + c] = kt[c * D + d];
+}
+
+/* one row against keys [lo, hi] of the block starting at k0 */
+WK_TARGET_AVX512 static void att_row_f512(const float *qr, const float *kT, const float *vt, int64_t k0, int64_t lo,
+                                          int64_t hi, int64_t D, float scale, float *m, float *l, float *ar, float *sc)
+{
+    const int64_t c0 = (lo - k0) & ~(int64_t)15, c1 = hi - k0 + 1;
+    __m512 vmax = _mm512_set1_ps(-INFINITY);
+    for (int64_t c = c0; c < c1; c += 16) {
+        __m512 s = _mm512_setzero_ps();
+        for (int64_t d = 0; d < D; d++) s = _mm512_fmadd_ps(_mm512_set1_ps(qr[d]), _mm512_loadu_ps(kT + d * KT_STRIDE + c), s);
+        s = _mm512_mul_ps(s, _mm512_set1_ps(scale));
+        /* keys outside [lo, hi] to -inf */
+        const __m512i idx = _mm512_add_epi32(_mm512_set1_epi32((int)(k0 + c)),
+                                             _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15));
+        const __mmask16 in = _mm512_cmp_epi32_mask(idx, _mm512_set1_epi32((int)lo), _MM_CMPINT_NLT) &
+                             _mm512_cmp_epi32_mask(idx, _mm512_set1_epi32((int)hi), _MM_CMPINT_LE);
+        s = _mm512_mask_mov_ps(_mm512_set1_ps(-INFINITY), in, s);
+        _mm512_storeu_ps(sc + c, s);
+        vmax = _mm512_max_ps(vmax, s);
+    }
+    const float mb = _mm512_reduce_max_ps(vmax), mnew = mb > *m ? mb : *m;
+    if (mnew == -INFINITY) return;
+    if (*m != mnew) {
+        const float corr = expf(*m - mnew);
+        *l *= corr;
+        for (int64_t d = 0; d < D; d += 16) _mm512_storeu_ps(ar + d, _mm512_mul_ps(_mm512_loadu_ps(ar + d), _mm512_set1_ps(corr)));
+        *m = mnew;
+    }
+    __m512 ls = _mm512_setzero_ps();
+    for (int64_t c = c0; c < c1; c += 16) {
+        const __m512 p = exp_f512(_mm512_sub_ps(_mm512_loadu_ps(sc + c), _mm512_set1_ps(mnew)));
+        _mm512_storeu_ps(sc + c, p);
+        ls = _mm512_add_ps(ls, p);
+    }
+    for (int64_t jj = lo; jj <= hi; jj++) {
+        const __m512 p = _mm512_set1_ps(sc[jj - k0]);
+        const float *vr = vt + (jj - k0) * D;
+        for (int64_t d = 0; d < D; d += 16)
+            _mm512_storeu_ps(ar + d, _mm512_fmadd_ps(p, _mm512_loadu_ps(vr + d), _mm512_loadu_ps(ar + d)));
+    }
+    *l += _mm512_reduce_add_ps(ls);
+}
+#define ATT_FAST_F 1
+#else
+#define ATT_FAST_F 0
+#endif
+
+#define DEF_ATTENTION(S, CT, EXP, TANH, FAST)                                        \
     static CT dot_##S(const CT *a, const CT *b, int64_t n)                     \
     {                                                                          \
         CT acc[LANES] = { 0 };                                                 \
@@ -56,14 +142,15 @@ typedef struct att_job {
         att_job *j = arg;                                                      \
         const int64_t D = j->D, Tq = j->Tq, Tk = j->Tk, g = j->g;              \
         const wk_view *q = j->q, *k = j->k, *v = j->v, *mk = j->mask, *o = j->o; \
-        /* qt, acc [BQ, D]; kt, vt [BK, D]; s [BK]; m, l [BQ] */               \
-        CT *mem = malloc(((size_t)(2 * BQ + 2 * BK) * (size_t)D + BK + 2 * BQ) * sizeof(CT)); \
+        /* qt, acc [BQ, D]; kt, vt [BK, D]; s [BK]; m, l [BQ]; kT [D, BK] */ \
+        CT *mem = malloc(((size_t)(2 * BQ + 3 * BK) * (size_t)D + BK + 2 * BQ) * sizeof(CT)); \
         if (!mem) {                                                            \
             atomic_store(&j->oom, 1);                                          \
             return;                                                            \
         }                                                                      \
         CT *qt = mem, *acc = qt + BQ * D, *kt = acc + BQ * D, *vt = kt + BK * D; \
-        CT *sc = vt + BK * D, *m = sc + BK, *l = m + BQ;                       \
+        CT *sc = vt + BK * D, *m = sc + BK, *l = m + BQ, *kT = l + BQ; (void)kT; \
+        const bool fast = FAST && !mk && j->softcap <= 0 && D % 16 == 0 && j->fast; \
         const float *mbase = mk ? (const float *)mk->base : NULL;              \
         const CT scale = (CT)j->scale, cap = (CT)j->softcap;                   \
         const int64_t shift = Tk - Tq;                                         \
@@ -95,6 +182,7 @@ typedef struct att_job {
                     wk_cpu_ld_row_##S(k->base, j->dt, ko + (k0 + c) * k->strides[2], D > 1 ? k->strides[3] : 1, D, kt + c * D); \
                     wk_cpu_ld_row_##S(v->base, j->dt, vo + (k0 + c) * v->strides[2], D > 1 ? v->strides[3] : 1, D, vt + c * D); \
                 }                                                              \
+                if (fast) ATT_KEYS_T(S, kt, nk, D, kT);                         \
                 for (int64_t r = 0; r < nr; r++) {                             \
                     const int64_t h = kh * g + (r0 + r) / Tq, i = (r0 + r) % Tq; \
                     const int64_t pos = i + shift;                             \
@@ -103,6 +191,10 @@ typedef struct att_job {
                     if (j->window > 0 && pos - j->window + 1 > lo) lo = pos - j->window + 1; \
                     if (lo > hi) continue;                                     \
                     const CT *qr = qt + r * D;                                 \
+                    if (fast) {                                                \
+                        ATT_ROW(S, qr, kT, vt, k0, lo, hi, D, scale, &m[r], &l[r], acc + r * D, sc); \
+                        continue;                                              \
+                    }                                                          \
                     const float *mrow = mk ? mbase + mk->offset + b * mk->strides[0] + h * mk->strides[1] + \
                                                  i * mk->strides[2]        \
                                            : NULL;                             \
@@ -148,8 +240,20 @@ typedef struct att_job {
         }                                                                      \
         free(mem);                                                             \
     }
-DEF_ATTENTION(f, float, expf, tanhf)
-DEF_ATTENTION(d, double, exp, tanh)
+/* the fast path's calls, for the f32 instance only */
+#if ATT_FAST_F
+#define ATT_KEYS_T_f(kt, nk, D, kT) keys_t(kt, nk, D, kT)
+#define ATT_ROW_f(...) att_row_f512(__VA_ARGS__)
+#else
+#define ATT_KEYS_T_f(kt, nk, D, kT) ((void)0)
+#define ATT_ROW_f(...) ((void)0)
+#endif
+#define ATT_KEYS_T_d(kt, nk, D, kT) ((void)0)
+#define ATT_ROW_d(...) ((void)0)
+#define ATT_KEYS_T(S, ...) ATT_KEYS_T_##S(__VA_ARGS__)
+#define ATT_ROW(S, ...) ATT_ROW_##S(__VA_ARGS__)
+DEF_ATTENTION(f, float, expf, tanhf, ATT_FAST_F)
+DEF_ATTENTION(d, double, exp, tanh, 0)
 
 wk_status wk_cpu_attention(void *ctx, const wk_op_args *a)
 {
@@ -182,6 +286,9 @@ wk_status wk_cpu_attention(void *ctx, const wk_op_args *a)
                   .Tk = Tk, .D = D, .g = Hq / Hkv, .scale = p->scale, .softcap = p->softcap, .window = p->window,
                   .causal = p->causal };
     j.nqb = (j.g * Tq + BQ - 1) / BQ;
+#if WK_EW_X86
+    j.fast = dt != WK_F64 && wk_ew_have_avx512();
+#endif
     atomic_init(&j.oom, 0);
     const int64_t rows = j.g * Tq < BQ ? j.g * Tq : BQ;
     wk_parallel_tasks(B * Hkv * j.nqb, (double)rows * (double)(Tk + 1) * (double)D * 4,
