@@ -852,6 +852,7 @@ static direct_fn direct_avx2_of(wk_dtype dt)
 #define QD_ROWS_FEW 8
 #define QD_DIRECT_MAX_M 4   /* rows of x up to which blocks are read in place */
 #define QD_ROWS_MANY 32
+#define QD_VNNI_CHUNK 64   /* rows of x a VNNI tile call (its packed blocks serve them all) */
 
 typedef struct qd_job {
     const wk_view *dst, *w, *x;
@@ -875,6 +876,8 @@ typedef struct qd_job {
     struct qd_slot {
         atomic_int busy;
         qd_rows w;
+        void *scratch;                      /* VNNI: the weight's vectors    */
+        float y[QD_VNNI_CHUNK * 16];        /* VNNI: a tile's results        */
     } *slots;
 } qd_job;
 
@@ -951,17 +954,24 @@ static void qd_range(void *arg, int64_t begin, int64_t end)
     const wk_view *wv = j->w, *d = j->dst;
     const int64_t WB = wk_dt_block(wv->dtype);
     if (j->vnni) {   /* 16 weight rows at a time, 8 rows of x a pass */
-        float y[8 * 16];
+        struct qd_slot *slot = NULL;
+        for (int i = 0; !slot; i = (i + 1) % j->nslots)
+            if (!atomic_exchange(&j->slots[i].busy, 1)) slot = &j->slots[i];
+        const size_t sb = wk_qdot_vnni_scratch(t->dt, bpr);
+        if (j->m > QD_VNNI_CHUNK && sb && !slot->scratch)
+            slot->scratch = aligned_alloc(64, (sb + 63) / 64 * 64);   /* NULL: each pass reads the blocks */
+        float *y = slot->y;
         for (int64_t task = begin; task < end; task++)
             for (int64_t n0 = task * nb; n0 < j->n && n0 < (task + 1) * nb; n0 += 16) {
                 const int nr = (int)(j->n - n0 < 16 ? j->n - n0 : 16);
                 const uint8_t *w0 = (const uint8_t *)wv->base + (wv->offset + n0 * wv->strides[0]) / WB * t->BB;
-                for (int64_t i = 0; i < j->m; i += 8) {
-                    const int64_t mi = j->m - i < 8 ? j->m - i : 8;
-                    wk_qdot_vnni_tile(t->dt, w0, j->rsb, nr, bpr, &j->a, k, i, mi, y, 16);
+                for (int64_t i = 0; i < j->m; i += QD_VNNI_CHUNK) {
+                    const int64_t mi = j->m - i < QD_VNNI_CHUNK ? j->m - i : QD_VNNI_CHUNK;
+                    wk_qdot_vnni_tile(t->dt, w0, j->rsb, nr, bpr, &j->a, k, i, mi, y, 16, slot->scratch);
                     for (int64_t ii = 0; ii < mi; ii++) st_vals(d, d->offset + (i + ii) * j->n + n0, y + ii * 16, nr);
                 }
             }
+        atomic_store(&slot->busy, 0);
         return;
     }
 #if WK_EW_X86
@@ -1080,6 +1090,7 @@ out:
     for (int i = 0; j.slots && i < j.nslots; i++) {
         qd_rows *b = &j.slots[i].w;
         free(b->q), free(b->d), free(b->dm), free(b->sc), free(b->mn);
+        free(j.slots[i].scratch);
     }
     free(j.slots);
     free(j.a.q), free(j.a.d), free(j.a.dm), free(j.a.bs), free(j.a.xs);

@@ -5,6 +5,7 @@
 #define WK_CPU_QDOT_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "wick.h"
@@ -33,9 +34,13 @@ bool wk_qdot_vnni_ok(wk_dtype dt, int64_t row_bytes);
 /* Rows [0, nr) of the weight (nr <= 16; w: its first row's bytes, rs the
  * row stride in bytes; nbk blocks a row) against rows [i0, i0 + mi) of x
  * (quantized as the type pairs: a, k values a row): y[i * ys + r] for
- * i < mi, r < nr. Any mi; x's rows go 8 at a time. */
+ * i < mi, r < nr. Any mi; x's rows go 8 at a time. scratch (64-byte
+ * aligned, wk_qdot_vnni_scratch bytes, or NULL) keeps the weight's
+ * vectors for the passes after the first (the same values: the same
+ * bits either way). */
 void wk_qdot_vnni_tile(wk_dtype dt, const uint8_t *w, int64_t rs, int nr, int64_t nbk, const qd_rows *a, int64_t k,
-                       int64_t i0, int64_t mi, float *y, int64_t ys);
+                       int64_t i0, int64_t mi, float *y, int64_t ys, void *scratch);
+size_t wk_qdot_vnni_scratch(wk_dtype dt, int64_t nbk);
 
 /* One block of x (32 values for q8_0 / q8_1, 256 for q8_K) quantized
  * with AVX-512 to the bits of the reference quantizer: q, d (q8_0 / q8_1:

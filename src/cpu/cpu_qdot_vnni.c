@@ -150,17 +150,36 @@ WK_TARGET_VNNI static inline void load32(wk_dtype dt, const uint8_t *const *p, _
     }
 }
 
+/* the vectors of one block, packed for the passes after the first: v[8], d, m */
+#define PK32 10
+
+WK_TARGET_VNNI static void pack32(wk_dtype dt, int BB, const uint8_t *const *p, __m512i gi, int64_t nbk, const uint8_t *pf,
+                                  int64_t pfl, __m512i *pk)
+{
+    for (int64_t b = 0; b < nbk; b++) {
+        __m512 d, m = _mm512_setzero_ps();
+        prefetch(pf, pfl, b, nbk);
+        load32(dt, p, gi, b * BB, pk + PK32 * b, &d, &m);
+        pk[PK32 * b + 8] = _mm512_castps_si512(d), pk[PK32 * b + 9] = _mm512_castps_si512(m);
+    }
+}
+
 WK_TARGET_VNNI static inline __attribute__((always_inline)) void
 tile32(wk_dtype dt, int BB, int off, bool mins, const uint8_t *const *p, __m512i gi, int64_t nbk, const qd_rows *a,
-       int64_t k, int64_t i0, const int mi, float *y, int64_t ys, int nr, const uint8_t *pf, int64_t pfl)
+       int64_t k, int64_t i0, const int mi, float *y, int64_t ys, int nr, const uint8_t *pf, int64_t pfl, const __m512i *pk)
 {
     __m512 acc[VN_R];
     for (int i = 0; i < mi; i++) acc[i] = _mm512_setzero_ps();
     for (int64_t b = 0; b < nbk; b++) {
         __m512i v[8];
         __m512 d, m = _mm512_setzero_ps();
-        prefetch(pf, pfl, b, nbk);
-        load32(dt, p, gi, b * BB, v, &d, &m);
+        if (pk) {   /* the blocks as pack32 left them */
+            for (int c = 0; c < 8; c++) v[c] = pk[PK32 * b + c];
+            d = _mm512_castsi512_ps(pk[PK32 * b + 8]), m = _mm512_castsi512_ps(pk[PK32 * b + 9]);
+        } else {
+            prefetch(pf, pfl, b, nbk);
+            load32(dt, p, gi, b * BB, v, &d, &m);
+        }
         __m512i is[VN_R];
         for (int i = 0; i < mi; i++) is[i] = _mm512_set1_epi32(-off * a->xs[(i0 + i) * nbk + b]);
         for (int c = 0; c < 8; c++)
@@ -344,13 +363,19 @@ tilek(wk_dtype dt, const uint8_t *const *p, __m512i gi, int64_t nbk, const qd_ro
     default: CALL(8); break; \
     }
 
-WK_TARGET_VNNI static void pass32(wk_dtype dt, const uint8_t *const *p, __m512i gi, int64_t nbk, const qd_rows *a, int64_t k,
-                                  int64_t i0, int mi, float *y, int64_t ys, int nr, const uint8_t *pf, int64_t pfl)
+static int bytes32(wk_dtype dt)
 {
-    const int BB = dt == WK_Q4_0 ? 18 : dt == WK_Q4_1 ? 20 : dt == WK_Q5_0 ? 22 : dt == WK_Q5_1 ? 24 : 34;
+    return dt == WK_Q4_0 ? 18 : dt == WK_Q4_1 ? 20 : dt == WK_Q5_0 ? 22 : dt == WK_Q5_1 ? 24 : 34;
+}
+
+WK_TARGET_VNNI static void pass32(wk_dtype dt, const uint8_t *const *p, __m512i gi, int64_t nbk, const qd_rows *a, int64_t k,
+                                  int64_t i0, int mi, float *y, int64_t ys, int nr, const uint8_t *pf, int64_t pfl,
+                                  const __m512i *pk)
+{
+    const int BB = bytes32(dt);
     const int off = dt == WK_Q4_0 ? 8 : dt == WK_Q5_0 ? 16 : dt == WK_Q8_0 ? 128 : 0;
     const bool mins = dt == WK_Q4_1 || dt == WK_Q5_1;
-#define CALL32(M) tile32(dt, BB, off, mins, p, gi, nbk, a, k, i0, M, y, ys, nr, pf, pfl)
+#define CALL32(M) tile32(dt, BB, off, mins, p, gi, nbk, a, k, i0, M, y, ys, nr, pf, pfl, pk)
     VN_CASES(CALL32)
 #undef CALL32
 }
@@ -364,7 +389,7 @@ WK_TARGET_VNNI static void passk(wk_dtype dt, const uint8_t *const *p, __m512i g
 }
 
 WK_TARGET_VNNI static void tile_vnni(wk_dtype dt, const uint8_t *w, int64_t rs, int nr, int64_t nbk, const qd_rows *a,
-                                     int64_t k, int64_t i0, int64_t mi, float *y, int64_t ys)
+                                     int64_t k, int64_t i0, int64_t mi, float *y, int64_t ys, void *scratch)
 {
     const uint8_t *p[16];
     int32_t off[16];
@@ -375,20 +400,31 @@ WK_TARGET_VNNI static void tile_vnni(wk_dtype dt, const uint8_t *w, int64_t rs, 
     }
     const __m512i gi = _mm512_loadu_si512(off);
     const bool K = dt == WK_Q4_K || dt == WK_Q5_K || dt == WK_Q6_K;
+    /* more than one pass: the blocks' vectors made once, read by each */
+    __m512i *pk = NULL;
+    if (!K && mi > VN_R && scratch) {
+        pk = scratch;
+        pack32(dt, bytes32(dt), p, gi, nbk, nr == 16 ? w + 32 * rs : NULL, 16 * rs / 64, pk);
+    }
     for (int64_t i = 0; i < mi; i += VN_R) {
         const int n = mi - i < VN_R ? (int)(mi - i) : VN_R;
         /* the first pass fetches the 16 rows after the next 16 (16 rs
            contiguous bytes) into L2, a share of their lines with each block */
-        const uint8_t *pf = i == 0 && nr == 16 ? w + 32 * rs : NULL;
+        const uint8_t *pf = i == 0 && nr == 16 && !pk ? w + 32 * rs : NULL;
         if (K) passk(dt, p, gi, nbk, a, k, i0 + i, n, y + i * ys, ys, nr, pf, 16 * rs / 64);
-        else pass32(dt, p, gi, nbk, a, k, i0 + i, n, y + i * ys, ys, nr, pf, 16 * rs / 64);
+        else pass32(dt, p, gi, nbk, a, k, i0 + i, n, y + i * ys, ys, nr, pf, 16 * rs / 64, pk);
     }
 }
 
 void wk_qdot_vnni_tile(wk_dtype dt, const uint8_t *w, int64_t rs, int nr, int64_t nbk, const qd_rows *a, int64_t k,
-                       int64_t i0, int64_t mi, float *y, int64_t ys)
+                       int64_t i0, int64_t mi, float *y, int64_t ys, void *scratch)
 {
-    tile_vnni(dt, w, rs, nr, nbk, a, k, i0, mi, y, ys);
+    tile_vnni(dt, w, rs, nr, nbk, a, k, i0, mi, y, ys, scratch);
+}
+
+size_t wk_qdot_vnni_scratch(wk_dtype dt, int64_t nbk)
+{
+    return dt == WK_Q4_K || dt == WK_Q5_K || dt == WK_Q6_K ? 0 : (size_t)nbk * PK32 * 64;
 }
 
 /* ---- x to q8 blocks, 16 values a vector ----------------------------------------------
@@ -472,8 +508,14 @@ bool wk_qdot_quant_block(wk_dtype act, const float *x, int8_t *q, float *d, int3
 }
 
 void wk_qdot_vnni_tile(wk_dtype dt, const uint8_t *w, int64_t rs, int nr, int64_t nbk, const qd_rows *a, int64_t k,
-                       int64_t i0, int64_t mi, float *y, int64_t ys)
+                       int64_t i0, int64_t mi, float *y, int64_t ys, void *scratch)
 {
-    (void)dt, (void)w, (void)rs, (void)nr, (void)nbk, (void)a, (void)k, (void)i0, (void)mi, (void)y, (void)ys;
+    (void)dt, (void)w, (void)rs, (void)nr, (void)nbk, (void)a, (void)k, (void)i0, (void)mi, (void)y, (void)ys, (void)scratch;
+}
+
+size_t wk_qdot_vnni_scratch(wk_dtype dt, int64_t nbk)
+{
+    (void)dt, (void)nbk;
+    return 0;
 }
 #endif
