@@ -18,7 +18,7 @@
 #
 # llama.cpp: llama-bench -m FILE -t T -p N -n M -r 1 (pp N and tg M, its
 # own defaults otherwise: f16 KV cache, no flash attention on the cpu).
-# wick: build/wick-llm-bench FILE --device cpu --prefill N --decode-at
+# wick: build/wick-llm-bench FILE --device cpu --dtype f32 --prefill N --decode-at
 # M/2 --steps M --reps 1 with WICK_NUM_THREADS=T (the default integer
 # path of the quantized products, f32 activations and KV cache).
 # Decode is llama-bench's tg M (the mean over M tokens from an empty
@@ -78,7 +78,7 @@ pp = [r["avg_ts"] for r in rows if r.get("n_prompt", 0) > 0 and r.get("n_gen", 0
 tg = [r["avg_ts"] for r in rows if r.get("n_gen", 0) > 0 and r.get("n_prompt", 0) == 0]
 print(pp[0] if pp else "nan", tg[0] if tg else "nan")
 EOF
-    WICK_NUM_THREADS=$T build/wick-llm-bench "$f" --device cpu --prefill "$P" --decode-at $((N / 2)) --steps "$N" \
+    WICK_NUM_THREADS=$T build/wick-llm-bench "$f" --device cpu --dtype f32 --prefill "$P" --decode-at $((N / 2)) --steps "$N" \
       --reps 1 > "$tmp/wj" 2> "$tmp/we" &&
       python3 - "$tmp/wj" >> "$tmp/w" <<'EOF'
 import json, sys
