@@ -261,86 +261,93 @@ WK_TARGET_VNNI static inline void values_k6(const uint8_t *const *p, int64_t o, 
     }
 }
 
+/* A 256-block's vectors for 16 rows: the values of its 8 chunks of 32
+ * (v[8 s + c]), the scale of each half chunk (sc[2 s], sc[2 s + 1]: q6_K's
+ * 16-value groups; q4_K / q5_K's sub-block scale twice), the int16 pairs
+ * that meet x's sums of 16 (aux: q4_K / q5_K's mins (mn, mn), q6_K's scales
+ * (sc, sc')), d and dmin. */
+#define PKK 90
+#define PKK_SC 64
+#define PKK_AUX 80
+#define PKK_D 88
+
+WK_TARGET_VNNI static void loadk(wk_dtype dt, const uint8_t *const *p, __m512i gi, int64_t o, __m512i *pk)
+{
+    __m512i *v = pk, *sc = pk + PKK_SC, *aux = pk + PKK_AUX;
+    if (dt == WK_Q6_K) {
+        scales_k6(p, o, sc, aux);
+        pk[PKK_D] = _mm512_castps_si512(h_hi(gather(p, gi, o + 206)));
+        pk[PKK_D + 1] = _mm512_setzero_si512();
+        values_k6(p, o, 0, v);
+        values_k6(p, o, 1, v + 32);
+        return;
+    }
+    __m512i s8[8], qh[8];
+    scales_k4(p, o, s8, aux);
+    for (int s = 0; s < 8; s++) sc[2 * s] = sc[2 * s + 1] = s8[s];
+    const __m512i g = gather(p, gi, o);
+    pk[PKK_D] = _mm512_castps_si512(h_lo(g)), pk[PKK_D + 1] = _mm512_castps_si512(h_hi(g));
+    const bool five = dt == WK_Q5_K;
+    if (five) tr16x4(p, o + 16, qh), tr16x4(p, o + 32, qh + 4);
+    const int64_t qs = five ? 48 : 16;
+    const __m512i m4 = _mm512_set1_epi8(0x0F);
+    for (int j = 0; j < 4; j++) {
+        __m512i n[8];
+        tr16x4(p, o + qs + 32 * j, n);
+        tr16x4(p, o + qs + 32 * j + 16, n + 4);
+        for (int half = 0; half < 2; half++) {
+            const int s = 2 * j + half;
+            for (int c = 0; c < 8; c++) {
+                __m512i x = _mm512_and_si512(half ? _mm512_srli_epi16(n[c], 4) : n[c], m4);
+                if (five)
+                    x = _mm512_or_si512(x, _mm512_slli_epi32(_mm512_and_si512(_mm512_srli_epi32(qh[c], s), _mm512_set1_epi8(1)), 4));
+                v[8 * s + c] = x;
+            }
+        }
+    }
+}
+
 WK_TARGET_VNNI static inline __attribute__((always_inline)) void
 tilek(wk_dtype dt, const uint8_t *const *p, __m512i gi, int64_t nbk, const qd_rows *a, int64_t k, int64_t i0, const int mi,
-      float *y, int64_t ys, int nr, const uint8_t *pf, int64_t pfl)
+      float *y, int64_t ys, int nr, const uint8_t *pf, int64_t pfl, const __m512i *pkall)
 {
     const int BB = dt == WK_Q4_K ? 144 : dt == WK_Q5_K ? 176 : 210;
+    const bool six = dt == WK_Q6_K;
     const int64_t ng = k / 16;
     __m512 acc[VN_R];
     for (int i = 0; i < mi; i++) acc[i] = _mm512_setzero_ps();
+    __m512i own[PKK];
     for (int64_t b = 0; b < nbk; b++) {
-        const int64_t o = b * BB;
-        prefetch(pf, pfl, b, nbk);
-        __m512i is[VN_R], ms[VN_R];
-        for (int i = 0; i < mi; i++) is[i] = ms[i] = _mm512_setzero_si512();
-        __m512 d, dmin = _mm512_setzero_ps();
-        if (dt == WK_Q6_K) {
-            __m512i sc[16], scp[8], v[32];
-            scales_k6(p, o, sc, scp);
-            d = h_hi(gather(p, gi, o + 206));
-            for (int h = 0; h < 2; h++) {
-                values_k6(p, o, h, v);
-                for (int q = 0; q < 4; q++) {
-                    const int g = 8 * h + 2 * q;
-                    for (int i = 0; i < mi; i++) {
-                        const int8_t *x = a->q + (i0 + i) * k + QK_K * b + 128 * h + 32 * q;
-                        __m512i da = _mm512_setzero_si512(), db = _mm512_setzero_si512();
-                        for (int c = 0; c < 4; c++) {
-                            da = _mm512_dpbusd_epi32(da, v[8 * q + c], _mm512_set1_epi32(ld32(x + 4 * c)));
-                            db = _mm512_dpbusd_epi32(db, v[8 * q + 4 + c], _mm512_set1_epi32(ld32(x + 16 + 4 * c)));
-                        }
-                        is[i] = _mm512_add_epi32(is[i], _mm512_add_epi32(_mm512_mullo_epi32(da, sc[g]),
-                                                                         _mm512_mullo_epi32(db, sc[g + 1])));
-                    }
+        const __m512i *pk = pkall ? pkall + PKK * b : own;
+        if (!pkall) {
+            prefetch(pf, pfl, b, nbk);
+            loadk(dt, p, gi, b * BB, own);
+        }
+        __m512i is[VN_R];
+        for (int i = 0; i < mi; i++) is[i] = _mm512_setzero_si512();
+        for (int s = 0; s < 8; s++) {
+            const __m512i sa = pk[PKK_SC + 2 * s], sb = pk[PKK_SC + 2 * s + 1];
+            for (int i = 0; i < mi; i++) {
+                const int8_t *x = a->q + (i0 + i) * k + QK_K * b + 32 * s;
+                __m512i da = _mm512_setzero_si512(), db = _mm512_setzero_si512();
+                for (int c = 0; c < 4; c++) {
+                    da = _mm512_dpbusd_epi32(da, pk[8 * s + c], _mm512_set1_epi32(ld32(x + 4 * c)));
+                    db = _mm512_dpbusd_epi32(db, pk[8 * s + 4 + c], _mm512_set1_epi32(ld32(x + 16 + 4 * c)));
                 }
-            }
-            for (int i = 0; i < mi; i++) {   /* - 32 sum_g sc_g bsum_g */
-                const int16_t *bs = a->bs + (i0 + i) * ng + 16 * b;
-                __m512i cs = _mm512_setzero_si512();
-                for (int q = 0; q < 8; q++) cs = _mm512_add_epi32(cs, _mm512_madd_epi16(scp[q], _mm512_set1_epi32(ld32(bs + 2 * q))));
-                is[i] = _mm512_sub_epi32(is[i], _mm512_slli_epi32(cs, 5));
-            }
-        } else {
-            __m512i sc[8], mnp[8], qh[8];
-            scales_k4(p, o, sc, mnp);
-            const __m512i g = gather(p, gi, o);
-            d = h_lo(g), dmin = h_hi(g);
-            const bool five = dt == WK_Q5_K;
-            if (five) tr16x4(p, o + 16, qh), tr16x4(p, o + 32, qh + 4);
-            const int64_t qs = five ? 48 : 16;
-            for (int j = 0; j < 4; j++) {
-                __m512i n[8];
-                tr16x4(p, o + qs + 32 * j, n);
-                tr16x4(p, o + qs + 32 * j + 16, n + 4);
-                for (int half = 0; half < 2; half++) {
-                    const int s = 2 * j + half;
-                    __m512i v[8];
-                    const __m512i m4 = _mm512_set1_epi8(0x0F);
-                    for (int c = 0; c < 8; c++) {
-                        v[c] = _mm512_and_si512(half ? _mm512_srli_epi16(n[c], 4) : n[c], m4);
-                        if (five)
-                            v[c] = _mm512_or_si512(
-                                v[c], _mm512_slli_epi32(_mm512_and_si512(_mm512_srli_epi32(qh[c], s), _mm512_set1_epi8(1)), 4));
-                    }
-                    for (int i = 0; i < mi; i++) {
-                        const int8_t *x = a->q + (i0 + i) * k + QK_K * b + 32 * s;
-                        __m512i dd = _mm512_setzero_si512();
-                        for (int c = 0; c < 8; c++) dd = _mm512_dpbusd_epi32(dd, v[c], _mm512_set1_epi32(ld32(x + 4 * c)));
-                        is[i] = _mm512_add_epi32(is[i], _mm512_mullo_epi32(dd, sc[s]));
-                    }
-                }
-            }
-            for (int i = 0; i < mi; i++) {   /* sum_s mn_s (bsum_2s + bsum_2s+1) */
-                const int16_t *bs = a->bs + (i0 + i) * ng + 16 * b;
-                for (int s = 0; s < 8; s++)
-                    ms[i] = _mm512_add_epi32(ms[i], _mm512_madd_epi16(mnp[s], _mm512_set1_epi32(ld32(bs + 2 * s))));
+                is[i] = six ? _mm512_add_epi32(is[i], _mm512_add_epi32(_mm512_mullo_epi32(da, sa), _mm512_mullo_epi32(db, sb)))
+                            : _mm512_add_epi32(is[i], _mm512_mullo_epi32(_mm512_add_epi32(da, db), sa));
             }
         }
+        const __m512 d = _mm512_castsi512_ps(pk[PKK_D]), dmin = _mm512_castsi512_ps(pk[PKK_D + 1]);
         for (int i = 0; i < mi; i++) {
+            /* q6_K: - 32 sum_g sc_g bsum_g; q4_K / q5_K: sum_s mn_s (bsum_2s + bsum_2s+1) */
+            const int16_t *bs = a->bs + (i0 + i) * ng + 16 * b;
+            __m512i cs = _mm512_setzero_si512();
+            for (int q = 0; q < 8; q++) cs = _mm512_add_epi32(cs, _mm512_madd_epi16(pk[PKK_AUX + q], _mm512_set1_epi32(ld32(bs + 2 * q))));
+            if (six) is[i] = _mm512_sub_epi32(is[i], _mm512_slli_epi32(cs, 5));
             const __m512 dx = _mm512_set1_ps(a->d[(i0 + i) * nbk + b]);
             acc[i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(is[i]), _mm512_mul_ps(d, dx), acc[i]);
-            if (dt != WK_Q6_K) acc[i] = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(ms[i]), _mm512_mul_ps(dmin, dx), acc[i]);
+            if (!six) acc[i] = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(cs), _mm512_mul_ps(dmin, dx), acc[i]);
         }
     }
     for (int i = 0; i < mi; i++) {
@@ -381,9 +388,10 @@ WK_TARGET_VNNI static void pass32(wk_dtype dt, const uint8_t *const *p, __m512i 
 }
 
 WK_TARGET_VNNI static void passk(wk_dtype dt, const uint8_t *const *p, __m512i gi, int64_t nbk, const qd_rows *a, int64_t k,
-                                 int64_t i0, int mi, float *y, int64_t ys, int nr, const uint8_t *pf, int64_t pfl)
+                                 int64_t i0, int mi, float *y, int64_t ys, int nr, const uint8_t *pf, int64_t pfl,
+                                 const __m512i *pk)
 {
-#define CALLK(M) tilek(dt, p, gi, nbk, a, k, i0, M, y, ys, nr, pf, pfl)
+#define CALLK(M) tilek(dt, p, gi, nbk, a, k, i0, M, y, ys, nr, pf, pfl, pk)
     VN_CASES(CALLK)
 #undef CALLK
 }
@@ -402,16 +410,25 @@ WK_TARGET_VNNI static void tile_vnni(wk_dtype dt, const uint8_t *w, int64_t rs, 
     const bool K = dt == WK_Q4_K || dt == WK_Q5_K || dt == WK_Q6_K;
     /* more than one pass: the blocks' vectors made once, read by each */
     __m512i *pk = NULL;
-    if (!K && mi > VN_R && scratch) {
+    if (mi > VN_R && scratch) {
         pk = scratch;
-        pack32(dt, bytes32(dt), p, gi, nbk, nr == 16 ? w + 32 * rs : NULL, 16 * rs / 64, pk);
+        const uint8_t *pf = nr == 16 ? w + 32 * rs : NULL;
+        if (K) {
+            const int BB = dt == WK_Q4_K ? 144 : dt == WK_Q5_K ? 176 : 210;
+            for (int64_t b = 0; b < nbk; b++) {
+                prefetch(pf, 16 * rs / 64, b, nbk);
+                loadk(dt, p, gi, b * BB, pk + PKK * b);
+            }
+        } else {
+            pack32(dt, bytes32(dt), p, gi, nbk, pf, 16 * rs / 64, pk);
+        }
     }
     for (int64_t i = 0; i < mi; i += VN_R) {
         const int n = mi - i < VN_R ? (int)(mi - i) : VN_R;
         /* the first pass fetches the 16 rows after the next 16 (16 rs
            contiguous bytes) into L2, a share of their lines with each block */
         const uint8_t *pf = i == 0 && nr == 16 && !pk ? w + 32 * rs : NULL;
-        if (K) passk(dt, p, gi, nbk, a, k, i0 + i, n, y + i * ys, ys, nr, pf, 16 * rs / 64);
+        if (K) passk(dt, p, gi, nbk, a, k, i0 + i, n, y + i * ys, ys, nr, pf, 16 * rs / 64, pk);
         else pass32(dt, p, gi, nbk, a, k, i0 + i, n, y + i * ys, ys, nr, pf, 16 * rs / 64, pk);
     }
 }
@@ -424,7 +441,7 @@ void wk_qdot_vnni_tile(wk_dtype dt, const uint8_t *w, int64_t rs, int nr, int64_
 
 size_t wk_qdot_vnni_scratch(wk_dtype dt, int64_t nbk)
 {
-    return dt == WK_Q4_K || dt == WK_Q5_K || dt == WK_Q6_K ? 0 : (size_t)nbk * PK32 * 64;
+    return (size_t)nbk * (dt == WK_Q4_K || dt == WK_Q5_K || dt == WK_Q6_K ? PKK : PK32) * 64;
 }
 
 /* ---- x to q8 blocks, 16 values a vector ----------------------------------------------
