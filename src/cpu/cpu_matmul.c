@@ -43,8 +43,10 @@ static struct {
     void *lib;
     sgemm_fn sgemm;
     dgemm_fn dgemm;
+    void (*set_threads)(int);   /* OpenBLAS's openblas_set_num_threads, or NULL */
+    atomic_int threads;         /* the count last given to it               */
     char name[64];
-} blas = { PTHREAD_ONCE_INIT, NULL, NULL, NULL, "none" };
+} blas = { .once = PTHREAD_ONCE_INIT, .name = "none" };
 
 static void blas_load(void)
 {
@@ -69,6 +71,10 @@ static void blas_load(void)
         /* function pointers travel through void * by POSIX dlsym rules */
         memcpy(&blas.sgemm, &s, sizeof s);
         memcpy(&blas.dgemm, &d, sizeof d);
+        /* OpenBLAS threads as many as wick's pool (WICK_NUM_THREADS,
+         * --threads), not one per core on top of it */
+        void *nt = dlsym(lib, "openblas_set_num_threads");
+        if (nt) memcpy(&blas.set_threads, &nt, sizeof nt);
         if (cfg) snprintf(blas.name, sizeof blas.name, "openblas");
         else snprintf(blas.name, sizeof blas.name, "%s", names[i]);
         return;
@@ -593,6 +599,10 @@ static bool blas_matmul(const mat *d, const mat *a, const mat *b, int64_t m, int
         C = scratch_get(s, 2, (size_t)m * (size_t)n * es);
         if (!C) return false;
         ldc = n;
+    }
+    if (blas.set_threads) {
+        const int want = wk_cpu_num_threads();
+        if (atomic_exchange(&blas.threads, want) != want) blas.set_threads(want);
     }
     if (f64)
         blas.dgemm(CBLAS_ROW_MAJOR, ta, tb, (int)m, (int)n, (int)k, 1.0, (const double *)A, (int)lda,
