@@ -3,7 +3,7 @@
  *
  *   wick serve [MODEL] [--host H] [--port P] [--device D] [--api-key KEY]
  *              [--max-seqs N] [--max-queue N] [--ctx N] [--kv-gib G] [--dtype f32|bf16]
- *              [--grace S] [--max-body BYTES] [--threads N] [-q]
+ *              [--grace S] [--max-body BYTES] [--threads N] [--cpu-threads N] [-q]
  *
  * Loads the model once, starts the batched engine on its own thread and
  * serves until SIGINT or SIGTERM; then it takes no new connections,
@@ -53,6 +53,8 @@ void wick_serve_usage(void)
            "  --grace S              seconds requests in flight get at a shutdown (default 5)\n"
            "  --max-body BYTES       a request body's size at most (default 8 MiB; 413 above)\n"
            "  --threads N            HTTP threads (default 4)\n"
+           "  --cpu-threads N        the cpu's compute threads (default: every online CPU;\n"
+           "                         WICK_NUM_THREADS; `wick run --threads`)\n"
            "  -q, --quiet            no progress bar, no line per request\n");
 }
 
@@ -140,6 +142,10 @@ int wick_cmd_serve(int argc, char **argv)
         else if (!strcmp(a, "--grace")) ok = num_arg(argc, argv, &i, 0, 3600, &grace);
         else if (!strcmp(a, "--max-body")) ok = num_arg(argc, argv, &i, 1, 1ull << 40, &max_body);
         else if (!strcmp(a, "--threads")) ok = num_arg(argc, argv, &i, 1, 1024, &threads);
+        else if (!strcmp(a, "--cpu-threads")) {   /* read when the cpu's pool is made (at the load) */
+            double ct = 0;
+            if ((ok = num_arg(argc, argv, &i, 1, 1024, &ct))) setenv("WICK_NUM_THREADS", argv[i], 1);
+        }
         else if (!strcmp(a, "-q") || !strcmp(a, "--quiet")) quiet = true;
         else if (a[0] == '-' && a[1]) {
             fprintf(stderr, "wick serve: unknown option '%s' (wick serve --help)\n", a);

@@ -367,6 +367,8 @@ else
   expect serve_bad_queue 2 "$wick" serve x.gguf --max-queue 0
   expect serve_fraction_port 2 "$wick" serve x.gguf --port 80.5
   expect serve_missing_value 2 "$wick" serve x.gguf --host
+  expect serve_bad_cpu_threads 2 "$wick" serve x.gguf --cpu-threads 0
+  err | grep -q "cpu-threads '0'" && ok || bad serve_bad_cpu_threads_words "stderr: '$(err)'"
   expect serve_missing_model 1 "$wick" serve "$tmp/absent.gguf" --device cpu -q
   err | grep -q "absent" && ok || bad serve_missing_model_words "stderr: '$(err)'"
   expect serve_no_cache 1 env -u HOME -u XDG_CACHE_HOME -u WICK_CACHE "$wick" serve
