@@ -224,7 +224,10 @@ static void quant_x(const qtype *t, const float *x, int64_t k, xq *o)
             int sum = 0;
             for (int i = 0; i < 32; i++) {
                 const float p = v[i] * id;
-                q[i] = (int)roundf(p);
+                /* as cpu_quant.c: out of int32's range (inf, NaN: a scale
+                   that underflowed) is INT32_MIN, whose low byte, 0, is kept */
+                const float rp = roundf(p);
+                q[i] = (int8_t)(rp > -2147483648.0f && rp < 2147483648.0f ? (int32_t)rp : INT32_MIN);
                 sum += q[i];
             }
             o->d[b] = h16(d);

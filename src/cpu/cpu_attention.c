@@ -79,6 +79,17 @@ static void keys_t(const float *kt, int64_t nk, int64_t D, float *kT)
         for (int64_t d = 0; d < D; d++) kT[d * KT_STRIDE + c] = kt[c * D + d];
 }
 
+/* the scores s of keys j0 .. j0 + 15, those outside [lo, hi] -inf */
+WK_TARGET_AVX512 static inline __m512 keys_in(__m512 s, int64_t j0, int64_t lo, int64_t hi)
+{
+    /* relative to lo: j0 - lo and hi - lo are within a block of keys */
+    const __m512i idx = _mm512_add_epi32(_mm512_set1_epi32((int)(j0 - lo)),
+                                         _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15));
+    const __mmask16 in = _mm512_cmp_epi32_mask(idx, _mm512_setzero_si512(), _MM_CMPINT_NLT) &
+                         _mm512_cmp_epi32_mask(idx, _mm512_set1_epi32((int)(hi - lo)), _MM_CMPINT_LE);
+    return _mm512_mask_mov_ps(_mm512_set1_ps(-INFINITY), in, s);
+}
+
 /* one row against keys [lo, hi] of the block starting at k0 */
 WK_TARGET_AVX512 static void att_row_f512(const float *qr, const float *kT, const float *vt, int64_t k0, int64_t lo,
                                           int64_t hi, int64_t D, float scale, float *m, float *l, float *ar, float *sc)
@@ -87,16 +98,25 @@ WK_TARGET_AVX512 static void att_row_f512(const float *qr, const float *kT, cons
     __m512 vmax = _mm512_set1_ps(-INFINITY);
     for (int64_t c = c0; c < c1; c += 16) {
         __m512 s = _mm512_setzero_ps();
-        for (int64_t d = 0; d < D; d++) s = _mm512_fmadd_ps(_mm512_set1_ps(qr[d]), _mm512_loadu_ps(kT + d * KT_STRIDE + c), s);
+        if (c + 16 < c1) {   /* two vectors of keys against one broadcast of q[d] */
+            __m512 s2 = _mm512_setzero_ps();
+            for (int64_t d = 0; d < D; d++) {
+                const __m512 qd = _mm512_set1_ps(qr[d]);
+                s = _mm512_fmadd_ps(qd, _mm512_loadu_ps(kT + d * KT_STRIDE + c), s);
+                s2 = _mm512_fmadd_ps(qd, _mm512_loadu_ps(kT + d * KT_STRIDE + c + 16), s2);
+            }
+            s2 = _mm512_mul_ps(s2, _mm512_set1_ps(scale));
+            s2 = keys_in(s2, k0 + c + 16, lo, hi);
+            _mm512_storeu_ps(sc + c + 16, s2);
+            vmax = _mm512_max_ps(vmax, s2);
+        } else {
+            for (int64_t d = 0; d < D; d++) s = _mm512_fmadd_ps(_mm512_set1_ps(qr[d]), _mm512_loadu_ps(kT + d * KT_STRIDE + c), s);
+        }
         s = _mm512_mul_ps(s, _mm512_set1_ps(scale));
-        /* keys outside [lo, hi] to -inf */
-        const __m512i idx = _mm512_add_epi32(_mm512_set1_epi32((int)(k0 + c)),
-                                             _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15));
-        const __mmask16 in = _mm512_cmp_epi32_mask(idx, _mm512_set1_epi32((int)lo), _MM_CMPINT_NLT) &
-                             _mm512_cmp_epi32_mask(idx, _mm512_set1_epi32((int)hi), _MM_CMPINT_LE);
-        s = _mm512_mask_mov_ps(_mm512_set1_ps(-INFINITY), in, s);
+        s = keys_in(s, k0 + c, lo, hi);
         _mm512_storeu_ps(sc + c, s);
         vmax = _mm512_max_ps(vmax, s);
+        if (c + 16 < c1) c += 16;   /* the pair's second vector is done */
     }
     const float mb = _mm512_reduce_max_ps(vmax), mnew = mb > *m ? mb : *m;
     if (mnew == -INFINITY) return;
@@ -112,11 +132,17 @@ WK_TARGET_AVX512 static void att_row_f512(const float *qr, const float *kT, cons
         _mm512_storeu_ps(sc + c, p);
         ls = _mm512_add_ps(ls, p);
     }
-    for (int64_t jj = lo; jj <= hi; jj++) {
-        const __m512 p = _mm512_set1_ps(sc[jj - k0]);
-        const float *vr = vt + (jj - k0) * D;
-        for (int64_t d = 0; d < D; d += 16)
-            _mm512_storeu_ps(ar + d, _mm512_fmadd_ps(p, _mm512_loadu_ps(vr + d), _mm512_loadu_ps(ar + d)));
+    /* p v: 64 columns of the accumulator held in registers over the keys */
+    for (int64_t d0 = 0; d0 < D; d0 += 64) {
+        const int nv = D - d0 >= 64 ? 4 : (int)((D - d0) / 16);
+        __m512 a[4];
+        for (int u = 0; u < nv; u++) a[u] = _mm512_loadu_ps(ar + d0 + 16 * u);
+        for (int64_t jj = lo; jj <= hi; jj++) {
+            const __m512 p = _mm512_set1_ps(sc[jj - k0]);
+            const float *vr = vt + (jj - k0) * D + d0;
+            for (int u = 0; u < nv; u++) a[u] = _mm512_fmadd_ps(p, _mm512_loadu_ps(vr + 16 * u), a[u]);
+        }
+        for (int u = 0; u < nv; u++) _mm512_storeu_ps(ar + d0 + 16 * u, a[u]);
     }
     *l += _mm512_reduce_add_ps(ls);
 }
