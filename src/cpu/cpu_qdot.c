@@ -961,12 +961,18 @@ static void qd_range(void *arg, int64_t begin, int64_t end)
         if (j->m > QD_VNNI_CHUNK && sb && !slot->scratch)
             slot->scratch = aligned_alloc(64, (sb + 63) / 64 * 64);   /* NULL: each pass reads the blocks */
         float *y = slot->y;
+        const bool f32 = d->dtype == WK_F32;   /* the tile writes the output rows itself */
         for (int64_t task = begin; task < end; task++)
             for (int64_t n0 = task * nb; n0 < j->n && n0 < (task + 1) * nb; n0 += 16) {
                 const int nr = (int)(j->n - n0 < 16 ? j->n - n0 : 16);
                 const uint8_t *w0 = (const uint8_t *)wv->base + (wv->offset + n0 * wv->strides[0]) / WB * t->BB;
                 for (int64_t i = 0; i < j->m; i += QD_VNNI_CHUNK) {
                     const int64_t mi = j->m - i < QD_VNNI_CHUNK ? j->m - i : QD_VNNI_CHUNK;
+                    if (f32) {
+                        wk_qdot_vnni_tile(t->dt, w0, j->rsb, nr, bpr, &j->a, k, i, mi,
+                                          (float *)d->base + d->offset + i * j->n + n0, j->n, slot->scratch);
+                        continue;
+                    }
                     wk_qdot_vnni_tile(t->dt, w0, j->rsb, nr, bpr, &j->a, k, i, mi, y, 16, slot->scratch);
                     for (int64_t ii = 0; ii < mi; ii++) st_vals(d, d->offset + (i + ii) * j->n + n0, y + ii * 16, nr);
                 }

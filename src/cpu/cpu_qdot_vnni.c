@@ -110,6 +110,13 @@ static inline void prefetch(const uint8_t *pf, int64_t pfl, int64_t b, int64_t n
     for (int64_t l = b * pfl / nbk; l < (b + 1) * pfl / nbk; l++) __builtin_prefetch(pf + 64 * l, 0, 2);
 }
 
+/* row i of the tile's results: y[i ys .. i ys + nr) */
+WK_TARGET_VNNI static inline void store_rows(const __m512 *acc, int mi, float *y, int64_t ys, int nr)
+{
+    const __mmask16 k = (__mmask16)((1u << nr) - 1);
+    for (int i = 0; i < mi; i++) _mm512_mask_storeu_ps(y + i * ys, k, acc[i]);
+}
+
 /* ---- 32-value blocks ---------------------------------------------------------------
  * |isum| <= 255 x 127 x 32 + 128 x 127 x 32 (q8_0 with its offset) */
 WK_TARGET_VNNI static inline void load32(wk_dtype dt, const uint8_t *const *p, __m512i gi, int64_t o, __m512i *v, __m512 *d,
@@ -191,11 +198,7 @@ tile32(wk_dtype dt, int BB, int off, bool mins, const uint8_t *const *p, __m512i
             if (mins) acc[i] = _mm512_fmadd_ps(m, _mm512_set1_ps(a->dm[(i0 + i) * nbk + b]), acc[i]);
         }
     }
-    for (int i = 0; i < mi; i++) {
-        float t[16];
-        _mm512_storeu_ps(t, acc[i]);
-        memcpy(y + i * ys, t, (size_t)nr * sizeof(float));
-    }
+    store_rows(acc, mi, y, ys, nr);
 }
 
 /* ---- 256-value blocks ---------------------------------------------------------------
@@ -350,11 +353,7 @@ tilek(wk_dtype dt, const uint8_t *const *p, __m512i gi, int64_t nbk, const qd_ro
             if (!six) acc[i] = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(cs), _mm512_mul_ps(dmin, dx), acc[i]);
         }
     }
-    for (int i = 0; i < mi; i++) {
-        float t[16];
-        _mm512_storeu_ps(t, acc[i]);
-        memcpy(y + i * ys, t, (size_t)nr * sizeof(float));
-    }
+    store_rows(acc, mi, y, ys, nr);
 }
 
 /* one pass of mi (1..8) rows of x, mi a constant in each case */
