@@ -243,8 +243,14 @@ static void quant_x(const qtype *t, const float *x, int64_t k, xq *o)
                 const float is = -127.0f / max;
                 for (int i = 0; i < 256; i++) {
                     const float p = is * v[i];
-                    const int r = (int)rintf(p);   /* nearest, ties to even (ggml's nearest_int) */
-                    q[i] = r > 127 ? 127 : r;
+                    /* ggml's nearest_int (ties to even through the float's
+                       bits; defined for inf and NaN too: a scale that
+                       overflowed), kept as its int8 */
+                    const float fv = p + 12582912.0f;
+                    int32_t bits;
+                    memcpy(&bits, &fv, 4);
+                    const int r = (bits & 0x007fffff) - 0x00400000;
+                    q[i] = (int8_t)(r > 127 ? 127 : r);
                 }
                 o->d[b] = 1.0f / is;
             }
