@@ -28,6 +28,7 @@
 #include <limits.h>
 #include <stdatomic.h>
 #include "cpu_internal.h"
+#include "cpu_ew.h"
 
 /* ---- BLAS loaded at run time ------------------------------------------ */
 
@@ -830,6 +831,48 @@ static void gv_block_avx2(bool dot, int M, int dt, const float *x, int64_t xs, i
 }
 #endif
 
+#ifdef WK_HAVE_AVX2_KERNELS
+/* AVX-512, the dot layout: 16 values of b a vector (f16 by vcvtph2ps, bf16
+ * shifted into f32), two of b's rows against the M rows of x at once; the
+ * axpy layout takes the AVX2 code */
+__attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma,f16c")))
+static inline __m512 gv_ld16(const char *b, int dt, int64_t idx, __mmask16 k)
+{
+    if (dt == GV_F32) return _mm512_maskz_loadu_ps(k, (const float *)b + idx);
+    const __m256i h = _mm256_maskz_loadu_epi16(k, (const uint16_t *)b + idx);
+    if (dt == GV_F16) return _mm512_cvtph_ps(h);
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+}
+
+__attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma,f16c")))
+static void gv_block_avx512(bool dot, int M, int dt, const float *x, int64_t xs, int64_t k, const char *b, int64_t off,
+                            int64_t s, int64_t nc, float *y)
+{
+    if (!dot) {
+        gv_block(true, dot, M, dt, x, xs, k, b, off, s, nc, y);
+        return;
+    }
+    for (int64_t j = 0; j < nc; j += 2) {
+        const int nj = nc - j >= 2 ? 2 : 1;
+        __m512 acc[2][GV_MAXM];
+        for (int r = 0; r < 2; r++)
+            for (int i = 0; i < M; i++) acc[r][i] = _mm512_setzero_ps();
+        for (int64_t p = 0; p < k; p += 16) {
+            const __mmask16 km = k - p >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (k - p)) - 1);
+            const __m512 w0 = gv_ld16(b, dt, off + j * s + p, km);
+            const __m512 w1 = nj > 1 ? gv_ld16(b, dt, off + (j + 1) * s + p, km) : _mm512_setzero_ps();
+            for (int i = 0; i < M; i++) {
+                const __m512 xv = _mm512_maskz_loadu_ps(km, x + i * xs + p);
+                acc[0][i] = _mm512_fmadd_ps(xv, w0, acc[0][i]);
+                acc[1][i] = _mm512_fmadd_ps(xv, w1, acc[1][i]);
+            }
+        }
+        for (int r = 0; r < nj; r++)
+            for (int i = 0; i < M; i++) y[i * nc + j + r] = _mm512_reduce_add_ps(acc[r][i]);
+    }
+}
+#endif
+
 static struct {
     pthread_once_t once;
     gv_block_fn fn;
@@ -842,6 +885,7 @@ static void gv_pick(void)
     unsigned eax, ebx, ecx = 0, edx;
     bool f16c = __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & (1u << 29));   /* CPUID.1:ECX.F16C */
     if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && f16c) gv.fn = gv_block_avx2;
+    if (gv.fn == gv_block_avx2 && wk_ew_have_avx512()) gv.fn = gv_block_avx512;
 #endif
 }
 
