@@ -46,6 +46,11 @@ static wk_status g_int(const wk_gguf *g, const char *arch, const char *key, bool
     return WK_OK;
 }
 
+wk_status llm_gguf_int(const wk_gguf *g, const char *arch, const char *key, bool required, int64_t *out)
+{
+    return g_int(g, arch, key, required, out);
+}
+
 wk_status llm_gguf_float(const wk_gguf *g, const char *arch, const char *key, double *out)
 {
     char k[160];

@@ -84,6 +84,11 @@ static wk_llm *load_one(const char *path, wk_device *dev, const wk_llm_options *
         goto fail;
     }
     in->tp_rank = tp->rank, in->tp_size = tp->size;
+    if (tp->comm && m->cfg.arch->tp_refused) {
+        st = wk_error_set(WK_ERR_UNSUPPORTED, "%s: tensor parallel is not supported for %s models yet (%s); load it whole",
+                          path, m->cfg.arch->name, m->cfg.arch->tp_refused);
+        goto fail;
+    }
     if ((st = llm_load_weights(m, &o)) || (st = llm_fuse_weights(m)) || (st = llm_state_init(m)) ||
         (st = llm_text_init(m)))
         goto fail;
@@ -140,6 +145,7 @@ void wk_llm_free(wk_llm *m)
     llm_weights_free(m);
     llm_text_free(m);
     free(m->cfg.sliding);
+    free(m->cfg.hp.rope_factors);
     wk_model_file_close(m->src.file);
     free(m);
 }

@@ -1,0 +1,198 @@
+/* test_llm_moe.c — the mixture-of-experts families (Mixtral, Qwen2-MoE,
+ * Qwen3-MoE, OLMoE) and Phi-3 against transformers' own random-weight
+ * models (tests/data/moe_ref, made by tools/gen_moe_ref.py), each as a
+ * safetensors folder and as the GGUF file llama.cpp's converter would
+ * write from it:
+ *
+ *   llm_moe_ref/<case>/prefill   the logits of every position of the
+ *                                prompt and transformers' greedy tokens in
+ *                                one pass, within 1e-4 of each row's
+ *                                largest |logit|, the argmax equal
+ *   llm_moe_ref/<case>/decode    the prompt, then one token a step through
+ *                                the KV cache (the decode path: one
+ *                                token's experts), each step's argmax
+ *                                equal to transformers' greedy token and
+ *                                its logits within the same bound
+ *   llm_moe_refuse/<key>         config.json keys the loader does not
+ *                                implement, refused with a message naming
+ *                                them (docs/model-config.md)
+ */
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "test.h"
+#include "wick_llm.h"
+#include "wick_formats.h"
+
+static const char *ref_dir(void)
+{
+    static const char *const dirs[] = { "tests/data/moe_ref", "../tests/data/moe_ref", "data/moe_ref" };
+    char path[512];
+    for (size_t i = 0; i < 3; i++) {
+        snprintf(path, sizeof path, "%s/ref.json", dirs[i]);
+        if (access(path, R_OK) == 0) return dirs[i];
+    }
+    return NULL;
+}
+
+static int64_t ints(const wk_json *a, int32_t *out, int64_t cap)
+{
+    int64_t n = (int64_t)wk_json_count(a);
+    for (int64_t i = 0; i < n && i < cap; i++) {
+        int64_t v = 0;
+        wk_json_int(wk_json_item(a, (size_t)i), &v);
+        out[i] = (int32_t)v;
+    }
+    return n < cap ? n : cap;
+}
+
+/* max |out - ref| / max |ref| of a row; *arg the argmax of out */
+static double row_err(const float *out, const wk_json *row, int64_t nv, int64_t *arg, int64_t *ref_arg)
+{
+    double e = 0, s = 0, best = -INFINITY;
+    int64_t a = 0;
+    *ref_arg = 0;
+    for (int64_t i = 0; i < nv; i++) {
+        double r = 0;
+        wk_json_number(wk_json_item(row, (size_t)i), &r);
+        e = fmax(e, fabs(out[i] - r)), s = fmax(s, fabs(r));
+        if (out[i] > out[a]) a = i;
+        if (r > best) best = r, *ref_arg = i;
+    }
+    *arg = a;
+    return e / (s > 0 ? s : 1);
+}
+
+T_SUITE(llm_moe_ref)
+{
+    const char *dir = ref_dir();
+    char path[600];
+    wk_json *ref = NULL;
+    if (dir) {
+        snprintf(path, sizeof path, "%s/ref.json", dir);
+        ref = wk_json_parse_file(path, 0);
+    }
+    if (!ref) {
+        if (t_case("llm_moe_ref/files")) t_fail("cannot read tests/data/moe_ref/ref.json (run from the repository root)");
+        return;
+    }
+    const wk_json *cases = wk_json_get(ref, "cases");
+    for (size_t c = 0; c < wk_json_count(cases); c++) {
+        const wk_json *k = wk_json_item(cases, c);
+        const char *name = wk_json_string(wk_json_get(k, "name"), NULL);
+        const char *file = wk_json_string(wk_json_get(k, "file"), NULL);
+        if (!name || !file) continue;
+        int32_t seq[64];
+        const int64_t np = ints(wk_json_get(k, "prompt"), seq, 32);
+        const int64_t ng = ints(wk_json_get(k, "greedy"), seq + np, 32);
+        const wk_json *lg = wk_json_get(k, "logits");
+        const int64_t n = np + ng - 1;   /* rows: every position but the last */
+        double bound = 1e-4;
+        wk_json_number(wk_json_get(k, "bound"), &bound);
+        snprintf(path, sizeof path, "%s/%s", dir, file);
+        wk_llm *m = NULL;
+        for (int mode = 0; mode < 2; mode++) {
+            if (!t_case("llm_moe_ref/%s/%s", name, mode ? "decode" : "prefill")) continue;
+            if (!m && !(m = wk_llm_load(path, t_dev(), NULL))) {
+                t_fail("%s: %s", path, wk_last_error());
+                continue;
+            }
+            const int64_t nv = wk_llm_get_info(m)->n_vocab;
+            T_CHECK((int64_t)wk_json_count(lg) == n, "%zu rows of logits for %lld positions", wk_json_count(lg), (long long)n);
+            if ((int64_t)wk_json_count(lg) != n) continue;
+            float *out = t_mem((size_t)(n * nv) * sizeof *out);
+            T_OK(wk_llm_rewind(m, 0));
+            double worst = 0;
+            if (mode == 0) {
+                T_OK(wk_llm_eval(m, seq, n, true, out));
+            } else {   /* the prompt, then one token a step */
+                T_OK(wk_llm_eval(m, seq, np, true, out));
+                for (int64_t t = np; t < n; t++) T_OK(wk_llm_eval(m, seq + t, 1, true, out + t * nv));
+            }
+            for (int64_t t = 0; t < n; t++) {
+                int64_t a = 0, b = 0;
+                worst = fmax(worst, row_err(out + t * nv, wk_json_item(lg, (size_t)t), nv, &a, &b));
+                T_CHECK(a == b, "position %lld: argmax %lld, transformers' %lld", (long long)t, (long long)a, (long long)b);
+                if (t >= np - 1)
+                    T_CHECK(a == seq[t + 1], "step %lld: wick's greedy token %lld, transformers' %d", (long long)(t - np + 1),
+                            (long long)a, seq[t + 1]);
+            }
+            T_CHECK(worst < bound, "logits differ from transformers' by %.3g of the row's largest (bound %g)", worst, bound);
+        }
+        wk_llm_free(m);
+    }
+    wk_json_free(ref);
+}
+
+/* ---- refusals --------------------------------------------------------------------- */
+
+/* A copy of case `src`'s folder (the weights linked) whose config.json has
+ * `"key": value` put first (a later duplicate would be the one read, so the
+ * key must not be in the file already). */
+static bool variant(const char *dir, const char *src, const char *key, const char *value, char *out, size_t n)
+{
+    char p[PATH_MAX + 64], w[PATH_MAX];
+    snprintf(p, sizeof p, "%s/%s/config.json", dir, src);
+    FILE *f = fopen(p, "rb");
+    if (!f) return false;
+    char text[8192];
+    size_t len = fread(text, 1, sizeof text - 1, f);
+    fclose(f);
+    text[len] = 0;
+    char tmpl[] = "/tmp/wick-moe-XXXXXX";
+    if (!mkdtemp(tmpl)) return false;
+    snprintf(out, n, "%s", tmpl);
+    snprintf(p, sizeof p, "%s/config.json", out);
+    if (!(f = fopen(p, "wb"))) return false;
+    const char *brace = strchr(text, '{');
+    fprintf(f, "{\"%s\": %s,%s", key, value, brace ? brace + 1 : "}");
+    fclose(f);
+    snprintf(p, sizeof p, "%s/%s/model.safetensors", dir, src);
+    if (!realpath(p, w)) return false;
+    snprintf(p, sizeof p, "%s/model.safetensors", out);
+    return symlink(w, p) == 0;
+}
+
+static void cleanup(const char *d)
+{
+    char p[PATH_MAX + 64];
+    snprintf(p, sizeof p, "%s/config.json", d), unlink(p);
+    snprintf(p, sizeof p, "%s/model.safetensors", d), unlink(p);
+    rmdir(d);
+}
+
+T_SUITE(llm_moe_refuse)
+{
+    const char *dir = ref_dir();
+    static const struct { const char *src, *key, *value, *expect; } cases[] = {
+        { "qwen2moe_norm", "decoder_sparse_step", "2", "decoder_sparse_step is 2" },
+        { "qwen2moe_norm", "mlp_only_layers", "[1]", "mlp_only_layers" },
+        { "qwen2moe_norm", "qkv_bias", "false", "qkv_bias is false" },
+        { "qwen2moe_norm", "use_sliding_window", "true", "use_sliding_window is true" },
+        { "qwen3moe", "mlp_only_layers", "[0]", "mlp_only_layers" },
+        { "qwen3moe", "attention_bias", "true", "attention_bias is true" },
+        { "olmoe", "clip_qkv", "8.0", "clip_qkv is 8" },
+        { "olmoe", "attention_bias", "true", "attention_bias is true" },
+        { "mixtral_8x2", "hidden_act", "\"gelu\"", "hidden_act is 'gelu'" },
+        { "phi3", "partial_rotary_factor", "0.75", "partial_rotary_factor is 0.75" },
+        { "phi3", "rope_scaling", "{\"type\": \"linear\", \"factor\": 2.0}", "rope_scaling.type is 'linear'" },
+        { "phi3", "rope_scaling", "{\"type\": \"longrope\", \"short_factor\": [1, 1]}", "long_factor" },
+    };
+    for (size_t i = 0; dir && i < sizeof cases / sizeof cases[0]; i++) {
+        if (!t_case("llm_moe_refuse/%s/%s", cases[i].src, cases[i].key)) continue;
+        char d[PATH_MAX];
+        if (!variant(dir, cases[i].src, cases[i].key, cases[i].value, d, sizeof d)) {
+            t_fail("cannot write a variant of %s", cases[i].src);
+            continue;
+        }
+        wk_llm *m = wk_llm_load(d, t_dev(), NULL);
+        T_CHECK(!m, "loaded with %s = %s", cases[i].key, cases[i].value);
+        T_CHECK(m || strstr(wk_last_error(), cases[i].expect), "message '%s' does not say '%s'", wk_last_error(),
+                cases[i].expect);
+        wk_llm_free(m);
+        cleanup(d);
+    }
+}
