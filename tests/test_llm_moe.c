@@ -13,6 +13,8 @@
  *                                token's experts), each step's argmax
  *                                equal to transformers' greedy token and
  *                                its logits within the same bound
+ *   (qwen2moe_q8_0.gguf: its matrices and expert stacks Q8_0, on the cpu's
+ *   exact path, against transformers on the dequantized weights)
  *   llm_moe_refuse/<key>         config.json keys the loader does not
  *                                implement, refused with a message naming
  *                                them (docs/model-config.md)
@@ -93,6 +95,12 @@ T_SUITE(llm_moe_ref)
         double bound = 1e-4;
         wk_json_number(wk_json_get(k, "bound"), &bound);
         snprintf(path, sizeof path, "%s/%s", dir, file);
+        /* a block-quantized file on the cpu's exact path (its blocks decoded to f32): transformers runs the
+           dequantized weights */
+        const char *qdot = wk_json_string(wk_json_get(k, "cpu_qdot"), NULL);
+        const char *old = getenv("WICK_CPU_QDOT");
+        char *keep = old ? strdup(old) : NULL;
+        if (qdot) setenv("WICK_CPU_QDOT", qdot, 1), wk_env_refresh();
         wk_llm *m = NULL;
         for (int mode = 0; mode < 2; mode++) {
             if (!t_case("llm_moe_ref/%s/%s", name, mode ? "decode" : "prefill")) continue;
@@ -123,6 +131,12 @@ T_SUITE(llm_moe_ref)
             T_CHECK(worst < bound, "logits differ from transformers' by %.3g of the row's largest (bound %g)", worst, bound);
         }
         wk_llm_free(m);
+        if (qdot) {
+            if (keep) setenv("WICK_CPU_QDOT", keep, 1);
+            else unsetenv("WICK_CPU_QDOT");
+            wk_env_refresh();
+        }
+        free(keep);
     }
     wk_json_free(ref);
 }

@@ -87,7 +87,32 @@ CASES = [
 NO_GGUF = {"qwen2moe_norm", "qwen3moe_nonorm", "olmoe_gqa_norm"}
 
 
-def hf_case(out, name, cfg):
+# Block-quantized experts: a Qwen2-MoE whose matrices are Q8_0 in its GGUF (the experts' stacks too: each
+# expert's matrix a view of whole rows of blocks) and, dequantized, f32 in its safetensors folder, which is
+# what transformers runs; wick runs the GGUF on the cpu's exact path (WICK_CPU_QDOT=0: the blocks decoded to f32)
+QUANT = {"qwen2moe_q8_0": dict(BASE, model_type="qwen2_moe", hidden_size=32, intermediate_size=32, num_hidden_layers=2,
+                               num_attention_heads=2, num_key_value_heads=1, num_experts=4, num_experts_per_tok=2,
+                               moe_intermediate_size=32, shared_expert_intermediate_size=32, norm_topk_prob=False,
+                               tie_word_embeddings=False)}
+
+
+def q8_names(sd):
+    """the matrices a Q8_0 file holds as blocks (rows of whole blocks of 32; not the routers, norms, biases)"""
+    return {k for k, v in sd.items() if v.ndim == 2 and v.shape[1] % 32 == 0 and not k.endswith("mlp.gate.weight")
+            and "shared_expert_gate" not in k}
+
+
+def q8_roundtrip(sd):
+    import numpy as np
+    import gguf
+    out = dict(sd)
+    for k in q8_names(sd):
+        q = gguf.quants.quantize(np.ascontiguousarray(sd[k], dtype=np.float32), gguf.GGMLQuantizationType.Q8_0)
+        out[k] = gguf.quants.dequantize(q, gguf.GGMLQuantizationType.Q8_0).reshape(sd[k].shape).astype(np.float32)
+    return out
+
+
+def hf_case(out, name, cfg, quant=False):
     import torch
     from safetensors.torch import save_file
     from transformers import AutoConfig, AutoModelForCausalLM
@@ -111,6 +136,13 @@ def hf_case(out, name, cfg):
     with open(os.path.join(d, "config.json"), "w") as f:   # the keys under test exactly as given
         json.dump(cfg, f, indent=1)
         f.write("\n")
+    orig = None
+    if quant:   # the folder holds the dequantized weights; the GGUF quantizes the originals
+        from safetensors import safe_open
+        from safetensors.numpy import save_file as save_np
+        with safe_open(os.path.join(d, "model.safetensors"), "np") as f:
+            orig = {k: f.get_tensor(k) for k in f.keys()}
+        save_np(q8_roundtrip(orig), os.path.join(d, "model.safetensors"), metadata={"format": "pt"})
     m = AutoModelForCausalLM.from_pretrained(d, dtype=torch.float32, attn_implementation="eager").eval()
     seq = list(PROMPT)
     with torch.no_grad():
@@ -120,12 +152,13 @@ def hf_case(out, name, cfg):
     from safetensors import safe_open
     with safe_open(os.path.join(d, "model.safetensors"), "np") as f:
         sd = {k: f.get_tensor(k) for k in f.keys()}
-    return m.config, sd, seq[len(PROMPT):], [[float(f"{float(x):.8g}") for x in row] for row in lg]
+    return m.config, orig or sd, seq[len(PROMPT):], [[float(f"{float(x):.8g}") for x in row] for row in lg]
 
 
-def gguf_case(out, name, cfg, hc, sd):
+def gguf_case(out, name, cfg, hc, sd, quant=False):
     import numpy as np
     import gguf
+    qset = q8_names(sd) if quant else set()
     mt = cfg["model_type"]
     arch = {"mixtral": "llama", "qwen2_moe": "qwen2moe", "qwen3_moe": "qwen3moe", "olmoe": "olmoe", "phi3": "phi3"}[mt]
     E, H, HKV, L = hc.hidden_size, hc.num_attention_heads, hc.num_key_value_heads, hc.num_hidden_layers
@@ -166,15 +199,23 @@ def gguf_case(out, name, cfg, hc, sd):
         if mt == "mixtral" and hc.sliding_window:
             w.add_sliding_window(hc.sliding_window)
     t = lambda k: np.ascontiguousarray(sd[k], dtype=np.float32)
-    w.add_tensor("token_embd.weight", t("model.embed_tokens.weight"))
+    Q8 = gguf.GGMLQuantizationType.Q8_0
+    add = w.add_tensor
+
+    def put(gname, a, hf_names):   # Q8_0 where the HF tensors are in qset (rows quantized one by one)
+        if hf_names and all(n in qset for n in hf_names):
+            add(gname, gguf.quants.quantize(np.ascontiguousarray(a), Q8), raw_dtype=Q8)
+        else:
+            add(gname, a)
+    put("token_embd.weight", t("model.embed_tokens.weight"), ["model.embed_tokens.weight"])
     w.add_tensor("output_norm.weight", t("model.norm.weight"))
     if "lm_head.weight" in sd:
-        w.add_tensor("output.weight", t("lm_head.weight"))
+        put("output.weight", t("lm_head.weight"), ["lm_head.weight"])
     for l in range(L):
         p, g = f"model.layers.{l}.", f"blk.{l}."
         w.add_tensor(g + "attn_norm.weight", t(p + "input_layernorm.weight"))
         w.add_tensor(g + "ffn_norm.weight", t(p + "post_attention_layernorm.weight"))
-        w.add_tensor(g + "attn_output.weight", t(p + "self_attn.o_proj.weight"))
+        put(g + "attn_output.weight", t(p + "self_attn.o_proj.weight"), [p + "self_attn.o_proj.weight"])
         if mt == "phi3":
             w.add_tensor(g + "attn_qkv.weight", t(p + "self_attn.qkv_proj.weight"))
             w.add_tensor(g + "ffn_up.weight", t(p + "mlp.gate_up_proj.weight"))
@@ -183,9 +224,9 @@ def gguf_case(out, name, cfg, hc, sd):
         q, k = t(p + "self_attn.q_proj.weight"), t(p + "self_attn.k_proj.weight")
         if arch == "llama":   # the converter's permutation for the interleaved rope
             q, k = permute(q, H), permute(k, HKV)
-        w.add_tensor(g + "attn_q.weight", q)
-        w.add_tensor(g + "attn_k.weight", k)
-        w.add_tensor(g + "attn_v.weight", t(p + "self_attn.v_proj.weight"))
+        put(g + "attn_q.weight", q, [p + "self_attn.q_proj.weight"])
+        put(g + "attn_k.weight", k, [p + "self_attn.k_proj.weight"])
+        put(g + "attn_v.weight", t(p + "self_attn.v_proj.weight"), [p + "self_attn.v_proj.weight"])
         if mt == "qwen2_moe":
             for b in "qkv":
                 w.add_tensor(g + f"attn_{b}.bias", t(p + f"self_attn.{b}_proj.bias"))
@@ -199,10 +240,12 @@ def gguf_case(out, name, cfg, hc, sd):
         X = hc.num_local_experts if mt == "mixtral" else hc.num_experts
         w.add_tensor(g + "ffn_gate_inp.weight", t(pre + "gate.weight"))
         for part, hf in names.items():   # stacked [X, rows, cols]: ne = (cols, rows, X)
-            w.add_tensor(g + f"ffn_{part}_exps.weight", np.stack([t(pre + f"experts.{e}.{hf}.weight") for e in range(X)]))
+            put(g + f"ffn_{part}_exps.weight", np.stack([t(pre + f"experts.{e}.{hf}.weight") for e in range(X)]),
+                [pre + f"experts.{e}.{hf}.weight" for e in range(X)])
         if mt == "qwen2_moe":
             for part in ("gate", "up", "down"):
-                w.add_tensor(g + f"ffn_{part}_shexp.weight", t(pre + f"shared_expert.{part}_proj.weight"))
+                put(g + f"ffn_{part}_shexp.weight", t(pre + f"shared_expert.{part}_proj.weight"),
+                    [pre + f"shared_expert.{part}_proj.weight"])
             w.add_tensor(g + "ffn_gate_inp_shexp.weight", t(pre + "shared_expert_gate.weight"))   # [1, E]
     w.write_header_to_file()
     w.write_kv_data_to_file()
@@ -229,6 +272,13 @@ def main():
         for f in files:
             ref["cases"].append({"name": f, "file": f, "reference": "transformers", "bound": 1e-4, "prompt": PROMPT,
                                  "greedy": greedy, "logits": lg})
+        print(f"{name}: greedy {greedy}", file=sys.stderr)
+    for name, cfg in QUANT.items():
+        hc, sd, greedy, lg = hf_case(a.out, name, cfg, quant=True)
+        gguf_case(a.out, name, cfg, hc, sd, quant=True)
+        for f in (name, name + ".gguf"):
+            ref["cases"].append({"name": f, "file": f, "reference": "transformers", "bound": 1e-4, "prompt": PROMPT,
+                                 "greedy": greedy, "logits": lg, "cpu_qdot": "0"})
         print(f"{name}: greedy {greedy}", file=sys.stderr)
     with open(os.path.join(a.out, "ref.json"), "w") as f:
         json.dump(ref, f, separators=(",", ":"))

@@ -5,7 +5,9 @@ machine that runs this (the device machine: nothing large travels).
 
 For each architecture (llama with Llama 3.1 rope scaling, mistral with a
 sliding window, qwen2 with q/k/v biases and tied embeddings, qwen3 with q/k
-norms, gemma3 with sliding and global layers) this
+norms, gemma3 with sliding and global layers, phi3 with LongRoPE, and the
+mixtures of experts mixtral, qwen2moe with its shared expert, qwen3moe and
+olmoe) this
   1. builds the model in transformers from a small config, with random
      weights (norms around their identity, so no layer is trivial), and saves
      it as safetensors + config.json (f32);
@@ -71,7 +73,27 @@ def configs():
     out.append(("gemma3", T.Gemma3ForCausalLM, T.Gemma3TextConfig(
         **g, sliding_window=16, query_pre_attn_scalar=48, rope_theta=1000000.0, rope_local_base_freq=10000.0,
         tie_word_embeddings=True)))
+    # Phi-3 with LongRoPE (the prompt is past the original context: the long factors in both), and the mixtures
+    # of experts (not split by --tp: TP_REFUSED)
+    out.append(("phi3", T.Phi3ForCausalLM, T.Phi3Config(
+        **common, original_max_position_embeddings=32,
+        rope_scaling={"type": "longrope", "short_factor": [1.0 + 0.05 * i for i in range(16)],
+                      "long_factor": [1.0 + 0.5 * i for i in range(16)]}, tie_word_embeddings=False)))
+    moe = dict(common, intermediate_size=128)
+    out.append(("mixtral", T.MixtralForCausalLM, T.MixtralConfig(
+        **moe, num_local_experts=8, num_experts_per_tok=2, rope_theta=1e6, tie_word_embeddings=False)))
+    out.append(("qwen2moe", T.Qwen2MoeForCausalLM, T.Qwen2MoeConfig(
+        **dict(common, intermediate_size=640), num_experts=8, num_experts_per_tok=2, moe_intermediate_size=128,
+        shared_expert_intermediate_size=256, norm_topk_prob=False, tie_word_embeddings=True)))
+    out.append(("qwen3moe", T.Qwen3MoeForCausalLM, T.Qwen3MoeConfig(
+        **dict(common, intermediate_size=640), num_experts=16, num_experts_per_tok=4, moe_intermediate_size=64,
+        norm_topk_prob=True, tie_word_embeddings=False)))
+    out.append(("olmoe", T.OlmoeForCausalLM, T.OlmoeConfig(
+        **dict(moe, num_key_value_heads=8), num_experts=8, num_experts_per_tok=2, tie_word_embeddings=False)))
     return out
+
+
+TP_REFUSED = {"phi3", "mixtral", "qwen2moe", "qwen3moe", "olmoe"}   # wick refuses --tp for these (docs/tensor-parallel.md)
 
 
 def randomize(model, gemma):
@@ -336,7 +358,7 @@ def main():
                     rec["window_error"] = str(e)
                     rec["pass"] = False
                     print(f"{name} window caches: {e}", file=sys.stderr)
-            if a.tp > 1:
+            if a.tp > 1 and name not in TP_REFUSED:
                 try:
                     wt32, _ = wick_run(a.exe, path, a.device, "f32", prompt, greedy, tmp, tp=a.tp)
                     wtbf, _ = wick_run(a.exe, path, a.device, "bf16", prompt, greedy, tmp, tp=a.tp)
