@@ -28,6 +28,7 @@
 #include "test.h"
 #include "wick_llm.h"
 #include "wick_formats.h"
+#include "wick_ext.h"
 
 static const char *ref_dir(void)
 {
