@@ -442,8 +442,11 @@ static const cfg_rule cfg_rules[] = {
     { "max_window_layers", T_QMOE, IGNORED, NULL, "read with use_sliding_window only (refused)" },
     { "layer_types", T_QMOE, REFUSED, c_no_sliding, "a sliding_attention layer is not supported" },
     { "layer_types", T_MIXTRAL | T_PHI3 | T_OLMOE, IGNORED, NULL, "their models do not read it" },
-    { "num_local_experts", T_MIXTRAL, READ, NULL, "the experts (required)" },
-    { "num_experts", T_QMOE | T_OLMOE, READ, NULL, "the experts (required)" },
+    { "num_local_experts", T_MIXTRAL | T_QWEN3MOE | T_OLMOE, READ, NULL,
+      "the experts (mixtral's and qwen3_moe's name; olmoe's alias of num_experts)" },
+    { "num_experts", T_QMOE | T_OLMOE | T_MIXTRAL, READ, NULL,
+      "the experts (qwen2_moe's and olmoe's name; mixtral's and qwen3_moe's alias); one of the two required, both "
+      "must agree" },
     { "num_experts_per_tok", T_MOE, READ, NULL, "the experts a token is routed to (required)" },
     { "moe_intermediate_size", T_QMOE, READ, NULL, "an expert's FFN width (required)" },
     { "shared_expert_intermediate_size", T_QWEN2MOE, READ, NULL, "the shared expert's FFN width (required)" },

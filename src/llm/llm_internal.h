@@ -255,8 +255,8 @@ wk_tensor *llm_moe_layer(llm_pass *p, const llm_layer *y, wk_tensor *h, const wk
    expert_used_count (qwen2moe, qwen3moe), as llama.cpp reads them */
 enum { LLM_MOE_FF_PLAIN, LLM_MOE_FF_KEY };
 wk_status llm_moe_read_gguf(llm_config *c, const llm_gguf_keys *k, int ff, bool shared, bool norm);
-wk_status llm_moe_read_hf(llm_config *c, const wk_json *cfg, const char *experts_key, const char *ff_key,
-                          const char *shared_key, const char *norm_key, bool norm_default);
+wk_status llm_moe_read_hf(llm_config *c, const wk_json *cfg, const char *experts_key, const char *alias_key,
+                          const char *ff_key, const char *shared_key, const char *norm_key, bool norm_default);
 /* GGUF: {arch}.key as an integer (absent: *out unchanged; required: an
    error naming it) */
 wk_status llm_gguf_int(const wk_gguf *g, const char *arch, const char *key, bool required, int64_t *out);

@@ -34,7 +34,7 @@ static wk_status read_hf(llm_config *c, const wk_json *cfg)
     int64_t swa = 0;
     if (st || (st = llm_hf_int(cfg, "sliding_window", false, &swa))) return st;
     if (swa > 0) all_sliding(c, swa);
-    return llm_moe_read_hf(c, cfg, "num_local_experts", "intermediate_size", NULL, NULL, true);
+    return llm_moe_read_hf(c, cfg, "num_local_experts", "num_experts", "intermediate_size", NULL, NULL, true);
 }
 
 static const llm_wrow rows[] = {

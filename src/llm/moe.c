@@ -60,17 +60,27 @@ wk_status llm_moe_read_gguf(llm_config *c, const llm_gguf_keys *k, int ff, bool 
     return check_counts(c, wk_gguf_path(k->g));
 }
 
-/* config.json: the experts' count (experts_key), experts per token, the
+/* config.json: the experts' count (experts_key, or its alias alias_key:
+ * NULL when it has none), experts per token, the
  * experts' width (ff_key), the shared expert's (shared_key, NULL: none)
  * and norm_topk_prob (absent: norm_default; Mixtral has no key and always
  * renormalizes: norm_key NULL). */
-wk_status llm_moe_read_hf(llm_config *c, const wk_json *cfg, const char *experts_key, const char *ff_key,
-                          const char *shared_key, const char *norm_key, bool norm_default)
+wk_status llm_moe_read_hf(llm_config *c, const wk_json *cfg, const char *experts_key, const char *alias_key,
+                          const char *ff_key, const char *shared_key, const char *norm_key, bool norm_default)
 {
     llm_hparams *hp = &c->hp;
     wk_status st;
-    if ((st = llm_hf_int(cfg, experts_key, true, &hp->n_expert)) ||
-        (st = llm_hf_int(cfg, "num_experts_per_tok", true, &hp->n_expert_used)) ||
+    /* the experts' count has two names (transformers' attribute_map: the
+       other one an alias); a file that gives both must agree */
+    const char *alias = alias_key ? alias_key : experts_key;
+    int64_t a = -1;
+    if ((st = llm_hf_int(cfg, alias, false, &a))) return st;
+    if ((st = llm_hf_int(cfg, experts_key, a < 0, &hp->n_expert))) return st;
+    if (a >= 0 && wk_json_get(cfg, experts_key) && a != hp->n_expert)
+        return wk_error_set(WK_ERR_IO, "%s: %s is %lld but %s is %lld (one count of experts; transformers reads them as one)",
+                            wk_json_doc_name(cfg), experts_key, (long long)hp->n_expert, alias, (long long)a);
+    if (a >= 0 && !wk_json_get(cfg, experts_key)) hp->n_expert = a;
+    if ((st = llm_hf_int(cfg, "num_experts_per_tok", true, &hp->n_expert_used)) ||
         (st = llm_hf_int(cfg, ff_key, true, &hp->n_ff_exp)) ||
         (shared_key && (st = llm_hf_int(cfg, shared_key, true, &hp->n_ff_shexp))))
         return st;

@@ -19,7 +19,7 @@ static wk_status read_gguf(llm_config *c, const llm_gguf_keys *k) { return llm_m
 static wk_status read_hf(llm_config *c, const wk_json *cfg)
 {
     wk_status st = llm_hf_rope(cfg, NULL, &c->info.rope_base, &c->hp.scaling);
-    return st ? st : llm_moe_read_hf(c, cfg, "num_experts", "intermediate_size", NULL, "norm_topk_prob", false);
+    return st ? st : llm_moe_read_hf(c, cfg, "num_experts", "num_local_experts", "intermediate_size", NULL, "norm_topk_prob", false);
 }
 
 static const llm_wrow rows[] = {

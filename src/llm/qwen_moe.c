@@ -23,14 +23,14 @@ static wk_status read_gguf3(llm_config *c, const llm_gguf_keys *k) { return llm_
 static wk_status read_hf2(llm_config *c, const wk_json *cfg)
 {
     wk_status st = llm_hf_rope(cfg, NULL, &c->info.rope_base, &c->hp.scaling);
-    return st ? st : llm_moe_read_hf(c, cfg, "num_experts", "moe_intermediate_size", "shared_expert_intermediate_size",
+    return st ? st : llm_moe_read_hf(c, cfg, "num_experts", NULL, "moe_intermediate_size", "shared_expert_intermediate_size",
                                      "norm_topk_prob", false);
 }
 
 static wk_status read_hf3(llm_config *c, const wk_json *cfg)
 {
     wk_status st = llm_hf_rope(cfg, NULL, &c->info.rope_base, &c->hp.scaling);
-    return st ? st : llm_moe_read_hf(c, cfg, "num_experts", "moe_intermediate_size", NULL, "norm_topk_prob", false);
+    return st ? st : llm_moe_read_hf(c, cfg, "num_local_experts", "num_experts", "moe_intermediate_size", NULL, "norm_topk_prob", false);
 }
 
 #define ROW_ATTN_NORM LLM_ROW_NORM(attn_norm, "blk.%d.attn_norm.weight", "model.layers.%d.input_layernorm.weight", LLM_DE)
