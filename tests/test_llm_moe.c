@@ -8,6 +8,7 @@
  *                                prompt and transformers' greedy tokens in
  *                                one pass, within 1e-4 of each row's
  *                                largest |logit|, the argmax equal
+ *   llm_moe_ref/<case>/chunks    the same in prefill steps of 5 tokens
  *   llm_moe_ref/<case>/decode    the prompt, then one token a step through
  *                                the KV cache (the decode path: one
  *                                token's experts), each step's argmax
@@ -103,8 +104,14 @@ T_SUITE(llm_moe_ref)
         char *keep = old ? strdup(old) : NULL;
         if (qdot) setenv("WICK_CPU_QDOT", qdot, 1), wk_env_refresh();
         wk_llm *m = NULL;
-        for (int mode = 0; mode < 2; mode++) {
-            if (!t_case("llm_moe_ref/%s/%s", name, mode ? "decode" : "prefill")) continue;
+        static const char *const modes[] = { "prefill", "decode", "chunks" };
+        for (int mode = 0; mode < 3; mode++) {
+            if (!t_case("llm_moe_ref/%s/%s", name, modes[mode])) continue;
+            if (mode == 2) {   /* prefill steps of 5 tokens (window caches where the model slides) */
+                wk_llm_free(m);
+                const wk_llm_options o = { .prefill_chunk = 5 };
+                m = wk_llm_load(path, t_dev(), &o);
+            }
             if (!m && !(m = wk_llm_load(path, t_dev(), NULL))) {
                 t_fail("%s: %s", path, wk_last_error());
                 continue;
@@ -115,7 +122,7 @@ T_SUITE(llm_moe_ref)
             float *out = t_mem((size_t)(n * nv) * sizeof *out);
             T_OK(wk_llm_rewind(m, 0));
             double worst = 0;
-            if (mode == 0) {
+            if (mode != 1) {
                 T_OK(wk_llm_eval(m, seq, n, true, out));
             } else {   /* the prompt, then one token a step */
                 T_OK(wk_llm_eval(m, seq, np, true, out));

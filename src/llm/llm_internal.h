@@ -12,7 +12,8 @@
  *
  * plus the text side (tokenizer, end-of-generation ids, chat template:
  * text.c). A forward pass (step.c) embeds the tokens, runs each layer
- * through its architecture's layer function (llama.c, qwen.c, gemma3.c),
+ * through its architecture's layer function (llama.c, qwen.c, gemma3.c,
+ * phi3.c, moe.c),
  * which is written with the blocks of blocks.c, and ends in the logits.
  * docs/architecture.md has the picture and how to add an architecture.
  * Written against the public headers only (tools/check-layers). */
