@@ -19,8 +19,12 @@
  *   llm_moe_refuse/<key>         config.json keys the loader does not
  *                                implement, refused with a message naming
  *                                them (docs/model-config.md)
+ *   llm_moe_refuse/tp/<case>     a load split over 2 ranks of the cpu
+ *                                communicator refused on both, naming why
+ *                                (docs/tensor-parallel.md)
  */
 #include <limits.h>
+#include <pthread.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,6 +34,7 @@
 #include "wick_llm.h"
 #include "wick_formats.h"
 #include "wick_ext.h"
+#include "wick_comm.h"
 
 static const char *ref_dir(void)
 {
@@ -217,5 +222,54 @@ T_SUITE(llm_moe_refuse)
                 cases[i].expect);
         wk_llm_free(m);
         cleanup(d);
+    }
+}
+
+/* ---- tensor parallel: refused for these families ------------------------------------- */
+
+typedef struct tp_rank {
+    const char *path;
+    wk_comm *comm;
+    bool loaded;
+    char err[512];
+} tp_rank;
+
+static void *tp_main(void *arg)
+{
+    tp_rank *r = arg;
+    wk_llm_options o = { .comm = r->comm };
+    wk_llm *m = wk_llm_load(r->path, wk_comm_device(r->comm), &o);
+    r->loaded = m != NULL;
+    snprintf(r->err, sizeof r->err, "%s", m ? "" : wk_last_error());
+    wk_llm_free(m);
+    return NULL;
+}
+
+T_SUITE(llm_moe_tp)
+{
+    const char *dir = ref_dir();
+    static const char *const files[] = { "mixtral_8x2.gguf", "qwen2moe_shared", "olmoe.gguf", "phi3" };
+    for (size_t f = 0; dir && f < sizeof files / sizeof files[0]; f++) {
+        if (!t_case("llm_moe_refuse/tp/%s", files[f])) continue;
+        char path[600];
+        snprintf(path, sizeof path, "%s/%s", dir, files[f]);
+        wk_device *devs[2] = { t_dev(), t_dev() };
+        wk_comm *comms[2];
+        if (wk_comm_init_all(devs, 2, comms) != WK_OK) {
+            t_fail("wk_comm_init_all: %s", wk_last_error());
+            continue;
+        }
+        tp_rank r[2];
+        pthread_t th[2];
+        for (int i = 0; i < 2; i++) {
+            r[i] = (tp_rank){ .path = path, .comm = comms[i] };
+            pthread_create(&th[i], NULL, tp_main, &r[i]);
+        }
+        for (int i = 0; i < 2; i++) pthread_join(th[i], NULL);
+        for (int i = 0; i < 2; i++) {
+            wk_comm_free(comms[i]);
+            T_CHECK(!r[i].loaded, "rank %d loaded a split %s", i, files[f]);
+            T_CHECK(r[i].loaded || strstr(r[i].err, "tensor parallel is not supported"), "rank %d: '%s'", i, r[i].err);
+        }
     }
 }
