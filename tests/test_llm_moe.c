@@ -205,7 +205,7 @@ T_SUITE(llm_moe_refuse)
         { "olmoe", "attention_bias", "true", "attention_bias is true" },
         { "mixtral_8x2", "hidden_act", "\"gelu\"", "hidden_act is 'gelu'" },
         { "qwen3moe", "num_local_experts", "4", "num_local_experts is 4 but num_experts is 8" },
-        { "phi3", "partial_rotary_factor", "0.75", "partial_rotary_factor is 0.75" },
+        { "phi3", "partial_rotary_factor", "0.1", "partial_rotary_factor 0.1 gives 0 rotated dims" },
         { "phi3", "rope_scaling", "{\"type\": \"linear\", \"factor\": 2.0}", "rope_scaling.type is 'linear'" },
         { "phi3", "rope_scaling", "{\"type\": \"longrope\", \"short_factor\": [1, 1]}", "long_factor" },
     };

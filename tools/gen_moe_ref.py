@@ -73,6 +73,12 @@ CASES = [
                            num_attention_heads=4, num_key_value_heads=2, original_max_position_embeddings=8,
                            rope_scaling={"type": "longrope", "short_factor": [1.0, 1.5, 2.0, 3.0],
                                          "long_factor": [1.0, 2.5, 4.0, 9.0]}, tie_word_embeddings=False)),
+    # a partial rotary (Phi-4-mini's 0.75: the first 12 of 16 dims of a head) with LongRoPE's long factors
+    ("phi3_partial", dict(BASE, model_type="phi3", pad_token_id=0, hidden_size=64, intermediate_size=24,
+                          num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+                          original_max_position_embeddings=8, partial_rotary_factor=0.75,
+                          rope_scaling={"type": "longrope", "short_factor": [1.0, 1.1, 1.3, 1.6, 2.0, 3.0],
+                                        "long_factor": [1.0, 2.0, 3.0, 5.0, 8.0, 13.0]}, tie_word_embeddings=False)),
     # the short factors (the context equals the original one: factor 1, no attention factor)
     ("phi3_shortrope", dict(BASE, model_type="phi3", pad_token_id=0, hidden_size=32, intermediate_size=24, num_hidden_layers=2,
                             num_attention_heads=4, num_key_value_heads=2, original_max_position_embeddings=64,
@@ -177,7 +183,7 @@ def gguf_case(out, name, cfg, hc, sd, quant=False):
     w.add_vocab_size(V)
     w.add_tokenizer_model("none")
     if mt == "phi3":
-        w.add_rope_dimension_count(D)
+        w.add_rope_dimension_count(int(rp.get("partial_rotary_factor", 1.0) * E) // H)   # as the converter
         w.add_sliding_window(hc.sliding_window or 0)
         orig = hc.original_max_position_embeddings
         w.add_rope_scaling_orig_ctx_len(orig)

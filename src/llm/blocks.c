@@ -89,12 +89,19 @@ static void rope_tables(const llm_pass *p, bool whole, const wk_tensor **c, cons
     }
 }
 
-/* [1, T, H, D] -> rotated [1, H, T, D] */
+/* [1, T, H, D] -> rotated [1, H, T, D]; with a partial rotary (phi3's
+ * partial_rotary_factor) the first R dims of each head rotated, the rest
+ * passed through. */
 static wk_tensor *rope(const llm_pass *p, const wk_tensor *x)
 {
     const wk_tensor *c, *s;
     rope_tables(p, false, &c, &s);
     const int64_t pos = p->dy || p->pg ? 0 : p->pos;
+    const int64_t D = p->m->cfg.info.head_dim, R = llm_rope_dims(&p->m->cfg);
+    if (x && R < D) {
+        wk_tensor *parts[2] = { wk_rope_thd(wk_contiguous(wk_narrow(x, 3, 0, R)), c, s, pos), wk_narrow(x, 3, R, D - R) };
+        return parts[0] && parts[1] ? wk_transpose(wk_cat(parts, 2, 3), 1, 2) : NULL;
+    }
     if (p->m->cfg.info.rope_interleaved) return wk_rope_i(wk_transpose(x, 1, 2), c, s, pos);
     return wk_transpose(wk_rope_thd(x, c, s, pos), 1, 2);
 }
@@ -141,7 +148,7 @@ wk_tensor *blk_qkv_rope_cache(llm_pass *p, const llm_layer *y, const wk_tensor *
     wk_tensor *q = NULL, *k = NULL, *v = NULL;
     if (!h) return NULL;
     if (y->wqkv) {   /* one product; q, k, v are column ranges of its rows */
-        const bool fuse = !qk_norm && !p->pg && (p->dy || !llm_windowed(m, p->l));
+        const bool fuse = !qk_norm && !p->pg && (p->dy || !llm_windowed(m, p->l)) && llm_rope_dims(&m->cfg) == D;
         wk_tensor *qkv = fuse && !y->bqkv ? NULL : linear(h, y->wqkv, y->bqkv);
         if (fuse) {
             const wk_tensor *c, *s;

@@ -144,21 +144,9 @@ static const char *c_head_dim(cctx *x, const wk_json *v)
     return x->why;
 }
 
-/* the factor of a rope over part of the head (dict's, else top level) */
-static const char *partial(cctx *x, const char *name, const wk_json *d, char *key, size_t n)
-{
-    const wk_json *pv = d ? wk_json_get(d, "partial_rotary_factor") : NULL;
-    if (pv) snprintf(key, n, "%s.partial_rotary_factor", name);
-    else pv = wk_json_get(x->c, "partial_rotary_factor"), snprintf(key, n, "partial_rotary_factor");
-    double p = 1;
-    if (!j_num(pv, &p) || p == 1) return NULL;
-    x->key = key, x->val = pv;
-    return "a rope over part of the head is not supported (wick rotates the whole head)";
-}
-
 /* phi3 (Phi3Config.validate_rope): default or longrope (su and yarn are
-   renamed longrope), whose lists phi3.c reads; Phi3's default rope reads
-   partial_rotary_factor too */
+   renamed longrope), whose lists phi3.c reads, as it reads
+   partial_rotary_factor (Phi3's ropes, default and longrope, take it) */
 static const char *phi3_rope(cctx *x, const char *name, const wk_json *d, const char *type)
 {
     static _Thread_local char key[96];
@@ -173,9 +161,8 @@ static const char *phi3_rope(cctx *x, const char *name, const wk_json *d, const 
                 return "longrope needs both lists of factors";
             }
     }
-    const char *r = partial(x, name, d, key, sizeof key);
-    if (!r) x->key = NULL, x->val = NULL;
-    return r;
+    x->key = NULL, x->val = NULL;   /* partial_rotary_factor: read (phi3.c) */
+    return NULL;
 }
 
 /* one rope dict (rope_scaling, rope_parameters or one of gemma3's per
@@ -365,16 +352,6 @@ static const char *c_no_sliding(cctx *x, const wk_json *v)
     return NULL;
 }
 
-/* phi3: partial_rotary_factor without a rope dict (Phi3's default rope
-   reads it) */
-static const char *c_phi3_partial(cctx *x, const wk_json *v)
-{
-    (void)v;
-    static _Thread_local char key[96];
-    if (is_obj(wk_json_get(x->c, "rope_scaling")) || is_obj(wk_json_get(x->c, "rope_parameters"))) return NULL;
-    return partial(x, "", NULL, key, sizeof key);
-}
-
 typedef struct cfg_rule {
     const char *key;
     unsigned types;
@@ -417,8 +394,9 @@ static const cfg_rule cfg_rules[] = {
     { "rope_parameters", T_ALL, READ, c_rope_parameters, "transformers 5's rope dict (gemma3_text: one per layer type)" },
     { "partial_rotary_factor", T_ALL & ~T_PHI3, IGNORED, NULL,
       "with the default rope (compute_default_rope_parameters does not read it); refused with a scaled rope" },
-    { "partial_rotary_factor", T_PHI3, REFUSED, c_phi3_partial,
-      "a rope over part of the head (Phi-4-mini) is not supported (Phi3's default rope reads it)" },
+    { "partial_rotary_factor", T_PHI3, READ, NULL,
+      "rope over the first int(head_dim * factor) dims of a head (Phi-4-mini), as Phi3's ropes, default and longrope, "
+      "read it; the dict's over the top level's (phi3.c)" },
     { "original_max_position_embeddings", T_ALL & ~T_PHI3, READ, NULL, "llama3 rope: checked with rope_scaling" },
     { "original_max_position_embeddings", T_PHI3, READ, NULL,
       "longrope: the context the short factors serve (4096 when absent, over the rope dict's, as Phi3Config)" },

@@ -58,9 +58,12 @@ typedef struct llm_hparams {
        ones when the context is longer than rope_orig_ctx, else the short
        ones, as llama.cpp chooses: state.c), cos and sin
        multiplied by rope_mscale (1 when 0) */
-    float *rope_factors;          /* [D]: the short factors, then the long    */
+    float *rope_factors;          /* [R]: the short factors, then the long (R
+                                     the rotated dims, llm_rope_dims)       */
     double rope_mscale;
     int64_t rope_orig_ctx;        /* the long factors serve contexts past it */
+    int64_t rope_dims;            /* dims of a head rope rotates, the first
+                                     ones (phi3's partial rotary; 0: all)   */
     /* mixture of experts (blocks.c blk_moe): experts, experts per token,
        the experts' and the shared expert's FFN widths (0: none), the
        chosen experts' weights renormalized to sum 1 */
@@ -296,6 +299,9 @@ const char *llm_arch_list(bool hf);
     { offsetof(llm_layer, exp_down), "blk.%d.ffn_down_exps.weight", hf_down, LLM_DE, LLM_DFX, true, LLM_SH_ALL,  \
       LLM_DX, 0 }
 #define LLM_ROW_NORM(member, gguf, hf, dim) { offsetof(llm_layer, member), gguf, hf, dim, LLM_D0, false, LLM_SH_ALL, LLM_D0, 0 }
+
+/* the dims of a head that rope rotates (the first ones) */
+static inline int64_t llm_rope_dims(const llm_config *c) { return c->hp.rope_dims > 0 ? c->hp.rope_dims : c->info.head_dim; }
 
 /* ---- hyperparameters (hparams.c) ------------------------------------------------ */
 

@@ -18,7 +18,9 @@
  * rope.scaling.original_context_length). The choice of factors is the
  * context's wick allocates (as llama.cpp's n_ctx), where transformers
  * switches to the long ones once a sequence passes the original context
- * (docs/model-config.md). Partial rotary (Phi-4-mini) is refused. */
+ * (docs/model-config.md). A partial rotary (partial_rotary_factor, GGUF
+ * rope.dimension_count below the head size: Phi-4-mini) rotates the first
+ * dims of each head (blocks.c), the factor lists as long as their half. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,7 +34,7 @@ static void all_sliding(llm_config *c, int64_t window)
 
 static wk_status alloc_factors(llm_config *c)
 {
-    const int64_t half = c->info.head_dim / 2;
+    const int64_t half = llm_rope_dims(c) / 2;
     if (half <= 0 || half > ((int64_t)1 << 20)) return wk_error_set(WK_ERR_IO, "head dim %lld", (long long)c->info.head_dim);
     c->hp.rope_factors = calloc((size_t)(2 * half), sizeof *c->hp.rope_factors);
     return c->hp.rope_factors ? WK_OK : wk_error_set(WK_ERR_MEMORY, "out of memory");
@@ -42,7 +44,7 @@ static wk_status alloc_factors(llm_config *c)
 static wk_status gguf_factors(llm_config *c, const llm_gguf_keys *k)
 {
     static const char *const names[2] = { "rope_factors_short.weight", "rope_factors_long.weight" };
-    const int64_t half = c->info.head_dim / 2;
+    const int64_t half = llm_rope_dims(c) / 2;
     const int64_t is = wk_gguf_tensor_index(k->g, names[0]), il = wk_gguf_tensor_index(k->g, names[1]);
     if (is < 0 && il < 0) return WK_OK;
     if (is < 0 || il < 0)
@@ -75,10 +77,10 @@ static wk_status hf_list(llm_config *c, const wk_json *d, const char *key, float
 {
     const char *doc = wk_json_doc_name(d);
     const wk_json *v = wk_json_get(d, key);
-    const int64_t half = c->info.head_dim / 2;
+    const int64_t half = llm_rope_dims(c) / 2;
     if (wk_json_kind(v) != WK_JSON_ARRAY || (int64_t)wk_json_count(v) != half)
-        return wk_error_set(WK_ERR_IO, "%s: the rope dict's %s must be a list of %lld numbers (head dim / 2)", doc, key,
-                            (long long)half);
+        return wk_error_set(WK_ERR_IO, "%s: the rope dict's %s must be a list of %lld numbers (rotated dims / 2)", doc,
+                            key, (long long)half);
     for (int64_t i = 0; i < half; i++) {
         double x;
         if (!wk_json_number(wk_json_item(v, (size_t)i), &x) || !(x > 0))
@@ -102,13 +104,23 @@ static wk_status read_hf(llm_config *c, const wk_json *cfg)
     if (swa > 0) all_sliding(c, swa);
     const wk_json *rd = wk_json_get(cfg, "rope_scaling");
     if (wk_json_kind(rd) != WK_JSON_OBJECT) rd = wk_json_get(cfg, "rope_parameters");
+    /* partial_rotary_factor (the rope dict's, else the top level's): rope
+       over the first int(D p) dims of a head (Phi-4-mini: 0.75) */
+    double pf = 1.0;
+    if (!wk_json_number(wk_json_get(rd, "partial_rotary_factor"), &pf))
+        wk_json_number(wk_json_get(cfg, "partial_rotary_factor"), &pf);
+    const int64_t D = c->info.head_dim, R = (int64_t)((double)D * pf);
+    if (!(pf > 0) || R <= 0 || R > D || R % 2)
+        return wk_error_set(WK_ERR_IO, "%s: partial_rotary_factor %g gives %lld rotated dims of %lld (a positive even count "
+                            "is needed)", wk_json_doc_name(cfg), pf, (long long)R, (long long)D);
+    c->hp.rope_dims = R;
     if (wk_json_kind(rd) != WK_JSON_OBJECT) return WK_OK;
     double t;
     if (wk_json_number(wk_json_get(rd, "rope_theta"), &t)) c->info.rope_base = t;
     const char *type = wk_json_string(wk_json_get(rd, "rope_type"), NULL);
     if (!type) type = wk_json_string(wk_json_get(rd, "type"), NULL);
     if (!type || !strcmp(type, "default")) return WK_OK;
-    const int64_t half = c->info.head_dim / 2;
+    const int64_t half = llm_rope_dims(c) / 2;
     if ((st = alloc_factors(c)) || (st = hf_list(c, rd, "short_factor", c->hp.rope_factors)) ||
         (st = hf_list(c, rd, "long_factor", c->hp.rope_factors + half)))
         return st;

@@ -13,7 +13,7 @@
 static wk_status rope_tables(wk_llm *m, double base, const wk_rope_scaling *sc, bool freq_factors, wk_tensor **pcos,
                              wk_tensor **psin)
 {
-    const int64_t D = m->cfg.info.head_dim, n = m->cfg.info.context, half = D / 2;
+    const int64_t D = llm_rope_dims(&m->cfg), n = m->cfg.info.context, half = D / 2;   /* the rotated dims */
     const float *hf = freq_factors ? m->cfg.hp.rope_factors : NULL;
     if (hf && m->cfg.info.context > m->cfg.hp.rope_orig_ctx) hf += half;   /* the long factors */
     const double ms = freq_factors && m->cfg.hp.rope_mscale > 0 ? m->cfg.hp.rope_mscale : 1.0;
