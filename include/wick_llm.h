@@ -36,6 +36,11 @@ typedef enum wk_llm_arch {
     WK_LLM_QWEN2,       /* q, k, v biases                                     */
     WK_LLM_QWEN3,       /* q and k rms-normed per head                        */
     WK_LLM_GEMMA3,      /* see above                                          */
+    WK_LLM_PHI3,        /* Phi-3: fused q/k/v and gate/up, LongRoPE           */
+    WK_LLM_MIXTRAL,     /* llama's attention, a mixture of experts            */
+    WK_LLM_QWEN2MOE,    /* qwen2's attention, experts and a gated shared one  */
+    WK_LLM_QWEN3MOE,    /* qwen3's attention, experts                         */
+    WK_LLM_OLMOE,       /* q/k normed over all heads, experts                 */
     WK_LLM_ARCH_COUNT
 } wk_llm_arch;
 const char *wk_llm_arch_name(wk_llm_arch a);      /* "llama", ...; "?" */

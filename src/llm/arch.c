@@ -1,14 +1,15 @@
 /* arch.c — the registry of architectures: each one's descriptor (its
  * names in files, its defaults, its hyperparameter readers, its table of
  * layer tensors and its layer function) lives in its own file (llama.c,
- * qwen.c, gemma3.c); this file finds one by the name a file gives.
+ * qwen.c, gemma3.c, phi3.c, mixtral.c, qwen_moe.c, olmoe.c); this file finds one by the name a file gives.
  * Adding an architecture: its file, one line in `archs` below, one
  * wk_llm_arch value (include/wick_llm.h) and its tests
  * (docs/architecture.md). */
 #include <stdio.h>
 #include "llm_internal.h"
 
-static const llm_arch_desc *const archs[] = { &llm_llama, &llm_qwen2, &llm_qwen3, &llm_gemma3 };
+static const llm_arch_desc *const archs[] = { &llm_llama,   &llm_qwen2,    &llm_qwen3,    &llm_gemma3, &llm_phi3,
+                                              &llm_mixtral, &llm_qwen2moe, &llm_qwen3moe, &llm_olmoe };
 _Static_assert(sizeof archs / sizeof archs[0] == WK_LLM_ARCH_COUNT, "one descriptor per wk_llm_arch");
 
 const char *wk_llm_arch_name(wk_llm_arch a)

@@ -18,6 +18,7 @@
  * set) when an op fails, and every block takes NULL inputs as a failure
  * already reported. */
 #include <math.h>
+#include <stdlib.h>
 #include "llm_internal.h"
 
 /* y [T, n] = x [T, k] . W^T, W [n, k] dense or block-quantized */
@@ -88,12 +89,19 @@ static void rope_tables(const llm_pass *p, bool whole, const wk_tensor **c, cons
     }
 }
 
-/* [1, T, H, D] -> rotated [1, H, T, D] */
+/* [1, T, H, D] -> rotated [1, H, T, D]; with a partial rotary (phi3's
+ * partial_rotary_factor) the first R dims of each head rotated, the rest
+ * passed through. */
 static wk_tensor *rope(const llm_pass *p, const wk_tensor *x)
 {
     const wk_tensor *c, *s;
     rope_tables(p, false, &c, &s);
     const int64_t pos = p->dy || p->pg ? 0 : p->pos;
+    const int64_t D = p->m->cfg.info.head_dim, R = llm_rope_dims(&p->m->cfg);
+    if (x && R < D) {
+        wk_tensor *parts[2] = { wk_rope_thd(wk_contiguous(wk_narrow(x, 3, 0, R)), c, s, pos), wk_narrow(x, 3, R, D - R) };
+        return parts[0] && parts[1] ? wk_transpose(wk_cat(parts, 2, 3), 1, 2) : NULL;
+    }
     if (p->m->cfg.info.rope_interleaved) return wk_rope_i(wk_transpose(x, 1, 2), c, s, pos);
     return wk_transpose(wk_rope_thd(x, c, s, pos), 1, 2);
 }
@@ -140,7 +148,7 @@ wk_tensor *blk_qkv_rope_cache(llm_pass *p, const llm_layer *y, const wk_tensor *
     wk_tensor *q = NULL, *k = NULL, *v = NULL;
     if (!h) return NULL;
     if (y->wqkv) {   /* one product; q, k, v are column ranges of its rows */
-        const bool fuse = !qk_norm && !p->pg && (p->dy || !llm_windowed(m, p->l));
+        const bool fuse = !qk_norm && !p->pg && (p->dy || !llm_windowed(m, p->l)) && llm_rope_dims(&m->cfg) == D;
         wk_tensor *qkv = fuse && !y->bqkv ? NULL : linear(h, y->wqkv, y->bqkv);
         if (fuse) {
             const wk_tensor *c, *s;
@@ -169,7 +177,10 @@ wk_tensor *blk_qkv_rope_cache(llm_pass *p, const llm_layer *y, const wk_tensor *
         k = wk_reshape(linear(h, y->wk, y->bk), WK_SHAPE(1, T, Hkv, D));
         v = wk_reshape(linear(h, y->wv, y->bv), WK_SHAPE(1, T, Hkv, D));
     }
-    if (qk_norm) {
+    if (qk_norm && wk_tensor_dim(y->q_norm, 0) != D) {   /* over all heads at once (OLMoE) */
+        q = wk_reshape(blk_norm(p, wk_reshape(wk_contiguous(q), WK_SHAPE(1, T, QD)), y->q_norm), WK_SHAPE(1, T, H, D));
+        k = wk_reshape(blk_norm(p, wk_reshape(wk_contiguous(k), WK_SHAPE(1, T, KD)), y->k_norm), WK_SHAPE(1, T, Hkv, D));
+    } else if (qk_norm) {
         q = blk_norm(p, q, y->q_norm);
         k = blk_norm(p, k, y->k_norm);
     }
@@ -241,6 +252,121 @@ wk_tensor *blk_gated_mlp(llm_pass *p, const llm_layer *y, const wk_tensor *h, ll
     wk_tensor *f = a ? linear(a, y->w_down, NULL) : NULL;
     llm_mark(p, "gated_mlp", f);
     return f;
+}
+
+/* Expert e's matrix of a stack [X, r, c]: a view of its rows, so that
+ * only the chosen experts' bytes are read (dense or block-quantized). */
+static wk_tensor *expert(const wk_tensor *w, int64_t e)
+{
+    return wk_squeeze(wk_narrow(w, 0, e, 1), 0);
+}
+
+/* A token's router: the softmax of its logits over the experts, the k
+ * largest (the first index among equals), renormalized to sum 1 where
+ * the model does (norm_topk_prob; Mixtral always), as transformers'
+ * routers compute it (softmax in f32, then top-k, then the sum). */
+static void route(const float *lg, int64_t X, int64_t K, bool norm, int32_t *ids, float *w)
+{
+    double mx = lg[0], sum = 0;
+    for (int64_t e = 1; e < X; e++) mx = lg[e] > mx ? lg[e] : mx;
+    for (int64_t e = 0; e < X; e++) sum += exp((double)lg[e] - mx);
+    for (int64_t k = 0; k < K; k++) {
+        int64_t best = -1;
+        for (int64_t e = 0; e < X; e++) {
+            bool taken = false;
+            for (int64_t j = 0; j < k; j++) taken |= ids[j] == e;
+            if (!taken && (best < 0 || lg[e] > lg[best])) best = e;
+        }
+        ids[k] = (int32_t)best;
+        w[k] = (float)(exp((double)lg[best] - mx) / sum);
+    }
+    if (!norm) return;
+    float s = 0;
+    for (int64_t k = 0; k < K; k++) s += w[k];
+    for (int64_t k = 0; k < K; k++) w[k] /= s;
+}
+
+/* A mixture of experts (Mixtral, Qwen2/3-MoE, OLMoE) on h [T, E]: each
+ * token's router picks k experts and weighs them (route); the tokens are
+ * grouped by expert, and each chosen expert runs once on its tokens'
+ * rows (a gather), its output scaled by their weights and added into
+ * theirs (index_add), experts in ascending order as transformers adds
+ * them; then the shared expert, gated by sigmoid(h w) where the model has
+ * that gate (qwen2moe), is added. An expert's matrices are views of the
+ * stacks, so a token reads only its k experts' weights, and a prefill
+ * reads each chosen expert once for all its tokens.
+ *
+ * The routing is decided on the host: the router's logits ([T, X], a few
+ * bytes a token) come back, which costs a wait for the device in every
+ * MoE layer and keeps MoE models out of the recorded decode steps
+ * (decode_graph.c). A device-side route (a top-k op and a grouped expert
+ * product) would lift both; docs/models.md says where this stands. */
+wk_tensor *blk_moe(llm_pass *p, const llm_layer *y, const wk_tensor *h)
+{
+    const wk_llm *m = p->m;
+    const llm_hparams *hp = &m->cfg.hp;
+    const wk_dtype act = m->cfg.info.act_dtype;
+    const int64_t T = p->T, E = m->cfg.info.n_embd, X = hp->n_expert, K = hp->n_expert_used;
+    if (!h) return NULL;
+    wk_tensor *lg = linear(h, y->router, NULL);
+    if (lg && act != WK_F32) lg = wk_to_dtype(lg, WK_F32);
+    llm_mark(p, "router", lg);
+    float *rl = malloc((size_t)(T * X) * sizeof *rl), *rw = malloc((size_t)(T * K) * sizeof *rw);
+    int32_t *ri = malloc((size_t)(T * K) * sizeof *ri);
+    uint32_t *tok = malloc((size_t)(T * K) * sizeof *tok);
+    float *tw = malloc((size_t)(T * K) * sizeof *tw);
+    int64_t *cnt = calloc((size_t)X + 1, sizeof *cnt);
+    wk_tensor *out = NULL;
+    if (!rl || !rw || !ri || !tok || !tw || !cnt) {
+        wk_error_set(WK_ERR_MEMORY, "out of memory routing %lld tokens", (long long)T);
+        goto done;
+    }
+    if (!lg || wk_to_host(lg, rl, (size_t)(T * X) * sizeof *rl) != WK_OK) goto done;
+    for (int64_t t = 0; t < T; t++) route(rl + t * X, X, K, hp->moe_norm_topk, ri + t * K, rw + t * K);
+    for (int64_t i = 0; i < T * K; i++) cnt[ri[i] + 1]++;   /* tokens grouped by expert, in order */
+    for (int64_t e = 0; e < X; e++) cnt[e + 1] += cnt[e];
+    {
+        int64_t *at = calloc((size_t)X, sizeof *at);
+        if (!at) {
+            wk_error_set(WK_ERR_MEMORY, "out of memory");
+            goto done;
+        }
+        for (int64_t t = 0; t < T; t++)
+            for (int64_t k = 0; k < K; k++) {
+                const int64_t e = ri[t * K + k], j = cnt[e] + at[e]++;
+                tok[j] = (uint32_t)t, tw[j] = rw[t * K + k];
+            }
+        free(at);
+    }
+    out = wk_zeros(m->dev, act, WK_SHAPE(T, E));
+    for (int64_t e = 0; out && e < X; e++) {
+        const int64_t n = cnt[e + 1] - cnt[e];
+        if (!n) continue;
+        wk_scope_begin();
+        wk_tensor *ids = wk_from_host(m->dev, WK_U32, WK_SHAPE(n), tok + cnt[e]);
+        wk_tensor *wt = wk_from_host(m->dev, WK_F32, WK_SHAPE(n, 1), tw + cnt[e]);
+        if (wt && act != WK_F32) wt = wk_to_dtype(wt, act);
+        const wk_tensor *xe = n == T && T == 1 ? h : ids ? wk_index_select(h, ids, 0) : NULL;
+        wk_tensor *a = xe ? wk_silu_mul(linear(xe, expert(y->exp_gate, e), NULL), linear(xe, expert(y->exp_up, e), NULL))
+                          : NULL;
+        wk_tensor *f = a ? wk_mul(linear(a, expert(y->exp_down, e), NULL), wt) : NULL;
+        const bool ok = f && wk_index_add(out, ids, f, 0) == WK_OK;
+        wk_scope_end();
+        if (!ok) {
+            wk_error_wrap("expert %lld of layer %lld", (long long)e, (long long)p->l);
+            out = NULL;   /* the pass's scope releases it */
+        }
+    }
+    if (out && y->sh_down) {   /* the shared expert, every token */
+        wk_tensor *s = wk_silu_mul(linear(h, y->sh_gate, NULL), linear(h, y->sh_up, NULL));
+        s = s ? linear(s, y->sh_down, NULL) : NULL;
+        if (s && y->sh_inp) s = wk_mul(s, wk_sigmoid(linear(h, y->sh_inp, NULL)));
+        out = s ? wk_add(out, s) : NULL;
+    }
+done:
+    free(rl), free(rw), free(ri), free(tok), free(tw), free(cnt);
+    llm_mark(p, "moe", out);
+    return out;
 }
 
 /* f, a block's output, as the residual stream takes it: with tensor

@@ -60,7 +60,9 @@ struct llm_graphs {
 
 static bool graph_usable(const wk_llm *m)
 {
-    if (m->rt.graph_off || llm_timing_by_part(m) || m->st.sw_cap > 0) return false;
+    /* a mixture of experts routes on the host (blocks.c blk_moe): a
+       step waits for the router's logits, which a graph cannot */
+    if (m->rt.graph_off || llm_timing_by_part(m) || m->st.sw_cap > 0 || m->cfg.hp.n_expert > 0) return false;
     return wk_supports(m->dev, "graph", WK_F32);
 }
 

@@ -46,6 +46,11 @@ static wk_status g_int(const wk_gguf *g, const char *arch, const char *key, bool
     return WK_OK;
 }
 
+wk_status llm_gguf_int(const wk_gguf *g, const char *arch, const char *key, bool required, int64_t *out)
+{
+    return g_int(g, arch, key, required, out);
+}
+
 wk_status llm_gguf_float(const wk_gguf *g, const char *arch, const char *key, double *out)
 {
     char k[160];
@@ -110,9 +115,12 @@ static wk_status hparams_gguf(wk_llm *m)
     in->n_head = H;
     in->n_head_kv = Hkv;
     in->head_dim = D;
-    if (rope_dim != D)
+    if (rope_dim != D && in->arch != WK_LLM_PHI3)
         return wk_error_set(WK_ERR_UNSUPPORTED, "%s: rope over %lld of a head's %lld dims (partial rotary) is not supported",
                             path, (long long)rope_dim, (long long)D);
+    if (rope_dim <= 0 || rope_dim > D || rope_dim % 2)   /* phi3 (Phi-4-mini): the first rope_dim dims */
+        return wk_error_set(WK_ERR_IO, "%s: rope over %lld of a head's %lld dims", path, (long long)rope_dim, (long long)D);
+    hp->rope_dims = rope_dim;
     in->norm_eps = 1e-5;
     in->rope_base = 10000.0;
     if ((st = llm_gguf_float(g, arch, "attention.layer_norm_rms_epsilon", &in->norm_eps)) ||

@@ -34,6 +34,14 @@ static void all_sliding(llm_config *c, int64_t window)
  * adjacent pairs (hparams.c's top comment). */
 static wk_status read_gguf(llm_config *c, const llm_gguf_keys *k)
 {
+    int64_t experts = 0;
+    wk_status st = llm_gguf_int(k->g, k->arch, "expert_count", false, &experts);
+    if (st) return st;
+    if (experts > 0) {   /* Mixtral: llama.cpp's converter writes it as llama with experts */
+        c->arch = &llm_mixtral;
+        c->info.arch = WK_LLM_MIXTRAL;
+        return llm_mixtral.read_gguf(c, k);
+    }
     c->info.rope_interleaved = true;
     if (k->swa > 0) all_sliding(c, k->swa);
     return WK_OK;

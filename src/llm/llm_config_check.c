@@ -13,7 +13,8 @@
  *            with a message naming the file, the key and its value.
  *
  * The references, read for this table: transformers 5.24's configuration
- * and modeling files of llama, mistral, qwen2, qwen3 and gemma3_text (what
+ * and modeling files of llama, mistral, qwen2, qwen3, gemma3_text, phi3,
+ * mixtral, qwen2_moe, qwen3_moe and olmoe (what
  * from_pretrained builds from config.json), and llama.cpp's loader for
  * GGUF (ggml-org/llama.cpp@0c1e57098: src/llama-model.cpp load_hparams,
  * src/models/{llama,qwen2,qwen3,gemma3}.cpp, llama-context.cpp).
@@ -44,8 +45,13 @@ wk_status llm_check_refuse(wk_status st, const char *file, const char *key, cons
 
 /* ==== config.json (transformers 5.24) =========================================== */
 
-enum { T_LLAMA = 1, T_MISTRAL = 2, T_QWEN2 = 4, T_QWEN3 = 8, T_GEMMA3 = 16, T_ALL = 31 };
-#define T_SILU (T_LLAMA | T_MISTRAL | T_QWEN2 | T_QWEN3)
+enum {
+    T_LLAMA = 1, T_MISTRAL = 2, T_QWEN2 = 4, T_QWEN3 = 8, T_GEMMA3 = 16, T_PHI3 = 32, T_MIXTRAL = 64,
+    T_QWEN2MOE = 128, T_QWEN3MOE = 256, T_OLMOE = 512, T_ALL = 1023
+};
+#define T_QMOE (T_QWEN2MOE | T_QWEN3MOE)
+#define T_MOE (T_MIXTRAL | T_QMOE | T_OLMOE)
+#define T_SILU (T_LLAMA | T_MISTRAL | T_QWEN2 | T_QWEN3 | T_PHI3 | T_MOE)
 
 typedef struct cctx {
     const wk_json *c;
@@ -115,7 +121,11 @@ static const char *c_positive(cctx *x, const wk_json *v)
 static const char *c_kv_heads(cctx *x, const wk_json *v)
 {
     if (v || x->H <= 0) return NULL;
-    const int64_t def = x->type & (T_QWEN2 | T_QWEN3) ? 32 : x->type & T_MISTRAL ? 8 : x->type & T_GEMMA3 ? 4 : x->H;
+    const int64_t def = x->type & (T_QWEN2 | T_QWEN3)  ? 32
+                        : x->type & (T_MISTRAL | T_MIXTRAL) ? 8
+                        : x->type & T_QWEN2MOE ? 16
+                        : x->type & (T_GEMMA3 | T_QWEN3MOE) ? 4
+                                                      : x->H;
     if (def == x->H) return NULL;
     x->st = WK_ERR_IO;
     snprintf(x->why, sizeof x->why,
@@ -134,6 +144,27 @@ static const char *c_head_dim(cctx *x, const wk_json *v)
     return x->why;
 }
 
+/* phi3 (Phi3Config.validate_rope): default or longrope (su and yarn are
+   renamed longrope), whose lists phi3.c reads, as it reads
+   partial_rotary_factor (Phi3's ropes, default and longrope, take it) */
+static const char *phi3_rope(cctx *x, const char *name, const wk_json *d, const char *type)
+{
+    static _Thread_local char key[96];
+    if (!type || (strcmp(type, "default") && strcmp(type, "longrope") && strcmp(type, "su") && strcmp(type, "yarn")))
+        return "Phi3Config takes the default rope and longrope (su and yarn read as longrope) only";
+    if (strcmp(type, "default")) {
+        static const char *const need[] = { "short_factor", "long_factor" };
+        for (int i = 0; i < 2; i++)
+            if (wk_json_kind(wk_json_get(d, need[i])) != WK_JSON_ARRAY) {
+                snprintf(key, sizeof key, "%s.%s", name, need[i]);
+                x->key = key, x->val = wk_json_get(d, need[i]), x->st = WK_ERR_IO;
+                return "longrope needs both lists of factors";
+            }
+    }
+    x->key = NULL, x->val = NULL;   /* partial_rotary_factor: read (phi3.c) */
+    return NULL;
+}
+
 /* one rope dict (rope_scaling, rope_parameters or one of gemma3's per
    layer type): what hparams.c's llm_hf_rope implements of it */
 static const char *rope_dict(cctx *x, const char *name, const wk_json *d)
@@ -144,6 +175,7 @@ static const char *rope_dict(cctx *x, const char *name, const wk_json *d)
     const char *type = tv ? wk_json_string(tv, NULL) : "default";
     snprintf(key, sizeof key, "%s.%s", name, tk);
     x->key = key, x->val = tv;
+    if (x->type & T_PHI3) return phi3_rope(x, name, d, type);
     if (!type || (strcmp(type, "default") && strcmp(type, "linear") && strcmp(type, "llama3")))
         return "rope scaling of this kind is not supported (wick runs default, linear and llama3 ropes)";
     static const char *const need[] = { "factor", "low_freq_factor", "high_freq_factor" };
@@ -287,6 +319,39 @@ static const char *c_pattern(cctx *x, const wk_json *v)
     return "transformers takes (layer + 1) % sliding_window_pattern, which needs a positive period";
 }
 
+static const char *c_not_one(cctx *x, const wk_json *v)
+{
+    (void)x;
+    double d;
+    return j_num(v, &d) && d != 1 ? "" : NULL;
+}
+
+static const char *c_false(cctx *x, const wk_json *v)
+{
+    (void)x;
+    bool b = true;
+    return wk_json_bool(v, &b) && !b ? "" : NULL;
+}
+
+static const char *c_nonempty(cctx *x, const wk_json *v)
+{
+    (void)x;
+    return wk_json_kind(v) == WK_JSON_ARRAY && wk_json_count(v) > 0 ? "" : NULL;
+}
+
+/* a sliding_attention entry in layer_types */
+static const char *c_no_sliding(cctx *x, const wk_json *v)
+{
+    for (size_t i = 0; wk_json_kind(v) == WK_JSON_ARRAY && i < wk_json_count(v); i++) {
+        const char *s = wk_json_string(wk_json_item(v, i), NULL);
+        if (s && !strcmp(s, "sliding_attention")) {
+            x->val = wk_json_item(v, i);
+            return "";
+        }
+    }
+    return NULL;
+}
+
 typedef struct cfg_rule {
     const char *key;
     unsigned types;
@@ -327,20 +392,52 @@ static const cfg_rule cfg_rules[] = {
       "default, linear and llama3 read; other types (yarn, dynamic, longrope, su, ...) refused; a linear rope "
       "without factor, a llama3 one without its keys, a partial one, refused" },
     { "rope_parameters", T_ALL, READ, c_rope_parameters, "transformers 5's rope dict (gemma3_text: one per layer type)" },
-    { "partial_rotary_factor", T_ALL, IGNORED, NULL,
+    { "partial_rotary_factor", T_ALL & ~T_PHI3, IGNORED, NULL,
       "with the default rope (compute_default_rope_parameters does not read it); refused with a scaled rope" },
-    { "original_max_position_embeddings", T_ALL, READ, NULL, "llama3 rope: checked with rope_scaling" },
+    { "partial_rotary_factor", T_PHI3, READ, NULL,
+      "rope over the first int(head_dim * factor) dims of a head (Phi-4-mini), as Phi3's ropes, default and longrope, "
+      "read it; the dict's over the top level's (phi3.c)" },
+    { "original_max_position_embeddings", T_ALL & ~T_PHI3, READ, NULL, "llama3 rope: checked with rope_scaling" },
+    { "original_max_position_embeddings", T_PHI3, READ, NULL,
+      "longrope: the context the short factors serve (4096 when absent, over the rope dict's, as Phi3Config)" },
     { "rope_local_base_freq", T_GEMMA3, READ, NULL, "the rope base of the sliding layers (10000 when absent)" },
-    { "attention_bias", T_LLAMA | T_QWEN3 | T_GEMMA3, REFUSED, c_true,
+    { "attention_bias", T_LLAMA | T_QWEN3 | T_GEMMA3 | T_QWEN3MOE | T_OLMOE, REFUSED, c_true,
       "biases on q, k, v and o are not supported (wick runs this architecture without them)" },
+    { "attention_bias", T_MIXTRAL | T_PHI3 | T_QWEN2MOE, IGNORED, NULL,
+      "MixtralAttention and Phi3Attention have no biases; Qwen2MoeAttention reads qkv_bias" },
+    { "qkv_bias", T_QWEN2MOE, REFUSED, c_false, "q/k/v without biases: wick runs qwen2moe with them (the default)" },
     { "attention_bias", T_MISTRAL | T_QWEN2, IGNORED, NULL,
       "MistralAttention has no biases, Qwen2Attention always q/k/v biases (read) and no o bias, whatever the key says" },
     { "mlp_bias", T_LLAMA, REFUSED, c_true, "biases in the MLP are not supported (wick runs llama without them)" },
-    { "mlp_bias", T_MISTRAL | T_QWEN2 | T_QWEN3 | T_GEMMA3, IGNORED, NULL, "their MLPs have no biases" },
+    { "mlp_bias", T_MISTRAL | T_QWEN2 | T_QWEN3 | T_GEMMA3 | T_PHI3 | T_MOE, IGNORED, NULL, "their MLPs have no biases" },
     { "sliding_window", T_LLAMA, IGNORED, NULL, "LlamaModel has no window (the key is Mistral's)" },
     { "sliding_window", T_MISTRAL, READ, c_positive,
       "every layer's window; absent: 4096 (MistralConfig's default); null: none" },
-    { "sliding_window", T_QWEN2 | T_QWEN3, IGNORED, NULL, "unless use_sliding_window (see there)" },
+    { "sliding_window", T_QWEN2 | T_QWEN3 | T_QMOE, IGNORED, NULL, "unless use_sliding_window (see there)" },
+    { "sliding_window", T_MIXTRAL | T_PHI3, READ, c_positive, "every layer's window; absent or null: none" },
+    { "sliding_window", T_OLMOE, IGNORED, NULL, "OlmoeModel's mask has no window" },
+    { "use_sliding_window", T_QMOE, REFUSED, c_true, "windows on some layers are not supported for the MoE Qwens" },
+    { "max_window_layers", T_QMOE, IGNORED, NULL, "read with use_sliding_window only (refused)" },
+    { "layer_types", T_QMOE, REFUSED, c_no_sliding, "a sliding_attention layer is not supported" },
+    { "layer_types", T_MIXTRAL | T_PHI3 | T_OLMOE, IGNORED, NULL, "their models do not read it" },
+    { "num_local_experts", T_MIXTRAL | T_QWEN3MOE | T_OLMOE, READ, NULL,
+      "the experts (mixtral's and qwen3_moe's name; olmoe's alias of num_experts)" },
+    { "num_experts", T_QMOE | T_OLMOE | T_MIXTRAL, READ, NULL,
+      "the experts (qwen2_moe's and olmoe's name; mixtral's and qwen3_moe's alias); one of the two required, both "
+      "must agree" },
+    { "num_experts_per_tok", T_MOE, READ, NULL, "the experts a token is routed to (required)" },
+    { "moe_intermediate_size", T_QMOE, READ, NULL, "an expert's FFN width (required)" },
+    { "shared_expert_intermediate_size", T_QWEN2MOE, READ, NULL, "the shared expert's FFN width (required)" },
+    { "norm_topk_prob", T_QMOE | T_OLMOE, READ, NULL, "the chosen experts' weights renormalized (absent: false)" },
+    { "norm_topk_prob", T_MIXTRAL, IGNORED, NULL, "MixtralTopKRouter always renormalizes" },
+    { "decoder_sparse_step", T_QMOE, REFUSED, c_not_one, "dense MLP layers between the sparse ones are not supported" },
+    { "mlp_only_layers", T_QMOE, REFUSED, c_nonempty, "dense MLP layers among the sparse ones are not supported" },
+    { "router_jitter_noise", T_MIXTRAL, IGNORED, NULL, "noise in training only" },
+    { "output_router_logits", T_MOE, IGNORED, NULL, "the auxiliary loss's, in training only" },
+    { "router_aux_loss_coef", T_MOE, IGNORED, NULL, "the auxiliary loss's, in training only" },
+    { "clip_qkv", T_OLMOE, REFUSED, c_present, "clamping q, k and v is not supported" },
+    { "resid_pdrop", T_PHI3, IGNORED, NULL, "dropout acts in training only" },
+    { "embd_pdrop", T_PHI3, IGNORED, NULL, "dropout acts in training only" },
     { "sliding_window", T_GEMMA3, READ, c_gemma_window, "the sliding layers' window; absent: 4096" },
     { "use_sliding_window", T_QWEN2 | T_QWEN3, REFUSED, c_qwen_window,
       "windows on the layers from max_window_layers on; refused when a layer would get one" },
@@ -373,6 +470,9 @@ static const struct { const char *mt, *cls; unsigned type; } cfg_types[] = {
     { "llama", "LlamaConfig", T_LLAMA },        { "mistral", "MistralConfig", T_MISTRAL },
     { "qwen2", "Qwen2Config", T_QWEN2 },        { "qwen3", "Qwen3Config", T_QWEN3 },
     { "gemma3_text", "Gemma3TextConfig", T_GEMMA3 },
+    { "phi3", "Phi3Config", T_PHI3 },           { "mixtral", "MixtralConfig", T_MIXTRAL },
+    { "qwen2_moe", "Qwen2MoeConfig", T_QWEN2MOE }, { "qwen3_moe", "Qwen3MoeConfig", T_QWEN3MOE },
+    { "olmoe", "OlmoeConfig", T_OLMOE },
 };
 
 wk_status llm_check_config(const wk_json *c, wk_llm_arch arch)

@@ -1,7 +1,8 @@
 /* llm_gguf_check.c — the GGUF half of the loader's table of switches
  * (llm_config_check.c has the config.json half and says what the outcomes
  * mean): every key of llama.cpp's loader that changes the computation of
- * llama, qwen2, qwen3 and gemma3, read, ignored as llama.cpp ignores it, or
+ * llama (and Mixtral, llama with experts), qwen2, qwen3, gemma3, phi3,
+ * qwen2moe, qwen3moe and olmoe, read, ignored as llama.cpp ignores it, or
  * refused; and the tensors, since llama.cpp refuses a file with tensors it
  * does not create and creates optional ones (biases, fused q/k/v, experts)
  * that wick does not run: wick accepts exactly the tensors it loads.
@@ -14,12 +15,18 @@
 #include "llm_config_check.h"
 
 enum { READ, IGNORED, REFUSED };   /* as in llm_config_check.c */
-enum { G_LLAMA = 1, G_QWEN2 = 2, G_QWEN3 = 4, G_GEMMA3 = 8, G_ALL = 15 };
+enum {
+    G_LLAMA = 1, G_QWEN2 = 2, G_QWEN3 = 4, G_GEMMA3 = 8, G_PHI3 = 16, G_QWEN2MOE = 32, G_QWEN3MOE = 64, G_OLMOE = 128,
+    G_ALL = 255
+};
+#define G_MOE (G_QWEN2MOE | G_QWEN3MOE | G_OLMOE)   /* and llama with experts: Mixtral */
+#define G_DENSE (G_QWEN2 | G_QWEN3 | G_GEMMA3 | G_PHI3)
 
 typedef struct gctx {
     const wk_gguf *g;
     const char *arch;
     unsigned type;
+    bool moe;                     /* experts (a MoE architecture, or llama's Mixtral) */
     int64_t L;
     char key[160];                /* the key a check names (its row's unless it sets another) */
     const wk_gguf_value *val;
@@ -83,6 +90,13 @@ static const char *g_negative(gctx *x, const wk_gguf_value *v)
     (void)x;
     double d;
     return g_num(v, &d) && d < 0 ? "a negative cap is not supported (llama.cpp's equals that of its absolute value)" : NULL;
+}
+
+static const char *g_scale(gctx *x, const wk_gguf_value *v)
+{
+    (void)x;
+    double d;
+    return g_num(v, &d) && d != 0 && d != 1 ? "" : NULL;
 }
 
 static const char *g_false(gctx *x, const wk_gguf_value *v)
@@ -176,17 +190,33 @@ static const gguf_rule gguf_rules[] = {
       "wick runs none and linear (absent: linear, as llama.cpp); yarn and longrope are not supported" },
     { "rope.scaling.factor", G_ALL, READ, g_factor, "linear scaling: positions divided by it (absent or 0: 1)" },
     { "rope.scale_linear", G_ALL, READ, g_factor, "the older name of rope.scaling.factor, read when that is absent" },
-    { "rope.scaling.attn_factor", G_ALL, REFUSED, g_not_one, "a factor on rope's cos and sin is not supported" },
-    { "rope.scaling.original_context_length", G_ALL, IGNORED, NULL, "yarn's only (refused)" },
+    { "rope.scaling.attn_factor", G_ALL & ~G_PHI3, REFUSED, g_not_one, "a factor on rope's cos and sin is not supported" },
+    { "rope.scaling.attn_factor", G_PHI3, READ, NULL, "LongRoPE: cos and sin multiplied by it" },
+    { "rope.scaling.original_context_length", G_ALL & ~G_PHI3, IGNORED, NULL, "yarn's only (refused)" },
+    { "rope.scaling.original_context_length", G_PHI3, READ, NULL,
+      "LongRoPE: rope_factors_long past it, rope_factors_short within (by the context allocated, as llama.cpp)" },
     { "rope.scaling.finetuned", G_ALL, IGNORED, NULL, "information only" },
     { "attention.causal", G_ALL, REFUSED, g_false, "attention without the causal mask is not supported" },
     { "pooling_type", G_ALL, IGNORED, NULL, "llama.cpp pools only when embeddings are asked for" },
-    { "expert_count", G_ALL, REFUSED, g_nonzero, "mixture-of-experts models are not supported (wick runs dense ones)" },
-    { "expert_used_count", G_ALL, REFUSED, g_nonzero, "mixture-of-experts models are not supported" },
+    { "expert_count", G_DENSE, REFUSED, g_nonzero, "experts are not supported for this architecture (llama.cpp's is dense)" },
+    { "expert_used_count", G_DENSE, REFUSED, g_nonzero, "experts are not supported for this architecture" },
+    { "expert_count", G_LLAMA | G_MOE, READ, NULL, "the experts (llama: non-zero is Mixtral)" },
+    { "expert_used_count", G_LLAMA | G_MOE, READ, NULL, "the experts a token is routed to" },
+    { "expert_feed_forward_length", G_QWEN2MOE | G_QWEN3MOE, READ, NULL,
+      "an expert's FFN width (absent: feed_forward_length / expert_used_count, as llama.cpp)" },
+    { "expert_feed_forward_length", G_LLAMA, IGNORED, NULL, "llama.cpp's llama takes feed_forward_length for experts" },
+    { "expert_feed_forward_length", G_OLMOE, IGNORED, NULL, "llama.cpp's olmoe takes feed_forward_length" },
+    { "expert_shared_feed_forward_length", G_QWEN2MOE, READ, NULL,
+      "the shared expert's FFN width (absent: feed_forward_length, as llama.cpp)" },
+    { "expert_weights_scale", G_LLAMA | G_MOE, REFUSED, g_scale, "scaled expert weights are not supported" },
+    { "expert_weights_norm", G_LLAMA | G_MOE, IGNORED, NULL,
+      "llama.cpp fixes the renormalization per architecture here (llama's Mixtral and qwen3moe yes, qwen2moe and "
+      "olmoe no)" },
+    { "expert_gating_func", G_LLAMA | G_MOE, IGNORED, NULL, "these architectures' routers are softmaxes in llama.cpp" },
     { "nextn_predict_layers", G_ALL, REFUSED, g_nonzero, "next-token prediction layers are not supported" },
     { "attn_logit_softcapping", G_ALL, IGNORED, NULL, "llama.cpp's llama, qwen2, qwen3 and gemma3 do not read it" },
     { "final_logit_softcapping", G_GEMMA3, READ, g_negative, "logits = c tanh(logits / c) (0: none)" },
-    { "final_logit_softcapping", G_LLAMA | G_QWEN2 | G_QWEN3, IGNORED, NULL, "read by gemma3 only" },
+    { "final_logit_softcapping", G_ALL & ~G_GEMMA3, IGNORED, NULL, "read by gemma3 only" },
     { "embedding_scale", G_ALL, IGNORED, NULL, "read by granite, minicpm, grok only" },
     { "residual_scale", G_ALL, IGNORED, NULL, "read by granite, minicpm only" },
     { "logit_scale", G_ALL, IGNORED, NULL, "read by granite, cohere, grok, minicpm only" },
@@ -195,7 +225,8 @@ static const gguf_rule gguf_rules[] = {
     { "attention.sliding_window", G_LLAMA, READ, NULL,
       "every layer's window (Mistral's); llama.cpp's llama does not read it and its converter never writes it: "
       "wick applies it as transformers' Mistral does" },
-    { "attention.sliding_window", G_QWEN2 | G_QWEN3, IGNORED, NULL, "llama.cpp's qwen2 and qwen3 do not read it" },
+    { "attention.sliding_window", G_QWEN2 | G_QWEN3 | G_MOE, IGNORED, NULL, "llama.cpp does not read it for these" },
+    { "attention.sliding_window", G_PHI3, READ, NULL, "every layer's window (absent or 0: none), as llama.cpp's phi3" },
     { "attention.sliding_window", G_GEMMA3, READ, NULL, "absent or 0: no window, every layer global (as llama.cpp)" },
     { "attention.sliding_window_pattern", G_GEMMA3, READ, g_pattern,
       "which layers slide: a period n (layer l slides when l % n < n - 1) or a flag per layer; absent: 6" },
@@ -206,9 +237,16 @@ static const gguf_rule gguf_rules[] = {
 /* ---- tensors ---- */
 
 static const char *const t_global[] = { "token_embd.weight", "output_norm.weight", "output.weight" };
-static const char *const t_layer[] = { "attn_norm.weight", "attn_q.weight", "attn_k.weight", "attn_v.weight",
-                                       "attn_output.weight", "ffn_norm.weight", "ffn_gate.weight", "ffn_up.weight",
-                                       "ffn_down.weight" };
+static const char *const t_attn[] = { "attn_norm.weight", "attn_q.weight", "attn_k.weight", "attn_v.weight",
+                                      "attn_output.weight", "ffn_norm.weight" };
+static const char *const t_mlp[] = { "ffn_gate.weight", "ffn_up.weight", "ffn_down.weight" };
+static const char *const t_phi3[] = { "attn_norm.weight", "attn_qkv.weight", "attn_output.weight", "ffn_norm.weight",
+                                      "ffn_up.weight", "ffn_down.weight" };
+static const char *const t_phi3_global[] = { "rope_factors_long.weight", "rope_factors_short.weight" };
+static const char *const t_experts[] = { "ffn_gate_inp.weight", "ffn_gate_exps.weight", "ffn_up_exps.weight",
+                                         "ffn_down_exps.weight" };
+static const char *const t_shexp[] = { "ffn_gate_shexp.weight", "ffn_up_shexp.weight", "ffn_down_shexp.weight",
+                                       "ffn_gate_inp_shexp.weight" };
 static const char *const t_bias[] = { "attn_q.bias", "attn_k.bias", "attn_v.bias" };
 static const char *const t_qk_norm[] = { "attn_q_norm.weight", "attn_k_norm.weight" };
 static const char *const t_post[] = { "post_attention_norm.weight", "post_ffw_norm.weight" };
@@ -226,7 +264,7 @@ static bool in_list(const char *s, const char *const *l, size_t n)
 /* NULL: a tensor wick loads; else why not */
 static const char *tensor_why(const gctx *x, const char *name)
 {
-    if (IN(name, t_global)) return NULL;
+    if (IN(name, t_global) || (x->type & G_PHI3 && IN(name, t_phi3_global))) return NULL;
     if (!strcmp(name, "rope_freqs.weight"))
         return x->type & G_LLAMA ? NULL : "rope frequency factors are llama's (llama.cpp does not create them here)";
     int64_t l = -1;
@@ -235,24 +273,40 @@ static const char *tensor_why(const gctx *x, const char *name)
     if (sscanf(name, "blk.%lld.%n", (long long *)&l, &at) != 1 || at == 0) return NOT_LOADED;
     const char *rest = name + at;
     if (l < 0 || l >= x->L) return "its block is past block_count";
-    if (IN(rest, t_layer) || (x->type & G_QWEN2 && IN(rest, t_bias)) ||
-        (x->type & (G_QWEN3 | G_GEMMA3) && IN(rest, t_qk_norm)) || (x->type & G_GEMMA3 && IN(rest, t_post)))
+    if (x->type & G_PHI3) {
+        if (IN(rest, t_phi3)) return NULL;
+    } else if (IN(rest, t_attn) || (!x->moe && IN(rest, t_mlp)) || (x->moe && IN(rest, t_experts)) ||
+               (x->type & G_QWEN2MOE && IN(rest, t_shexp)) || (x->type & (G_QWEN2 | G_QWEN2MOE) && IN(rest, t_bias)) ||
+               (x->type & (G_QWEN3 | G_GEMMA3 | G_QWEN3MOE | G_OLMOE) && IN(rest, t_qk_norm)) ||
+               (x->type & G_GEMMA3 && IN(rest, t_post))) {
         return NULL;
+    }
+    int e = -1, at2 = 0;
+    char part[8] = "";
+    if (x->moe && sscanf(rest, "ffn_%4[a-z].%d.weight%n", part, &e, &at2) == 2 && at2 > 0 && rest[at2] == 0)
+        return "one tensor per expert (older converters) is not supported: wick reads them stacked (ffn_*_exps)";
+    if (x->type & G_PHI3 && (IN(rest, t_attn) || IN(rest, t_mlp)))
+        return "phi3 with separate q/k/v or gate is not supported (wick reads attn_qkv and ffn_up holding gate and up)";
     const size_t n = strlen(rest);
     if (n > 5 && !strcmp(rest + n - 5, ".bias"))
         return "biases here are not supported (llama.cpp adds them if present; wick runs this architecture without)";
     if (!strncmp(rest, "attn_qkv.", 9)) return "fused q/k/v weights are not supported (wick reads attn_q, attn_k, attn_v)";
     if (strstr(rest, "_exps") || strstr(rest, "_shexp") || !strncmp(rest, "ffn_gate_inp", 12))
-        return "mixture-of-experts tensors are not supported";
+        return x->moe ? "not a tensor wick loads for this architecture's experts"
+                      : "mixture-of-experts tensors are not supported for this architecture";
     return NOT_LOADED;
 }
 
 wk_status llm_check_gguf(const wk_gguf *g, const char *arch_name, wk_llm_arch arch)
 {
-    static const unsigned types[WK_LLM_ARCH_COUNT] = { G_LLAMA, G_QWEN2, G_QWEN3, G_GEMMA3 };
+    static const unsigned types[WK_LLM_ARCH_COUNT] = { G_LLAMA, G_QWEN2,    G_QWEN3,    G_GEMMA3, G_PHI3,
+                                                       G_LLAMA, G_QWEN2MOE, G_QWEN3MOE, G_OLMOE };
     if ((unsigned)arch >= WK_LLM_ARCH_COUNT) return WK_OK;
     gctx x = { .g = g, .arch = arch_name, .type = types[arch] };
     wk_gguf_value_int(g_get(&x, "block_count"), &x.L);
+    int64_t experts = 0;
+    wk_gguf_value_int(g_get(&x, "expert_count"), &experts);
+    x.moe = x.type & G_MOE || (x.type & G_LLAMA && experts > 0);
     const char *path = wk_gguf_path(g);
     for (size_t i = 0; i < sizeof gguf_rules / sizeof gguf_rules[0]; i++) {
         const gguf_rule *r = &gguf_rules[i];

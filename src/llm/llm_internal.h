@@ -12,7 +12,8 @@
  *
  * plus the text side (tokenizer, end-of-generation ids, chat template:
  * text.c). A forward pass (step.c) embeds the tokens, runs each layer
- * through its architecture's layer function (llama.c, qwen.c, gemma3.c),
+ * through its architecture's layer function (llama.c, qwen.c, gemma3.c,
+ * phi3.c, moe.c),
  * which is written with the blocks of blocks.c, and ends in the logits.
  * docs/architecture.md has the picture and how to add an architecture.
  * Written against the public headers only (tools/check-layers). */
@@ -53,6 +54,21 @@ typedef struct llm_hparams {
                                      (rope_base_local, scaling_local: gemma3) */
     bool freq_factors;            /* GGUF rope_freqs.weight divides the freqs */
     bool tied;                    /* output = token embedding                  */
+    /* LongRoPE (phi3): frequency i divided by rope_factors[i] (the long
+       ones when the context is longer than rope_orig_ctx, else the short
+       ones, as llama.cpp chooses: state.c), cos and sin
+       multiplied by rope_mscale (1 when 0) */
+    float *rope_factors;          /* [R]: the short factors, then the long (R
+                                     the rotated dims, llm_rope_dims)       */
+    double rope_mscale;
+    int64_t rope_orig_ctx;        /* the long factors serve contexts past it */
+    int64_t rope_dims;            /* dims of a head rope rotates, the first
+                                     ones (phi3's partial rotary; 0: all)   */
+    /* mixture of experts (blocks.c blk_moe): experts, experts per token,
+       the experts' and the shared expert's FFN widths (0: none), the
+       chosen experts' weights renormalized to sum 1 */
+    int64_t n_expert, n_expert_used, n_ff_exp, n_ff_shexp;
+    bool moe_norm_topk;
 } llm_hparams;
 
 typedef struct llm_arch_desc llm_arch_desc;
@@ -79,6 +95,11 @@ typedef struct llm_layer {
        [w_gate; w_up], when the parts share a dtype; the parts are then
        NULL. One matmul instead of three (two) per step. */
     wk_tensor *wqkv, *bqkv, *w_gu;
+    /* a mixture of experts (blocks.c blk_moe): the router [X, E], the
+       experts stacked [X, F, E] (gate, up) and [X, E, F] (down), and the
+       shared expert with its gate [1, E] (qwen2moe); NULL where absent */
+    wk_tensor *router, *exp_gate, *exp_up, *exp_down;
+    wk_tensor *sh_gate, *sh_up, *sh_down, *sh_inp;
 } llm_layer;
 
 typedef struct llm_weights {
@@ -152,7 +173,15 @@ static inline const char *llm_path_base(const char *path)
 /* ---- architectures (arch.c; one file each) ------------------------------------- */
 
 /* The dims a tensor table names (resolved against the model's config). */
-typedef enum llm_dim { LLM_D0, LLM_DE, LLM_DQ, LLM_DKV, LLM_DF, LLM_DHEAD, LLM_DVOC } llm_dim;
+typedef enum llm_dim {
+    LLM_D0, LLM_DE, LLM_DQ, LLM_DKV, LLM_DF, LLM_DHEAD, LLM_DVOC,
+    LLM_DQKV,   /* q, k and v rows stacked (phi3's qkv_proj)          */
+    LLM_DF2,    /* gate and up rows stacked (phi3's gate_up_proj)     */
+    LLM_DX,     /* the experts                                         */
+    LLM_DFX,    /* an expert's FFN width                               */
+    LLM_DFS,    /* the shared expert's FFN width                       */
+    LLM_DONE,   /* 1 (the shared expert's gate: one row)               */
+} llm_dim;
 
 /* What a rank of a tensor-parallel model holds of a weight (llm_tp.h). */
 typedef enum llm_share {
@@ -176,15 +205,26 @@ typedef struct llm_wrow {
     llm_dim d0, d1;               /* d1 LLM_D0: a vector                      */
     bool matrix;
     llm_share share;
+    /* experts (rank 3, [X, d0, d1]): LLM_DX; a GGUF file holds one
+       stacked tensor (its name's pattern takes the layer), a HF file one
+       tensor per expert (its pattern takes the layer and the expert),
+       stacked at load. LLM_D0: not per expert. */
+    llm_dim dx;
+    unsigned flags;               /* LLM_W_*                                  */
 } llm_wrow;
+enum {
+    LLM_W_OPTIONAL = 1,           /* may be absent (the member stays NULL)    */
+    LLM_W_GGUF_VEC = 2,           /* GGUF holds [1, d1] as a vector [d1]      */
+};
 
 /* GGUF metadata of one architecture (hparams.c reads the common keys). */
-typedef struct llm_gguf_keys {
+typedef struct llm_gguf_keys llm_gguf_keys;
+struct llm_gguf_keys {
     const wk_gguf *g;
     const char *arch;             /* general.architecture, the keys' prefix    */
     int64_t swa;                  /* attention.sliding_window (0: absent)      */
     bool swa_present;
-} llm_gguf_keys;
+};
 
 struct llm_arch_desc {
     wk_llm_arch arch;
@@ -200,6 +240,8 @@ struct llm_arch_desc {
     wk_status (*read_hf)(llm_config *c, const wk_json *cfg);
     const llm_wrow *rows;            /* the layer tensors                       */
     int n_rows;
+    /* why tensor parallel is refused for it (NULL: it splits) */
+    const char *tp_refused;
     /* one layer of the forward pass (step.c calls it for each layer) */
     wk_tensor *(*layer)(llm_pass *p, const llm_layer *y, wk_tensor *h, const wk_tensor *next_norm);
 };
@@ -208,7 +250,20 @@ struct llm_arch_desc {
 wk_tensor *llm_llama_layer(llm_pass *p, const llm_layer *y, wk_tensor *h, const wk_tensor *next_norm);
 
 /* The descriptors (one file each), and the lookups by name (arch.c). */
-extern const llm_arch_desc llm_llama, llm_qwen2, llm_qwen3, llm_gemma3;
+extern const llm_arch_desc llm_llama, llm_qwen2, llm_qwen3, llm_gemma3, llm_phi3;
+extern const llm_arch_desc llm_mixtral, llm_qwen2moe, llm_qwen3moe, llm_olmoe;
+/* the layer of the mixture-of-experts families and their readers (moe.c) */
+wk_tensor *llm_moe_layer(llm_pass *p, const llm_layer *y, wk_tensor *h, const wk_tensor *next_norm);
+/* the experts' FFN width in GGUF: feed_forward_length (llama's Mixtral,
+   olmoe), or expert_feed_forward_length, absent: feed_forward_length /
+   expert_used_count (qwen2moe, qwen3moe), as llama.cpp reads them */
+enum { LLM_MOE_FF_PLAIN, LLM_MOE_FF_KEY };
+wk_status llm_moe_read_gguf(llm_config *c, const llm_gguf_keys *k, int ff, bool shared, bool norm);
+wk_status llm_moe_read_hf(llm_config *c, const wk_json *cfg, const char *experts_key, const char *alias_key,
+                          const char *ff_key, const char *shared_key, const char *norm_key, bool norm_default);
+/* GGUF: {arch}.key as an integer (absent: *out unchanged; required: an
+   error naming it) */
+wk_status llm_gguf_int(const wk_gguf *g, const char *arch, const char *key, bool required, int64_t *out);
 const llm_arch_desc *llm_arch_by_gguf(const char *name);
 const llm_arch_desc *llm_arch_by_hf(const char *model_type);
 /* The names wick runs, for messages: "llama, mistral, qwen2, ..." */
@@ -218,21 +273,35 @@ const char *llm_arch_list(bool hf);
  * gated MLP (the norms differ by architecture). */
 #define LLM_ROWS_QKVO                                                                                          \
     { offsetof(llm_layer, wq), "blk.%d.attn_q.weight", "model.layers.%d.self_attn.q_proj.weight", LLM_DQ,     \
-      LLM_DE, true, LLM_SH_ROWS_Q },                                                                         \
+      LLM_DE, true, LLM_SH_ROWS_Q, LLM_D0, 0 },                                                                         \
     { offsetof(llm_layer, wk), "blk.%d.attn_k.weight", "model.layers.%d.self_attn.k_proj.weight", LLM_DKV,    \
-      LLM_DE, true, LLM_SH_ROWS_KV },                                                                        \
+      LLM_DE, true, LLM_SH_ROWS_KV, LLM_D0, 0 },                                                                        \
     { offsetof(llm_layer, wv), "blk.%d.attn_v.weight", "model.layers.%d.self_attn.v_proj.weight", LLM_DKV,    \
-      LLM_DE, true, LLM_SH_ROWS_KV },                                                                        \
+      LLM_DE, true, LLM_SH_ROWS_KV, LLM_D0, 0 },                                                                        \
     { offsetof(llm_layer, wo), "blk.%d.attn_output.weight", "model.layers.%d.self_attn.o_proj.weight", LLM_DE, \
-      LLM_DQ, true, LLM_SH_COLS_Q }
+      LLM_DQ, true, LLM_SH_COLS_Q, LLM_D0, 0 }
 #define LLM_ROWS_MLP                                                                                           \
     { offsetof(llm_layer, w_gate), "blk.%d.ffn_gate.weight", "model.layers.%d.mlp.gate_proj.weight", LLM_DF,   \
-      LLM_DE, true, LLM_SH_ROWS_FF },                                                                        \
+      LLM_DE, true, LLM_SH_ROWS_FF, LLM_D0, 0 },                                                                        \
     { offsetof(llm_layer, w_up), "blk.%d.ffn_up.weight", "model.layers.%d.mlp.up_proj.weight", LLM_DF, LLM_DE, \
-      true, LLM_SH_ROWS_FF },                                                                                \
+      true, LLM_SH_ROWS_FF, LLM_D0, 0 },                                                                                \
     { offsetof(llm_layer, w_down), "blk.%d.ffn_down.weight", "model.layers.%d.mlp.down_proj.weight", LLM_DE,   \
-      LLM_DF, true, LLM_SH_COLS_FF }
-#define LLM_ROW_NORM(member, gguf, hf, dim) { offsetof(llm_layer, member), gguf, hf, dim, LLM_D0, false, LLM_SH_ALL }
+      LLM_DF, true, LLM_SH_COLS_FF, LLM_D0, 0 }
+/* A mixture of experts: the router and the experts' stacks (GGUF: one
+ * tensor each; HF: one per expert, the patterns' second %d) */
+#define LLM_ROWS_EXPERTS(hf_router, hf_gate, hf_up, hf_down)                                                     \
+    { offsetof(llm_layer, router), "blk.%d.ffn_gate_inp.weight", hf_router, LLM_DX, LLM_DE, true, LLM_SH_ALL,    \
+      LLM_D0, 0 },                                                                                               \
+    { offsetof(llm_layer, exp_gate), "blk.%d.ffn_gate_exps.weight", hf_gate, LLM_DFX, LLM_DE, true, LLM_SH_ALL,  \
+      LLM_DX, 0 },                                                                                               \
+    { offsetof(llm_layer, exp_up), "blk.%d.ffn_up_exps.weight", hf_up, LLM_DFX, LLM_DE, true, LLM_SH_ALL, LLM_DX, \
+      0 },                                                                                                       \
+    { offsetof(llm_layer, exp_down), "blk.%d.ffn_down_exps.weight", hf_down, LLM_DE, LLM_DFX, true, LLM_SH_ALL,  \
+      LLM_DX, 0 }
+#define LLM_ROW_NORM(member, gguf, hf, dim) { offsetof(llm_layer, member), gguf, hf, dim, LLM_D0, false, LLM_SH_ALL, LLM_D0, 0 }
+
+/* the dims of a head that rope rotates (the first ones) */
+static inline int64_t llm_rope_dims(const llm_config *c) { return c->hp.rope_dims > 0 ? c->hp.rope_dims : c->info.head_dim; }
 
 /* ---- hyperparameters (hparams.c) ------------------------------------------------ */
 
@@ -327,6 +396,7 @@ wk_tensor *blk_norm(const llm_pass *p, const wk_tensor *x, const wk_tensor *w);
 wk_tensor *blk_qkv_rope_cache(llm_pass *p, const llm_layer *y, const wk_tensor *h);
 wk_tensor *blk_attention(llm_pass *p, const llm_layer *y, const wk_tensor *q);
 wk_tensor *blk_gated_mlp(llm_pass *p, const llm_layer *y, const wk_tensor *h, llm_act act);
+wk_tensor *blk_moe(llm_pass *p, const llm_layer *y, const wk_tensor *h);
 wk_tensor *blk_residual_norm(llm_pass *p, wk_tensor *f, const wk_tensor *post, const wk_tensor *next_norm);
 wk_tensor *blk_logits(llm_pass *p, int64_t first_out, int want);
 

@@ -77,6 +77,11 @@ static wk_llm *load_one(const char *path, wk_device *dev, const wk_llm_options *
         goto fail;
     }
     llm_tp *tp = &m->cfg.tp;
+    if (o.comm && wk_comm_size(o.comm) > 1 && m->cfg.arch->tp_refused) {   /* before the plan's own checks */
+        st = wk_error_set(WK_ERR_UNSUPPORTED, "%s: tensor parallel is not supported for %s models yet (%s); load it whole",
+                          path, m->cfg.arch->name, m->cfg.arch->tp_refused);
+        goto fail;
+    }
     if ((st = llm_tp_plan(tp, o.comm, in))) goto fail;
     if (tp->comm && wk_comm_device(tp->comm) != dev) {
         st = wk_error_set(WK_ERR_ARGUMENT, "wk_llm_load: rank %d's communicator is on %s, the model on %s", tp->rank,
@@ -140,6 +145,7 @@ void wk_llm_free(wk_llm *m)
     llm_weights_free(m);
     llm_text_free(m);
     free(m->cfg.sliding);
+    free(m->cfg.hp.rope_factors);
     wk_model_file_close(m->src.file);
     free(m);
 }

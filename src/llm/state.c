@@ -7,19 +7,28 @@
 #include "llm_internal.h"
 
 /* cos/sin [n_pos, D/2] for base and scaling; with GGUF's rope_freqs.weight
- * (Llama 3.1 files) frequency i is divided by factor i. */
+ * (Llama 3.1 files) or LongRoPE's factors (phi3: hp.rope_factors)
+ * frequency i is divided by factor i, and with LongRoPE cos and sin are
+ * multiplied by hp.rope_mscale. */
 static wk_status rope_tables(wk_llm *m, double base, const wk_rope_scaling *sc, bool freq_factors, wk_tensor **pcos,
                              wk_tensor **psin)
 {
-    const int64_t D = m->cfg.info.head_dim, n = m->cfg.info.context, half = D / 2;
-    if (!freq_factors) {
+    const int64_t D = llm_rope_dims(&m->cfg), n = m->cfg.info.context, half = D / 2;   /* the rotated dims */
+    const float *hf = freq_factors ? m->cfg.hp.rope_factors : NULL;
+    if (hf && m->cfg.info.context > m->cfg.hp.rope_orig_ctx) hf += half;   /* the long factors */
+    const double ms = freq_factors && m->cfg.hp.rope_mscale > 0 ? m->cfg.hp.rope_mscale : 1.0;
+    if (!freq_factors || (!hf && !m->cfg.hp.freq_factors)) {
         if (wk_rope_tables(m->dev, D, base, n, sc, pcos, psin) != WK_OK) return wk_error_wrap("rope tables");
         return WK_OK;
     }
-    const wk_file_tensor *fi = llm_find(m, "rope_freqs.weight", NULL, -1);
-    if (!fi || fi->dtype != WK_F32 || fi->shape.rank != 1 || fi->shape.dims[0] != half)
-        return wk_error_set(WK_ERR_IO, "%s: rope_freqs.weight must be f32 [%lld]", wk_gguf_path(m->src.gguf), (long long)half);
-    const unsigned char *fd = fi->data;
+    const unsigned char *fd = NULL;
+    if (!hf) {
+        const wk_file_tensor *fi = llm_find(m, "rope_freqs.weight", NULL, -1);
+        if (!fi || fi->dtype != WK_F32 || fi->shape.rank != 1 || fi->shape.dims[0] != half)
+            return wk_error_set(WK_ERR_IO, "%s: rope_freqs.weight must be f32 [%lld]", wk_gguf_path(m->src.gguf),
+                                (long long)half);
+        fd = fi->data;
+    }
     float *c = malloc((size_t)(n * half) * sizeof *c), *s = malloc((size_t)(n * half) * sizeof *s);
     if (!c || !s) {
         free(c);
@@ -28,11 +37,12 @@ static wk_status rope_tables(wk_llm *m, double base, const wk_rope_scaling *sc, 
     }
     for (int64_t i = 0; i < half; i++) {
         float ff;
-        memcpy(&ff, fd + 4 * i, 4);
+        if (hf) ff = hf[i];
+        else memcpy(&ff, fd + 4 * i, 4);
         double f = pow(base, -2.0 * (double)i / (double)D) / (double)ff;
         for (int64_t p = 0; p < n; p++) {
-            c[p * half + i] = (float)cos((double)p * f);
-            s[p * half + i] = (float)sin((double)p * f);
+            c[p * half + i] = (float)(cos((double)p * f) * ms);
+            s[p * half + i] = (float)(sin((double)p * f) * ms);
         }
     }
     *pcos = wk_from_host(m->dev, WK_F32, WK_SHAPE(n, half), c);
@@ -53,7 +63,7 @@ wk_status llm_state_init(wk_llm *m)
 {
     const wk_llm_info *in = &m->cfg.info;
     const llm_hparams *hp = &m->cfg.hp;
-    wk_status st = rope_tables(m, in->rope_base, &hp->scaling, hp->freq_factors, &m->w.cos, &m->w.sin);
+    wk_status st = rope_tables(m, in->rope_base, &hp->scaling, hp->freq_factors || hp->rope_factors, &m->w.cos, &m->w.sin);
     if (st == WK_OK && hp->local_rope)
         st = rope_tables(m, in->rope_base_local, &hp->scaling_local, false, &m->w.cos_local, &m->w.sin_local);
     if (st) return st;

@@ -10,8 +10,9 @@
 #include "llm_internal.h"
 
 /* A table's dim for this model (the whole model's: files hold it all). */
-static int64_t dim_of(const wk_llm_info *in, llm_dim d)
+static int64_t dim_of(const llm_config *c, llm_dim d)
 {
+    const wk_llm_info *in = &c->info;
     switch (d) {
     case LLM_DE: return in->n_embd;
     case LLM_DQ: return in->n_head * in->head_dim;
@@ -19,6 +20,12 @@ static int64_t dim_of(const wk_llm_info *in, llm_dim d)
     case LLM_DF: return in->n_ff;
     case LLM_DHEAD: return in->head_dim;
     case LLM_DVOC: return in->n_vocab;
+    case LLM_DQKV: return (in->n_head + 2 * in->n_head_kv) * in->head_dim;
+    case LLM_DF2: return 2 * in->n_ff;
+    case LLM_DX: return c->hp.n_expert;
+    case LLM_DFX: return c->hp.n_ff_exp;
+    case LLM_DFS: return c->hp.n_ff_shexp;
+    case LLM_DONE: return 1;
     default: return 0;
     }
 }
@@ -40,25 +47,34 @@ typedef struct wlist {
     int64_t n, cap;
 } wlist;
 
-static wk_status want(wk_llm *m, wlist *wl, wk_tensor **dst, const char *gname, const char *hname, int layer,
-                      bool required, int rank, int64_t d0, int64_t d1, bool matrix, int share)
+/* The file tensor named by a pattern with the layer and, for a HF
+ * file's experts, the expert (extra printf arguments are ignored). */
+static const wk_file_tensor *find2(const wk_llm *m, const char *gname, const char *hname, int layer, int expert,
+                                   char *name, size_t n)
 {
-    const wk_file_tensor *info = llm_find(m, gname, hname, layer);
+    const char *pattern = m->src.gguf ? gname : hname;
+    if (!pattern) return NULL;
+    snprintf(name, n, pattern, layer, expert);
+    return wk_model_file_find(m->src.file, name);
+}
+
+static wk_status want_t(wk_llm *m, wlist *wl, wk_tensor **dst, const wk_file_tensor *info, const char *name,
+                        bool required, int rank, const int64_t *dims, bool matrix, int share)
+{
     if (!info) {
         if (!required) return WK_OK;
-        char name[256];
-        snprintf(name, sizeof name, m->src.gguf ? gname : hname, layer);
         return wk_error_set(WK_ERR_IO, "%s: the tensor %s is missing (a %s model needs it)",
                        m->src.gguf ? wk_gguf_path(m->src.gguf) : m->src.dir, name, wk_llm_arch_name(m->cfg.info.arch));
     }
-    bool ok = info->shape.rank == rank && info->shape.dims[0] == d0 && (rank == 1 || info->shape.dims[1] == d1);
+    bool ok = info->shape.rank == rank;
+    for (int i = 0; ok && i < rank; i++) ok = info->shape.dims[i] == dims[i];
     if (!ok) {
-        char got[128] = "", exp[64];
-        int p = 0;
+        char got[128] = "", exp[128] = "";
+        int p = 0, q = 0;
         for (int i = 0; i < info->shape.rank && p < 100; i++)
             p += snprintf(got + p, sizeof got - (size_t)p, "%s%lld", i ? ", " : "", (long long)info->shape.dims[i]);
-        if (rank == 1) snprintf(exp, sizeof exp, "%lld", (long long)d0);
-        else snprintf(exp, sizeof exp, "%lld, %lld", (long long)d0, (long long)d1);
+        for (int i = 0; i < rank && q < 100; i++)
+            q += snprintf(exp + q, sizeof exp - (size_t)q, "%s%lld", i ? ", " : "", (long long)dims[i]);
         return wk_error_set(WK_ERR_IO, "%s: tensor %s has shape [%s]; the model's hyperparameters say [%s]", info->file,
                        info->name, got, exp);
     }
@@ -78,7 +94,65 @@ static wk_status want(wk_llm *m, wlist *wl, wk_tensor **dst, const char *gname, 
         wl->s = s;
         wl->cap = cap;
     }
-    wl->s[wl->n++] = (wslot){ dst, info, rank, d0, d1, matrix, false, share };
+    wl->s[wl->n++] = (wslot){ dst, info, rank, dims[0], rank > 1 ? dims[1] : 0, matrix, false, share };
+    return WK_OK;
+}
+
+static wk_status want(wk_llm *m, wlist *wl, wk_tensor **dst, const char *gname, const char *hname, int layer,
+                      bool required, int rank, int64_t d0, int64_t d1, bool matrix, int share)
+{
+    char name[256];
+    const int64_t dims[2] = { d0, d1 };
+    const wk_file_tensor *info = find2(m, gname, hname, layer, 0, name, sizeof name);
+    return want_t(m, wl, dst, info, name, required, rank, dims, matrix, share);
+}
+
+/* A HF file's experts, one tensor each, stacked into one [X, d0, d1]
+ * after they are read (llm_load_weights). Stacking at load keeps one
+ * code path for both kinds of file (GGUF holds them stacked) at the cost
+ * of the experts' bytes twice while a model loads. */
+typedef struct xstack {
+    wk_tensor **dst;
+    wk_tensor **parts;            /* [X], read into by the slots */
+    int64_t n;
+} xstack;
+
+typedef struct xlist {
+    xstack *s;
+    int64_t n, cap;
+} xlist;
+
+/* a table row of experts, for layer l: one slot (GGUF) or X (HF) */
+static wk_status want_experts(wk_llm *m, wlist *wl, xlist *xl, wk_tensor **dst, const llm_wrow *w, int l)
+{
+    const llm_config *c = &m->cfg;
+    const int64_t X = dim_of(c, LLM_DX), d0 = dim_of(c, w->d0), d1 = dim_of(c, w->d1);
+    const bool req = !(w->flags & LLM_W_OPTIONAL);
+    char name[256];
+    if (m->src.gguf) {
+        const int64_t dims[3] = { X, d0, d1 };
+        return want_t(m, wl, dst, find2(m, w->gguf, NULL, l, 0, name, sizeof name), name, req, 3, dims, w->matrix,
+                      w->share);
+    }
+    const wk_file_tensor *first = find2(m, NULL, w->hf, l, 0, name, sizeof name);
+    if (!first && !req) return WK_OK;
+    if (xl->n == xl->cap) {
+        int64_t cap = xl->cap ? xl->cap * 2 : 64;
+        xstack *s = realloc(xl->s, (size_t)cap * sizeof *s);
+        if (!s) return wk_error_set(WK_ERR_MEMORY, "out of memory");
+        xl->s = s, xl->cap = cap;
+    }
+    xstack *x = &xl->s[xl->n];
+    x->dst = dst, x->n = X;
+    x->parts = calloc((size_t)X, sizeof *x->parts);
+    if (!x->parts) return wk_error_set(WK_ERR_MEMORY, "out of memory");
+    xl->n++;
+    const int64_t dims[2] = { d0, d1 };
+    for (int e = 0; e < X; e++) {
+        const wk_file_tensor *info = find2(m, NULL, w->hf, l, e, name, sizeof name);
+        wk_status st = want_t(m, wl, &x->parts[e], info, name, true, 2, dims, w->matrix, w->share);
+        if (st) return st;
+    }
     return WK_OK;
 }
 
@@ -133,6 +207,7 @@ wk_status llm_load_weights(wk_llm *m, const wk_llm_options *o)
     const llm_hparams *hp = &m->cfg.hp;
     const int64_t E = in->n_embd, V = in->n_vocab;
     wlist wl = { 0 };
+    xlist xl = { 0 };
     wk_status st;
     m->w.layers = calloc((size_t)in->n_layer, sizeof *m->w.layers);
     if (!m->w.layers) return wk_error_set(WK_ERR_MEMORY, "out of memory");
@@ -149,9 +224,18 @@ wk_status llm_load_weights(wk_llm *m, const wk_llm_options *o)
         llm_layer *y = &m->w.layers[l];
         for (int r = 0; r < arch->n_rows; r++) {
             const llm_wrow *w = &arch->rows[r];
-            const int64_t d0 = dim_of(in, w->d0), d1 = dim_of(in, w->d1);
-            WANT((wk_tensor **)((char *)y + w->member), w->gguf, w->hf, l, true, w->d1 == LLM_D0 ? 1 : 2, d0, d1,
-                 w->matrix, w->share);
+            const int64_t d0 = dim_of(&m->cfg, w->d0), d1 = dim_of(&m->cfg, w->d1);
+            wk_tensor **dst = (wk_tensor **)((char *)y + w->member);
+            const bool req = !(w->flags & LLM_W_OPTIONAL);
+            if (w->dx != LLM_D0) {
+                if ((st = want_experts(m, &wl, &xl, dst, w, l))) goto done;
+            } else if (m->src.gguf && (w->flags & LLM_W_GGUF_VEC) &&
+                       (!llm_find(m, w->gguf, NULL, l) || llm_find(m, w->gguf, NULL, l)->shape.rank == 1)) {
+                /* [1, d1] as [d1] (llama.cpp's shape; the converter may write either): reshaped below */
+                WANT(dst, w->gguf, w->hf, l, req, 1, d1, 0, w->matrix, w->share);
+            } else {
+                WANT(dst, w->gguf, w->hf, l, req, w->d1 == LLM_D0 ? 1 : 2, d0, d1, w->matrix, w->share);
+            }
         }
     }
 #undef WANT
@@ -185,10 +269,28 @@ wk_status llm_load_weights(wk_llm *m, const wk_llm_options *o)
         free(infos);
         free(raw);
     }
+    for (int64_t i = 0; st == WK_OK && i < xl.n; i++) {   /* a HF file's experts stacked */
+        *xl.s[i].dst = wk_stack(xl.s[i].parts, (int)xl.s[i].n, 0);
+        if (!*xl.s[i].dst) st = wk_error_wrap("stacking the experts");
+    }
+    for (int64_t l = 0; st == WK_OK && l < in->n_layer; l++) {   /* GGUF's vector of a one-row matrix */
+        llm_layer *y = &m->w.layers[l];
+        if (y->sh_inp && wk_tensor_rank(y->sh_inp) == 1) {
+            wk_tensor *r = wk_reshape(y->sh_inp, WK_SHAPE(1, wk_tensor_dim(y->sh_inp, 0)));
+            if (!r) st = wk_error_wrap("the shared expert's gate");
+            wk_release(y->sh_inp);
+            y->sh_inp = r;
+        }
+    }
     if (st == WK_OK && !m->w.output)   /* tied; tensor parallel: without the zero row */
         m->w.output = m->cfg.tp.comm ? wk_narrow(m->w.tok_embd, 0, 0, m->cfg.tp.n_voc) : wk_retain(m->w.tok_embd);
     if (st == WK_OK && !m->w.output) st = wk_error_wrap("the output head");
 done:
+    for (int64_t i = 0; i < xl.n; i++) {
+        for (int64_t e = 0; e < xl.s[i].n; e++) wk_release(xl.s[i].parts[e]);
+        free(xl.s[i].parts);
+    }
+    free(xl.s);
     free(wl.s);
     return st;
 }
@@ -220,6 +322,7 @@ static wk_status fuse(wk_tensor **dst, wk_tensor **const *parts, int n)
 static wk_status fuse_layer(llm_layer *y)
 {
     wk_status st;
+    if (y->wqkv) return WK_OK;   /* stacked in the file (phi3) */
     const bool bias = y->bq || y->bk || y->bv;
     const bool same = wk_tensor_dtype(y->wq) == wk_tensor_dtype(y->wk) && wk_tensor_dtype(y->wq) == wk_tensor_dtype(y->wv);
     if (same && (!bias || (y->bq && y->bk && y->bv))) {
@@ -250,7 +353,8 @@ void llm_weights_free(wk_llm *m)
             llm_layer *y = &m->w.layers[l];
             wk_tensor *ts[] = { y->attn_norm, y->wq, y->wk, y->wv, y->wo, y->bq, y->bk, y->bv, y->q_norm, y->k_norm,
                                 y->post_attn_norm, y->ffn_norm, y->w_gate, y->w_up, y->w_down, y->post_ffn_norm,
-                                y->wqkv, y->bqkv, y->w_gu };
+                                y->wqkv, y->bqkv, y->w_gu, y->router, y->exp_gate, y->exp_up, y->exp_down,
+                                y->sh_gate, y->sh_up, y->sh_down, y->sh_inp };
             for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++) wk_release(ts[i]);
         }
         free(m->w.layers);
