@@ -57,11 +57,15 @@ static double comm_timeout(void)
 }
 
 /* Wait until every rank has arrived; false when the group broke (a rank
- * waited longer than the timeout, here or before). */
-static bool group_wait(cpu_comm_group *g)
+ * waited longer than the timeout, here or before, or, at a collective's
+ * entry, the group was aborted). Past the entry every rank is inside the
+ * same collective and reaches its next barrier without waiting for
+ * anything, so the later barriers of a call ignore an abort: no rank
+ * leaves while another may still read its buffers. */
+static bool group_wait_(cpu_comm_group *g, bool entry)
 {
     pthread_mutex_lock(&g->mu);
-    if (g->broken) {
+    if (g->broken == BROKEN_TIMEOUT || (entry && g->broken)) {
         pthread_mutex_unlock(&g->mu);
         return false;
     }
@@ -79,7 +83,7 @@ static bool group_wait(cpu_comm_group *g)
     until.tv_sec += (time_t)t;
     until.tv_nsec += (long)((t - (double)(time_t)t) * 1e9);
     if (until.tv_nsec >= 1000000000L) until.tv_sec++, until.tv_nsec -= 1000000000L;
-    while (gen == g->generation && !g->broken)
+    while (gen == g->generation && g->broken != BROKEN_TIMEOUT && !(entry && g->broken))
         if (pthread_cond_timedwait(&g->cv, &g->mu, &until) == ETIMEDOUT && gen == g->generation) {
             g->broken = BROKEN_TIMEOUT;
             pthread_cond_broadcast(&g->cv);
@@ -88,6 +92,9 @@ static bool group_wait(cpu_comm_group *g)
     pthread_mutex_unlock(&g->mu);
     return ok;
 }
+
+static bool group_wait(cpu_comm_group *g) { return group_wait_(g, false); }
+static bool group_enter(cpu_comm_group *g) { return group_wait_(g, true); }
 
 static wk_status broken(cpu_comm_group *g, int rank)
 {
@@ -235,7 +242,7 @@ wk_status wk_cpu_comm_run(void *comm, const wk_coll_args *a)
     if (a->kind != WK_COLL_ALL_REDUCE_SUM && a->kind != WK_COLL_ALL_GATHER && a->kind != WK_COLL_BROADCAST)   /* no fused kinds */
         return wk_cpu_host->set_error(WK_ERR_UNSUPPORTED, "the cpu communicator fuses no collective");
     g->post[r] = *a;
-    if (!group_wait(g)) return broken(g, r);
+    if (!group_enter(g)) return broken(g, r);
     /* every rank reads the same posts, so every rank reaches the same verdict */
     int bad = -1;
     for (int s = 1; s < n && bad < 0; s++)
