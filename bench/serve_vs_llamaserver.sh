@@ -22,7 +22,7 @@
 #   DURATION [300]              seconds of sending per count at most
 #   ENDPOINT [completions]      or chat
 #   THREADS [all cores]         cpu threads of both servers (WICK_NUM_THREADS, llama-server -t)
-#   WICK_ARGS, LLAMA_ARGS       more options for either server
+#   ARGS_WICK, ARGS_LLAMA       more options for either server
 #   OUT [a fresh folder under $TMPDIR]   logs, JSON lines and RESULTS.md
 #   PORT [18480]                wick on PORT, llama-server on PORT+1
 set -euo pipefail
@@ -65,13 +65,13 @@ start_server() {   # $1: wick|llama, $2: clients
   if [ "$which" = wick ]; then
     # shellcheck disable=SC2086
     WICK_NUM_THREADS=$THREADS "$WICK" serve "$MODEL" --host 127.0.0.1 --port "$PORT" --device "$DEVICE" \
-      --max-seqs "$n" --max-queue $(( 4 * n + 16 )) --ctx "$CTX" -q ${WICK_ARGS:-} > "$log" 2>&1 &
+      --max-seqs "$n" --max-queue $(( 4 * n + 16 )) --ctx "$CTX" -q ${ARGS_WICK:-} > "$log" 2>&1 &
   else
     local ngl=0
     [ "$DEVICE" = cpu ] || ngl=999
     # shellcheck disable=SC2086
     "$LLAMA_SERVER" -m "$MODEL" --host 127.0.0.1 --port $(( PORT + 1 )) --parallel "$n" \
-      --ctx-size $(( CTX * n )) -ngl "$ngl" -t "$THREADS" --no-webui ${LLAMA_ARGS:-} > "$log" 2>&1 &
+      --ctx-size $(( CTX * n )) -ngl "$ngl" -t "$THREADS" --no-webui ${ARGS_LLAMA:-} > "$log" 2>&1 &
   fi
   pid=$!
 }
@@ -80,8 +80,9 @@ port_of() { [ "$1" = wick ] && echo "$PORT" || echo $(( PORT + 1 )); }
 
 # the command as typed, with the variables that were set
 cmdline="$0 $*"
-for v in DEVICE CLIENTS PROMPT GEN REQS DURATION ENDPOINT THREADS WICK_ARGS LLAMA_ARGS; do
-  [ -n "${!v+x}" ] && [ -n "$(printenv "$v" || true)" ] && cmdline="$v=\"$(printenv "$v")\" $cmdline"
+for v in DEVICE CLIENTS PROMPT GEN REQS DURATION ENDPOINT THREADS ARGS_WICK ARGS_LLAMA; do
+  val=$(printenv "$v" || true)
+  [ -n "$val" ] && cmdline="$v=\"$val\" $cmdline"
 done
 echo "results and logs: $OUT"
 i=0
