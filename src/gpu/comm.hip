@@ -520,7 +520,7 @@ struct comm_abort_t {
     comm_res why;                  /* the library's error the watchdog saw  */
     int n, refs;
     bool closing, watching;
-    comm_handle h[P2P_MAX_RANKS > 64 ? P2P_MAX_RANKS : 64];
+    comm_handle *h;                /* n of them */
     int *flag;                     /* mapped host memory, or NULL */
     int *flag_dev;                 /* the kernels' pointer to it  */
     pthread_t watchdog;
@@ -571,7 +571,13 @@ static void *ab_watch(void *arg)
 static comm_abort_t *ab_make(const comm_handle *hs, int n)
 {
     comm_abort_t *g = new (std::nothrow) comm_abort_t();
-    if (!g) return NULL;
+    comm_handle *h = (comm_handle *)calloc((size_t)n, sizeof *h);
+    if (!g || !h) {
+        delete g;
+        free(h);
+        return NULL;
+    }
+    g->h = h;
     pthread_mutex_init(&g->mu, NULL);
     pthread_cond_init(&g->cv, NULL);
     g->aborted.store(false);
@@ -609,6 +615,7 @@ static void ab_release(comm_abort_t *g, int r)
     (void)hipGetLastError();
     pthread_cond_destroy(&g->cv);
     pthread_mutex_destroy(&g->mu);
+    free(g->h);
     delete g;
 }
 
@@ -769,17 +776,17 @@ extern "C" wk_status wk_gpu_comm_init_all(void *const *ctxs, int n, void **comms
     free(hs);
     comm_abort_t *ab = NULL;
     if (st == WK_OK) {
-        comm_handle hs2[64];
-        for (int i = 0; i < n && i < 64; i++) hs2[i] = ((comm_rank_t *)comms[i])->h;
-        ab = n <= 64 ? ab_make(hs2, n) : NULL;
+        comm_handle *hs2 = (comm_handle *)malloc((size_t)n * sizeof *hs2);
+        for (int i = 0; hs2 && i < n; i++) hs2[i] = ((comm_rank_t *)comms[i])->h;
+        ab = hs2 ? ab_make(hs2, n) : NULL;
+        free(hs2);
         if (!ab) {
             for (int i = 0; i < n; i++) {
                 L->destroy(((comm_rank_t *)comms[i])->h);
                 free(comms[i]);
                 comms[i] = NULL;
             }
-            return wk_gpu_host->set_error(n <= 64 ? WK_ERR_MEMORY : WK_ERR_ARGUMENT,
-                                          n <= 64 ? "out of host memory" : "at most 64 ranks in one process");
+            return wk_gpu_host->set_error(WK_ERR_MEMORY, "out of host memory");
         }
     }
     if (st == WK_OK) {   /* the peer-memory path, where the GPUs allow it */
