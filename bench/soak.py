@@ -16,7 +16,8 @@ a field out of range); and clients that go away: a stream dropped after 0
 to 6 chunks, a whole request dropped before its answer.
 
 Every request must end in one of: a whole answer (each choice ended with
-stop or length; a JSON reply that ended with stop parses), a stream that
+stop or length; a JSON reply that ended with stop, and had no stop
+string, parses), a stream that
 ends with [DONE] after each choice's finish_reason, a clean error (OpenAI's
 error object with 400 for the invalid ones, 429 when the queue is full, or
 a stream's error event then [DONE]), or the client's own leaving. (A
@@ -203,6 +204,8 @@ def draw(rng):
     elif r < 0.13:
         fmt = "json_schema"
         body["response_format"] = {"type": "json_schema", "json_schema": {"name": "p", "schema": SCHEMA}}
+    if "stop" in body:
+        fmt = None   # a stop string may cut the JSON short, with finish_reason "stop": nothing to parse
     if chat:
         body["messages"] = [{"role": "user", "content": text}]
         path = "/v1/chat/completions"
