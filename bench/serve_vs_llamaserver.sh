@@ -58,7 +58,8 @@ stop_server() {
   wait "$pid" 2>/dev/null || true
   pid=""
 }
-trap stop_server EXIT INT TERM
+trap stop_server EXIT
+trap 'stop_server; exit 130' INT TERM   # stop the run, not only the server
 
 start_server() {   # $1: wick|llama, $2: clients
   local which=$1 n=$2 log="$OUT/$1-$2.log"
