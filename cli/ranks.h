@@ -4,7 +4,8 @@
  * kind:N-1 of the GPU kind a device name names), makes a communicator over
  * them (wk_comm_init_all), runs fn(comm, arg) for every rank in its own
  * thread (rank 0 in the caller's; each rank tells itself apart by its
- * comm), then frees the communicators and closes the devices. */
+ * comm), then frees the communicators and closes the devices. A rank
+ * whose fn fails aborts the communicator, so the others return too. */
 #ifndef WICK_CLI_RANKS_H
 #define WICK_CLI_RANKS_H
 
@@ -31,6 +32,9 @@ static void *wk_rank_thread(void *p)
 {
     wk_rank_job *j = p;
     j->rc = j->fn(j->comm, j->arg);
+    /* a rank that failed makes the others' collectives fail instead of
+       waiting for it (wk_comm_abort); one that ended well leaves them be */
+    if (j->rc) wk_comm_abort(j->comm);
     return NULL;
 }
 

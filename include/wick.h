@@ -186,6 +186,18 @@ void wk_scope_begin(void);
 void wk_scope_end(void);
 wk_tensor *wk_keep(wk_tensor *t);     /* returns t */
 
+/* What is alive now, in this process: tensor handles (views included) not
+ * yet released, storages (buffers) not yet freed and their bytes, over
+ * every device. Counted with relaxed atomics as handles come and go, so
+ * it costs next to nothing; for finding leaks (a server's /metrics shows
+ * it: a steady state comes back to the same numbers). */
+typedef struct wk_live_stats {
+    int64_t tensors;          /* handles: wk_release not yet brought to 0 */
+    int64_t storages;         /* buffers held by one or more handles       */
+    int64_t storage_bytes;    /* their bytes                               */
+} wk_live_stats;
+wk_live_stats wk_live_stats_get(void);
+
 /* ------------------------------------------------------------------ */
 /* creation and transfer                                               */
 

@@ -71,6 +71,27 @@ wk_comm *wk_comm_init_env(wk_device *dev);
 void wk_comm_id_to_hex(const wk_comm_id *id, char out[2 * WK_COMM_ID_BYTES + 1]);
 wk_status wk_comm_id_from_hex(const char *hex, wk_comm_id *id);
 
+/* A rank that fails (an error in its forward pass, anything that keeps
+ * it from its next collective) calls wk_comm_abort on its communicator,
+ * from its own thread or any other: every rank's collective waiting for
+ * it then returns an error (WK_ERR_BACKEND, "aborted") within a bounded
+ * time instead of hanging, and every later collective of any rank of
+ * the communicator fails at once. A collective that fails on a rank once
+ * under way (out of memory, the library; not a refusal of bad arguments,
+ * which sends nothing) aborts the communicator itself.
+ * On the cpu the waits return at once; on GPUs the library's
+ * communicators are aborted (ncclCommAbort) and the peer-memory kernels
+ * stop waiting: what collectives in flight at that moment computed is
+ * garbage, so a step that a rank sees end after an abort is a failed
+ * one (wk_comm_aborted). A rank that neither comes nor aborts (a thread
+ * stuck elsewhere, a process killed) breaks the communicator after
+ * WICK_COMM_TIMEOUT seconds (the cpu; GPUs: the watchdog's,
+ * docs/tensor-parallel.md). An aborted communicator stays unusable: free
+ * it (every rank) and make another. NULL is fine (nothing happens). */
+void wk_comm_abort(wk_comm *c);
+/* Whether c (any rank of it) was aborted or broke. */
+bool wk_comm_aborted(const wk_comm *c);
+
 /* NULL is fine. Waits for the communicator's queued collectives. */
 void wk_comm_free(wk_comm *c);
 int wk_comm_rank(const wk_comm *c);

@@ -63,8 +63,10 @@ extern "C" {
  *      and memory, ops, streams and events, run-time compilation,
  *      collectives, graphs); env_refresh (the knobs read once) appended */
 /*  11  wk_op_args.flags (WK_OPF_IDS_CHECKED: ids the caller checked);
- *      paged_attention appended (family PAGED_ATTENTION) */
-#define WK_BACKEND_ABI 11
+ *      paged_attention appended (family PAGED_ATTENTION)
+ *  12  comm_abort and comm_aborted (a failing rank makes the others'
+ *      collectives fail instead of waiting), appended */
+#define WK_BACKEND_ABI 12
 #define WK_BACKEND_ENTRY wk_backend_entry_v1
 
 /* ------------------------------------------------------------------ */
@@ -532,6 +534,16 @@ typedef struct wk_backend_iface {
      * something is opened (a library, a device, a communicator) are not
      * its business. */
     void (*env_refresh)(void);
+
+    /* ---- aborting a communicator (ABI 12; NULL: not abortable) ---- */
+    /* Marks the communicator of comm's group aborted, from any thread:
+     * every rank's collective waiting now returns an error within a
+     * bounded time (the cpu: at once; NCCL/RCCL: ncclCommAbort, and the
+     * peer-memory kernels stop waiting), and every later one fails at
+     * once. Sets no error. comm_aborted says whether it happened (to any
+     * rank of the group, for whatever reason: an abort, a timeout). */
+    void (*comm_abort)(void *comm);
+    bool (*comm_aborted)(void *comm);
 } wk_backend_iface;
 
 /* A plugin's one exported symbol. Returns NULL (after set_error) when the

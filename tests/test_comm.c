@@ -8,7 +8,10 @@
  * here; broadcast from every root into narrowed views; ranks that make
  * different calls all get WK_ERR_ARGUMENT instead of hanging, and a rank
  * that never comes makes the others give up after WICK_COMM_TIMEOUT
- * (WK_ERR_BACKEND, the communicator refused from then on); wk_supports;
+ * (WK_ERR_BACKEND, the communicator refused from then on); a rank that
+ * aborts instead of calling (wk_comm_abort) makes the others fail at once
+ * with "aborted" (WICK_COMM_TIMEOUT long meanwhile), and later calls too;
+ * WICK_COMM_FAIL's injected failure does the same; wk_supports;
  * the errors (NULL arguments, block dtypes, dtypes that do not sum, a root
  * or dim out of range, one-rank-per-process calls on the cpu, torchrun
  * variables missing or malformed) and the id's hex form.
@@ -19,12 +22,13 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include "test.h"
 #include "wick_comm.h"
 
 #define MAXR 4
 
-typedef enum { J_REDUCE, J_REDUCE_T, J_GATHER, J_BCAST, J_MISMATCH, J_ABSENT, J_NORM } job_kind;
+typedef enum { J_REDUCE, J_REDUCE_T, J_GATHER, J_BCAST, J_MISMATCH, J_ABSENT, J_NORM, J_ABORT } job_kind;
 
 typedef struct job {
     wk_comm *comm;
@@ -39,6 +43,7 @@ typedef struct job {
     int64_t n_in, n_out;
     wk_status st;
     char err[512];
+    bool injected;       /* J_ABORT: the last rank's second call fails (WICK_COMM_FAIL) instead */
 } job;
 
 /* values exact in every float dtype tested: small integers and halves */
@@ -127,6 +132,29 @@ static void *run_rank(void *arg)
         if (j->st != WK_OK) snprintf(j->err, sizeof j->err, "%s", wk_last_error());
         if (x && wk_all_reduce(j->comm, x) == WK_OK) j->st = WK_OK;   /* must fail again, at once */
         break;
+    case J_ABORT:      /* the last rank aborts instead of its second all_reduce (root: a gather instead) */
+        x = make(j, WK_SHAPE(10), &j->in);
+        j->st = x ? wk_all_reduce(j->comm, x) : wk_last_status();
+        if (j->st != WK_OK) break;
+        if (j->rank == j->n - 1 && !j->injected) {
+            wk_comm_abort(j->comm);
+            j->st = WK_ERR_BACKEND;
+            snprintf(j->err, sizeof j->err, "aborted by this rank");
+            j->dim = wk_comm_aborted(j->comm);
+            wk_release(x);
+            return NULL;
+        }
+        if (j->root) {
+            y = wk_all_gather(j->comm, x, 0);
+            j->st = y ? WK_OK : wk_last_status();
+        } else {
+            j->st = wk_all_reduce(j->comm, x);
+        }
+        if (j->st != WK_OK) snprintf(j->err, sizeof j->err, "%s", wk_last_error());
+        if (wk_all_reduce(j->comm, x) == WK_OK) j->st = WK_OK;   /* must fail again, at once */
+        j->dim = wk_comm_aborted(j->comm);
+        wk_release(v), wk_release(y), wk_release(x);
+        return NULL;
     case J_NORM: {     /* x [d0, d2] summed, + residual, normed by weight (residual and weight: every rank's alike) */
         x = make(j, WK_SHAPE(j->d0, j->d2), &j->in);
         j->n_in = j->d0 * j->d2;
@@ -332,6 +360,49 @@ static void absent_cases(void)
     free(old);
 }
 
+static double mono_secs(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* A rank aborts (or its collective fails, injected) while the others wait
+ * in a collective: they fail at once, saying so, not after the timeout
+ * (120 s here: the case's bound is its half, which a working abort meets
+ * on any machine), and every later call fails too. */
+static void abort_cases(void)
+{
+    for (int n = 2; n <= MAXR; n++)
+        for (int how = 0; how < 3; how++) {
+            /* 0: abort while the others all_reduce; 1: while they all_gather; 2: rank n-1's second call fails (injected) */
+            if (!t_case("comm/abort/%d_ranks/%s", n, how == 0 ? "all_reduce" : how == 1 ? "all_gather" : "injected"))
+                continue;
+            setenv("WICK_COMM_TIMEOUT", "120", 1);
+            char fail[32];
+            snprintf(fail, sizeof fail, "%d:2", n - 1);
+            if (how == 2) setenv("WICK_COMM_FAIL", fail, 1);
+            job jobs[MAXR];
+            memset(jobs, 0, sizeof jobs);
+            for (int i = 0; i < n; i++)
+                jobs[i] = (job){ .kind = J_ABORT, .dt = WK_F32, .seed = t_seed(), .root = how == 1, .injected = how == 2 };
+            const double t0 = mono_secs();
+            const bool ran = run_all(n, jobs);
+            const double secs = mono_secs() - t0;
+            unsetenv("WICK_COMM_TIMEOUT");
+            unsetenv("WICK_COMM_FAIL");
+            if (!ran) continue;
+            T_CHECK(secs < 60, "%d ranks took %.1f s to return after an abort", n, secs);
+            for (int i = 0; i < n; i++) {
+                const char *want = i < n - 1 ? "aborted" : how == 2 ? "injected" : "aborted by this rank";
+                T_CHECK(jobs[i].st == WK_ERR_BACKEND && strstr(jobs[i].err, want) && jobs[i].dim == 1,
+                        "rank %d of %d: status %s, aborted %d, '%s' (want '%s')", i, n, wk_status_name(jobs[i].st),
+                        jobs[i].dim, jobs[i].err, want);
+            }
+            free_jobs(n, jobs);
+        }
+}
+
 /* wk_all_reduce_add_rms_norm against a sum and norm made here in double
  * from what each rank put in (root: the Gemma form), every rank's result
  * the same bits; the cpu runs it as all_reduce, then add_rms_norm */
@@ -500,5 +571,6 @@ T_SUITE(comm)
     broadcast_cases();
     mismatch_cases();
     absent_cases();
+    abort_cases();
     error_cases();
 }

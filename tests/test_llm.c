@@ -992,6 +992,112 @@ static void check_tp_one_fails(int n, int bad)
     rm_model(path);
 }
 
+/* A rank that fails in the middle of a forward pass: the others must
+ * return an error soon, not wait for it. `injected`: rank `bad`'s
+ * collective number `at` fails (WICK_COMM_FAIL; call 1 is the load's
+ * check, then the embedding's all_reduce, then two per layer), which
+ * aborts the communicator from inside. Otherwise rank `bad` is given a
+ * token out of the vocabulary, so its forward pass fails before any
+ * collective, and it aborts the communicator itself, as a driver does
+ * (cli/ranks.h). WICK_COMM_TIMEOUT is 120 s meanwhile, so a broken abort
+ * fails the case (a wait that gave up is told apart by its message) and
+ * does not hang it; the bound on the time is that timeout's half, which
+ * a working abort (a few ms) meets on any machine. */
+typedef struct tp_fail_rank {
+    const char *path;
+    wk_comm *comm;
+    const int32_t *tok;
+    int T;
+    int64_t V;
+    bool bad_token;
+    wk_status st;
+    bool aborted;
+    char err[512];
+} tp_fail_rank;
+
+static void *tp_fail_main(void *arg)
+{
+    tp_fail_rank *r = arg;
+    wk_llm_options o = { .comm = r->comm };
+    wk_llm *m = wk_llm_load(r->path, wk_comm_device(r->comm), &o);
+    if (!m) {
+        r->st = wk_last_status();
+        snprintf(r->err, sizeof r->err, "load: %s", wk_last_error());
+        wk_comm_abort(r->comm);
+        return NULL;
+    }
+    float *logits = malloc((size_t)r->V * sizeof *logits);
+    int32_t tok[16];
+    memcpy(tok, r->tok, (size_t)r->T * sizeof *tok);
+    if (r->bad_token) tok[r->T / 2] = (int32_t)r->V + 5;
+    r->st = logits ? wk_llm_eval(m, tok, r->T, false, logits) : WK_ERR_MEMORY;
+    for (int s = 0; r->st == WK_OK && s < 3; s++) r->st = wk_llm_eval(m, tok, 1, false, logits);
+    if (r->st != WK_OK) {
+        snprintf(r->err, sizeof r->err, "%s", wk_last_error());
+        wk_comm_abort(r->comm);   /* what a driver does when its rank fails */
+    }
+    r->aborted = wk_comm_aborted(r->comm);
+    free(logits);
+    wk_llm_free(m);
+    return NULL;
+}
+
+static double mono_secs(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static void check_tp_fails_mid_forward(int n, int bad, bool injected, int at)
+{
+    tcfg c = cfg_of(A_LLAMA, false);
+    c.H = 12, c.Hkv = 12, c.F = 48, c.D = 8;
+    tmodel tm = make_model(c);
+    const char *path = tmp_path("tp-mid-fails.gguf");
+    if (!write_gguf(&tm, path, WK_F32)) return;
+    enum { T = 6 };
+    int32_t tok[T];
+    for (int i = 0; i < T; i++) tok[i] = (int32_t)t_rng_int(t_r(), 0, c.V - 1);
+    char fail[32];
+    snprintf(fail, sizeof fail, "%d:%d", bad, at);
+    setenv("WICK_COMM_TIMEOUT", "120", 1);
+    if (injected) setenv("WICK_COMM_FAIL", fail, 1);
+    wk_device *devs[4] = { t_dev(), t_dev(), t_dev(), t_dev() };
+    wk_comm *comms[4] = { 0 };
+    const wk_status ist = wk_comm_init_all(devs, n, comms);
+    unsetenv("WICK_COMM_FAIL");
+    unsetenv("WICK_COMM_TIMEOUT");
+    if (ist != WK_OK) {
+        t_fail("wk_comm_init_all: %s", wk_last_error());
+        rm_model(path);
+        return;
+    }
+    tp_fail_rank r[4];
+    pthread_t th[4];
+    const double t0 = mono_secs();
+    for (int i = 0; i < n; i++) {
+        r[i] = (tp_fail_rank){ .path = path, .comm = comms[i], .tok = tok, .T = T, .V = c.V,
+                               .bad_token = !injected && i == bad };
+        pthread_create(&th[i], NULL, tp_fail_main, &r[i]);
+    }
+    for (int i = 0; i < n; i++) pthread_join(th[i], NULL);
+    const double secs = mono_secs() - t0;
+    for (int i = 0; i < n; i++) wk_comm_free(comms[i]);
+    T_CHECK(secs < 60, "the ranks took %.1f s to return (the abort should end their waits at once)", secs);
+    for (int i = 0; i < n; i++) {
+        T_CHECK(r[i].st != WK_OK && r[i].aborted, "rank %d of %d: status %s, aborted %d, '%s'", i, n,
+                wk_status_name(r[i].st), r[i].aborted, r[i].err);
+        if (i == bad)
+            T_CHECK(strstr(r[i].err, injected ? "injected" : "vocabulary") || (!injected && strstr(r[i].err, "token")),
+                    "the failing rank %d: '%s'", i, r[i].err);
+        else
+            T_CHECK(r[i].st == WK_ERR_BACKEND && strstr(r[i].err, "aborted") && !strstr(r[i].err, "waited more"),
+                    "rank %d of %d (rank %d failed): %s '%s'", i, n, bad, wk_status_name(r[i].st), r[i].err);
+    }
+    rm_model(path);
+}
+
 T_SUITE(llm_tp)
 {
     /* 12 query heads, FFN 48: 2, 3 and 4 ranks divide them */
@@ -1015,6 +1121,12 @@ T_SUITE(llm_tp)
     if (t_case("llm/tp/refused/blocks")) check_tp_refused(4, 8, 2, 64, WK_Q8_0, 8, "cuts blocks");
     if (t_case("llm/tp/one_rank_fails/2_ranks")) check_tp_one_fails(2, 1);
     if (t_case("llm/tp/one_rank_fails/3_ranks")) check_tp_one_fails(3, 0);
+    /* a rank failing mid-forward: in a collective (the first layer's, the
+       last layer's) or between them (a bad token, then wk_comm_abort) */
+    if (t_case("llm/tp/rank_fails_mid_forward/injected/2_ranks")) check_tp_fails_mid_forward(2, 1, true, 3);
+    if (t_case("llm/tp/rank_fails_mid_forward/injected/3_ranks_late")) check_tp_fails_mid_forward(3, 0, true, 6);
+    if (t_case("llm/tp/rank_fails_mid_forward/decode/4_ranks")) check_tp_fails_mid_forward(4, 2, true, 9);
+    if (t_case("llm/tp/rank_fails_mid_forward/abort/3_ranks")) check_tp_fails_mid_forward(3, 2, false, 0);
 }
 
 /* ---- greedy steps queued ahead (GPUs) -------------------------------------

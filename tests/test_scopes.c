@@ -4,6 +4,8 @@
  * wk_retain on scope-owned tensors; keep outside a scope; an unmatched
  * end; many temporaries; views of outer tensors. Lifetimes are checked by
  * reading the survivors; double frees and leaks show under `make asan`.
+ * scopes/live_counts: wk_live_stats_get counts handles, storages and bytes
+ * as they come and go (what a server's /metrics shows for leaks).
  *
  * Case names: scopes/<what>.
  */
@@ -128,5 +130,29 @@ T_SUITE(scopes)
         wk_scope_end();                                   /* releases a, parts[0], parts[2] */
         T_CHECK(n != 3 || has_value(parts[1], 0), "kept chunk");
         if (n == 3) wk_release(parts[1]);
+    }
+    if (t_case("scopes/live_counts")) {
+        const wk_live_stats s0 = wk_live_stats_get();
+        wk_tensor *a = wk_zeros(t_dev(), WK_F32, WK_SHAPE(64));           /* 256 bytes */
+        wk_tensor *v = a ? wk_narrow(a, 0, 8, 16) : NULL;                 /* a view: no storage */
+        T_CHECK(a && v, "zeros, narrow: %s", wk_last_error());
+        const wk_live_stats s1 = wk_live_stats_get();
+        T_CHECK(s1.tensors == s0.tensors + 2 && s1.storages == s0.storages + 1 &&
+                    s1.storage_bytes == s0.storage_bytes + 256,
+                "live after a tensor and a view: %lld %lld %lld from %lld %lld %lld", (long long)s1.tensors,
+                (long long)s1.storages, (long long)s1.storage_bytes, (long long)s0.tensors, (long long)s0.storages,
+                (long long)s0.storage_bytes);
+        wk_release(a);                                    /* the view keeps the storage */
+        const wk_live_stats s2 = wk_live_stats_get();
+        T_CHECK(s2.tensors == s0.tensors + 1 && s2.storages == s0.storages + 1, "after releasing the base");
+        wk_scope_begin();
+        for (int i = 0; i < 100; i++) (void)wk_add(v, v);
+        wk_scope_end();
+        wk_release(v);
+        const wk_live_stats s3 = wk_live_stats_get();
+        T_CHECK(s3.tensors == s0.tensors && s3.storages == s0.storages && s3.storage_bytes == s0.storage_bytes,
+                "back to the start: %lld %lld %lld, not %lld %lld %lld", (long long)s3.tensors,
+                (long long)s3.storages, (long long)s3.storage_bytes, (long long)s0.tensors, (long long)s0.storages,
+                (long long)s0.storage_bytes);
     }
 }

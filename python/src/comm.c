@@ -159,6 +159,20 @@ static PyObject *Comm_close(CommObject *self, PyObject *unused)
     Py_END_ALLOW_THREADS Py_RETURN_NONE;
 }
 
+static PyObject *Comm_abort(CommObject *self, PyObject *unused)
+{
+    (void)unused;
+    if (!open_comm(self)) return NULL;
+    wk_comm_abort(self->c);
+    Py_RETURN_NONE;
+}
+
+static PyObject *Comm_get_aborted(CommObject *self, void *c)
+{
+    (void)c;
+    return open_comm(self) ? PyBool_FromLong(wk_comm_aborted(self->c)) : NULL;
+}
+
 static PyObject *Comm_enter(PyObject *self, PyObject *unused)
 {
     (void)unused;
@@ -209,6 +223,9 @@ static PyMethodDef Comm_methods[] = {
       "place, then sum = x + residual and norm = rms_norm(sum) * weight (* (1 + weight) with gemma); one kernel per "
       "rank where the GPUs' peer-memory path takes it" },
     { "close", (PyCFunction)Comm_close, METH_NOARGS, "close(): wait for the queued collectives and free the rank" },
+    { "abort", (PyCFunction)Comm_abort, METH_NOARGS,
+      "abort(): this rank failed: every rank's collective waiting for it raises, and every later one too (any "
+      "thread may call it; the communicator stays unusable: close every rank)" },
     { "__enter__", (PyCFunction)Comm_enter, METH_NOARGS, NULL },
     { "__exit__", (PyCFunction)Comm_exit, METH_VARARGS, NULL },
     { NULL, NULL, 0, NULL },
@@ -218,6 +235,7 @@ static PyGetSetDef Comm_getset[] = {
     { "rank", (getter)Comm_get_rank, NULL, "this rank", NULL },
     { "size", (getter)Comm_get_size, NULL, "the number of ranks", NULL },
     { "device", (getter)Comm_get_device, NULL, "this rank's device", NULL },
+    { "aborted", (getter)Comm_get_aborted, NULL, "whether the communicator (any rank) was aborted or broke", NULL },
     { NULL, NULL, NULL, NULL, NULL },
 };
 

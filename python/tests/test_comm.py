@@ -4,8 +4,10 @@
 # against numpy, and a model
 # split over 2 and 4 ranks (wick.load_model(..., comm=c)) against the whole
 # model: logits within 1e-5, every rank's identical, the same greedy text;
-# a split that does not divide is refused; errors.
+# a split that does not divide is refused; errors; a rank that aborts
+# (Comm.abort) makes the others' waiting collectives raise at once.
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -58,6 +60,29 @@ def test_collectives_against_numpy(n):
         np.testing.assert_array_equal(s, np.sum(xs, axis=0))
         np.testing.assert_array_equal(g, np.concatenate(xs, axis=1))
         np.testing.assert_array_equal(b, xs[n - 1])
+
+
+@pytest.mark.parametrize("n", [2, 3])
+def test_abort_ends_the_others_waits(n, monkeypatch):
+    # a long timeout: the waits must end by the abort, not by giving up
+    monkeypatch.setenv("WICK_COMM_TIMEOUT", "120")
+
+    def fn(c):
+        x = wick.asarray(np.ones(4, dtype=np.float32))
+        c.all_reduce(x)
+        if c.rank == n - 1:
+            c.abort()   # this rank failed: it makes no more calls
+            return "aborted", c.aborted
+        with pytest.raises(Exception, match="aborted"):
+            c.all_reduce(x)
+        with pytest.raises(Exception, match="aborted"):
+            c.all_gather(x)
+        return "raised", c.aborted
+
+    t0 = time.monotonic()
+    out = run_ranks(n, fn)
+    assert time.monotonic() - t0 < 60
+    assert out == [("raised", True)] * (n - 1) + [("aborted", True)]
 
 
 @pytest.mark.parametrize("n", [1, 3])

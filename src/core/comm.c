@@ -5,6 +5,13 @@
  * calls), and the calls into the backend's
  * comm_* members (backend.h; the cpu's in src/cpu/cpu_comm.c, NCCL/RCCL in
  * src/gpu/comm.hip).
+ *
+ * A collective that fails on one rank once its arguments are checked (its
+ * staging, the backend) aborts the communicator, so that the other ranks'
+ * collectives fail too instead of waiting for one that will not come; a
+ * refused call (bad arguments) sends nothing and aborts nothing, and a
+ * rank that fails between collectives calls wk_comm_abort itself. WICK_COMM_FAIL
+ * (read when a communicator is made) injects such a failure for tests.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,7 +23,47 @@ struct wk_comm {
     wk_device *dev;
     void *h;             /* the backend's communicator */
     int rank, size;
+    long long calls;     /* collectives made by this rank          */
+    long long fail_at;   /* WICK_COMM_FAIL: this call fails (0: none) */
 };
+
+/* WICK_COMM_FAIL=R:K (tests): rank R's K-th collective (from 1) fails as
+ * a failing rank's would, aborting the communicator. 0 for other ranks. */
+static long long comm_fail_at(int rank)
+{
+    const char *e = getenv("WICK_COMM_FAIL");
+    int r = -1;
+    long long k = 0;
+    if (!e || sscanf(e, "%d:%lld", &r, &k) != 2 || r != rank || k < 1) return 0;
+    return k;
+}
+
+static void abort_quiet(wk_comm *c)
+{
+    if (c && c->dev->be->comm_abort) c->dev->be->comm_abort(c->h);
+}
+
+void wk_comm_abort(wk_comm *c) { abort_quiet(c); }
+
+bool wk_comm_aborted(const wk_comm *c)
+{
+    return c && c->dev->be->comm_aborted && c->dev->be->comm_aborted(c->h);
+}
+
+/* Every collective goes to the backend through here: the injected
+ * failure, and the abort when it fails (the error stays the backend's). */
+static wk_status comm_call(wk_comm *c, const wk_coll_args *a)
+{
+    if (c->fail_at && ++c->calls == c->fail_at) {
+        wk_status st = wk_error(WK_ERR_BACKEND, "rank %d of %d: a failure injected at its collective %lld (WICK_COMM_FAIL)",
+                                c->rank, c->size, c->calls);
+        abort_quiet(c);
+        return st;
+    }
+    wk_status st = c->dev->be->comm_run(c->h, a);
+    if (st != WK_OK) abort_quiet(c);
+    return st;
+}
 
 static bool comm_members(const wk_backend_iface *be)
 {
@@ -59,6 +106,7 @@ static wk_comm *comm_new(wk_device *dev, void *h, int rank, int size)
         return NULL;
     }
     c->dev = wk_device_retain(dev), c->h = h, c->rank = rank, c->size = size;
+    c->calls = 0, c->fail_at = comm_fail_at(rank);
     return c;
 }
 
@@ -262,14 +310,17 @@ static bool coll_check(const char *op, const wk_comm *c, const wk_tensor *t, boo
 static wk_status coll_inplace(wk_comm *c, wk_tensor *t, wk_coll_kind kind, int root)
 {
     wk_tensor *d = wk_tensor_is_contiguous(t) ? wk_retain(t) : wk_contiguous(t);
-    if (!d) return wk_last_status();
+    if (!d) {
+        abort_quiet(c);
+        return wk_last_status();
+    }
     const size_t n = (size_t)wk_tensor_numel(d);
     /* bytes for broadcast: any dtype moves as its bytes */
     wk_coll_args a = { .kind = kind, .dtype = kind == WK_COLL_BROADCAST ? WK_U8 : d->dtype,
                        .send = wk_tensor_data(d), .recv = wk_tensor_data(d),
                        .count = kind == WK_COLL_BROADCAST ? n * (size_t)wk_dt_elem_bytes(d->dtype) : n, .root = root };
-    wk_status st = c->dev->be->comm_run(c->h, &a);
-    if (st == WK_OK && d != t) st = wk_copy_into(t, d);
+    wk_status st = comm_call(c, &a);
+    if (st == WK_OK && d != t && (st = wk_copy_into(t, d)) != WK_OK) abort_quiet(c);
     wk_release(d);
     return st;
 }
@@ -324,10 +375,12 @@ static wk_tensor *all_reduce_add_rms_norm_impl(wk_comm *c, wk_tensor *x, const w
     if (s) {
         a.norm = wk_tensor_data(out);
         a.sum = wk_tensor_data(s);
-        if (c->dev->be->comm_run(c->h, &a) == WK_OK) {
+        if (comm_call(c, &a) == WK_OK) {
             *sum = s;
             return out;
         }
+    } else {
+        abort_quiet(c);
     }
     wk_release(s);
     wk_release(out);
@@ -348,7 +401,10 @@ wk_tensor *wk_all_gather(wk_comm *c, const wk_tensor *x, int dim)
         return NULL;
     }
     wk_tensor *src = wk_contiguous(x);
-    if (!src) return NULL;
+    if (!src) {
+        abort_quiet(c);
+        return NULL;
+    }
     /* the ranks' tensors one after another: [size, x's dims] */
     wk_tensor *out = NULL, *g = NULL;
     if (rank + 1 > WK_MAX_RANK) {
@@ -360,11 +416,14 @@ wk_tensor *wk_all_gather(wk_comm *c, const wk_tensor *x, int dim)
     gs.dims[0] = c->size;
     for (int i = 0; i < rank; i++) gs.dims[i + 1] = x->dims[i];
     g = wk_empty(c->dev, x->dtype, gs);
-    if (!g) goto done;
+    if (!g) {
+        abort_quiet(c);
+        goto done;
+    }
     const size_t es = (size_t)wk_dt_elem_bytes(x->dtype);
     wk_coll_args a = { .kind = WK_COLL_ALL_GATHER, .dtype = WK_U8, .send = wk_tensor_data(src),
                        .recv = wk_tensor_data(g), .count = (size_t)wk_tensor_numel(src) * es, .root = 0 };
-    if (c->dev->be->comm_run(c->h, &a) != WK_OK) goto done;
+    if (comm_call(c, &a) != WK_OK) goto done;
     wk_shape shape = { .rank = rank };
     for (int i = 0; i < rank; i++) shape.dims[i] = x->dims[i];
     shape.dims[d] *= c->size;

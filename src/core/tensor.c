@@ -18,6 +18,25 @@ typedef struct tensor_block {
     wk_storage st;
 } tensor_block;
 
+/* ---- what is alive (wk_live_stats_get) -------------------------------- */
+
+static _Atomic int64_t live_tensors, live_storages, live_bytes;
+
+static inline void live_add(_Atomic int64_t *c, int64_t d) { atomic_fetch_add_explicit(c, d, memory_order_relaxed); }
+
+static inline void storage_born(const wk_storage *st)
+{
+    live_add(&live_storages, 1);
+    live_add(&live_bytes, (int64_t)st->bytes);
+}
+
+wk_live_stats wk_live_stats_get(void)
+{
+    return (wk_live_stats){ .tensors = atomic_load_explicit(&live_tensors, memory_order_relaxed),
+                            .storages = atomic_load_explicit(&live_storages, memory_order_relaxed),
+                            .storage_bytes = atomic_load_explicit(&live_bytes, memory_order_relaxed) };
+}
+
 /* ---- debug handles (core.h: WK_DEBUG_HANDLES) ------------------------- */
 
 #ifdef WK_DEBUG_HANDLES
@@ -45,6 +64,7 @@ static void header_free(void *p)
 
 static void header_born(wk_tensor *t)
 {
+    live_add(&live_tensors, 1);
     t->gen = atomic_fetch_add_explicit(&dbg_serial, 1, memory_order_relaxed) + 1;
     atomic_init(&t->dead, false);
 }
@@ -58,7 +78,7 @@ bool wk_handle_dead(const wk_tensor *t, const char *what)
 }
 #else
 #define header_free(p) free(p)
-#define header_born(t) ((void)0)
+#define header_born(t) live_add(&live_tensors, 1)
 #endif
 
 /* true when t is the tensor whose block holds its storage */
@@ -71,6 +91,8 @@ static void storage_release(wk_storage *st)
 {
     /* refs == 1 seen by the one holder: nobody else can take a reference */
     if (atomic_load_explicit(&st->refs, memory_order_acquire) == 1 || atomic_fetch_sub(&st->refs, 1) == 1) {
+        live_add(&live_storages, -1);
+        live_add(&live_bytes, -(int64_t)st->bytes);
         if (st->release) st->release(st->release_ctx);
         else st->dev->be->free(st->dev->ctx, st->ptr);
         wk_device_release(st->dev);
@@ -182,6 +204,7 @@ void wk_release(wk_tensor *t)
 #ifdef WK_DEBUG_HANDLES
         atomic_store_explicit(&t->dead, true, memory_order_release);
 #endif
+        live_add(&live_tensors, -1);
         const bool in_block = owns_block(t);   /* then freed with the storage */
         storage_release(t->st);
         if (!in_block) header_free(t);
@@ -263,6 +286,7 @@ wk_tensor *wk_tensor_alloc(wk_device *dev, wk_dtype dt, int rank, const int64_t 
     st->bytes = bytes;
     st->release = NULL;
     st->release_ctx = NULL;
+    storage_born(st);
     wk_tensor *t = &b->t;
     atomic_init(&t->refs, 1);
     t->scoped = 0;
@@ -400,6 +424,7 @@ wk_tensor *wk_from_external(wk_device *dev, wk_dtype dt, wk_shape shape, const i
     st->bytes = (size_t)bytes;
     st->release = release ? release : release_nothing;   /* never the backend's free */
     st->release_ctx = ctx;
+    storage_born(st);
     t = &b->t;
     atomic_init(&t->refs, 1);
     t->scoped = 0;

@@ -416,6 +416,8 @@ static const wk_backend_iface cpu_iface = {
     .comm_free = wk_cpu_comm_free,
     .comm_run = wk_cpu_comm_run,
     .env_refresh = cpu_env_refresh,
+    .comm_abort = wk_cpu_comm_abort,
+    .comm_aborted = wk_cpu_comm_aborted,
 };
 
 const wk_backend_iface *wk_cpu_backend(const wk_host_api *host)

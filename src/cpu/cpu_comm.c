@@ -15,6 +15,11 @@
  * owners' outputs. Every element is summed by one rank, so every rank
  * gets the same bits. The slices are disjoint, so in place (send == recv)
  * is safe. all_gather and broadcast are copies after the first barrier.
+ *
+ * A rank that fails aborts the group (wk_cpu_comm_abort, from any
+ * thread): the barrier breaks, every rank waiting in it returns an error
+ * at once and every later call fails. A rank that neither comes nor
+ * aborts breaks the group after WICK_COMM_TIMEOUT seconds.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -25,6 +30,8 @@
 #include <time.h>
 #include "cpu_internal.h"
 
+enum { BROKEN_NOT, BROKEN_TIMEOUT, BROKEN_ABORT };
+
 typedef struct cpu_comm_group {
     int n;
     atomic_int refs;
@@ -34,7 +41,8 @@ typedef struct cpu_comm_group {
     pthread_cond_t cv;
     int arrived;
     unsigned long generation;
-    bool broken;                 /* a wait timed out: every later call fails */
+    int broken;                  /* BROKEN_*: every later call fails          */
+    int aborted_by;              /* the rank that aborted (-1: another thread) */
     double timeout;              /* seconds a rank waits (read at creation)  */
     wk_coll_args post[];         /* one per rank                          */
 } cpu_comm_group;
@@ -49,11 +57,15 @@ static double comm_timeout(void)
 }
 
 /* Wait until every rank has arrived; false when the group broke (a rank
- * waited longer than the timeout, here or before). */
-static bool group_wait(cpu_comm_group *g)
+ * waited longer than the timeout, here or before, or, at a collective's
+ * entry, the group was aborted). Past the entry every rank is inside the
+ * same collective and reaches its next barrier without waiting for
+ * anything, so the later barriers of a call ignore an abort: no rank
+ * leaves while another may still read its buffers. */
+static bool group_wait_(cpu_comm_group *g, bool entry)
 {
     pthread_mutex_lock(&g->mu);
-    if (g->broken) {
+    if (g->broken == BROKEN_TIMEOUT || (entry && g->broken)) {
         pthread_mutex_unlock(&g->mu);
         return false;
     }
@@ -71,9 +83,9 @@ static bool group_wait(cpu_comm_group *g)
     until.tv_sec += (time_t)t;
     until.tv_nsec += (long)((t - (double)(time_t)t) * 1e9);
     if (until.tv_nsec >= 1000000000L) until.tv_sec++, until.tv_nsec -= 1000000000L;
-    while (gen == g->generation && !g->broken)
+    while (gen == g->generation && g->broken != BROKEN_TIMEOUT && !(entry && g->broken))
         if (pthread_cond_timedwait(&g->cv, &g->mu, &until) == ETIMEDOUT && gen == g->generation) {
-            g->broken = true;
+            g->broken = BROKEN_TIMEOUT;
             pthread_cond_broadcast(&g->cv);
         }
     const bool ok = gen != g->generation;
@@ -81,8 +93,19 @@ static bool group_wait(cpu_comm_group *g)
     return ok;
 }
 
-static wk_status broken(const cpu_comm_group *g, int rank)
+static bool group_wait(cpu_comm_group *g) { return group_wait_(g, false); }
+static bool group_enter(cpu_comm_group *g) { return group_wait_(g, true); }
+
+static wk_status broken(cpu_comm_group *g, int rank)
 {
+    pthread_mutex_lock(&g->mu);
+    const int why = g->broken, by = g->aborted_by;
+    pthread_mutex_unlock(&g->mu);
+    if (why == BROKEN_ABORT)
+        return wk_cpu_host->set_error(WK_ERR_BACKEND,
+                                      "rank %d of %d: the communicator was aborted (by rank %d: it failed); no "
+                                      "collective of it can succeed any more",
+                                      rank, g->n, by);
     return wk_cpu_host->set_error(WK_ERR_BACKEND,
                                   "rank %d of %d waited more than %g s for the other ranks (WICK_COMM_TIMEOUT): a rank "
                                   "failed before this collective or made another call; the communicator is unusable",
@@ -111,6 +134,7 @@ wk_status wk_cpu_comm_init_all(void *const *ctxs, int n, void **comms)
     }
     pthread_cond_init(&g->cv, NULL);
     g->n = n;
+    g->aborted_by = -1;
     g->timeout = comm_timeout();
     atomic_init(&g->refs, n);
     /* one allocation per rank, so that each rank frees its own */
@@ -139,6 +163,28 @@ void wk_cpu_comm_free(void *comm)
         free(c->g);
     }
     free(c);
+}
+
+void wk_cpu_comm_abort(void *comm)
+{
+    cpu_comm *c = comm;
+    cpu_comm_group *g = c->g;
+    pthread_mutex_lock(&g->mu);
+    if (g->broken == BROKEN_NOT) {
+        g->broken = BROKEN_ABORT;
+        g->aborted_by = c->rank;
+    }
+    pthread_cond_broadcast(&g->cv);
+    pthread_mutex_unlock(&g->mu);
+}
+
+bool wk_cpu_comm_aborted(void *comm)
+{
+    cpu_comm_group *g = ((cpu_comm *)comm)->g;
+    pthread_mutex_lock(&g->mu);
+    const bool b = g->broken != BROKEN_NOT;
+    pthread_mutex_unlock(&g->mu);
+    return b;
 }
 
 /* Sum slice [lo, hi) of every rank's send buffer into out, in rank order. */
@@ -196,7 +242,7 @@ wk_status wk_cpu_comm_run(void *comm, const wk_coll_args *a)
     if (a->kind != WK_COLL_ALL_REDUCE_SUM && a->kind != WK_COLL_ALL_GATHER && a->kind != WK_COLL_BROADCAST)   /* no fused kinds */
         return wk_cpu_host->set_error(WK_ERR_UNSUPPORTED, "the cpu communicator fuses no collective");
     g->post[r] = *a;
-    if (!group_wait(g)) return broken(g, r);
+    if (!group_enter(g)) return broken(g, r);
     /* every rank reads the same posts, so every rank reaches the same verdict */
     int bad = -1;
     for (int s = 1; s < n && bad < 0; s++)

@@ -134,6 +134,8 @@ bool wk_cpu_comm_dtype(wk_dtype dt);
 wk_status wk_cpu_comm_init_all(void *const *ctxs, int n, void **comms);
 void wk_cpu_comm_free(void *comm);
 wk_status wk_cpu_comm_run(void *comm, const wk_coll_args *a);
+void wk_cpu_comm_abort(void *comm);
+bool wk_cpu_comm_aborted(void *comm);
 /* cpu_sort.c: the SORT family (arg_sort) */
 wk_status wk_cpu_arg_sort(void *ctx, const wk_op_args *a);
 

@@ -22,10 +22,23 @@
  * on the host, is most of the time. WICK_COMM_P2P=0 turns it off. The same
  * path fuses an all_reduce with the residual add and rms_norm after it
  * (wk_all_reduce_add_rms_norm; WICK_COMM_FUSE=0 turns that off).
+ *
+ * Aborting (wk_comm_abort; "aborting a communicator" below): the ranks of
+ * one wk_comm_init_all share an abort state; an abort from any thread
+ * marks it, calls ncclCommAbort on each rank's library communicator
+ * (NCCL's kernels waiting for a peer then end) and raises a flag in
+ * mapped host memory that the peer-memory kernels' waits poll, so no
+ * rank's stream waits for ever on a rank that failed. A watchdog thread
+ * per communicator polls ncclCommGetAsyncError and aborts on an error
+ * the library saw (a peer process lost over the network).
  */
 #include "gpu_internal.h"
+#include <atomic>
 #include <dlfcn.h>
+#include <errno.h>
 #include <mutex>
+#include <pthread.h>
+#include <time.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -57,6 +70,8 @@ struct comm_lib_t {
     comm_res (*broadcast)(const void *, void *, size_t, int, int, comm_handle, hipStream_t);
     const char *(*error_string)(comm_res);
     comm_res (*version)(int *);
+    comm_res (*abort)(comm_handle);                  /* optional: ncclCommAbort        */
+    comm_res (*async_error)(comm_handle, comm_res *);  /* optional: ncclCommGetAsyncError */
     int ver;
 };
 
@@ -84,6 +99,11 @@ static bool comm_bind(void *dl)
     COMM_SYM_(error_string, "ncclGetErrorString")
     COMM_SYM_(version, "ncclGetVersion")
 #undef COMM_SYM_
+    /* optional (NCCL >= 2.4, every RCCL): without them an abort only
+       stops the peer-memory kernels and refuses later calls */
+    void *ab = dlsym(dl, "ncclCommAbort"), *ae = dlsym(dl, "ncclCommGetAsyncError");
+    memcpy(&comm_lib.abort, &ab, sizeof ab);
+    memcpy(&comm_lib.async_error, &ae, sizeof ae);
     return ok && comm_lib.version(&comm_lib.ver) == 0;
 }
 
@@ -173,6 +193,7 @@ struct p2p_args {
     void *recv[P2P_MAX_RANKS];
     int n, rank;
     uint32_t *ep;                  /* the rank's [last epoch, blocks done] */
+    const int *abort;              /* mapped host memory, nonzero once aborted (or NULL) */
 };
 
 /* Bytes of a rank's receive buffer (its epoch words follow). */
@@ -208,18 +229,24 @@ __device__ inline void p2p_put(void *p, uint32_t data, uint32_t epoch)
     __hip_atomic_store((uint64_t *)p, ((uint64_t)epoch << 32) | data, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_SYSTEM);
 #endif
 }
-__device__ inline uint32_t p2p_take(const void *p, uint32_t epoch)
+/* Waits for the peer's word of this epoch. Every 1024 polls it also reads
+ * the communicator's abort flag (host memory, over the bus: rare enough
+ * not to slow a wait that ends in microseconds) and, once raised, stops
+ * waiting and returns 0: the call's result is garbage then, and the
+ * communicator refuses every later call. */
+__device__ inline uint32_t p2p_take(const void *p, uint32_t epoch, const int *abort)
 {
     uint32_t d, e;
-    do {
+    for (uint32_t spin = 1;; spin++) {
 #if defined(WK_GPU_CUDA)
         asm volatile("ld.volatile.global.v2.u32 {%0, %1}, [%2];" : "=r"(d), "=r"(e) : "l"(p) : "memory");
 #else
         const uint64_t v = __hip_atomic_load((uint64_t *)p, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_SYSTEM);
         d = (uint32_t)v, e = (uint32_t)(v >> 32);
 #endif
-    } while (e != epoch);
-    return d;
+        if (e == epoch) return d;
+        if ((spin & 1023u) == 0u && abort && *(const volatile int *)abort) return 0u;
+    }
 }
 
 /* A word of x: one f32, or two 16-bit elements (low first; the second
@@ -273,7 +300,7 @@ template <typename T> __global__ __launch_bounds__(P2P_THREADS) void p2p_all_red
             if (p != a.rank) p2p_put((uint2 *)a.recv[p] + slot + a.rank * row + w, mine, epoch);
         float acc[2] = { 0.0f, 0.0f };
         for (int p = 0; p < a.n; p++)
-            W::add(acc, p == a.rank ? mine : p2p_take((const uint2 *)a.recv[a.rank] + slot + p * row + w, epoch));
+            W::add(acc, p == a.rank ? mine : p2p_take((const uint2 *)a.recv[a.rank] + slot + p * row + w, epoch, a.abort));
         W::store(x, w, a.count, acc);
     }
     p2p_done(a.ep, epoch);
@@ -365,7 +392,9 @@ template <typename T> __global__ __launch_bounds__(P2P_NORM_THREADS) void p2p_al
         if (i >= wpr) continue;
         float acc[2] = { 0.0f, 0.0f };
         for (int p = 0; p < a.m.n; p++)
-            W::add(acc, p == a.m.rank ? mine[k] : p2p_take((const uint2 *)a.m.recv[a.m.rank] + slot + p * row + base + i, epoch));
+            W::add(acc, p == a.m.rank ? mine[k]
+                                      : p2p_take((const uint2 *)a.m.recv[a.m.rank] + slot + p * row + base + i, epoch,
+                                                 a.m.abort));
         const uint32_t xw = E::pack(acc);
         float z[2] = { 0.0f, 0.0f };
         for (int j = 0; j < W::per; j++) z[j] = E::get(xw, j) + E::get(res[k], j);
@@ -471,13 +500,134 @@ static p2p_group *p2p_make(void *const *ctxs, int n)
     return g;
 }
 
+/* ---- aborting a communicator ------------------------------------------
+ * The ranks of one wk_comm_init_all (or the one rank of a
+ * wk_comm_init_rank) share an abort state: whether it happened (read
+ * without a lock by every call), who did it, the ranks' library
+ * communicators (NULL once freed or aborted), the flag in mapped host
+ * memory that the peer-memory kernels poll, and a watchdog thread that
+ * polls the library's asynchronous error every 200 ms and aborts on one.
+ * ncclCommAbort ends the library's kernels of that communicator and
+ * frees it (so comm_free then destroys nothing); it may run while the
+ * rank's own thread is in a call on it, as NCCL allows. */
+#define AB_POLL_MS 200
+
+struct comm_abort_t {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    std::atomic<bool> aborted;
+    int by;                        /* the rank that aborted; -1: the watchdog; -2: this process's one rank */
+    comm_res why;                  /* the library's error the watchdog saw  */
+    int n, refs;
+    bool closing, watching;
+    comm_handle *h;                /* n of them */
+    int *flag;                     /* mapped host memory, or NULL */
+    int *flag_dev;                 /* the kernels' pointer to it  */
+    pthread_t watchdog;
+};
+
+/* Marks g aborted (once) and aborts the library's communicators; g->mu held. */
+static void ab_abort_locked(comm_abort_t *g, int by, comm_res why)
+{
+    if (g->aborted.load()) return;
+    g->by = by, g->why = why;
+    if (g->flag) {
+        *(volatile int *)g->flag = 1;
+        __sync_synchronize();
+    }
+    g->aborted.store(true);
+    for (int i = 0; i < g->n; i++)
+        if (g->h[i] && comm_lib.abort) {
+            (void)comm_lib.abort(g->h[i]);
+            g->h[i] = NULL;   /* freed by the abort */
+        }
+}
+
+static void *ab_watch(void *arg)
+{
+    comm_abort_t *g = (comm_abort_t *)arg;
+    pthread_mutex_lock(&g->mu);
+    for (;;) {
+        struct timespec until;
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_nsec += AB_POLL_MS * 1000000L;
+        if (until.tv_nsec >= 1000000000L) until.tv_sec++, until.tv_nsec -= 1000000000L;
+        while (!g->closing && pthread_cond_timedwait(&g->cv, &g->mu, &until) != ETIMEDOUT) {}
+        if (g->closing) break;
+        if (g->aborted.load()) continue;
+        for (int i = 0; i < g->n; i++) {
+            comm_res r = 0;
+            /* 7: ncclInProgress (a nonblocking communicator still working) */
+            if (g->h[i] && comm_lib.async_error(g->h[i], &r) == 0 && r != 0 && r != 7) {
+                ab_abort_locked(g, -1, r);
+                break;
+            }
+        }
+    }
+    pthread_mutex_unlock(&g->mu);
+    return NULL;
+}
+
+static comm_abort_t *ab_make(const comm_handle *hs, int n)
+{
+    comm_abort_t *g = new (std::nothrow) comm_abort_t();
+    comm_handle *h = (comm_handle *)calloc((size_t)n, sizeof *h);
+    if (!g || !h) {
+        delete g;
+        free(h);
+        return NULL;
+    }
+    g->h = h;
+    pthread_mutex_init(&g->mu, NULL);
+    pthread_cond_init(&g->cv, NULL);
+    g->aborted.store(false);
+    g->by = -1, g->why = 0, g->n = n, g->refs = n;
+    for (int i = 0; i < n; i++) g->h[i] = hs[i];
+    void *f = NULL;
+    if (hipHostMalloc(&f, 64, hipHostMallocMapped | hipHostMallocPortable) == hipSuccess && f) {
+        g->flag = (int *)f;
+        *(volatile int *)g->flag = 0;
+        void *d = NULL;
+        /* one address for every device where memory is unified (every
+           64-bit platform of CUDA and ROCm); the host's otherwise */
+        g->flag_dev = hipHostGetDevicePointer(&d, f, 0) == hipSuccess && d ? (int *)d : (int *)f;
+    }
+    (void)hipGetLastError();
+    g->watching = comm_lib.async_error && pthread_create(&g->watchdog, NULL, ab_watch, g) == 0;
+    return g;
+}
+
+/* Rank r is done with g: its library communicator (when not aborted) is
+ * destroyed; the last rank stops the watchdog and frees g. */
+static void ab_release(comm_abort_t *g, int r)
+{
+    pthread_mutex_lock(&g->mu);
+    comm_handle h = g->h[r];
+    g->h[r] = NULL;
+    const bool last = --g->refs == 0;
+    if (last) g->closing = true;
+    pthread_cond_broadcast(&g->cv);
+    pthread_mutex_unlock(&g->mu);
+    if (h) comm_lib.destroy(h);
+    if (!last) return;
+    if (g->watching) pthread_join(g->watchdog, NULL);
+    if (g->flag) (void)hipHostFree(g->flag);
+    (void)hipGetLastError();
+    pthread_cond_destroy(&g->cv);
+    pthread_mutex_destroy(&g->mu);
+    free(g->h);
+    delete g;
+}
+
 /* A rank: its library communicator, its context, and, for the ranks of a
- * wk_comm_init_all whose GPUs reach each other, the peer-memory group. */
+ * wk_comm_init_all whose GPUs reach each other, the peer-memory group;
+ * the abort state it shares with the other ranks of its communicator. */
 struct comm_rank_t {
     comm_handle h;
     wk_gpu_ctx *c;
     p2p_group *g;
     int rank;
+    comm_abort_t *ab;
 };
 
 /* A call's message arguments: x = a->recv; the rank's epoch words. */
@@ -490,6 +640,7 @@ static p2p_args p2p_message(comm_rank_t *k, const wk_coll_args *a)
     pa.n = k->g->n;
     pa.rank = k->rank;
     pa.ep = (uint32_t *)((char *)k->g->recv[k->rank] + P2P_RECV_BYTES(pa.n));
+    pa.abort = k->ab ? k->ab->flag_dev : NULL;
     for (int i = 0; i < pa.n; i++) pa.recv[i] = k->g->recv[i];
     return pa;
 }
@@ -591,7 +742,7 @@ static wk_status comm_wrap(comm_handle h, wk_gpu_ctx *c, void **out)
         comm_lib.destroy(h);
         return wk_gpu_host->set_error(WK_ERR_MEMORY, "out of host memory");
     }
-    k->h = h, k->c = c, k->g = NULL, k->rank = 0;
+    k->h = h, k->c = c, k->g = NULL, k->rank = 0, k->ab = NULL;
     *out = k;
     return WK_OK;
 }
@@ -623,9 +774,25 @@ extern "C" wk_status wk_gpu_comm_init_all(void *const *ctxs, int n, void **comms
         }
     }
     free(hs);
+    comm_abort_t *ab = NULL;
+    if (st == WK_OK) {
+        comm_handle *hs2 = (comm_handle *)malloc((size_t)n * sizeof *hs2);
+        for (int i = 0; hs2 && i < n; i++) hs2[i] = ((comm_rank_t *)comms[i])->h;
+        ab = hs2 ? ab_make(hs2, n) : NULL;
+        free(hs2);
+        if (!ab) {
+            for (int i = 0; i < n; i++) {
+                L->destroy(((comm_rank_t *)comms[i])->h);
+                free(comms[i]);
+                comms[i] = NULL;
+            }
+            return wk_gpu_host->set_error(WK_ERR_MEMORY, "out of host memory");
+        }
+    }
     if (st == WK_OK) {   /* the peer-memory path, where the GPUs allow it */
         p2p_group *g = p2p_make(ctxs, n);
-        for (int i = 0; i < n; i++) ((comm_rank_t *)comms[i])->g = g, ((comm_rank_t *)comms[i])->rank = i;
+        for (int i = 0; i < n; i++)
+            ((comm_rank_t *)comms[i])->g = g, ((comm_rank_t *)comms[i])->rank = i, ((comm_rank_t *)comms[i])->ab = ab;
     }
     return st;
 }
@@ -641,7 +808,52 @@ extern "C" wk_status wk_gpu_comm_init_rank(void *ctx, const void *id, int rank, 
     comm_handle h = NULL;
     comm_res r = L->init_rank(&h, world, u, rank);
     if (r != 0) return comm_fail(L, "ncclCommInitRank", r);
-    return comm_wrap(h, c, comm);
+    comm_abort_t *ab = ab_make(&h, 1);
+    if (!ab) {
+        L->destroy(h);
+        return wk_gpu_host->set_error(WK_ERR_MEMORY, "out of host memory");
+    }
+    wk_status st = comm_wrap(h, c, comm);
+    if (st != WK_OK) {   /* comm_wrap destroyed h */
+        ab->h[0] = NULL;
+        ab_release(ab, 0);
+        return st;
+    }
+    ((comm_rank_t *)*comm)->ab = ab;
+    return WK_OK;
+}
+
+extern "C" void wk_gpu_comm_abort(void *comm)
+{
+    comm_rank_t *k = (comm_rank_t *)comm;
+    if (!k || !k->ab) return;
+    pthread_mutex_lock(&k->ab->mu);
+    ab_abort_locked(k->ab, k->ab->n > 1 ? k->rank : -2, 0);
+    pthread_mutex_unlock(&k->ab->mu);
+}
+
+extern "C" bool wk_gpu_comm_aborted(void *comm)
+{
+    comm_rank_t *k = (comm_rank_t *)comm;
+    return k && k->ab && k->ab->aborted.load();
+}
+
+static wk_status comm_refused(const comm_rank_t *k)
+{
+    const comm_abort_t *g = k->ab;
+    if (g->by == -2)
+        return wk_gpu_host->set_error(WK_ERR_BACKEND,
+                                      "the communicator was aborted (by this rank); no collective of it can succeed "
+                                      "any more");
+    if (g->by >= 0)
+        return wk_gpu_host->set_error(WK_ERR_BACKEND,
+                                      "rank %d: the communicator was aborted (by rank %d: it failed); no collective "
+                                      "of it can succeed any more",
+                                      k->rank, g->by);
+    return wk_gpu_host->set_error(WK_ERR_BACKEND,
+                                  "rank %d: the communicator was aborted (%s reported an error: %s); no collective "
+                                  "of it can succeed any more",
+                                  k->rank, COMM_LIB, comm_lib.error_string ? comm_lib.error_string(g->why) : "?");
 }
 
 extern "C" void wk_gpu_comm_free(void *comm)
@@ -649,7 +861,8 @@ extern "C" void wk_gpu_comm_free(void *comm)
     comm_rank_t *k = (comm_rank_t *)comm;
     if (!k) return;
     if (wk_gpu_enter(k->c) == WK_OK) (void)hipStreamSynchronize(k->c->stream);
-    comm_lib.destroy(k->h);
+    if (k->ab) ab_release(k->ab, k->ab->n > 1 ? k->rank : 0);   /* destroys k->h unless aborted */
+    else comm_lib.destroy(k->h);
     if (k->g) {   /* the last rank frees the group: every rank's stream is done with it */
         std::unique_lock<std::mutex> lock(comm_mutex);
         const bool last = --k->g->refs == 0;
@@ -666,6 +879,7 @@ extern "C" wk_status wk_gpu_comm_run(void *comm, const wk_coll_args *a)
     const comm_lib_t *L = &comm_lib;
     const int t = comm_type(a->dtype);
     if (t < 0) return wk_gpu_host->set_error(WK_ERR_DTYPE, "%s takes no %s", COMM_LIB, "such dtype");
+    if (k->ab && k->ab->aborted.load()) return comm_refused(k);
     WK_GPU_ENTER(c);
     comm_res r = 0;
     const char *call = "";

@@ -153,6 +153,8 @@ typedef cudaGraphExec_t hipGraphExec_t;
 #define hipHostMalloc(p, n, f)           cudaHostAlloc((p), (n), (f))
 #define hipHostMallocDefault             cudaHostAllocDefault
 #define hipHostMallocPortable            cudaHostAllocPortable
+#define hipHostMallocMapped              cudaHostAllocMapped
+#define hipHostGetDevicePointer          cudaHostGetDevicePointer
 #define hipHostFree                      cudaFreeHost
 #define hipMemGetInfo                    cudaMemGetInfo
 #define hipMemcpyHostToDevice            cudaMemcpyHostToDevice

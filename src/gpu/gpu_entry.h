@@ -87,6 +87,8 @@ wk_status wk_gpu_comm_init_rank(void *ctx, const void *id, int rank, int world, 
 void wk_gpu_comm_free(void *comm);
 wk_status wk_gpu_comm_run(void *comm, const wk_coll_args *a);
 bool wk_gpu_comm_fuses(void *comm, const wk_coll_args *a);
+void wk_gpu_comm_abort(void *comm);
+bool wk_gpu_comm_aborted(void *comm);
 /* rtc.hip: kernels compiled at run time (backend.h's rtc_* members) */
 wk_status wk_gpu_rtc_target(void *ctx, wk_rtc_target *out);
 wk_status wk_gpu_rtc_compiler(void);

@@ -410,6 +410,8 @@ static void rt_fill_iface(wk_backend_iface *f)
     f->comm_free = wk_gpu_comm_free;
     f->comm_run = wk_gpu_comm_run;
     f->comm_fuses = wk_gpu_comm_fuses;
+    f->comm_abort = wk_gpu_comm_abort;
+    f->comm_aborted = wk_gpu_comm_aborted;
     f->rtc_compile = wk_gpu_rtc_compile;
     f->rtc_load = wk_gpu_rtc_load;
     f->rtc_unload = wk_gpu_rtc_unload;

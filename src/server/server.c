@@ -590,6 +590,10 @@ static void handle_metrics(wks_server *s, http_req *r)
     metric(&w, "wick_engine_preemptions_total", "counter", "Sequences preempted for KV blocks.", st.preemptions);
     metric(&w, "wick_prefix_cache_hit_tokens_total", "counter", "Prompt tokens whose KV came from the prefix cache.",
            st.cached_tokens);
+    const wk_live_stats live = wk_live_stats_get();
+    metric(&w, "wick_tensors_live", "gauge", "Tensor handles alive in the process (wk_live_stats_get).", live.tensors);
+    metric(&w, "wick_storages_live", "gauge", "Tensor storages (buffers) alive in the process.", live.storages);
+    metric(&w, "wick_storage_bytes_live", "gauge", "Bytes of the tensor storages alive.", live.storage_bytes);
     size_t n;
     char *body = jw_take(&w, &n);
     if (body) http_respond(r, 200, "text/plain; version=0.0.4; charset=utf-8", body, n);
