@@ -93,6 +93,17 @@ typedef enum wk_dtype {
     WK_Q5_K,            /* 256 elements in 176 bytes */
     WK_Q6_K,            /* 256 elements in 210 bytes */
     WK_Q8_K,            /* 256 elements in 292 bytes */
+    /* GGUF's IQ types: codes that index fixed lattices (iq2/iq3/iq1) or a
+     * nonlinear 4-bit value list (iq4), with block scales. */
+    WK_IQ4_NL,          /*  32 elements in  18 bytes */
+    WK_IQ4_XS,          /* 256 elements in 136 bytes */
+    WK_IQ3_XXS,         /* 256 elements in  98 bytes */
+    WK_IQ3_S,           /* 256 elements in 110 bytes */
+    WK_IQ2_XXS,         /* 256 elements in  66 bytes */
+    WK_IQ2_XS,          /* 256 elements in  74 bytes */
+    WK_IQ2_S,           /* 256 elements in  82 bytes */
+    WK_IQ1_S,           /* 256 elements in  50 bytes */
+    WK_IQ1_M,           /* 256 elements in  56 bytes */
     WK_DTYPE_COUNT
 } wk_dtype;
 /* The dense dtypes are the first WK_DENSE_DTYPE_COUNT (u8 .. f8e4m3). */
