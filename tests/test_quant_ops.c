@@ -33,7 +33,10 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "test.h"
+#include "t_llm_model.h"
+#include "wick_formats.h"
 
 /* round-trip bounds of the IQ4 types (relative RMS error, normal x) */
 #define IQ4_NL_BOUND 0.086
@@ -599,6 +602,74 @@ static void qgather_cases(const qinfo *q)
         t_fail("qgather of no ids gave %s", t_shape_str(wk_tensor_shape(r0)));
 }
 
+/* ---- GGUF files ------------------------------------------------------------------------ */
+
+/* The random blocks of every type (the gguf package's, with its values)
+ * written as one GGUF file by wick's writer, read back by wick's reader:
+ * the ggml type ids in the file, the bytes of each tensor, and its values
+ * through wk_dequantize bit for bit against the gguf package's. (The
+ * gguf package's own files: tests/data/model_files/types.gguf, which
+ * test_model_files.c loads byte for byte, the IQ types included.) */
+static void gguf_file_case(void)
+{
+    if (!t_case("quantops/gguf_file")) return;
+    const char *path = tmp_path("quant.gguf");
+    wk_gguf_writer *w = wk_gguf_writer_new();
+    if (!w) {
+        t_fail("wk_gguf_writer_new: %s", wk_last_error());
+        return;
+    }
+    char names[NQ][32];
+    for (int i = 0; i < NQ; i++) {
+        const qv_sec *blk = qv_find(QT[i].name, "blocks");
+        snprintf(names[i], sizeof names[i], "t.%s", QT[i].name);
+        if (blk) T_OK(wk_gguf_writer_add_data(w, names[i], QT[i].dt, WK_SHAPE(blk->rows, blk->cols), blk->p));
+    }
+    T_OK(wk_gguf_writer_write(w, path));
+    wk_gguf_writer_free(w);
+    wk_gguf *g = wk_gguf_open(path);
+    if (!g) {
+        t_fail("wk_gguf_open: %s", wk_last_error());
+        unlink(path);
+        return;
+    }
+    /* ggml's type ids (ggml.h's enum ggml_type) */
+    static const struct { wk_dtype dt; uint32_t id; } ids[] = {
+        { WK_Q4_0, 2 },      { WK_Q4_1, 3 },     { WK_Q5_0, 6 },      { WK_Q5_1, 7 },      { WK_Q8_0, 8 },
+        { WK_Q8_1, 9 },      { WK_Q2_K, 10 },    { WK_Q3_K, 11 },     { WK_Q4_K, 12 },     { WK_Q5_K, 13 },
+        { WK_Q6_K, 14 },     { WK_Q8_K, 15 },    { WK_IQ2_XXS, 16 },  { WK_IQ2_XS, 17 },   { WK_IQ3_XXS, 18 },
+        { WK_IQ1_S, 19 },    { WK_IQ4_NL, 20 },  { WK_IQ3_S, 21 },    { WK_IQ2_S, 22 },    { WK_IQ4_XS, 23 },
+        { WK_IQ1_M, 29 },
+    };
+    for (int i = 0; i < NQ; i++) {
+        const qv_sec *blk = qv_find(QT[i].name, "blocks"), *deq = qv_find(QT[i].name, "deq");
+        const int64_t k = wk_gguf_tensor_index(g, names[i]);
+        const wk_file_tensor *ti = wk_gguf_tensor_info(g, k);
+        if (!blk || !deq || !ti) {
+            if (!ti) t_fail("%s: not in the file", names[i]);
+            continue;
+        }
+        uint32_t want = UINT32_MAX;
+        for (size_t j = 0; j < sizeof ids / sizeof ids[0]; j++)
+            if (ids[j].dt == QT[i].dt) want = ids[j].id;
+        T_CHECK(ti->ggml_type == want && ti->dtype == QT[i].dt, "%s: ggml type %u (%s), expected %u", names[i],
+                ti->ggml_type, ti->type_name, want);
+        wk_tensor *t = T_NEED(wk_gguf_tensor(g, names[i], t_dev()));
+        if (!t) continue;
+        unsigned char *got = t_mem((size_t)blk->n);
+        if (wk_tensor_nbytes(t) != blk->n || wk_to_host(t, got, (size_t)blk->n) != WK_OK || memcmp(got, blk->p, (size_t)blk->n)) {
+            t_fail("%s: the bytes read differ from those written", names[i]);
+            continue;
+        }
+        char what[96];
+        snprintf(what, sizeof what, "%.31s from the file", names[i]);
+        t_check_exact(what, T_NEED(wk_dequantize(t, WK_F32)), WK_SHAPE(blk->rows, blk->cols), WK_F32,
+                      expect_as(WK_F32, deq, 0, blk->rows));
+    }
+    wk_gguf_close(g);
+    unlink(path);
+}
+
 /* ---- errors, empty tensors, support -------------------------------------------------------- */
 
 static void expect_null(const char *what, wk_tensor *r, wk_status want, const char *w1, const char *w2)
@@ -771,6 +842,7 @@ T_SUITE(quant_ops)
         roundtrip_case(&QT[i]);
         qmatmul_cases(&QT[i]);
     }
+    if (loaded) gguf_file_case();
     error_cases();
     empty_cases();
     support_cases();
