@@ -620,7 +620,7 @@ wk_tensor *wk_paged_attention(const wk_tensor *q, const wk_tensor *k_pool, const
 
 /* ------------------------------------------------------------------ */
 /* quantized tensors (docs/quantization.md)                            */
-/* GGUF's block types (WK_Q4_0 .. WK_Q8_K) as data: convert them to and */
+/* GGUF's block types (WK_Q4_0 .. WK_IQ1_M) as data: convert them to and */
 /* from floats, multiply by a quantized weight matrix, look rows up.   */
 /* Float results are f32, f16 or bf16 (the f32 value rounded once to   */
 /* nearest even) and new contiguous tensors. Each op is filed in       */
@@ -638,7 +638,9 @@ wk_tensor *wk_dequantize(const wk_tensor *t, wk_dtype dt);
  * for byte llama.cpp's reference quantizer of the type
  * (quantize_row_*_ref, the one that writes GGUF files without an
  * importance matrix); for q4_0, q4_1, q5_0, q5_1 and q8_0 also the gguf
- * package's quantize. Every block is quantized on its own. Non-finite
+ * package's quantize. Of the IQ types only iq4_nl and iq4_xs: the
+ * lattice types (iq3_xxs .. iq1_m) are WK_ERR_UNSUPPORTED (their
+ * quantizers need an importance matrix). Every block is quantized on its own. Non-finite
  * values give blocks that are defined but meaningless. */
 wk_tensor *wk_quantize(const wk_tensor *t, wk_dtype qtype);
 /* y [..., n] = x [..., k] . w^T: w a 2-d block-quantized [n, k] matrix
