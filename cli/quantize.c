@@ -3,7 +3,8 @@
  * GGUF file whose weight matrices are quantized with wk_quantize.
  *
  * TYPE is a GGUF block type (q4_0, q4_1, q5_0, q5_1, q8_0, q8_1, q2_k ..
- * q8_k), a float type (f32, f16, bf16), or q4_k_m: llama.cpp's Q4_K_M mix
+ * q8_k, iq4_nl, iq4_xs; the other IQ types are refused: no quantizer), a
+ * float type (f32, f16, bf16), or q4_k_m: llama.cpp's Q4_K_M mix
  * as its llama_tensor_get_type chooses it for a dense model (no experts):
  *   - output.weight (lm_head.weight), or the token embedding when the
  *     model has no output matrix (tied embeddings): q6_k;
@@ -17,7 +18,7 @@
  * more) whose name ends in "weight", except norms (_norm.weight,
  * layernorm) and MoE routers (ffn_gate_inp); a matrix whose rows are not
  * whole blocks falls back as llama.cpp does (q4_k -> q5_0, q5_k -> q5_1,
- * q6_k -> q8_0, q2_k/q3_k -> q4_0, q8_k -> q8_0), then to f16 when rows are
+ * q6_k -> q8_0, q2_k/q3_k -> q4_0, q8_k -> q8_0, iq4_xs -> iq4_nl), then to f16 when rows are
  * not a multiple of 32. 1-D float tensors (norms, biases) are written as
  * f32; everything else keeps its type. A tensor already of its target type
  * is copied byte for byte; a block-quantized source is dequantized to f32
@@ -47,7 +48,7 @@ void wick_quantize_usage(void)
            "OUT with its weight matrices quantized to TYPE:\n"
            "  q4_k_m                  llama.cpp's Q4_K_M mix (q6_k for the output\n"
            "                          matrix and some attn_v/ffn_down, q4_k elsewhere)\n"
-           "  q4_0 q4_1 q5_0 q5_1 q8_0 q8_1 q2_k q3_k q4_k q5_k q6_k q8_k\n"
+           "  q4_0 q4_1 q5_0 q5_1 q8_0 q8_1 q2_k q3_k q4_k q5_k q6_k q8_k iq4_nl iq4_xs\n"
            "                          every matrix of that GGUF block type\n"
            "  f32 f16 bf16            every matrix in that float type\n"
            "Norms and other 1-D tensors are written as f32.\n"
@@ -119,6 +120,7 @@ static wk_dtype fallback(wk_dtype target, int64_t ncols)
     case WK_Q4_K: r = WK_Q5_0; break;
     case WK_Q5_K: r = WK_Q5_1; break;
     case WK_Q6_K: case WK_Q8_K: r = WK_Q8_0; break;
+    case WK_IQ4_XS: r = WK_IQ4_NL; break;
     default: r = WK_F16; break;
     }
     if (wk_dtype_is_quantized(r) && ncols % (int64_t)wk_dtype_block_size(r) != 0) r = WK_F16;
@@ -130,7 +132,7 @@ static int ftype_of(const char *type)
 {
     static const struct { const char *name; int ftype; } m[] = {
         { "f32", 0 }, { "f16", 1 }, { "q4_0", 2 }, { "q4_1", 3 }, { "q8_0", 7 }, { "q5_0", 8 }, { "q5_1", 9 },
-        { "q4_k_m", 15 }, { "q6_k", 18 }, { "bf16", 32 },
+        { "q4_k_m", 15 }, { "q6_k", 18 }, { "iq4_nl", 25 }, { "iq4_xs", 30 }, { "bf16", 32 },
     };
     for (size_t i = 0; i < sizeof m / sizeof m[0]; i++)
         if (!strcmp(m[i].name, type)) return m[i].ftype;
@@ -200,6 +202,17 @@ int wick_cmd_quantize(int argc, char **argv)
         fprintf(stderr, "wick quantize: unknown TYPE '%s' (q4_k_m, a GGUF block type such as q4_k or q8_0, "
                         "or f32, f16, bf16)\n", type);
         return WICK_EXIT_USAGE;
+    }
+    if (!mix && wk_dtype_is_quantized(target)) {
+        /* the lattice IQ types (iq3_xxs .. iq1_m) have no quantizer in wick */
+        wk_device *c = wk_device_open("cpu");
+        const bool ok = c && wk_supports(c, "quantize", target);
+        if (c) wk_device_close(c);
+        if (!ok) {
+            fprintf(stderr, "wick quantize: wick cannot quantize to %s (it reads and runs such files; of the IQ "
+                            "types it writes iq4_nl and iq4_xs)\n", type);
+            return WICK_EXIT_USAGE;
+        }
     }
 
     wk_gguf *g = NULL;

@@ -93,6 +93,17 @@ typedef enum wk_dtype {
     WK_Q5_K,            /* 256 elements in 176 bytes */
     WK_Q6_K,            /* 256 elements in 210 bytes */
     WK_Q8_K,            /* 256 elements in 292 bytes */
+    /* GGUF's IQ types: codes that index fixed lattices (iq2/iq3/iq1) or a
+     * nonlinear 4-bit value list (iq4), with block scales. */
+    WK_IQ4_NL,          /*  32 elements in  18 bytes */
+    WK_IQ4_XS,          /* 256 elements in 136 bytes */
+    WK_IQ3_XXS,         /* 256 elements in  98 bytes */
+    WK_IQ3_S,           /* 256 elements in 110 bytes */
+    WK_IQ2_XXS,         /* 256 elements in  66 bytes */
+    WK_IQ2_XS,          /* 256 elements in  74 bytes */
+    WK_IQ2_S,           /* 256 elements in  82 bytes */
+    WK_IQ1_S,           /* 256 elements in  50 bytes */
+    WK_IQ1_M,           /* 256 elements in  56 bytes */
     WK_DTYPE_COUNT
 } wk_dtype;
 /* The dense dtypes are the first WK_DENSE_DTYPE_COUNT (u8 .. f8e4m3). */
@@ -621,7 +632,7 @@ wk_tensor *wk_paged_attention(const wk_tensor *q, const wk_tensor *k_pool, const
 
 /* ------------------------------------------------------------------ */
 /* quantized tensors (docs/quantization.md)                            */
-/* GGUF's block types (WK_Q4_0 .. WK_Q8_K) as data: convert them to and */
+/* GGUF's block types (WK_Q4_0 .. WK_IQ1_M) as data: convert them to and */
 /* from floats, multiply by a quantized weight matrix, look rows up.   */
 /* Float results are f32, f16 or bf16 (the f32 value rounded once to   */
 /* nearest even) and new contiguous tensors. Each op is filed in       */
@@ -639,7 +650,9 @@ wk_tensor *wk_dequantize(const wk_tensor *t, wk_dtype dt);
  * for byte llama.cpp's reference quantizer of the type
  * (quantize_row_*_ref, the one that writes GGUF files without an
  * importance matrix); for q4_0, q4_1, q5_0, q5_1 and q8_0 also the gguf
- * package's quantize. Every block is quantized on its own. Non-finite
+ * package's quantize. Of the IQ types only iq4_nl and iq4_xs: the
+ * lattice types (iq3_xxs .. iq1_m) are WK_ERR_UNSUPPORTED (their
+ * quantizers need an importance matrix). Every block is quantized on its own. Non-finite
  * values give blocks that are defined but meaningless. */
 wk_tensor *wk_quantize(const wk_tensor *t, wk_dtype qtype);
 /* y [..., n] = x [..., k] . w^T: w a 2-d block-quantized [n, k] matrix

@@ -61,7 +61,16 @@ typedef enum wk_dtype_class {
     X(WK_Q4_K, "q4_k", WK_CLASS_QUANT, 1, 256, 144) \
     X(WK_Q5_K, "q5_k", WK_CLASS_QUANT, 1, 256, 176) \
     X(WK_Q6_K, "q6_k", WK_CLASS_QUANT, 1, 256, 210) \
-    X(WK_Q8_K, "q8_k", WK_CLASS_QUANT, 1, 256, 292)
+    X(WK_Q8_K, "q8_k", WK_CLASS_QUANT, 1, 256, 292) \
+    X(WK_IQ4_NL, "iq4_nl", WK_CLASS_QUANT, 1, 32, 18)   \
+    X(WK_IQ4_XS, "iq4_xs", WK_CLASS_QUANT, 1, 256, 136) \
+    X(WK_IQ3_XXS, "iq3_xxs", WK_CLASS_QUANT, 1, 256, 98) \
+    X(WK_IQ3_S, "iq3_s", WK_CLASS_QUANT, 1, 256, 110)   \
+    X(WK_IQ2_XXS, "iq2_xxs", WK_CLASS_QUANT, 1, 256, 66) \
+    X(WK_IQ2_XS, "iq2_xs", WK_CLASS_QUANT, 1, 256, 74)  \
+    X(WK_IQ2_S, "iq2_s", WK_CLASS_QUANT, 1, 256, 82)    \
+    X(WK_IQ1_S, "iq1_s", WK_CLASS_QUANT, 1, 256, 50)    \
+    X(WK_IQ1_M, "iq1_m", WK_CLASS_QUANT, 1, 256, 56)
 
 /* A dtype mask: bit dt set for each dtype in the set (op support rules). */
 typedef uint64_t wk_dtype_mask;
@@ -72,6 +81,13 @@ typedef uint64_t wk_dtype_mask;
 #define WK_DT_INTS ((wk_dtype_mask)0 WK_DTYPE_LIST(WK_DT_ENUM_BIT_))
 #define WK_DT_FLOATS ((wk_dtype_mask)0 WK_DTYPE_LIST(WK_DT_ENUM_FBIT_))
 #define WK_DT_QUANTS ((wk_dtype_mask)0 WK_DTYPE_LIST(WK_DT_ENUM_QBIT_))
+/* the IQ types (lattice and nonlinear codes; src/iq_tables.h) */
+#define WK_DT_IQ (WK_DT_BIT(WK_IQ4_NL) | WK_DT_BIT(WK_IQ4_XS) | WK_DT_BIT(WK_IQ3_XXS) | WK_DT_BIT(WK_IQ3_S) | \
+                  WK_DT_BIT(WK_IQ2_XXS) | WK_DT_BIT(WK_IQ2_XS) | WK_DT_BIT(WK_IQ2_S) | WK_DT_BIT(WK_IQ1_S) |    \
+                  WK_DT_BIT(WK_IQ1_M))
+/* the block dtypes wk_quantize writes: every one but the lattice IQ types,
+ * whose quantizers need an importance matrix and search tables */
+#define WK_DT_QUANTIZABLE ((WK_DT_QUANTS & ~WK_DT_IQ) | WK_DT_BIT(WK_IQ4_NL) | WK_DT_BIT(WK_IQ4_XS))
 #define WK_DT_DENSE (WK_DT_INTS | WK_DT_FLOATS)
 /* f16, bf16, f32, f64: matmul and the NN ops */
 #define WK_DT_MATMUL (WK_DT_BIT(WK_F16) | WK_DT_BIT(WK_BF16) | WK_DT_BIT(WK_F32) | WK_DT_BIT(WK_F64))

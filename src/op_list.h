@@ -120,7 +120,7 @@
     X(O, SILU_MUL, "silu_mul", BINARY, WK_DT_NN)                                   \
     X(O, ADD_RMS_NORM, "add_rms_norm", NORM, WK_DT_NN)                             \
     X(O, DEQUANTIZE, "dequantize", QCONVERT, WK_DT_QUANTS)                         \
-    X(O, QUANTIZE, "quantize", QCONVERT, WK_DT_QUANTS)                             \
+    X(O, QUANTIZE, "quantize", QCONVERT, WK_DT_QUANTIZABLE)                             \
     X(O, QGATHER, "qgather", QGATHER, WK_DT_QUANTS)                                \
     X(O, ROPE_KV, "rope_kv", ROPE_KV, WK_DT_NN)                                    \
     X(O, LINEAR_SILU_MUL, "linear_silu_mul", LINEAR, WK_DT_NN)                     \

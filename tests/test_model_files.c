@@ -907,6 +907,7 @@ static void gguf_corrupt_cases(void)
         { "dim", 0, 1ull << 63, 1, 0, 64, "'dim'", "larger than 2^63-1", WK_ERR_IO },
         { "offset", 0, 1, 1, UINT64_MAX - 31, 64, "'offset'", "run past the end", WK_ERR_IO },
         { "unknown", 99, 1, 1, 0, 64, NULL, NULL, WK_OK },
+        { "tq", 34, 1, 256, 0, 54, NULL, NULL, WK_OK },
         { "iq", 16, 1, 256, 0, 66, NULL, NULL, WK_OK },
     };
     for (size_t k = 0; k < sizeof tc / sizeof tc[0]; k++) {
@@ -923,9 +924,21 @@ static void gguf_corrupt_cases(void)
             mf_err(what, tc[k].st, st, "tensor.gguf", tc[k].w1, tc[k].w2, NULL);
         } else if (!g) {
             t_fail("%s: %s", what, wk_last_error());
-        } else if (tc[k].type == 99 || tc[k].type == 16) {
+        } else if (tc[k].type == 16) {   /* IQ2_XXS: a wick dtype, read byte for byte */
             const wk_file_tensor *ti = wk_gguf_tensor_info(g, 0);
-            const char *tn = tc[k].type == 99 ? "type 99" : "IQ2_XXS";
+            T_CHECK(ti->dtype == WK_IQ2_XXS && strcmp(ti->type_name, "IQ2_XXS") == 0, "%s: type %s", what, ti->type_name);
+            wk_tensor *x = T_NEED(wk_gguf_tensor(g, tc[k].name, t_dev()));
+            unsigned char got[66], want[66];
+            for (int j = 0; j < 66; j++) want[j] = (unsigned char)j;
+            if (x) {
+                T_CHECK(wk_tensor_dtype(x) == WK_IQ2_XXS && wk_tensor_nbytes(x) == 66, "%s: %s, %zu bytes", what,
+                        wk_dtype_name(wk_tensor_dtype(x)), wk_tensor_nbytes(x));
+                T_OK(wk_to_host(x, got, sizeof got));
+                T_CHECK(!memcmp(got, want, sizeof got), "%s: the bytes differ from the file's", what);
+            }
+        } else if (tc[k].type == 99 || tc[k].type == 34) {
+            const wk_file_tensor *ti = wk_gguf_tensor_info(g, 0);
+            const char *tn = tc[k].type == 99 ? "type 99" : "TQ1_0";
             T_CHECK(ti->dtype == WK_DTYPE_COUNT && strcmp(ti->type_name, tn) == 0, "%s: type name %s", what, ti->type_name);
             wk_tensor *x = wk_gguf_tensor(g, tc[k].name, t_dev());
             mf_err(what, WK_ERR_UNSUPPORTED, x ? WK_OK : wk_last_status(), tc[k].name, tn, NULL);
@@ -1115,8 +1128,10 @@ static void gguf_fuzz_cases(void)
 
 /* ---- the GGUF writer ---------------------------------------------------------------- */
 
-static const wk_dtype W_DTYPES[] = { WK_F32, WK_F16, WK_BF16, WK_F64, WK_I16, WK_I32, WK_I64, WK_Q4_0, WK_Q4_1, WK_Q5_0,
-                                     WK_Q5_1, WK_Q8_0, WK_Q8_1, WK_Q2_K, WK_Q3_K, WK_Q4_K, WK_Q5_K, WK_Q6_K, WK_Q8_K };
+static const wk_dtype W_DTYPES[] = { WK_F32,    WK_F16,    WK_BF16,    WK_F64,   WK_I16,     WK_I32,    WK_I64,
+                                     WK_Q4_0,   WK_Q4_1,   WK_Q5_0,    WK_Q5_1,  WK_Q8_0,    WK_Q8_1,   WK_Q2_K,
+                                     WK_Q3_K,   WK_Q4_K,   WK_Q5_K,    WK_Q6_K,  WK_Q8_K,    WK_IQ4_NL, WK_IQ4_XS,
+                                     WK_IQ3_XXS, WK_IQ3_S, WK_IQ2_XXS, WK_IQ2_XS, WK_IQ2_S,  WK_IQ1_S,  WK_IQ1_M };
 #define N_W_DTYPES ((int)(sizeof W_DTYPES / sizeof W_DTYPES[0]))
 
 static wk_shape w_shape(wk_dtype dt)

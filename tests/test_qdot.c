@@ -3,8 +3,8 @@
  *
  * The reference is written here from ggml's definitions, not from the
  * library: x is quantized as ggml's quantize_row_q8_0_ref / _q8_1_ref /
- * _q8_K_ref do (q8_0 for q4_0, q5_0, q8_0; q8_1 for q4_1, q5_1; q8_K for
- * the K types; q8_1's s, which ggml rounds to f16 and which overflows
+ * _q8_K_ref do (q8_0 for q4_0, q5_0, q8_0, iq4_nl; q8_1 for q4_1, q5_1;
+ * q8_K for the K types and iq4_xs; q8_1's s, which ggml rounds to f16 and which overflows
  * there for blocks beyond about 2000, is d * sum in f32 in wick), each weight block is decoded here to its integer values,
  * integer sub-block scales and mins and f16 factors (element by element
  * from the layouts of docs/quantization.md; the decoders are checked
@@ -54,7 +54,11 @@ static const qtype QT[] = {
     { WK_Q8_0, "q8_0", 32, 34, 0, { 0, -1 } },     { WK_Q2_K, "q2_k", 256, 84, 2, { 80, 82 } },
     { WK_Q3_K, "q3_k", 256, 110, 2, { 108, -1 } }, { WK_Q4_K, "q4_k", 256, 144, 2, { 0, 2 } },
     { WK_Q5_K, "q5_k", 256, 176, 2, { 0, 2 } },    { WK_Q6_K, "q6_k", 256, 210, 2, { 208, -1 } },
+    { WK_IQ4_NL, "iq4_nl", 32, 18, 0, { 0, -1 } }, { WK_IQ4_XS, "iq4_xs", 256, 136, 2, { 0, -1 } },
 };
+
+/* the values of the 16 codes of iq4_nl and iq4_xs (ggml's kvalues_iq4nl) */
+static const int IQ4_VALUES[16] = { -127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113 };
 #define NQT ((int)(sizeof QT / sizeof QT[0]))
 
 /* ---- f16 ------------------------------------------------------------------- */
@@ -135,6 +139,12 @@ static void decode(const qtype *t, const uint8_t *b, wblk *o)
             break;
         }
         case WK_Q8_0: o->q[e] = s8(b[2 + e]); break;
+        case WK_IQ4_NL: o->q[e] = IQ4_VALUES[lo ? b[2 + l16] & 15 : b[2 + l16] >> 4]; break;
+        case WK_IQ4_XS: {   /* per 32 values 16 bytes: low nibbles the first 16 values, high the next */
+            const int r = e % 32, byte = b[8 + 16 * (e / 32) + r % 16];
+            o->q[e] = IQ4_VALUES[r < 16 ? byte & 15 : byte >> 4];
+            break;
+        }
         case WK_Q2_K:
         case WK_Q3_K: {
             const int h = e / 128, j = (e % 128) / 32, l = e % 32;
@@ -165,7 +175,20 @@ static void decode(const qtype *t, const uint8_t *b, wblk *o)
     case WK_Q5_1: o->dm = h2d(b + 2); /* fall through */
     case WK_Q4_0:
     case WK_Q5_0:
+    case WK_IQ4_NL:
     case WK_Q8_0: o->d = h2d(b); break;
+    case WK_IQ4_XS: {
+        /* scale of 32 values i: 4 low bits in nibble i of bytes 4..7, 2 high
+           bits at bits 2i of the u16 at byte 2; minus 32 */
+        const unsigned sh = (unsigned)b[2] | (unsigned)b[3] << 8;
+        for (int g = 0; g < 16; g++) {
+            const int i = g / 2;
+            const int low = (b[4 + i / 2] >> (4 * (i % 2))) & 15, high = (int)(sh >> (2 * i)) & 3;
+            o->sc[g] = (low | high << 4) - 32;
+        }
+        o->d = h2d(b);
+        break;
+    }
     case WK_Q2_K:
         for (int g = 0; g < 16; g++) o->sc[g] = b[g] & 15, o->mn[g] = b[g] >> 4;
         o->d = h2d(b + 80), o->dm = h2d(b + 82);
@@ -379,7 +402,7 @@ static void check(const qtype *t, const char *what, const wk_tensor *x, const fl
         quant_x(t, xh + i * k, k, &a);
         for (int64_t j = 0; j < n; j++) ref[i * n + j] = ref_dot(t, wd + j * nb, &a, xh + i * k, k);
     }
-    wk_tensor *yf = (qmm_mode(x, w, NULL));
+    wk_tensor *yf = (qmm_mode(x, w, "0"));   /* the f32 path (the default is the integer one) */
     double *yfv = yf ? values(yf) : NULL;
     static const char *const modes[3] = { "1", "avx2", "portable" };
     for (int md = 0; md < 3; md++) {

@@ -29,14 +29,22 @@ static const qinfo QT[] = {
     { WK_Q5_1, "q5_1", 32, 24 },  { WK_Q8_0, "q8_0", 32, 34 },  { WK_Q8_1, "q8_1", 32, 36 },
     { WK_Q2_K, "q2_k", 256, 84 }, { WK_Q3_K, "q3_k", 256, 110 }, { WK_Q4_K, "q4_k", 256, 144 },
     { WK_Q5_K, "q5_k", 256, 176 }, { WK_Q6_K, "q6_k", 256, 210 }, { WK_Q8_K, "q8_k", 256, 292 },
+    { WK_IQ4_NL, "iq4_nl", 32, 18 }, { WK_IQ4_XS, "iq4_xs", 256, 136 }, { WK_IQ3_XXS, "iq3_xxs", 256, 98 },
+    { WK_IQ3_S, "iq3_s", 256, 110 }, { WK_IQ2_XXS, "iq2_xxs", 256, 66 }, { WK_IQ2_XS, "iq2_xs", 256, 74 },
+    { WK_IQ2_S, "iq2_s", 256, 82 },  { WK_IQ1_S, "iq1_s", 256, 50 },   { WK_IQ1_M, "iq1_m", 256, 56 },
 };
 #define NQ ((int)(sizeof QT / sizeof QT[0]))
 
-/* another block dtype with q's block size (k-th after q in its group of six) */
+/* another block dtype with q's block size: the k-th after q (k >= 1,
+ * cyclically) among those with its block size */
 static const qinfo *other_of(const qinfo *q, int k)
 {
-    const int i = (int)(q - QT), g = i < 6 ? 0 : 6;
-    return &QT[g + (i - g + k) % 6];
+    int i = (int)(q - QT);
+    while (k > 0) {
+        i = (i + 1) % NQ;
+        if (QT[i].block == q->block && &QT[i] != q) k--;
+    }
+    return &QT[i];
 }
 
 /* bytes of one row of cols elements */
@@ -509,6 +517,9 @@ static void refusals(const qinfo *q)
         for (const char *const *p = wk_op_names(); p && *p; p++, n++) {
             bool qop = false;
             for (size_t i = 0; i < sizeof qops / sizeof qops[0]; i++) qop = qop || !strcmp(*p, qops[i]);
+            /* the lattice IQ types have no quantizer (test_quant_ops.c checks the refusal) */
+            const bool lattice = q->dt >= WK_IQ3_XXS && q->dt <= WK_IQ1_M;
+            if (lattice && !strcmp(*p, "quantize")) qop = false;
             T_CHECK(wk_supports(t_dev(), *p, q->dt) == qop, "wk_supports(cpu, \"%s\", %s) is %s", *p, q->name,
                     qop ? "false" : "true");
         }

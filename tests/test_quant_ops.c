@@ -6,10 +6,11 @@
  * quantize_row_*_ref through PyPI's llama-cpp-python) and from the gguf
  * Python package (see that script). Checked here:
  *   dequantize  bit for bit against the gguf package (q8_1, q8_k: their
- *               definition in ggml), to f32, and to f16/bf16 as the f32
+ *               definition in ggml; the nine IQ types too), to f32, and to f16/bf16 as the f32
  *               value rounded once; through views (narrowed, 3-d, broadcast
  *               rows, leading dims that need a copy)
- *   quantize    byte for byte against llama.cpp for all twelve types, and
+ *   quantize    byte for byte against llama.cpp for all twelve q types and
+ *               iq4_nl, iq4_xs (the lattice IQ types are refused), and
  *               against the gguf package for q4_0 .. q8_0 (for q4_1 and
  *               q5_1 the sign of a zero d or m field may differ: gguf takes
  *               min/max from numpy, whose choice between +0 and -0 is its
@@ -21,7 +22,8 @@
  *   qmatmul     against wick's dequantize + an f64 matmul on the host, within
  *               the f32 accumulation bound: k one block, n = 1, 7, 4097,
  *               m = 1..8 and larger, x transposed, narrowed, 3-d, rank 1,
- *               f16/bf16, the weight a row view
+ *               f16/bf16, the weight a row view (weights of the lattice IQ
+ *               types: random blocks with small f16 scales)
  *   qgather     rows against the dequantize vectors, ids of every dtype and
  *               shape, non-contiguous ids, ids out of range
  *   errors, empty tensors and wk_supports.
@@ -31,19 +33,34 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "test.h"
+#include "t_llm_model.h"
+#include "wick_formats.h"
+
+/* round-trip bounds of the IQ4 types (relative RMS error, normal x) */
+#define IQ4_NL_BOUND 0.086
+#define IQ4_XS_BOUND 0.084
 
 typedef struct qinfo {
     wk_dtype dt;
     const char *name;
     int64_t block, bytes;
     bool gguf_q;          /* the gguf package quantizes it */
+    bool wick_q;          /* wk_quantize writes it (llama.cpp's reference quantizer) */
 } qinfo;
 static const qinfo QT[] = {
-    { WK_Q4_0, "q4_0", 32, 18, true },    { WK_Q4_1, "q4_1", 32, 20, true },   { WK_Q5_0, "q5_0", 32, 22, true },
-    { WK_Q5_1, "q5_1", 32, 24, true },    { WK_Q8_0, "q8_0", 32, 34, true },   { WK_Q8_1, "q8_1", 32, 36, false },
-    { WK_Q2_K, "q2_k", 256, 84, false },  { WK_Q3_K, "q3_k", 256, 110, false }, { WK_Q4_K, "q4_k", 256, 144, false },
-    { WK_Q5_K, "q5_k", 256, 176, false }, { WK_Q6_K, "q6_k", 256, 210, false }, { WK_Q8_K, "q8_k", 256, 292, false },
+    { WK_Q4_0, "q4_0", 32, 18, true, true },    { WK_Q4_1, "q4_1", 32, 20, true, true },
+    { WK_Q5_0, "q5_0", 32, 22, true, true },    { WK_Q5_1, "q5_1", 32, 24, true, true },
+    { WK_Q8_0, "q8_0", 32, 34, true, true },    { WK_Q8_1, "q8_1", 32, 36, false, true },
+    { WK_Q2_K, "q2_k", 256, 84, false, true },  { WK_Q3_K, "q3_k", 256, 110, false, true },
+    { WK_Q4_K, "q4_k", 256, 144, false, true }, { WK_Q5_K, "q5_k", 256, 176, false, true },
+    { WK_Q6_K, "q6_k", 256, 210, false, true }, { WK_Q8_K, "q8_k", 256, 292, false, true },
+    { WK_IQ4_NL, "iq4_nl", 32, 18, false, true },     { WK_IQ4_XS, "iq4_xs", 256, 136, false, true },
+    { WK_IQ3_XXS, "iq3_xxs", 256, 98, false, false }, { WK_IQ3_S, "iq3_s", 256, 110, false, false },
+    { WK_IQ2_XXS, "iq2_xxs", 256, 66, false, false }, { WK_IQ2_XS, "iq2_xs", 256, 74, false, false },
+    { WK_IQ2_S, "iq2_s", 256, 82, false, false },     { WK_IQ1_S, "iq1_s", 256, 50, false, false },
+    { WK_IQ1_M, "iq1_m", 256, 56, false, false },
 };
 #define NQ ((int)(sizeof QT / sizeof QT[0]))
 static const wk_dtype FOUT[3] = { WK_F32, WK_F16, WK_BF16 };
@@ -60,7 +77,7 @@ typedef struct qv_sec {
 static struct {
     unsigned char *buf;
     int n;
-    qv_sec s[64];
+    qv_sec s[128];
     char why[256];
 } QV;
 
@@ -89,7 +106,7 @@ static bool qv_load(void)
     memcpy(&count, QV.buf + 8, 4);
     size_t off = 12;
     for (uint32_t i = 0; i < count; i++) {
-        if (QV.n == 64 || off + 32 > (size_t)len) {
+        if (QV.n == 128 || off + 32 > (size_t)len) {
             snprintf(QV.why, sizeof QV.why, "%s: truncated or too many sections", path);
             return false;
         }
@@ -151,6 +168,12 @@ static bool check_blocks(const char *what, const wk_tensor *t, const qinfo *q, c
     for (size_t i = 0; i < n; i++) {
         if (got[i] == ref[i]) continue;
         const size_t o = i % (size_t)q->bytes;
+        /* iq4_nl: llama.cpp writes a block of zeros (|x| < 1e-15) with d = 0
+         * and the codes its previous block left in a scratch array; wick
+         * writes code 8 there. Both decode to zeros: the codes are free. */
+        if (q->dt == WK_IQ4_NL && o >= 2 && ref[i - o] == 0 && (ref[i - o + 1] & 0x7F) == 0 && got[i - o] == 0 &&
+            (got[i - o + 1] & 0x7F) == 0)
+            continue;
         if (zero_sign && (o == 1 || o == 3) && (got[i] ^ ref[i]) == 0x80 && got[i - 1] == 0 && ref[i - 1] == 0 &&
             (got[i] & 0x7F) == 0)
             continue;   /* +0 against -0 in an f16 field */
@@ -259,6 +282,7 @@ static void dequantize_cases(const qinfo *q)
 static void quantize_cases(const qinfo *q)
 {
     const qv_sec *rows_s, *ref;
+    if (!q->wick_q) return;   /* refused: support_cases */
     if (t_case("quantops/quantize/%s", q->name)) {
         t_cover("quantize", q->dt);
         if (!(rows_s = qv_find("f32", "rows")) || !(ref = qv_find(q->name, "q_ggml"))) return;
@@ -331,12 +355,15 @@ static double roundtrip_bound(wk_dtype dt)
     case WK_Q5_K: return 0.040;
     case WK_Q6_K: return 0.0195;
     case WK_Q8_K: return 0.0078;
+    case WK_IQ4_NL: return IQ4_NL_BOUND;
+    case WK_IQ4_XS: return IQ4_XS_BOUND;
     default: return 0;
     }
 }
 
 static void roundtrip_case(const qinfo *q)
 {
+    if (!q->wick_q) return;
     if (!t_case("quantops/roundtrip/%s", q->name)) return;
     t_cover("quantize", q->dt);
     t_cover("dequantize", q->dt);
@@ -403,11 +430,33 @@ static void check_qmatmul(const char *what, const wk_tensor *x, const wk_tensor 
     if (bad > 3) t_fail("%s: %d elements out of bound in all", what, bad);
 }
 
-/* a quantized [n, k] weight from normal values (owned by the case) */
+/* a quantized [n, k] weight from normal values (owned by the case); for
+ * a type wick does not quantize, random blocks whose f16 d is drawn from
+ * [2^-10, 2^-6) (iq1_m: in the top nibbles of its four scale words) */
 static wk_tensor *qweight(const qinfo *q, int64_t n, int64_t k)
 {
-    wk_tensor *f = normal_f32(n, k, 0.5);
-    return f ? T_NEED(wk_quantize(f, q->dt)) : NULL;
+    if (q->wick_q) {
+        wk_tensor *f = normal_f32(n, k, 0.5);
+        return f ? T_NEED(wk_quantize(f, q->dt)) : NULL;
+    }
+    const int64_t nb = n * (k / q->block);
+    unsigned char *h = t_mem((size_t)(nb * q->bytes) + 1);
+    for (int64_t i = 0; i < nb * q->bytes; i++) h[i] = (unsigned char)((uint32_t)t_rng_next(t_r()) & 0xFF);
+    for (int64_t b = 0; b < nb; b++) {
+        unsigned char *blk = h + b * q->bytes;
+        const uint16_t d = (uint16_t)((5 + ((uint32_t)t_rng_next(t_r()) & 3)) << 10 | ((uint32_t)t_rng_next(t_r()) & 0x3FF));
+        if (q->dt == WK_IQ1_M) {
+            for (int i = 0; i < 4; i++) {
+                uint16_t w;
+                memcpy(&w, blk + 48 + 2 * i, 2);
+                w = (uint16_t)((w & 0x0FFF) | (((d >> (4 * i)) & 0xF) << 12));
+                memcpy(blk + 48 + 2 * i, &w, 2);
+            }
+        } else {
+            memcpy(blk, &d, 2);
+        }
+    }
+    return T_NEED(wk_from_host(t_dev(), q->dt, WK_SHAPE(n, k), h));
 }
 
 static void qmatmul_cases(const qinfo *q)
@@ -553,6 +602,74 @@ static void qgather_cases(const qinfo *q)
         t_fail("qgather of no ids gave %s", t_shape_str(wk_tensor_shape(r0)));
 }
 
+/* ---- GGUF files ------------------------------------------------------------------------ */
+
+/* The random blocks of every type (the gguf package's, with its values)
+ * written as one GGUF file by wick's writer, read back by wick's reader:
+ * the ggml type ids in the file, the bytes of each tensor, and its values
+ * through wk_dequantize bit for bit against the gguf package's. (The
+ * gguf package's own files: tests/data/model_files/types.gguf, which
+ * test_model_files.c loads byte for byte, the IQ types included.) */
+static void gguf_file_case(void)
+{
+    if (!t_case("quantops/gguf_file")) return;
+    const char *path = tmp_path("quant.gguf");
+    wk_gguf_writer *w = wk_gguf_writer_new();
+    if (!w) {
+        t_fail("wk_gguf_writer_new: %s", wk_last_error());
+        return;
+    }
+    char names[NQ][32];
+    for (int i = 0; i < NQ; i++) {
+        const qv_sec *blk = qv_find(QT[i].name, "blocks");
+        snprintf(names[i], sizeof names[i], "t.%s", QT[i].name);
+        if (blk) T_OK(wk_gguf_writer_add_data(w, names[i], QT[i].dt, WK_SHAPE(blk->rows, blk->cols), blk->p));
+    }
+    T_OK(wk_gguf_writer_write(w, path));
+    wk_gguf_writer_free(w);
+    wk_gguf *g = wk_gguf_open(path);
+    if (!g) {
+        t_fail("wk_gguf_open: %s", wk_last_error());
+        unlink(path);
+        return;
+    }
+    /* ggml's type ids (ggml.h's enum ggml_type) */
+    static const struct { wk_dtype dt; uint32_t id; } ids[] = {
+        { WK_Q4_0, 2 },      { WK_Q4_1, 3 },     { WK_Q5_0, 6 },      { WK_Q5_1, 7 },      { WK_Q8_0, 8 },
+        { WK_Q8_1, 9 },      { WK_Q2_K, 10 },    { WK_Q3_K, 11 },     { WK_Q4_K, 12 },     { WK_Q5_K, 13 },
+        { WK_Q6_K, 14 },     { WK_Q8_K, 15 },    { WK_IQ2_XXS, 16 },  { WK_IQ2_XS, 17 },   { WK_IQ3_XXS, 18 },
+        { WK_IQ1_S, 19 },    { WK_IQ4_NL, 20 },  { WK_IQ3_S, 21 },    { WK_IQ2_S, 22 },    { WK_IQ4_XS, 23 },
+        { WK_IQ1_M, 29 },
+    };
+    for (int i = 0; i < NQ; i++) {
+        const qv_sec *blk = qv_find(QT[i].name, "blocks"), *deq = qv_find(QT[i].name, "deq");
+        const int64_t k = wk_gguf_tensor_index(g, names[i]);
+        const wk_file_tensor *ti = wk_gguf_tensor_info(g, k);
+        if (!blk || !deq || !ti) {
+            if (!ti) t_fail("%s: not in the file", names[i]);
+            continue;
+        }
+        uint32_t want = UINT32_MAX;
+        for (size_t j = 0; j < sizeof ids / sizeof ids[0]; j++)
+            if (ids[j].dt == QT[i].dt) want = ids[j].id;
+        T_CHECK(ti->ggml_type == want && ti->dtype == QT[i].dt, "%s: ggml type %u (%s), expected %u", names[i],
+                ti->ggml_type, ti->type_name, want);
+        wk_tensor *t = T_NEED(wk_gguf_tensor(g, names[i], t_dev()));
+        if (!t) continue;
+        unsigned char *got = t_mem((size_t)blk->n);
+        if (wk_tensor_nbytes(t) != blk->n || wk_to_host(t, got, (size_t)blk->n) != WK_OK || memcmp(got, blk->p, (size_t)blk->n)) {
+            t_fail("%s: the bytes read differ from those written", names[i]);
+            continue;
+        }
+        char what[96];
+        snprintf(what, sizeof what, "%.31s from the file", names[i]);
+        t_check_exact(what, T_NEED(wk_dequantize(t, WK_F32)), WK_SHAPE(blk->rows, blk->cols), WK_F32,
+                      expect_as(WK_F32, deq, 0, blk->rows));
+    }
+    wk_gguf_close(g);
+    unlink(path);
+}
+
 /* ---- errors, empty tensors, support -------------------------------------------------------- */
 
 static void expect_null(const char *what, wk_tensor *r, wk_status want, const char *w1, const char *w2)
@@ -677,8 +794,23 @@ static void support_cases(void)
     if (!t_case("quantops/supports")) return;
     static const char *const ops[4] = { "dequantize", "quantize", "qmatmul", "qgather" };
     for (int o = 0; o < 4; o++) {
-        for (int i = 0; i < NQ; i++)
+        for (int i = 0; i < NQ; i++) {
+            if (o == 1 && !QT[i].wick_q) {   /* the lattice IQ types: no quantizer */
+                T_CHECK(!wk_supports(t_dev(), ops[o], QT[i].dt), "wk_supports(cpu, \"quantize\", %s) is true",
+                        QT[i].name);
+                wk_tensor *x = T_NEED(wk_zeros(t_dev(), WK_F32, WK_SHAPE(2, 256)));
+                wk_tensor *r = x ? wk_quantize(x, QT[i].dt) : NULL;
+                if (r) {
+                    t_own(r);
+                    t_fail("wk_quantize to %s returned a tensor", QT[i].name);
+                } else if (x) {
+                    t_check_error("quantize to a lattice IQ type", WK_ERR_UNSUPPORTED, wk_last_status(), "quantize",
+                                  QT[i].name, (const char *)NULL);
+                }
+                continue;
+            }
             T_CHECK(wk_supports(t_dev(), ops[o], QT[i].dt), "wk_supports(cpu, \"%s\", %s) is false", ops[o], QT[i].name);
+        }
         for (int d = 0; d < WK_DENSE_DTYPE_COUNT; d++)
             T_CHECK(!wk_supports(t_dev(), ops[o], (wk_dtype)d), "wk_supports(cpu, \"%s\", %s) is true (the ops are filed under the block dtype)",
                     ops[o], wk_dtype_name((wk_dtype)d));
@@ -696,7 +828,7 @@ T_SUITE(quant_ops)
             qv_find("f32", "rows");
             qv_find("txt", "meta");
             for (int i = 0; i < NQ; i++) {
-                for (int k = 0; k < 3; k++) qv_find(QT[i].name, kinds[k]);
+                for (int k = QT[i].wick_q ? 0 : 1; k < 3; k++) qv_find(QT[i].name, kinds[k]);
                 if (QT[i].gguf_q) qv_find(QT[i].name, "q_gguf");
             }
         }
@@ -710,6 +842,7 @@ T_SUITE(quant_ops)
         roundtrip_case(&QT[i]);
         qmatmul_cases(&QT[i]);
     }
+    if (loaded) gguf_file_case();
     error_cases();
     empty_cases();
     support_cases();

@@ -107,7 +107,7 @@ DENSE = [  # name, numpy dtype or (raw type, bytes per element), shape
     ("t.f32_4d", np.float32, (2, 1, 3, 2)),
 ]
 BLOCKS = [QT.Q4_0, QT.Q4_1, QT.Q5_0, QT.Q5_1, QT.Q8_0, QT.Q2_K, QT.Q3_K, QT.Q4_K, QT.Q5_K, QT.Q6_K, QT.Q8_K,
-          QT.IQ2_XXS, QT.IQ4_NL]
+          QT.IQ2_XXS, QT.IQ4_NL, QT.IQ4_XS, QT.IQ3_XXS, QT.IQ3_S, QT.IQ2_XS, QT.IQ2_S, QT.IQ1_S, QT.IQ1_M]
 
 
 def random_array(rng, dt, shape):

@@ -8,10 +8,10 @@ Sources of truth:
     of ggml-quants.c (what writes a GGUF file without an importance
     matrix), called through ctypes in the libggml-base shared library that
     PyPI's llama-cpp-python builds and ships (or any libggml-base given
-    with --ggml), for all twelve types; and the gguf package's quantize for
+    with --ggml), for the twelve q types and iq4_nl, iq4_xs; and the gguf package's quantize for
     q4_0, q4_1, q5_0, q5_1, q8_0 (the types it quantizes).
   * dequantize: the gguf package's dequantize for every type it takes (all
-    but q8_1 and q8_k), on random blocks; q8_1 and q8_k from their
+    but q8_1 and q8_k; the nine IQ types included), on random blocks; q8_1 and q8_k from their
     definition in ggml-common.h (value = d * q, d an f16 for q8_1 and an
     f32 for q8_k), cross-checked against ggml's dequantize_row_q8_K. ggml's
     dequantize_row_* are cross-checked against gguf for the other types.
@@ -63,11 +63,27 @@ TYPES = [
     ("q5_k", GT.Q5_K, 256, 176, False, True),
     ("q6_k", GT.Q6_K, 256, 210, False, True),
     ("q8_k", GT.Q8_K, 256, 292, False, False),
+    # the IQ types: gguf dequantizes all nine; llama.cpp's reference
+    # quantizer without an importance matrix exists for iq4_nl and iq4_xs
+    ("iq4_nl", GT.IQ4_NL, 32, 18, False, True),
+    ("iq4_xs", GT.IQ4_XS, 256, 136, False, True),
+    ("iq3_xxs", GT.IQ3_XXS, 256, 98, False, True),
+    ("iq3_s", GT.IQ3_S, 256, 110, False, True),
+    ("iq2_xxs", GT.IQ2_XXS, 256, 66, False, True),
+    ("iq2_xs", GT.IQ2_XS, 256, 74, False, True),
+    ("iq2_s", GT.IQ2_S, 256, 82, False, True),
+    ("iq1_s", GT.IQ1_S, 256, 50, False, True),
+    ("iq1_m", GT.IQ1_M, 256, 56, False, True),
 ]
+# the types whose llama.cpp reference quantizer wick matches (quantize_row_<type>_ref)
+GGML_QUANTIZES = {"q4_0", "q4_1", "q5_0", "q5_1", "q8_0", "q8_1", "q2_k", "q3_k", "q4_k", "q5_k", "q6_k", "q8_k",
+                  "iq4_nl", "iq4_xs"}
 # byte offsets of the f16 scale fields (d, dmin, m, s) of each block; q8_k's d is an f32 at 0
 F16_FIELDS = {
     "q4_0": [0], "q4_1": [0, 2], "q5_0": [0], "q5_1": [0, 2], "q8_0": [0], "q8_1": [0, 2],
     "q2_k": [80, 82], "q3_k": [108], "q4_k": [0, 2], "q5_k": [0, 2], "q6_k": [208], "q8_k": [],
+    "iq4_nl": [0], "iq4_xs": [0], "iq3_xxs": [0], "iq3_s": [0], "iq2_xxs": [0], "iq2_xs": [0], "iq2_s": [0],
+    "iq1_s": [0], "iq1_m": [],   # iq1_m's d is spread over the top nibbles of its scale words (random_blocks)
 }
 
 
@@ -91,10 +107,11 @@ def load_ggml(path):
     fns = {}
     for name, *_ in TYPES:
         ggml_name = name.replace("_k", "_K")
-        f = getattr(lib, "quantize_row_%s_ref" % ggml_name)
-        f.restype = None
-        f.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64]
-        fns["q_" + name] = f
+        if name in GGML_QUANTIZES:
+            f = getattr(lib, "quantize_row_%s_ref" % ggml_name)
+            f.restype = None
+            f.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64]
+            fns["q_" + name] = f
         if name != "q8_1":  # ggml has no dequantize_row_q8_1
             g = getattr(lib, "dequantize_row_%s" % ggml_name)
             g.restype = None
@@ -180,6 +197,14 @@ def random_blocks(rng, name, B, bb, rows, cols):
         d = (rng.uniform(-1, 1, nblk) * 2.0 ** e).astype(np.float32)
         d[:4] = [0.0, -0.0, 1.0, np.float32(3.4e38) / 127]
         b[:, 0:4] = d.view(np.uint8).reshape(nblk, 4)
+    elif name == "iq1_m":
+        # the f16 d is the top nibble of each of the four scale words
+        # (bytes 48..55): write a finite d there, keep the 3-bit scales random
+        s = f16_scales(rng, nblk)
+        w = b[:, 48:56].copy().view(np.uint16).reshape(nblk, 4)
+        for i in range(4):
+            w[:, i] = (w[:, i] & np.uint16(0x0FFF)) | (((s >> np.uint16(4 * i)) & np.uint16(0xF)) << np.uint16(12))
+        b[:, 48:56] = w.view(np.uint8).reshape(nblk, 8)
     else:
         offs = F16_FIELDS[name]
         # the first blocks of each field take the special values in turn;
@@ -240,8 +265,9 @@ def main():
     report = []
     rng = np.random.default_rng(7)
     for name, gt, B, bb, gq, gd in TYPES:
-        q = ggml_quantize(fns, name, rows, bb, B)
-        sections.append((name, "q_ggml", rows.shape[0], rows.shape[1], q.tobytes()))
+        if name in GGML_QUANTIZES:
+            q = ggml_quantize(fns, name, rows, bb, B)
+            sections.append((name, "q_ggml", rows.shape[0], rows.shape[1], q.tobytes()))
         if gq:
             with np.errstate(all="ignore"):
                 g = np.asarray(gguf.quants.quantize(rows, gt), dtype=np.uint8)

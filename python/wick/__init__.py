@@ -90,6 +90,8 @@ uint8, uint32, int16, int32, int64 = u8, u32, i16, i32, i64
 bfloat16, float16, float32, float64, float8_e4m3fn = bf16, f16, f32, f64, f8e4m3
 q4_0, q4_1, q5_0, q5_1, q8_0, q8_1 = "q4_0", "q4_1", "q5_0", "q5_1", "q8_0", "q8_1"
 q2_k, q3_k, q4_k, q5_k, q6_k, q8_k = "q2_k", "q3_k", "q4_k", "q5_k", "q6_k", "q8_k"
+iq4_nl, iq4_xs, iq3_xxs, iq3_s = "iq4_nl", "iq4_xs", "iq3_xxs", "iq3_s"
+iq2_xxs, iq2_xs, iq2_s, iq1_s, iq1_m = "iq2_xxs", "iq2_xs", "iq2_s", "iq1_s", "iq1_m"
 
 _ML_NAMES = {"bf16": "bfloat16", "f8e4m3": "float8_e4m3fn"}
 _RAW = {"bf16": "uint16", "f8e4m3": "uint8"}

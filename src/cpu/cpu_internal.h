@@ -114,6 +114,11 @@ wk_status wk_cpu_qgather(void *ctx, const wk_op_args *a);
 /* cpu_quant.c: llama.cpp's reference quantizer of one block of dt */
 typedef void (*wk_cpu_qblock_fn)(const float *x, uint8_t *block);
 wk_cpu_qblock_fn wk_cpu_quantizer(wk_dtype dt);
+/* cpu_iq.c: GGUF's IQ types, one block -> f32 (all nine), f32 -> one
+ * block (iq4_nl, iq4_xs; NULL for the others) */
+typedef void (*wk_cpu_dblock_fn)(const uint8_t *block, float *y);
+wk_cpu_dblock_fn wk_cpu_iq_dequantizer(wk_dtype dt);
+wk_cpu_qblock_fn wk_cpu_iq_quantizer(wk_dtype dt);
 /* cpu_qdot.c: qmatmul with quantized activations and integer dot
  * products (WICK_CPU_QDOT; docs/cpu-qdot.md) */
 enum { WK_QDOT_OFF = 0, WK_QDOT_ON = 1, WK_QDOT_PORTABLE = 2, WK_QDOT_AVX2 = 3 };

@@ -15,9 +15,12 @@
  *     which overflows for blocks of x beyond about 2000; here it is the
  *     exact product in f32); q8_K for
  *     q2_K, q3_K, q4_K, q5_K and q6_K (d in f32, bsums: sums of 16 quants);
+ *     q8_0 for iq4_nl, q8_K for iq4_xs (as ggml pairs them);
  *   - each weight block is unpacked to signed 8-bit values q (q4_0:
  *     -8..7, q4_1: 0..15, q5_0: -16..15, q5_1: 0..31, q8_0: the bytes,
- *     q2_K: 0..3, q3_K: -4..3, q4_K: 0..15, q5_K: 0..31, q6_K: -32..31),
+ *     q2_K: 0..3, q3_K: -4..3, q4_K: 0..15, q5_K: 0..31, q6_K: -32..31,
+ *     iq4_nl/iq4_xs: the code's value in wk_iq4nl_values, -127..113;
+ *     iq4_xs's scale is its 6-bit value - 32),
  *     one integer scale sc and min mn per 16 values (K types; q3_K's
  *     scale is its 6-bit value - 32, q2_K's min is the high nibble) and
  *     the block's float factors d (and m or dmin);
@@ -55,6 +58,7 @@
 #include "cpu_internal.h"
 #include "cpu_qdot.h"
 #include "cpu_ew.h"
+#include "../iq_tables.h"
 #if WK_EW_X86
 #include <immintrin.h>
 #endif
@@ -251,6 +255,39 @@ static void up_q6_k(const uint8_t *b, int8_t *q, int16_t *sc, int16_t *mn, float
         }
 }
 
+/* iq4_nl: d, qs[16]: the codes' values in wk_iq4nl_values (-127 .. 113) */
+static void up_iq4_nl(const uint8_t *b, int8_t *q, int16_t *sc, int16_t *mn, float *d, float *dm)
+{
+    (void)sc, (void)mn;
+    *d = ld_h(b);
+    *dm = 0;
+    const uint8_t *qs = b + 2;
+    for (int j = 0; j < 16; j++) {
+        q[j] = wk_iq4nl_values[qs[j] & 0xF];
+        q[j + 16] = wk_iq4nl_values[qs[j] >> 4];
+    }
+}
+
+/* iq4_xs: d, scales_h, scales_l[4], qs[128]: per 32 values a 6-bit scale
+ * - 32 (both of its groups of 16) and iq4_nl's codes */
+static void up_iq4_xs(const uint8_t *b, int8_t *q, int16_t *sc, int16_t *mn, float *d, float *dm)
+{
+    *d = ld_h(b);
+    *dm = 0;
+    uint16_t sh;
+    memcpy(&sh, b + 2, 2);
+    for (int ib = 0; ib < 8; ib++) {
+        const int ls = ((b[4 + ib / 2] >> (4 * (ib % 2))) & 0xF) | (((sh >> (2 * ib)) & 3) << 4);
+        sc[2 * ib] = sc[2 * ib + 1] = (int16_t)(ls - 32);
+        mn[2 * ib] = mn[2 * ib + 1] = 0;
+        const uint8_t *qs = b + 8 + 16 * ib;
+        for (int j = 0; j < 16; j++) {
+            q[32 * ib + j] = wk_iq4nl_values[qs[j] & 0xF];
+            q[32 * ib + j + 16] = wk_iq4nl_values[qs[j] >> 4];
+        }
+    }
+}
+
 /* nb blocks of a row: the block function over each (portable), or one
  * loop of vector code (AVX2, for the types the models in use have) */
 typedef void (*unpack_row_fn)(const uint8_t *b, int64_t nb, int8_t *q, int16_t *sc, int16_t *mn, float *d, float *dm);
@@ -272,6 +309,8 @@ UNPACK_ROW(q3_k, QK_K, 110)
 UNPACK_ROW(q4_k, QK_K, 144)
 UNPACK_ROW(q5_k, QK_K, 176)
 UNPACK_ROW(q6_k, QK_K, 210)
+UNPACK_ROW(iq4_nl, 32, 18)
+UNPACK_ROW(iq4_xs, QK_K, 136)
 
 #if WK_EW_X86
 WK_TARGET_AVX2 static inline float ld_h_f16c(const uint8_t *p)
@@ -422,6 +461,42 @@ WK_TARGET_AVX2 static void upr_q6_k_avx2(const uint8_t *b, int64_t nb, int8_t *q
         }
     }
 }
+/* 16 bytes of iq4 codes -> their 32 values (a table lookup per nibble) */
+WK_TARGET_AVX2 static inline void iq4_values32(const uint8_t *qs, int8_t *q)
+{
+    const __m128i tbl = _mm_loadu_si128((const __m128i *)wk_iq4nl_values), m4 = _mm_set1_epi8(0x0F);
+    const __m128i b = _mm_loadu_si128((const __m128i *)qs);
+    _mm_storeu_si128((__m128i *)q, _mm_shuffle_epi8(tbl, _mm_and_si128(b, m4)));
+    _mm_storeu_si128((__m128i *)(q + 16), _mm_shuffle_epi8(tbl, _mm_and_si128(_mm_srli_epi16(b, 4), m4)));
+}
+
+WK_TARGET_AVX2 static void upr_iq4_nl_avx2(const uint8_t *b, int64_t nb, int8_t *q, int16_t *sc, int16_t *mn, float *d,
+                                           float *dm)
+{
+    (void)sc, (void)mn;
+    for (int64_t c = 0; c < nb; c++, b += 18, q += 32) {
+        d[c] = ld_h_f16c(b);
+        dm[c] = 0;
+        iq4_values32(b + 2, q);
+    }
+}
+
+WK_TARGET_AVX2 static void upr_iq4_xs_avx2(const uint8_t *b, int64_t nb, int8_t *q, int16_t *sc, int16_t *mn, float *d,
+                                           float *dm)
+{
+    for (int64_t c = 0; c < nb; c++, b += 136, q += QK_K, sc += 16, mn += 16) {
+        d[c] = ld_h_f16c(b);
+        dm[c] = 0;
+        uint16_t sh;
+        memcpy(&sh, b + 2, 2);
+        for (int ib = 0; ib < 8; ib++) {
+            const int ls = ((b[4 + ib / 2] >> (4 * (ib % 2))) & 0xF) | (((sh >> (2 * ib)) & 3) << 4);
+            sc[2 * ib] = sc[2 * ib + 1] = (int16_t)(ls - 32);
+            mn[2 * ib] = mn[2 * ib + 1] = 0;
+            iq4_values32(b + 8 + 16 * ib, q + 32 * ib);
+        }
+    }
+}
 #define AVX2_UP(T) upr_##T##_avx2
 #else
 #define AVX2_UP(T) NULL
@@ -447,6 +522,8 @@ static const qd_type QD_TYPES[] = {
     { WK_Q4_K, 256, 144, WK_Q8_K, true, upr_q4_k, AVX2_UP(q4_k) },
     { WK_Q5_K, 256, 176, WK_Q8_K, true, upr_q5_k, NULL },
     { WK_Q6_K, 256, 210, WK_Q8_K, false, upr_q6_k, AVX2_UP(q6_k) },
+    { WK_IQ4_NL, 32, 18, WK_Q8_0, false, upr_iq4_nl, AVX2_UP(iq4_nl) },
+    { WK_IQ4_XS, 256, 136, WK_Q8_K, false, upr_iq4_xs, AVX2_UP(iq4_xs) },
 };
 
 static const qd_type *qd_type_of(wk_dtype dt)

@@ -939,7 +939,7 @@ static deq_fn deq_of(wk_dtype dt)
     case WK_Q5_K: return deq_q5_k;
     case WK_Q6_K: return deq_q6_k;
     case WK_Q8_K: return deq_q8_k;
-    default: return NULL;
+    default: return wk_cpu_iq_dequantizer(dt);   /* the IQ types (cpu_iq.c) */
     }
 }
 
@@ -958,7 +958,7 @@ static q_fn q_of(wk_dtype dt)
     case WK_Q5_K: return q_q5_k;
     case WK_Q6_K: return q_q6_k;
     case WK_Q8_K: return q_q8_k;
-    default: return NULL;
+    default: return wk_cpu_iq_quantizer(dt);     /* iq4_nl, iq4_xs (cpu_iq.c) */
     }
 }
 
@@ -1026,7 +1026,9 @@ wk_status wk_cpu_qconvert(void *ctx, const wk_op_args *a)
     const wk_dtype qt = deq ? s->dtype : d->dtype;
     conv_job j = { .dst = d, .src = s, .B = wk_dt_block(qt), .BB = wk_dt_block_bytes(qt), .deq = deq_of(qt),
                    .q = q_of(qt) };
-    if (!j.deq || !j.q) return WK_CPU_ERROR(WK_ERR_DTYPE, "%s is not a block-quantized dtype", wk_dt_name(qt));
+    if (deq ? !j.deq : !j.q)
+        return WK_CPU_ERROR(WK_ERR_DTYPE, "%s: no %s for %s on the cpu", deq ? "dequantize" : "quantize",
+                            deq ? "decoder" : "quantizer", wk_dt_name(qt));
     const int64_t rows = d->dims[0], cols = d->dims[1];
     j.bpr = cols / j.B;
     const int64_t n = rows * j.bpr;

@@ -1,6 +1,8 @@
 /* quant.hip — GGUF's block-quantized types on the GPU: dequantize (to f32,
  * f16 or bf16), the quantized row gather (qgather) and the quantized
- * matrix product (qmatmul) for all 12 block types; the families QCONVERT
+ * matrix product (qmatmul) for all 21 block types (the twelve q types and
+ * the nine IQ types, whose tables src/iq_tables.h shares with the cpu);
+ * the families QCONVERT
  * (DEQUANTIZE only: quantize stays on the cpu), QMATMUL and QGATHER of
  * src/backend.h. docs/quantization.md has the layouts and the figures.
  *
@@ -27,7 +29,7 @@
  * q6_k (fast decoders: word loads, codes turned into exact floats by
  * placing them in the mantissa of 2^23 (one byte permute) and subtracting
  * 2^23 plus the code's offset, mins and scales applied once per group
- * through per-group sums of x); the other seven types take a generic
+ * through per-group sums of x); the other types (seven q, nine IQ) take a generic
  * decoder (qd_group on byte loads, 32 values per unit). Partial sums are
  * reduced through shared memory (qmvq_kernel below: shuffles within
  * groups of at most 32 lanes), so no kernel here depends on the warp size
@@ -55,6 +57,11 @@
 #include "gpu_internal.h"
 #include <stdlib.h>
 #include <string.h>
+/* the IQ types' grids, signs and values, in device memory (global, read
+ * through the caches: the codes index them at random, which the constant
+ * cache would serialize) */
+#define WK_IQ_TABLE(type, decl) static __device__ const type decl
+#include "../iq_tables.h"
 
 #define QK_K 256
 
@@ -211,6 +218,100 @@ template <int QT> WK_DEV void qd_group(const uint8_t *b, int g, float *y)
         memcpy(&d, b, 4);
         const int8_t *qs = (const int8_t *)(b + 4 + 32 * g);
         for (int j = 0; j < 32; ++j) y[j] = d * (float)qs[j];
+    } else if constexpr (QT == WK_IQ4_NL || QT == WK_IQ4_XS) {
+        /* layouts: src/cpu/cpu_iq.c; the same float operations */
+        float dl;
+        const uint8_t *qs;
+        if constexpr (QT == WK_IQ4_NL) {
+            dl = q_h(b);
+            qs = b + 2;
+        } else {
+            const int ls = ((b[4 + g / 2] >> (4 * (g % 2))) & 0xF) | ((int)((q_u16(b + 2) >> (2 * g)) & 3) << 4);
+            dl = q_h(b) * (float)(ls - 32);
+            qs = b + 8 + 16 * g;
+        }
+        for (int j = 0; j < 16; ++j) {
+            y[j] = dl * (float)wk_iq4nl_values[qs[j] & 0xF];
+            y[j + 16] = dl * (float)wk_iq4nl_values[qs[j] >> 4];
+        }
+    } else if constexpr (QT == WK_IQ2_XXS) {
+        const uint8_t *gp = b + 2 + 8 * g;
+        const uint32_t aux = q_u32b(gp + 4);
+        const float db = q_h(b) * (0.5f + (float)(aux >> 28)) * 0.25f;
+        for (int l = 0; l < 4; ++l) {
+            const uint64_t pt = wk_iq2xxs_grid[gp[l]];
+            const uint32_t s = wk_iq_ksigns[(aux >> (7 * l)) & 127];
+            for (int j = 0; j < 8; ++j) y[8 * l + j] = db * (float)(int)((pt >> (8 * j)) & 0xFF) * ((s >> j) & 1 ? -1.f : 1.f);
+        }
+    } else if constexpr (QT == WK_IQ2_XS || QT == WK_IQ2_S) {
+        const float d = q_h(b);
+        const int sc = QT == WK_IQ2_XS ? b[66 + g] : b[74 + g];
+        const float db[2] = { d * (0.5f + (float)(sc & 0xF)) * 0.25f, d * (0.5f + (float)(sc >> 4)) * 0.25f };
+        for (int l = 0; l < 4; ++l) {
+            uint64_t pt;
+            uint32_t s;
+            if constexpr (QT == WK_IQ2_XS) {
+                const uint32_t q = q_u16(b + 2 + 2 * (4 * g + l));
+                pt = wk_iq2xs_grid[q & 511];
+                s = wk_iq_ksigns[q >> 9];
+            } else {
+                pt = wk_iq2s_grid[b[2 + 4 * g + l] | (((uint32_t)b[66 + g] >> (2 * l) & 3) << 8)];
+                s = b[34 + 4 * g + l];
+            }
+            for (int j = 0; j < 8; ++j)
+                y[8 * l + j] = db[l / 2] * (float)(int)((pt >> (8 * j)) & 0xFF) * ((s >> j) & 1 ? -1.f : 1.f);
+        }
+    } else if constexpr (QT == WK_IQ3_XXS || QT == WK_IQ3_S) {
+        const uint8_t *qs = b + 2 + 8 * g;
+        float db;
+        uint32_t aux = 0;
+        if constexpr (QT == WK_IQ3_XXS) {
+            aux = q_u32b(b + 66 + 4 * g);
+            db = q_h(b) * (0.5f + (float)(aux >> 28)) * 0.5f;
+        } else {
+            db = q_h(b) * (float)(1 + 2 * ((b[106 + g / 2] >> (4 * (g % 2))) & 0xF));
+        }
+        for (int l = 0; l < 4; ++l) {
+            uint32_t p1, p2, s;
+            if constexpr (QT == WK_IQ3_XXS) {
+                p1 = wk_iq3xxs_grid[qs[2 * l]];
+                p2 = wk_iq3xxs_grid[qs[2 * l + 1]];
+                s = wk_iq_ksigns[(aux >> (7 * l)) & 127];
+            } else {
+                const uint32_t qh = b[66 + g];   /* bit i: the 9th bit of index 8g + i */
+                p1 = wk_iq3s_grid[qs[2 * l] | ((qh >> (2 * l) & 1) << 8)];
+                p2 = wk_iq3s_grid[qs[2 * l + 1] | ((qh >> (2 * l + 1) & 1) << 8)];
+                s = b[74 + 4 * g + l];
+            }
+            for (int j = 0; j < 4; ++j) {
+                y[8 * l + j] = db * (float)(int)((p1 >> (8 * j)) & 0xFF) * ((s >> j) & 1 ? -1.f : 1.f);
+                y[8 * l + j + 4] = db * (float)(int)((p2 >> (8 * j)) & 0xFF) * ((s >> (j + 4)) & 1 ? -1.f : 1.f);
+            }
+        }
+    } else if constexpr (QT == WK_IQ1_S || QT == WK_IQ1_M) {
+        const float delta_pos = 0.125f;
+        if constexpr (QT == WK_IQ1_S) {
+            const uint32_t qh = q_u16(b + 34 + 2 * g);
+            const float dl = q_h(b) * (float)(2 * ((qh >> 12) & 7) + 1);
+            const float delta = qh & 0x8000 ? -delta_pos : delta_pos;
+            for (int l = 0; l < 4; ++l) {
+                const uint64_t pt = wk_iq1s_grid[b[2 + 4 * g + l] | (((qh >> (3 * l)) & 7) << 8)];
+                for (int j = 0; j < 8; ++j) y[8 * l + j] = dl * ((float)(int8_t)((pt >> (8 * j)) & 0xFF) + delta);
+            }
+        } else {
+            const uint32_t s0 = q_u16(b + 48), s1 = q_u16(b + 50), s2 = q_u16(b + 52), s3 = q_u16(b + 54);
+            const uint16_t dbits = (uint16_t)((s0 >> 12) | ((s1 >> 8) & 0x00F0) | ((s2 >> 4) & 0x0F00) | (s3 & 0xF000));
+            const float d = wk_fast_f16_to_f32(dbits);
+            const uint32_t w = q_u16(b + 48 + 2 * (g / 2));
+            const float dl[2] = { d * (float)(2 * ((w >> (6 * (g % 2))) & 7) + 1),
+                                  d * (float)(2 * ((w >> (6 * (g % 2) + 3)) & 7) + 1) };
+            for (int l = 0; l < 4; ++l) {
+                const uint32_t h = (uint32_t)b[32 + 2 * g + l / 2] >> (4 * (l % 2));
+                const uint64_t pt = wk_iq1s_grid[b[4 * g + l] | ((h & 7) << 8)];
+                const float delta = h & 8 ? -delta_pos : delta_pos;
+                for (int j = 0; j < 8; ++j) y[8 * l + j] = dl[l / 2] * ((float)(int8_t)((pt >> (8 * j)) & 0xFF) + delta);
+            }
+        }
     }
 }
 
@@ -297,6 +398,15 @@ template <int QT, typename O> __global__ void qd_kernel(qd_params p)
     case WK_Q5_K: { constexpr int QT_ = WK_Q5_K; __VA_ARGS__; } break;                     \
     case WK_Q6_K: { constexpr int QT_ = WK_Q6_K; __VA_ARGS__; } break;                     \
     case WK_Q8_K: { constexpr int QT_ = WK_Q8_K; __VA_ARGS__; } break;                     \
+    case WK_IQ4_NL: { constexpr int QT_ = WK_IQ4_NL; __VA_ARGS__; } break;                 \
+    case WK_IQ4_XS: { constexpr int QT_ = WK_IQ4_XS; __VA_ARGS__; } break;                 \
+    case WK_IQ3_XXS: { constexpr int QT_ = WK_IQ3_XXS; __VA_ARGS__; } break;               \
+    case WK_IQ3_S: { constexpr int QT_ = WK_IQ3_S; __VA_ARGS__; } break;                   \
+    case WK_IQ2_XXS: { constexpr int QT_ = WK_IQ2_XXS; __VA_ARGS__; } break;               \
+    case WK_IQ2_XS: { constexpr int QT_ = WK_IQ2_XS; __VA_ARGS__; } break;                 \
+    case WK_IQ2_S: { constexpr int QT_ = WK_IQ2_S; __VA_ARGS__; } break;                   \
+    case WK_IQ1_S: { constexpr int QT_ = WK_IQ1_S; __VA_ARGS__; } break;                   \
+    case WK_IQ1_M: { constexpr int QT_ = WK_IQ1_M; __VA_ARGS__; } break;                   \
     default: break;                                                                 \
     }
 

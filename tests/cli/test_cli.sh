@@ -144,8 +144,9 @@ expect inspect_gguf 0 "$wick" inspect "$mf/types.gguf"
 has inspect_gguf_header '^.*types\.gguf: GGUF v3, .*alignment 64'
 has inspect_gguf_value '^  test\.u64 +u64 +18446744073709551615$'
 has inspect_gguf_nested '^  test\.arr\.nested3 +\[array x 2\] \[\[array x 2\] \[\[i32 x 1\] \[1\]'
-has inspect_gguf_tensor '^ +20 +t\.iq2_xxs +IQ2_XXS +\[2, 256\] .*wick has no dtype'
-has inspect_gguf_total '^total: 22 tensors'
+has inspect_gguf_tensor '^ +4 +t\.i8 +I8 +\[5\] .*wick has no dtype'
+has inspect_gguf_iq '^ +20 +t\.iq2_xxs +IQ2_XXS +\[2, 256\] +[0-9]+ +132$'
+has inspect_gguf_total '^total: 29 tensors'
 expect inspect_sharded 0 "$wick" inspect "$mf/sharded"
 has inspect_sharded_files '^.*sharded: safetensors, 2 files$'
 has inspect_sharded_tensor '^ +[0-9]+ +lm_head\.weight +F16 +\[4, 8\] .*model-00002-of-00002\.safetensors$'
@@ -196,6 +197,12 @@ err | grep -q "'t.i8' is of type I8" && ok || bad quantize_unreadable_words "std
 expect quantize_bad_type 2 "$wick" quantize "$mf/small.gguf" "$tmp/x.gguf" q4_z
 err | grep -q "unknown TYPE 'q4_z'" && ok || bad quantize_bad_type_words "stderr: '$(err)'"
 expect quantize_u8_type 2 "$wick" quantize "$mf/small.gguf" "$tmp/x.gguf" u8
+expect quantize_iq_lattice 2 "$wick" quantize "$mf/small.gguf" "$tmp/x.gguf" iq2_xxs
+err | grep -q "cannot quantize to iq2_xxs" && ok || bad quantize_iq_lattice_words "stderr: '$(err)'"
+expect quantize_iq4_xs 0 "$wick" quantize -q "$mf/mix.gguf" "$tmp/iq4.gguf" iq4_xs
+expect quantize_iq4_xs_inspect 0 "$wick" inspect "$tmp/iq4.gguf"
+has quantize_iq4_xs_ftype '^  general\.file_type +u32 +30$'
+has quantize_iq4_xs_output '^ +[0-9]+ +output\.weight +IQ4_XS '
 expect quantize_missing_arg 2 "$wick" quantize "$mf/small.gguf" "$tmp/x.gguf"
 expect quantize_missing_in 1 "$wick" quantize "$tmp/absent.safetensors" "$tmp/x.gguf" q8_0
 err | grep -q "absent.safetensors: cannot open" && ok || bad quantize_missing_in_words "stderr: '$(err)'"

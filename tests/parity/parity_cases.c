@@ -895,8 +895,10 @@ static void nn_paged_attention(void)
 
 /* ---- block-quantized ops ----------------------------------------------------------- */
 
-static const wk_dtype q_types[] = { WK_Q4_0, WK_Q4_1, WK_Q5_0, WK_Q5_1, WK_Q8_0, WK_Q8_1,
-                                    WK_Q2_K, WK_Q3_K, WK_Q4_K, WK_Q5_K, WK_Q6_K, WK_Q8_K };
+/* (the lattice IQ types, iq3_xxs .. iq1_m, have no quantizer to make
+ * their inputs: test_quant_ops.c checks them on the cpu; none here yet) */
+static const wk_dtype q_types[] = { WK_Q4_0, WK_Q4_1, WK_Q5_0, WK_Q5_1, WK_Q8_0, WK_Q8_1, WK_Q2_K,
+                                    WK_Q3_K, WK_Q4_K, WK_Q5_K, WK_Q6_K, WK_Q8_K, WK_IQ4_NL, WK_IQ4_XS };
 static const wk_dtype q_float_dts[] = { WK_F32, WK_F16, WK_BF16 };
 
 /* dequantize: bit for bit; qmatmul: m = 1..8 (the qmatvec kernel) and
@@ -929,7 +931,7 @@ static void quant_ops(void)
         }
     for (int t = 0; t < N_(q_types); t++) {
         const wk_dtype qt = q_types[t];
-        const int64_t B = qt >= WK_Q2_K ? 256 : 32;
+        const int64_t B = (int64_t)wk_dtype_block_size(qt);
         for (int f = 0; f < N_(q_float_dts); f++) {
             const wk_dtype dt = q_float_dts[f];
             static const struct { const char *name; int64_t rows, blocks; bool narrow; } dc[] = {
