@@ -3,7 +3,7 @@
  *
  * cpu_qdot.c sends a call here when the cpu has AVX512 F/BW/VL/DQ, VNNI
  * and BITALG (checked once by CPUID), the weight's type has kernels here
- * (q4_0, q4_1, q5_0, q5_1, q8_0, q4_K, q5_K, q6_K) and WICK_CPU_QDOT is
+ * (q4_0, q4_1, q5_0, q5_1, q8_0, q4_K, q5_K, q6_K, iq4_nl, iq4_xs) and WICK_CPU_QDOT is
  * not "avx2" or "portable" (docs/cpu-qdot.md). Decode (one row of x) and
  * prefill (many) take the same kernels, so a row of x gets the same bits
  * whatever the rows around it (the order is cpu_qdot.h's).
@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include "cpu_ew.h"
+#include "../iq_tables.h"
 
 #if WK_EW_X86
 #include <immintrin.h>
@@ -35,7 +36,7 @@ bool wk_qdot_vnni_ok(wk_dtype dt, int64_t row_bytes)
 {
     switch (dt) {
     case WK_Q4_0: case WK_Q4_1: case WK_Q5_0: case WK_Q5_1: case WK_Q8_0:
-    case WK_Q4_K: case WK_Q5_K: case WK_Q6_K: break;
+    case WK_Q4_K: case WK_Q5_K: case WK_Q6_K: case WK_IQ4_NL: case WK_IQ4_XS: break;
     default: return false;
     }
     /* the gathers' offsets (15 rows) are int32 */
@@ -87,6 +88,16 @@ WK_TARGET_VNNI static inline void nibbles(const __m512i *n, __m512i *v)
         v[c] = _mm512_and_si512(n[c], m);
         v[c + 4] = _mm512_and_si512(_mm512_srli_epi16(n[c], 4), m);
     }
+}
+
+/* iq4_nl / iq4_xs: each value byte (a 4-bit code) to its table value
+ * + 128, unsigned (vpshufb looks the 16 entries up in each 128-bit lane) */
+WK_TARGET_VNNI static inline void iq4_values(__m512i *v, int n)
+{
+    uint8_t t[16];
+    for (int i = 0; i < 16; i++) t[i] = (uint8_t)(wk_iq4nl_values[i] + 128);
+    const __m512i tab = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)t));
+    for (int c = 0; c < n; c++) v[c] = _mm512_shuffle_epi8(tab, v[c]);
 }
 
 /* q5_0 / q5_1: bit l of a lane's qh (l = 4c + t) is the fifth bit of
@@ -145,6 +156,12 @@ WK_TARGET_VNNI static inline void load32(wk_dtype dt, const uint8_t *const *p, _
         tr16x4(p, o + 6, n);
         nibbles(n, v);
         fifth_bits(gather(p, gi, o + 2), v);
+        *d = h_lo(gather(p, gi, o));
+        break;
+    case WK_IQ4_NL:
+        tr16x4(p, o + 2, n);
+        nibbles(n, v);
+        iq4_values(v, 8);
         *d = h_lo(gather(p, gi, o));
         break;
     default:   /* WK_Q5_1 */
@@ -274,6 +291,11 @@ WK_TARGET_VNNI static inline void values_k6(const uint8_t *const *p, int64_t o, 
 #define PKK_AUX 80
 #define PKK_D 88
 
+static int bytesk(wk_dtype dt)
+{
+    return dt == WK_Q4_K ? 144 : dt == WK_Q5_K ? 176 : dt == WK_IQ4_XS ? 136 : 210;
+}
+
 WK_TARGET_VNNI static void loadk(wk_dtype dt, const uint8_t *const *p, __m512i gi, int64_t o, __m512i *pk)
 {
     __m512i *v = pk, *sc = pk + PKK_SC, *aux = pk + PKK_AUX;
@@ -283,6 +305,24 @@ WK_TARGET_VNNI static void loadk(wk_dtype dt, const uint8_t *const *p, __m512i g
         pk[PKK_D + 1] = _mm512_setzero_si512();
         values_k6(p, o, 0, v);
         values_k6(p, o, 1, v + 32);
+        return;
+    }
+    if (dt == WK_IQ4_XS) {   /* d, scales_h (16 bits), scales_l (8 nibbles), qs[128] */
+        const __m512i g = gather(p, gi, o), sl = gather(p, gi, o + 4);
+        pk[PKK_D] = _mm512_castps_si512(h_lo(g)), pk[PKK_D + 1] = _mm512_setzero_si512();
+        const __m512i sh = _mm512_srli_epi32(g, 16);
+        for (int s = 0; s < 8; s++) {   /* 6-bit ls - 32, and as the pair (sc, sc) */
+            const __m512i ls = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi32(sl, 4 * s), _mm512_set1_epi32(0xF)),
+                                               _mm512_slli_epi32(_mm512_and_si512(_mm512_srli_epi32(sh, 2 * s),
+                                                                                  _mm512_set1_epi32(3)), 4));
+            const __m512i sc1 = _mm512_sub_epi32(ls, _mm512_set1_epi32(32));
+            sc[2 * s] = sc[2 * s + 1] = sc1;
+            aux[s] = _mm512_or_si512(_mm512_and_si512(sc1, _mm512_set1_epi32(0xFFFF)), _mm512_slli_epi32(sc1, 16));
+            __m512i n[4];
+            tr16x4(p, o + 8 + 16 * s, n);
+            nibbles(n, v + 8 * s);
+            iq4_values(v + 8 * s, 8);
+        }
         return;
     }
     __m512i s8[8], qh[8];
@@ -314,8 +354,8 @@ WK_TARGET_VNNI static inline __attribute__((always_inline)) void
 tilek(wk_dtype dt, const uint8_t *const *p, __m512i gi, int64_t nbk, const qd_rows *a, int64_t k, int64_t i0, const int mi,
       float *y, int64_t ys, int nr, const uint8_t *pf, int64_t pfl, const __m512i *pkall)
 {
-    const int BB = dt == WK_Q4_K ? 144 : dt == WK_Q5_K ? 176 : 210;
-    const bool six = dt == WK_Q6_K;
+    const int BB = bytesk(dt);
+    const bool six = dt == WK_Q6_K, xs4 = dt == WK_IQ4_XS;
     const int64_t ng = k / 16;
     __m512 acc[VN_R];
     for (int i = 0; i < mi; i++) acc[i] = _mm512_setzero_ps();
@@ -343,14 +383,16 @@ tilek(wk_dtype dt, const uint8_t *const *p, __m512i gi, int64_t nbk, const qd_ro
         }
         const __m512 d = _mm512_castsi512_ps(pk[PKK_D]), dmin = _mm512_castsi512_ps(pk[PKK_D + 1]);
         for (int i = 0; i < mi; i++) {
-            /* q6_K: - 32 sum_g sc_g bsum_g; q4_K / q5_K: sum_s mn_s (bsum_2s + bsum_2s+1) */
+            /* q6_K: - 32 sum_g sc_g bsum_g; iq4_xs: - 128 sum_s sc_s (bsum_2s +
+               bsum_2s+1); q4_K / q5_K: sum_s mn_s (bsum_2s + bsum_2s+1) */
             const int16_t *bs = a->bs + (i0 + i) * ng + 16 * b;
             __m512i cs = _mm512_setzero_si512();
             for (int q = 0; q < 8; q++) cs = _mm512_add_epi32(cs, _mm512_madd_epi16(pk[PKK_AUX + q], _mm512_set1_epi32(ld32(bs + 2 * q))));
             if (six) is[i] = _mm512_sub_epi32(is[i], _mm512_slli_epi32(cs, 5));
+            if (xs4) is[i] = _mm512_sub_epi32(is[i], _mm512_slli_epi32(cs, 7));
             const __m512 dx = _mm512_set1_ps(a->d[(i0 + i) * nbk + b]);
             acc[i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(is[i]), _mm512_mul_ps(d, dx), acc[i]);
-            if (!six) acc[i] = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(cs), _mm512_mul_ps(dmin, dx), acc[i]);
+            if (!six && !xs4) acc[i] = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(cs), _mm512_mul_ps(dmin, dx), acc[i]);
         }
     }
     store_rows(acc, mi, y, ys, nr);
@@ -371,7 +413,7 @@ tilek(wk_dtype dt, const uint8_t *const *p, __m512i gi, int64_t nbk, const qd_ro
 
 static int bytes32(wk_dtype dt)
 {
-    return dt == WK_Q4_0 ? 18 : dt == WK_Q4_1 ? 20 : dt == WK_Q5_0 ? 22 : dt == WK_Q5_1 ? 24 : 34;
+    return dt == WK_Q4_0 || dt == WK_IQ4_NL ? 18 : dt == WK_Q4_1 ? 20 : dt == WK_Q5_0 ? 22 : dt == WK_Q5_1 ? 24 : 34;
 }
 
 WK_TARGET_VNNI static void pass32(wk_dtype dt, const uint8_t *const *p, __m512i gi, int64_t nbk, const qd_rows *a, int64_t k,
@@ -379,7 +421,7 @@ WK_TARGET_VNNI static void pass32(wk_dtype dt, const uint8_t *const *p, __m512i 
                                   const __m512i *pk)
 {
     const int BB = bytes32(dt);
-    const int off = dt == WK_Q4_0 ? 8 : dt == WK_Q5_0 ? 16 : dt == WK_Q8_0 ? 128 : 0;
+    const int off = dt == WK_Q4_0 ? 8 : dt == WK_Q5_0 ? 16 : dt == WK_Q8_0 || dt == WK_IQ4_NL ? 128 : 0;
     const bool mins = dt == WK_Q4_1 || dt == WK_Q5_1;
 #define CALL32(M) tile32(dt, BB, off, mins, p, gi, nbk, a, k, i0, M, y, ys, nr, pf, pfl, pk)
     VN_CASES(CALL32)
@@ -406,14 +448,14 @@ WK_TARGET_VNNI static void tile_vnni(wk_dtype dt, const uint8_t *w, int64_t rs, 
         off[r] = (int32_t)(rr * rs);
     }
     const __m512i gi = _mm512_loadu_si512(off);
-    const bool K = dt == WK_Q4_K || dt == WK_Q5_K || dt == WK_Q6_K;
+    const bool K = dt == WK_Q4_K || dt == WK_Q5_K || dt == WK_Q6_K || dt == WK_IQ4_XS;
     /* more than one pass: the blocks' vectors made once, read by each */
     __m512i *pk = NULL;
     if (mi > VN_R && scratch) {
         pk = scratch;
         const uint8_t *pf = nr == 16 ? w + 32 * rs : NULL;
         if (K) {
-            const int BB = dt == WK_Q4_K ? 144 : dt == WK_Q5_K ? 176 : 210;
+            const int BB = bytesk(dt);
             for (int64_t b = 0; b < nbk; b++) {
                 prefetch(pf, 16 * rs / 64, b, nbk);
                 loadk(dt, p, gi, b * BB, pk + PKK * b);
@@ -440,7 +482,7 @@ void wk_qdot_vnni_tile(wk_dtype dt, const uint8_t *w, int64_t rs, int nr, int64_
 
 size_t wk_qdot_vnni_scratch(wk_dtype dt, int64_t nbk)
 {
-    return (size_t)nbk * (dt == WK_Q4_K || dt == WK_Q5_K || dt == WK_Q6_K ? PKK : PK32) * 64;
+    return (size_t)nbk * (dt == WK_Q4_K || dt == WK_Q5_K || dt == WK_Q6_K || dt == WK_IQ4_XS ? PKK : PK32) * 64;
 }
 
 /* ---- x to q8 blocks, 16 values a vector ----------------------------------------------
