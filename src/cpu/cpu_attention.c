@@ -27,7 +27,7 @@
 #include "cpu_ew.h"
 
 #define BQ 32     /* query rows per task     */
-#define BK 64     /* keys per block          */
+#define BK WK_CPU_ATT_BK   /* keys per block (64) */
 #define LANES 8
 
 typedef struct att_job {
@@ -47,10 +47,13 @@ typedef struct att_job {
  * ln 2 in two parts, a degree-7 polynomial, 2^n by vscalefps; within 2
  * ulp of expf over the range softmax meets, 0 below -87.3), then p v as
  * the portable loop does. Taken for every row of a call or none, so a row
- * gets the same bits whatever the rows around it. */
+ * gets the same bits whatever the rows around it. cpu_paged_attention.c
+ * calls the same two functions on the same blocks of 64 keys, so a
+ * sequence's attention in the batched engine has the bits of the
+ * single-stream call (without a window). */
 #if WK_EW_X86
 #include <immintrin.h>
-#define KT_STRIDE BK
+#define KT_STRIDE WK_CPU_ATT_BK
 
 WK_TARGET_AVX512 static inline __m512 exp_f512(__m512 x)
 {
@@ -73,7 +76,7 @@ WK_TARGET_AVX512 static inline __m512 exp_f512(__m512 x)
 }
 
 /* kt [nk][D] -> kT [D][KT_STRIDE] */
-static void keys_t(const float *kt, int64_t nk, int64_t D, float *kT)
+void wk_cpu_att_keys_t(const float *kt, int64_t nk, int64_t D, float *kT)
 {
     for (int64_t c = 0; c < nk; c++)
         for (int64_t d = 0; d < D; d++) kT[d * KT_STRIDE + c] = kt[c * D + d];
@@ -91,7 +94,7 @@ WK_TARGET_AVX512 static inline __m512 keys_in(__m512 s, int64_t j0, int64_t lo, 
 }
 
 /* one row against keys [lo, hi] of the block starting at k0 */
-WK_TARGET_AVX512 static void att_row_f512(const float *qr, const float *kT, const float *vt, int64_t k0, int64_t lo,
+WK_TARGET_AVX512 void wk_cpu_att_row_f512(const float *qr, const float *kT, const float *vt, int64_t k0, int64_t lo,
                                           int64_t hi, int64_t D, float scale, float *m, float *l, float *ar, float *sc)
 {
     const int64_t c0 = (lo - k0) & ~(int64_t)15, c1 = hi - k0 + 1;
@@ -268,8 +271,8 @@ WK_TARGET_AVX512 static void att_row_f512(const float *qr, const float *kT, cons
     }
 /* the fast path's calls, for the f32 instance only */
 #if ATT_FAST_F
-#define ATT_KEYS_T_f(kt, nk, D, kT) keys_t(kt, nk, D, kT)
-#define ATT_ROW_f(...) att_row_f512(__VA_ARGS__)
+#define ATT_KEYS_T_f(kt, nk, D, kT) wk_cpu_att_keys_t(kt, nk, D, kT)
+#define ATT_ROW_f(...) wk_cpu_att_row_f512(__VA_ARGS__)
 #else
 #define ATT_KEYS_T_f(kt, nk, D, kT) ((void)0)
 #define ATT_ROW_f(...) ((void)0)

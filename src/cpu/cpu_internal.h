@@ -121,6 +121,15 @@ wk_cpu_dblock_fn wk_cpu_iq_dequantizer(wk_dtype dt);
 wk_cpu_qblock_fn wk_cpu_iq_quantizer(wk_dtype dt);
 /* cpu_qdot.c: qmatmul with quantized activations and integer dot
  * products (WICK_CPU_QDOT; docs/cpu-qdot.md) */
+/* cpu_attention.c's AVX-512 rows, shared with cpu_paged_attention.c:
+ * blocks of WK_CPU_ATT_BK keys; kt [nk][D] -> kT [D][WK_CPU_ATT_BK]; one
+ * row's online softmax over keys [lo, hi] of the block at k0 (f32, no
+ * mask or softcap, D a multiple of 16; the CPU has AVX-512) */
+#define WK_CPU_ATT_BK 64
+void wk_cpu_att_keys_t(const float *kt, int64_t nk, int64_t D, float *kT);
+void wk_cpu_att_row_f512(const float *qr, const float *kT, const float *vt, int64_t k0, int64_t lo, int64_t hi,
+                         int64_t D, float scale, float *m, float *l, float *ar, float *sc);
+
 enum { WK_QDOT_OFF = 0, WK_QDOT_ON = 1, WK_QDOT_PORTABLE = 2, WK_QDOT_AVX2 = 3 };
 /* WICK_CPU_QDOT's value as WK_QDOT_* (wk_cpu_env.qdot holds it) */
 int wk_cpu_qdot_mode(void);

@@ -12,11 +12,16 @@
  * that share the kv head, walks the token's keys block by block with an
  * online softmax (running max m and sum l per row, the accumulator
  * rescaled by exp(m_old - m_new)), reading each key and value row once
- * for all g rows. Tasks run on the thread pool. */
+ * for all g rows. Tasks run on the thread pool. With AVX-512 (f32
+ * compute, no softcap, D a multiple of 16) a task takes cpu_attention.c's
+ * rows on blocks of 64 keys from lo instead: the single-stream call's
+ * operations, so a sequence's attention in the batched engine has the
+ * bits `wick run` gets (when the keys start at 0: no window). */
 #include <math.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include "cpu_internal.h"
+#include "cpu_ew.h"
 
 typedef struct pa_job {
     const wk_view *q, *k, *v, *o;
@@ -25,8 +30,66 @@ typedef struct pa_job {
     int64_t Hq, Hkv, D, g, BS, MB;
     double scale, softcap;
     int64_t window;
+    bool fast;   /* cpu_attention.c's AVX-512 rows (f32 compute, no softcap, D % 16 == 0) */
     atomic_int oom;
 } pa_job;
+
+#if WK_EW_X86
+/* A task through cpu_attention.c's AVX-512 rows: the token's keys in
+ * blocks of WK_CPU_ATT_BK from lo, gathered from the pools, each block's
+ * keys transposed once for the g rows: the operations (and bits) of the
+ * single-stream attention for a row whose keys start at lo. */
+static void pa_task_fast(const pa_job *j, int64_t t, int64_t kh, float *mem)
+{
+    const int64_t D = j->D, g = j->g, BK = WK_CPU_ATT_BK;
+    const wk_view *q = j->q, *k = j->k, *v = j->v, *o = j->o;
+    float *qt = mem, *acc = qt + g * D, *kt = acc + g * D, *vt = kt + BK * D, *kT = vt + BK * D, *sc = kT + BK * D;
+    float *m = sc + BK, *l = m + g;
+    const int64_t s = j->seq[t], p = j->pos[t];
+    const int64_t lo = j->window > 0 && p - j->window + 1 > 0 ? p - j->window + 1 : 0;
+    for (int64_t r = 0; r < g; r++) {
+        wk_cpu_ld_row_f(q->base, j->dt, q->offset + t * q->strides[0] + (kh * g + r) * q->strides[1], 1, D, qt + r * D);
+        memset(acc + r * D, 0, (size_t)D * sizeof(float));
+        m[r] = -INFINITY;
+        l[r] = 0;
+    }
+    for (int64_t k0 = lo; k0 <= p; k0 += BK) {
+        const int64_t nk = BK < p + 1 - k0 ? BK : p + 1 - k0;
+        for (int64_t c = 0; c < nk; c++) {
+            const int64_t key = k0 + c, blk = j->bt[s * j->MB + key / j->BS], row = key % j->BS;
+            wk_cpu_ld_row_f(k->base, j->dt, k->offset + blk * k->strides[0] + row * k->strides[1] + kh * k->strides[2], 1, D,
+                            kt + c * D);
+            wk_cpu_ld_row_f(v->base, j->dt, v->offset + blk * v->strides[0] + row * v->strides[1] + kh * v->strides[2], 1, D,
+                            vt + c * D);
+        }
+        wk_cpu_att_keys_t(kt, nk, D, kT);
+        for (int64_t r = 0; r < g; r++)
+            wk_cpu_att_row_f512(qt + r * D, kT, vt, k0, k0, k0 + nk - 1, D, (float)j->scale, &m[r], &l[r], acc + r * D, sc);
+    }
+    for (int64_t r = 0; r < g; r++) {
+        float *ar = acc + r * D;
+        if (m[r] == -INFINITY) memset(ar, 0, (size_t)D * sizeof(float));
+        else {
+            const float inv = 1.0f / l[r];
+            for (int64_t d = 0; d < D; d++) ar[d] *= inv;
+        }
+        wk_cpu_st_row_f(o->base, j->dt, o->offset + (t * j->Hq + kh * g + r) * D, 1, D, ar);
+    }
+}
+
+static void pa_chunk_fast(void *arg, int64_t begin, int64_t end)
+{
+    pa_job *j = arg;
+    const int64_t D = j->D, g = j->g, BK = WK_CPU_ATT_BK;
+    float *mem = malloc(((size_t)(2 * g) * (size_t)D + 3 * (size_t)BK * (size_t)D + BK + 2 * (size_t)g) * sizeof(float));
+    if (!mem) {
+        atomic_store(&j->oom, 1);
+        return;
+    }
+    for (int64_t task = begin; task < end; task++) pa_task_fast(j, task / j->Hkv, task % j->Hkv, mem);
+    free(mem);
+}
+#endif
 
 #define DEF_PAGED(S, CT, EXP, TANH)                                                                        \
     static void pa_chunk_##S(void *arg, int64_t begin, int64_t end)                                        \
@@ -126,10 +189,16 @@ wk_status wk_cpu_paged_attention(void *ctx, const wk_op_args *a)
                  .D = D, .g = Hq / Hkv, .BS = BS, .MB = MB, .scale = p->scale, .softcap = p->softcap,
                  .window = p->window };
     atomic_init(&j.oom, 0);
+#if WK_EW_X86
+    j.fast = dt != WK_F64 && !(p->softcap > 0) && D % 16 == 0 && wk_ew_have_avx512();
+#endif
     double keys = 0;
     for (int64_t t = 0; t < T; t++) keys += (double)pos[t] + 1;
-    wk_parallel_tasks(T * Hkv, keys / (double)T * (double)(Hq / Hkv) * (double)D * 4, dt == WK_F64 ? pa_chunk_d : pa_chunk_f,
-                      &j);
+    wk_range_fn fn = dt == WK_F64 ? pa_chunk_d : pa_chunk_f;
+#if WK_EW_X86
+    if (j.fast) fn = pa_chunk_fast;
+#endif
+    wk_parallel_tasks(T * Hkv, keys / (double)T * (double)(Hq / Hkv) * (double)D * 4, fn, &j);
     if (atomic_load(&j.oom))
         return WK_CPU_ERROR(WK_ERR_MEMORY, "paged_attention: out of memory for a task's rows (D = %lld)", (long long)D);
     return WK_OK;
