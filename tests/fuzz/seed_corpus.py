@@ -184,6 +184,21 @@ def main():
              [3, 11, 7, 2, 1, 1, 1], [3, 13, 7, 0, 1, 2, 1]]
     for i, c in enumerate(calls):
         put("ops", "call%d" % i, bytes(c))
+    # chat templates: each real template with a conversation, and hostile ones
+    conv = (b"system\tYou are kind.\nuser\tHi\nassistant\tHello! How can I help?\n"
+            b"user\tName a color.\\nOne word.")
+    tdir = os.path.join(ROOT, "tests", "data", "chat_templates")
+    for f in sorted(os.listdir(tdir)):
+        if f.endswith(".jinja"):
+            put("chat", f[:-len(".jinja")], data("chat_templates", f) + SEP + conv)
+    hostile = [b"{% for i in range(100000000) %}{{ i }}{% endfor %}",
+               b"{% macro f(n) %}{{ f(n + 1) }}{% endmacro %}{{ f(0) }}",
+               b"{{ raise_exception('refused: ' ~ messages[0].role) }}",
+               b"{% set ns = namespace(s='x') %}{% for i in range(40) %}{% set ns.s = ns.s ~ ns.s %}{% endfor %}{{ ns.s }}",
+               b"{{ messages | tojson(indent=2) }}{{ (messages[0].content * 3) | upper }}{{ tools }}",
+               b"{% if x is defined %}{{ x.y[1:3] }}{% else %}{{ '%d' % 3 }}{% endif %}"]
+    for i, h in enumerate(hostile):
+        put("chat", "hostile%d" % i, h + SEP + conv + SEP + b'{"x": {"y": [1, 2, 3, 4]}, "enable_thinking": false}')
     print("seed corpus written to", os.path.relpath(OUT, ROOT))
 
 
