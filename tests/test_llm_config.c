@@ -649,6 +649,9 @@ T_SUITE(llm_config)
         refused(GG(A_LLAMA, .tensors = exps), "blk.0.ffn_gate_inp.weight", "mixture-of-experts");
         refused(GG(A_QWEN3, .tensors = cls), "cls.output.weight", "classifier");
         refused(GG(A_LLAMA, .tensors = past), "blk.3.attn_norm.weight", "block_count");
+        /* a layer count past 4096 (fuzz_gguf: it once overran the per-layer flags) */
+        refused(GG(A_GEMMA3, .set = KV({ "block_count", "10500" })), "block_count is 10500", "1 to 4096");
+        refused(HF(A_GEMMA3, .set = KV({ "num_hidden_layers", "5000" })), "num_hidden_layers is 5000", "1 to 4096");
         refused(GG(A_GEMMA3, .tensors = dense), "dense_2.weight", "not a tensor wick loads");
         refused(GG(A_LLAMA, .tensors = scale), "blk.0.ffn_up.scale", "not a tensor wick loads");
         refused(GG(A_QWEN2, .tensors = ff), "rope_freqs.weight", "llama's");

@@ -108,6 +108,11 @@ static wk_status hparams_gguf(wk_llm *m)
     if ((st = g_int(g, arch, "attention.sliding_window", false, &k.swa))) return st;
     k.swa_present = k.swa != -1;
     if (!k.swa_present) k.swa = 0;
+    /* the architecture's reader fills a flag per layer: the count the
+       flags were made for (a block_count out of 1..4096 or read under
+       another name before) is refused here, before any is written */
+    if (L != m->cfg.n_sliding)
+        return wk_error_set(WK_ERR_IO, "%s: %s.block_count is %lld (1 to 4096 layers)", path, arch, (long long)L);
     in->train_context = ctx;
     in->n_embd = E;
     in->n_layer = L;
@@ -232,6 +237,8 @@ static wk_status hparams_hf(wk_llm *m)
         (st = llm_hf_int(c, "vocab_size", true, &in->n_vocab)))
         return st;
     if (H <= 0) return wk_error_set(WK_ERR_IO, "%s: num_attention_heads is %lld", doc, (long long)H);
+    if (L != m->cfg.n_sliding)   /* as the GGUF reader: before a layer's flag is written */
+        return wk_error_set(WK_ERR_IO, "%s: num_hidden_layers is %lld (1 to 4096 layers)", doc, (long long)L);
     in->n_embd = E;
     in->n_layer = L;
     in->n_ff = F;
@@ -297,9 +304,10 @@ wk_status llm_read_config(wk_llm *m, const char *path)
     } else if ((st = wk_config_int(m->src.config, "num_hidden_layers", false, &L))) {
         return st;
     }
-    if (L <= 0 || L > 4096) L = 1;
+    if (L <= 0 || L > 4096) L = 1;   /* the readers refuse the count below (n_sliding) */
     m->cfg.sliding = calloc((size_t)L, sizeof *m->cfg.sliding);
     if (!m->cfg.sliding) return wk_error_set(WK_ERR_MEMORY, "out of memory");
+    m->cfg.n_sliding = L;
     st = m->src.gguf ? hparams_gguf(m) : hparams_hf(m);
     if (st) return st;
     if (m->cfg.info.n_layer != L) return wk_error_set(WK_ERR_IO, "%s: layer count changed while reading", path);

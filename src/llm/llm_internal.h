@@ -79,6 +79,7 @@ typedef struct llm_config {
     wk_llm_info info;
     llm_hparams hp;
     bool *sliding;                /* [n_layer]: the layer attends in a window */
+    int64_t n_sliding;            /* its length: the layer count read first   */
     llm_tp tp;                    /* this rank's share (the whole model: 0 of 1) */
 } llm_config;
 
