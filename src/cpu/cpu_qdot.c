@@ -1023,6 +1023,13 @@ static void st_vals(const wk_view *d, int64_t i, const float *v, int64_t n)
         for (int64_t r = 0; r < n; r++) ((uint16_t *)d->base)[i + r] = wk_f32_to_bf16(v[r]);
 }
 
+/* a free buffer slot (there are as many as threads run tasks at once) */
+static struct qd_slot *claim_slot(qd_job *j)
+{
+    for (int i = 0;; i = (i + 1) % j->nslots)
+        if (!atomic_exchange(&j->slots[i].busy, 1)) return &j->slots[i];
+}
+
 static void qd_range(void *arg, int64_t begin, int64_t end)
 {
     qd_job *j = arg;
@@ -1031,9 +1038,7 @@ static void qd_range(void *arg, int64_t begin, int64_t end)
     const wk_view *wv = j->w, *d = j->dst;
     const int64_t WB = wk_dt_block(wv->dtype);
     if (j->vnni) {   /* 16 weight rows at a time, 8 rows of x a pass */
-        struct qd_slot *slot = NULL;
-        for (int i = 0; !slot; i = (i + 1) % j->nslots)
-            if (!atomic_exchange(&j->slots[i].busy, 1)) slot = &j->slots[i];
+        struct qd_slot *slot = claim_slot(j);
         const size_t sb = wk_qdot_vnni_scratch(t->dt, bpr);
         if (j->m > QD_VNNI_CHUNK && sb && !slot->scratch)
             slot->scratch = aligned_alloc(64, (sb + 63) / 64 * 64);   /* NULL: each pass reads the blocks */
@@ -1072,9 +1077,7 @@ static void qd_range(void *arg, int64_t begin, int64_t end)
         return;
     }
 #endif
-    struct qd_slot *slot = NULL;
-    for (int i = 0; !slot; i = (i + 1) % j->nslots)
-        if (!atomic_exchange(&j->slots[i].busy, 1)) slot = &j->slots[i];
+    struct qd_slot *slot = claim_slot(j);
     qd_rows w = slot->w;
     if (!w.q) {
         w.q = malloc((size_t)(nb * k));

@@ -94,9 +94,8 @@ WK_TARGET_VNNI static inline void nibbles(const __m512i *n, __m512i *v)
  * + 128, unsigned (vpshufb looks the 16 entries up in each 128-bit lane) */
 WK_TARGET_VNNI static inline void iq4_values(__m512i *v, int n)
 {
-    uint8_t t[16];
-    for (int i = 0; i < 16; i++) t[i] = (uint8_t)(wk_iq4nl_values[i] + 128);
-    const __m512i tab = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)t));
+    const __m512i tab = _mm512_xor_si512(_mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)wk_iq4nl_values)),
+                                         _mm512_set1_epi8((char)0x80));   /* + 128 */
     for (int c = 0; c < n; c++) v[c] = _mm512_shuffle_epi8(tab, v[c]);
 }
 
