@@ -13,9 +13,13 @@
 #   3. times build/wick-engine-bench on each file: B = BATCHES sequences of
 #      PROMPT random tokens, GEN generated each (llama-batched-bench's
 #      workload), and the prefix-cache case (PREFIX tokens shared by 64
-#      users) on the largest file.
+#      users) on the largest file;
+#   each test and timing once per paged-attention kernel in PAGED
+#   (WICK_GPU_PAGED: portable = the FMA kernel, mma = the matrix-core one),
+#   and bench/paged_bench.c (the attention alone) in each.
 # Results: $OUT/engine.md (the tables), $OUT/engine.jsonl, $OUT/logs.tar.
-#   [MODELS=smol,8b] [BATCHES=1,8,32,64] [PROMPT=512] [GEN=128] [PREFIX=2000] [W64=1] [TESTS=1] bench/run_engine.sh
+#   [MODELS=smol,8b] [BATCHES=1,8,32,64] [PROMPT=512] [GEN=128] [PREFIX=2000] [W64=1] [TESTS=1]
+#   [PAGED=portable,mma] [TEST_PAGED=$PAGED] bench/run_engine.sh
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-build/run-engine}
@@ -27,6 +31,10 @@ GEN=${GEN:-128}
 PREFIX=${PREFIX:-2000}
 W64=${W64:-1}
 TESTS=${TESTS:-1}
+PAGED=${PAGED:-portable,mma}
+TEST_PAGED=${TEST_PAGED:-$PAGED}
+IFS=, read -r -a modes <<< "$PAGED"
+IFS=, read -r -a test_modes <<< "$TEST_PAGED"
 mkdir -p "$OUT" "$WORK/logs"
 LOGS="$WORK/logs"
 export PYTHONUNBUFFERED=1
@@ -59,6 +67,8 @@ bpid=$!
 stamp "models made"
 wait $bpid
 if [ "$(cat "$WORK/build.rc")" != 0 ]; then tail -30 "$LOGS/build.log"; echo "the build failed"; exit 1; fi
+cc -O2 -Iinclude bench/paged_bench.c build/libwick.a -lm -ldl -pthread -o build/paged-bench >> "$LOGS/build.log" 2>&1 \
+  || echo "paged_bench did not build"
 stamp "build done"
 
 {
@@ -75,16 +85,26 @@ if [ "$TESTS" = 1 ]; then
   echo "|---|---|---|" >> "$OUT/engine.md"
   for pl in "${plugins[@]}"; do
     name=${pl%%:*}; lib=${pl#*:}
-    for f in llm_batch engine paged; do
-      env ${lib:+WICK_CUDA_PLUGIN=$lib} timeout 300 build/wick-tests --filter "$f" > "$LOGS/tests-$f-${lib:+w64}.log" 2>&1
-      echo "| \`wick-tests --filter $f\` | $name | $(tail -1 "$LOGS/tests-$f-${lib:+w64}.log") |" >> "$OUT/engine.md"
+    for m in "${test_modes[@]}"; do
+      tag=${lib:+w64-}$m
+      for f in llm_batch engine paged; do
+        env ${lib:+WICK_CUDA_PLUGIN=$lib} WICK_GPU_PAGED=$m timeout 300 build/wick-tests --filter "$f" > "$LOGS/tests-$f-$tag.log" 2>&1
+        echo "| \`wick-tests --filter $f\` | $name, $m | $(tail -1 "$LOGS/tests-$f-$tag.log") |" >> "$OUT/engine.md"
+      done
+      env ${lib:+WICK_CUDA_PLUGIN=$lib} WICK_GPU_PAGED=$m timeout 300 build/wick-parity --device cuda:0 --op paged_attention > "$LOGS/parity-$tag.log" 2>&1
+      echo "| \`wick-parity --op paged_attention\` | $name, $m | $(tail -1 "$LOGS/parity-$tag.log") |" >> "$OUT/engine.md"
+      grep -h "^FAIL" "$LOGS"/tests-*-"$tag".log "$LOGS/parity-$tag.log" 2>/dev/null | head -5
     done
-    env ${lib:+WICK_CUDA_PLUGIN=$lib} timeout 300 build/wick-parity --device cuda:0 --op paged_attention > "$LOGS/parity-${lib:+w64}.log" 2>&1
-    echo "| \`wick-parity --op paged_attention\` | $name | $(tail -1 "$LOGS/parity-${lib:+w64}.log") |" >> "$OUT/engine.md"
-    grep -h "^FAIL" "$LOGS"/tests-*-${lib:+w64}.log "$LOGS/parity-${lib:+w64}.log" 2>/dev/null | head -5
   done
   echo >> "$OUT/engine.md"
   stamp "tests done"
+fi
+
+if [ -x build/paged-bench ]; then
+  for m in "${modes[@]}"; do
+    { echo; echo "paged_bench, WICK_GPU_PAGED=$m:"; echo '```'; WICK_GPU_PAGED=$m timeout 120 build/paged-bench cuda:0 2>&1; echo '```'; } >> "$OUT/paged-bench.md"
+  done
+  stamp "paged_bench done"
 fi
 
 files=()
@@ -95,19 +115,22 @@ last=""
 for f in "${files[@]}"; do
   label=${f%%:*}; path=${f#*:}
   [ -f "$path" ] || { echo "no $path"; continue; }
-  timeout 400 build/wick-engine-bench "$path" --batch "$BATCHES" --prompt "$PROMPT" --gen "$GEN" --label "$label" \
-    >> "$OUT/engine.jsonl" 2> "$LOGS/bench-$label.err" || { echo "$label failed"; tail -3 "$LOGS/bench-$label.err"; }
+  for m in "${modes[@]}"; do
+    WICK_GPU_PAGED=$m timeout 400 build/wick-engine-bench "$path" --batch "$BATCHES" --prompt "$PROMPT" --gen "$GEN" --label "$label-$m" \
+      >> "$OUT/engine.jsonl" 2> "$LOGS/bench-$label-$m.err" || { echo "$label $m failed"; tail -3 "$LOGS/bench-$label-$m.err"; }
+  done
   table
   stamp "timed $label"
   last=$path; lastlabel=$label
 done
 if [ -n "$last" ] && [ "$PREFIX" -gt 0 ]; then
-  timeout 300 build/wick-engine-bench "$last" --batch 64 --shared-prefix "$PREFIX" --gen 16 --label "$lastlabel-prefix" \
+  WICK_GPU_PAGED=${modes[-1]} timeout 300 build/wick-engine-bench "$last" --batch 64 --shared-prefix "$PREFIX" --gen 16 --label "$lastlabel-prefix" \
     >> "$OUT/engine.jsonl" 2> "$LOGS/bench-prefix.err" || { echo "prefix case failed"; tail -3 "$LOGS/bench-prefix.err"; }
-  timeout 300 build/wick-engine-bench "$last" --batch 64 --prompt $((PREFIX + 32)) --gen 16 --label "$lastlabel-noprefix" \
+  WICK_GPU_PAGED=${modes[-1]} timeout 300 build/wick-engine-bench "$last" --batch 64 --prompt $((PREFIX + 32)) --gen 16 --label "$lastlabel-noprefix" \
     >> "$OUT/engine.jsonl" 2> "$LOGS/bench-noprefix.err" || true
   stamp "prefix case"
 fi
 cat "$OUT/engine-bench.md" >> "$OUT/engine.md"
+[ -f "$OUT/paged-bench.md" ] && cat "$OUT/paged-bench.md" >> "$OUT/engine.md"
 cat "$OUT/engine.md"
 stamp "done"

@@ -33,8 +33,9 @@ empty) twice: after the warm-up (the first --warmup seconds) and at the end:
 - tensors, storages and storage bytes alive (`wick_tensors_live`,
   `wick_storages_live`, `wick_storage_bytes_live`: wk_live_stats_get) the
   same at the end as after the warm-up: the weights, the KV pools and the
-  engine's buffers are made once (by the warm-up's requests, whose batches
-  and lengths cover the mix's) and a request's temporaries are all
+  engine's buffers are made once (by the warm-up's requests: each client's
+  first is the mix's largest, so their batch and lengths cover the mix's
+  however slow the machine) and a request's temporaries are all
   released when its step ends;
 - resident memory (VmRSS, sampled every second from /proc): at the end,
   idle, within RSS_GROWTH of its idle value after the warm-up, and the
@@ -174,16 +175,26 @@ def error_ok(body):
     return isinstance(e, dict) and isinstance(e.get("message"), str) and {"message", "type", "param", "code"} <= set(e)
 
 
-def draw(rng):
-    """One request of the mix: (path, body bytes, stream, n, json kind, leave: None or chunks to read, invalid)."""
+def draw(rng, largest=False):
+    """One request of the mix: (path, body bytes, stream, n, json kind, leave: None or chunks to read, invalid).
+    largest: the mix's largest request (the longest prompt, n 3, 96 tokens whatever the model says), which
+    every client sends first, so that the warm-up reaches the biggest batch and lengths of the mix
+    whatever the machine's speed (the memory baseline is taken after it)."""
     chat = rng.random() < 0.5
     stream = rng.random() < 0.6
     n = 1 if rng.random() < 0.8 else rng.randint(2, 3)
     words = int(3 * (100 ** rng.random()))   # 3 .. 300, log-uniform
+    if largest:
+        n, words = 3, 300
     text = " ".join(rng.choice(WORDS) for _ in range(words))
-    if rng.random() < 0.3:
+    if largest or rng.random() < 0.3:
         text = SHARED_PREFIX + text
-    body = {"max_tokens": rng.randint(1, 96), "n": n, "stream": stream}
+    body = {"max_tokens": 96 if largest else rng.randint(1, 96), "n": n, "stream": stream}
+    if largest:
+        body.update(temperature=0, ignore_eos=True)
+        path = "/v1/chat/completions" if chat else "/v1/completions"
+        body["messages" if chat else "prompt"] = [{"role": "user", "content": text}] if chat else text
+        return path, json.dumps(body).encode(), stream, n, None, None, None
     if rng.random() < 0.6:
         body["temperature"] = round(rng.uniform(0.2, 1.2), 2)
         if rng.random() < 0.5:
@@ -354,13 +365,13 @@ def main():
 
         def client(k):
             rng = random.Random(seed * 1000 + k)
-            for _ in range(1 << 20):
+            for i in range(1 << 20):
                 if stop.is_set():
                     return
                 if pause.is_set():
                     time.sleep(0.2)
                     continue
-                res, det = run_one(port, draw(rng), args.timeout)
+                res, det = run_one(port, draw(rng, largest=i == 0), args.timeout)
                 with lock:
                     outcomes[res] = outcomes.get(res, 0) + 1
                     ended[0] += 1

@@ -41,7 +41,7 @@ typedef struct wk_gpu_knobs {
     long long attn_decode_keys;  /* WICK_ATTN_DECODE_KEYS (0: unset)                */
     long long attn_decode_splits;/* WICK_ATTN_DECODE_SPLITS (0: unset)              */
     /* paged_attention.hip */
-    bool paged_mma;              /* WICK_GPU_PAGED=mma: the matrix-core kernel      */
+    bool paged_mma;              /* the matrix-core kernel (WICK_GPU_PAGED=portable: off) */
     /* conv.hip */
     int conv;                    /* WICK_CONV: WK_CONV_ENV_*                        */
     bool conv_dw3_off;           /* WICK_CONV_DW3=0                                 */

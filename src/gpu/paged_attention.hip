@@ -59,8 +59,8 @@
  * for its answer.
  *
  * The matrix-core path (pa_mma_kernel; NVIDIA sm_80+, f16/bf16, 16-byte
- * aligned rows; taken only with WICK_GPU_PAGED=mma until it has been run
- * on a device): one block per (token, kv head, 16 of its query heads,
+ * aligned rows; the default there, WICK_GPU_PAGED=portable takes the FMA
+ * kernel instead; measured in bench/RESULTS-engine.md): one block per (token, kv head, 16 of its query heads,
  * split of its keys); the G query heads are the rows of mma.sync tiles,
  * 4 warps take 16-key tiles in turn through cp.async rings, S = Q K^T and
  * O += P V run on the matrix cores. A token's keys are split into
@@ -971,9 +971,8 @@ template <typename T> static wk_status pa_mma(wk_gpu_ctx *c, const pa_args &a, b
 static wk_status pa_attention(wk_gpu_ctx *c, wk_dtype dt, const pa_args &a)
 {
 #if defined(PA_HAVE_MMA)
-    /* the matrix cores where asked (WICK_GPU_PAGED=mma: not yet the
-       default, not yet run on a device) and the build, device, dtype and
-       alignment allow */
+    /* the matrix cores where the build, device, dtype and alignment allow
+       (unless WICK_GPU_PAGED=portable) */
     if ((dt == WK_BF16 || dt == WK_F16) && c->cc_major >= 8 && a.vec && wk_gpu_env.paged_mma) {
         bool took = false;
         const wk_status st = dt == WK_BF16 ? pa_mma<wk_bf16_t>(c, a, &took) : pa_mma<wk_f16_t>(c, a, &took);

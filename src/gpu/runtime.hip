@@ -352,7 +352,7 @@ void wk_gpu_env_read(void)
     const char *keys = getenv("WICK_ATTN_DECODE_KEYS"), *splits = getenv("WICK_ATTN_DECODE_SPLITS");
     k.attn_decode_keys = keys ? atoll(keys) : 0;
     k.attn_decode_splits = splits ? atoll(splits) : 0;
-    k.paged_mma = rt_env_is(getenv("WICK_GPU_PAGED"), "mma");
+    k.paged_mma = !rt_env_is(getenv("WICK_GPU_PAGED"), "portable");
     const char *cv = getenv("WICK_CONV");
     k.conv = rt_env_is(cv, "direct") ? WK_CONV_ENV_DIRECT : rt_env_is(cv, "gemm") ? WK_CONV_ENV_GEMM : WK_CONV_ENV_NONE;
     k.conv_dw3_off = rt_env_zero(getenv("WICK_CONV_DW3"));

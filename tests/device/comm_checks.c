@@ -16,7 +16,12 @@
  *    wk_comm_init_rank with a world of 1, and wk_comm_init_env from
  *    torchrun's variables (RANK=0, WORLD_SIZE=1, MASTER_ADDR, MASTER_PORT);
  *  - the bus bandwidth of all_reduce on 256 MiB of bf16 (printed; with one
- *    rank NCCL only copies, so the figure means something from 2 GPUs).
+ *    rank NCCL only copies, so the figure means something from 2 GPUs);
+ *  - wk_comm_abort: from 2 GPUs, the last rank aborts while the others
+ *    wait in an all_reduce: they come back (their stream drains) within
+ *    30 s, see the communicator aborted, and every later call fails
+ *    naming it; with one GPU, an aborted communicator refuses its next
+ *    calls and a new one works after it is freed.
  * Usage: wick-comm-checks [--kind cuda|rocm]   (WICK_NCCL_LIB names the
  * library when it is not on the loader's path)
  */
@@ -219,6 +224,82 @@ static void *rank_main(void *arg)
     return NULL;
 }
 
+/* the abort check's ranks: a first all_reduce that succeeds, then the
+ * last rank aborts (after a pause, while the others wait in their second
+ * all_reduce) */
+typedef struct abort_job {
+    wk_comm *comm;
+    int rank, n;
+    bool first_ok, aborted, later_refused;
+    double secs;
+    char err[256];
+} abort_job;
+
+static double mono_s(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec + t.tv_nsec * 1e-9;
+}
+
+static void *abort_rank(void *arg)
+{
+    abort_job *j = arg;
+    wk_device *dev = wk_comm_device(j->comm);
+    wk_tensor *x = wk_full(dev, WK_F32, WK_SHAPE(1 << 20), 1.0);
+    j->first_ok = x && wk_all_reduce(j->comm, x) == WK_OK && wk_device_synchronize(dev) == WK_OK;
+    const double t0 = mono_s();
+    if (j->rank == j->n - 1) {
+        struct timespec pause = { 0, 500 * 1000 * 1000 };
+        nanosleep(&pause, NULL);
+        wk_comm_abort(j->comm);
+    } else if (x) {
+        wk_all_reduce(j->comm, x);   /* waits for the last rank, which aborts instead */
+        wk_device_synchronize(dev);
+    }
+    j->secs = mono_s() - t0;
+    j->aborted = wk_comm_aborted(j->comm);
+    j->later_refused = x && wk_all_reduce(j->comm, x) != WK_OK && strstr(wk_last_error(), "abort");
+    snprintf(j->err, sizeof j->err, "%s", wk_last_error());
+    wk_release(x);
+    return NULL;
+}
+
+static void abort_check(wk_device **devs, int n)
+{
+    wk_comm *comms[MAXG];
+    if (wk_comm_init_all(devs, n, comms) != WK_OK) {
+        check("abort_init_all", false, "wk_comm_init_all");
+        return;
+    }
+    abort_job jobs[MAXG];
+    pthread_t th[MAXG];
+    for (int i = 0; i < n; i++) {
+        jobs[i] = (abort_job){ .comm = comms[i], .rank = i, .n = n };
+        pthread_create(&th[i], NULL, abort_rank, &jobs[i]);
+    }
+    for (int i = 0; i < n; i++) pthread_join(th[i], NULL);
+    for (int i = 0; i < n; i++) {
+        char what[64], detail[512];
+        snprintf(what, sizeof what, "abort_rank%d_of_%d", i, n);
+        snprintf(detail, sizeof detail, "first all_reduce %s, back after %.1f s, aborted %d, later call refused %d ('%s')",
+                 jobs[i].first_ok ? "ok" : "failed", jobs[i].secs, jobs[i].aborted, jobs[i].later_refused, jobs[i].err);
+        check(what, jobs[i].first_ok && jobs[i].secs < 30 && jobs[i].aborted && jobs[i].later_refused, detail);
+        printf("comm abort: rank %d of %d: %s\n", i, n, detail);
+    }
+    for (int i = 0; i < n; i++) wk_comm_free(comms[i]);
+    /* the devices stay usable: a fresh communicator works */
+    if (wk_comm_init_all(devs, n, comms) == WK_OK) {
+        wk_tensor *a = wk_full(devs[0], WK_F32, WK_SHAPE(100), 2.0);
+        float v[100];
+        check("after_abort_new_comm", n > 1 || (a && wk_all_reduce(comms[0], a) == WK_OK && read_f(a, v, 100) && v[0] == 2.0f),
+              "a communicator made after an aborted one is freed");
+        wk_release(a);
+        for (int i = 0; i < n; i++) wk_comm_free(comms[i]);
+    } else
+        check("after_abort_new_comm", false, "wk_comm_init_all after an abort");
+}
+
 static double now_ms(void)
 {
     struct timespec ts;
@@ -300,6 +381,7 @@ int main(int argc, char **argv)
             }
             for (int i = 0; i < n; i++) wk_comm_free(comms[i]);
         }
+        abort_check(devs, n);
         /* one rank per process, world of 1 */
         wk_comm_id id;
         check("unique_id", wk_comm_unique_id(devs[0], &id) == WK_OK, "wk_comm_unique_id");
