@@ -217,7 +217,8 @@ def gguf_checks(a, tdev, tmp, ok):
     for qt in ("q8_0", "q4_k_m"):
         q = os.path.join(tmp, f"llama-{qt}.gguf")
         subprocess.run([wick_cli, "quantize", "-q", f32, q, qt], check=True, capture_output=True)
-        wc, _ = wick_run(a.exe, q, "cpu", "f32", prompt, greedy, tmp)   # the cpu's exact f32 path
+        wc, _ = wick_run(a.exe, q, "cpu", "f32", prompt, greedy, tmp,   # the cpu's exact f32 path
+                         {"WICK_CPU_QDOT": "0"})
         # the device's f32-activation matvec (WICK_QMATVEC=f32) computes what
         # the cpu does: the f32 bound; its default matvec rounds x to 8-bit
         # blocks first (ggml's mmvq numerics): the bf16 bound

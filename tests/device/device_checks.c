@@ -742,7 +742,7 @@ static void check_paged_attention(wk_device *dev)
         check(what, g && yg, 0, 0);
         for (int rep = 0; g && yg && rep < 3; rep++) {
             uint32_t s2[T], p2[T];
-            for (int t = 0; t < T; t++) s2[t] = seq[(t + rep) % T], p2[t] = pos[(t + rep) % T] + 17u * (uint32_t)rep;
+            for (int t = 0; t < T; t++) s2[t] = seq[(t + rep) % T], p2[t] = (pos[(t + rep) % T] + 17u * (uint32_t)rep) % (MB * BS);   /* inside the table */
             bt[rep] = bt[S * MB - 1 - rep];              /* a block id changed */
             const bool ok = wk_write(ts, s2, sizeof s2) == WK_OK && wk_write(tp, p2, sizeof p2) == WK_OK &&
                             wk_write(tb, bt, sizeof bt) == WK_OK && wk_graph_launch(g) == WK_OK;

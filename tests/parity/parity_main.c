@@ -592,6 +592,9 @@ int main(int argc, char **argv)
         else { usage(); return !strcmp(argv[i], "-h") || !strcmp(argv[i], "--help") ? 0 : 2; }
     }
     setvbuf(stdout, NULL, _IOLBF, 0);
+    /* the cpu is the reference here: its qmatmul in exact f32 sums (its
+       default rounds x to 8 bits; docs/cpu-qdot.md), unless asked */
+    setenv("WICK_CPU_QDOT", "0", 0);
     cpu = wk_device_open("cpu");
     if (!cpu) { printf("FAIL setup: cannot open cpu: %s\n0 passed, 1 failed\n", wk_last_error()); return 1; }
     static const char *kinds[] = { "cuda", "rocm" };
