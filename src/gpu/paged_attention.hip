@@ -357,7 +357,7 @@ __global__ __launch_bounds__(PA_NT, RMAX <= 2 ? 4 : RMAX <= 4 ? 3 : 2) void pa_k
 #define PA_TK 16        /* keys of a warp's tile                                  */
 #define PA_NSMAX 16     /* splits of one token's keys at most                     */
 #ifndef PA_SPLIT_MIN
-#define PA_SPLIT_MIN 128 /* keys of a split at least (a multiple of 4 tiles)      */
+#define PA_SPLIT_MIN 384 /* keys of a split at least (a multiple of 4 tiles); swept on an H200, 8B bf16 (bench/RESULTS-engine.md): 128 / 256 / 384 / 512 gave B=64 decode 7,068 / 7,449 / 7,727 / 7,623 tok/s, B=1 207 / 202 / 198 / 193 */
 #endif
 #define PA_SCRATCH_MAX ((size_t)64 << 20)  /* partials of one launch at most      */
 
@@ -373,8 +373,11 @@ __host__ __device__ inline int pa_splits(int64_t len, int64_t *chunk)
     return (int)((len + c - 1) / c);
 }
 
+#ifndef PA_NS128
+#define PA_NS128 2       /* stages of a warp's ring for heads of 128 or less (2: 74 KiB a block, 3 blocks an SM; 3 measured no faster) */
+#endif
 template <int DMAX> struct pa_mcfg {
-    enum { LDS = DMAX + 8, NS = DMAX <= 128 ? 3 : 2, TILE = PA_TK * LDS * 2 /* bytes of K or V */ };
+    enum { LDS = DMAX + 8, NS = DMAX <= 128 ? PA_NS128 : 2, TILE = PA_TK * LDS * 2 /* bytes of K or V */ };
     static constexpr size_t stage = (size_t)2 * TILE;
     static constexpr size_t smem = (size_t)16 * LDS * 2 + (size_t)4 * NS * stage;
 };
