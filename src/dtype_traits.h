@@ -92,6 +92,7 @@ typedef uint64_t wk_dtype_mask;
 /* f16, bf16, f32, f64: matmul and the NN ops */
 #define WK_DT_MATMUL (WK_DT_BIT(WK_F16) | WK_DT_BIT(WK_BF16) | WK_DT_BIT(WK_F32) | WK_DT_BIT(WK_F64))
 #define WK_DT_NONE ((wk_dtype_mask)0)
+#define WK_DT_HALVES (WK_DT_BIT(WK_F16) | WK_DT_BIT(WK_BF16))
 /* the fused NN ops (softmax, norms, rope, attention): f16, bf16, f32, f64 */
 #define WK_DT_NN WK_DT_MATMUL
 

@@ -37,7 +37,9 @@
  * tensors (QCONVERT, QMATMUL, QGATHER families) are filed under the block
  * dtype they take: dst's for QUANTIZE, src[0]'s (the quantized operand)
  * for DEQUANTIZE, QMATMUL and QGATHER; their float side (f32, f16, bf16)
- * is not in the mask.
+ * is not in the mask. QMATMUL also takes a dense f16/bf16 weight (a model
+ * file's matrices as they are, against x of another float dtype: the cpu;
+ * GPUs widen such weights at load instead).
  */
 #ifndef WICK_OP_LIST_H
 #define WICK_OP_LIST_H
@@ -111,7 +113,7 @@
     X(O, LAYER_NORM, "layer_norm", NORM, WK_DT_NN)                                 \
     X(O, ROPE, "rope", ROPE, WK_DT_NN)                                             \
     X(O, ATTENTION, "attention", ATTENTION, WK_DT_NN)                              \
-    X(O, QMATMUL, "qmatmul", QMATMUL, WK_DT_QUANTS)                                \
+    X(O, QMATMUL, "qmatmul", QMATMUL, WK_DT_QUANTS | WK_DT_HALVES)                 \
     X(O, CUSTOM, "custom", RESERVED, WK_DT_NONE)                                   \
     X(U, SIGMOID, "sigmoid", WK_SIGMOID, WK_DT_FLOATS)                             \
     X(O, LOG_SOFTMAX, "log_softmax", SOFTMAX, WK_DT_NN)                            \

@@ -16,7 +16,7 @@
 #include <string.h>
 #include "test.h"
 
-#define REQUIRED_PAIRS_MIN 552
+#define REQUIRED_PAIRS_MIN 554
 
 typedef struct pair { char op[32]; int dt; } pair;
 

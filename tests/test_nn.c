@@ -1043,11 +1043,21 @@ static void errors(void)
         wk_tensor *w_k = T_NEED(wk_zeros(dev, WK_F32, WK_SHAPE(6, 9)));
         wk_tensor *w1 = T_NEED(wk_zeros(dev, WK_F32, WK_SHAPE(8)));
         wk_tensor *w16 = T_NEED(wk_zeros(dev, WK_F16, WK_SHAPE(6, 8)));
-        if (x && w && w_odd && w_k && w1 && w16) {
+        wk_tensor *w64 = T_NEED(wk_zeros(dev, WK_F64, WK_SHAPE(6, 8)));
+        if (x && w && w_odd && w_k && w1 && w16 && w64) {
             NUL(wk_linear_silu_mul(x, w_odd), WK_ERR_SHAPE, "linear_silu_mul", "[2F, K]");
             NUL(wk_linear_silu_mul(x, w_k), WK_ERR_SHAPE, "linear_silu_mul", "last dim 8");
             NUL(wk_linear_silu_mul(x, w1), WK_ERR_SHAPE, "linear_silu_mul", "rank 1");
-            NUL(wk_linear_silu_mul(x, w16), WK_ERR_DTYPE, "linear_silu_mul", "f16");
+            NUL(wk_linear_silu_mul(x, w64), WK_ERR_DTYPE, "linear_silu_mul", "f64");
+            /* an f16 w under f32 x goes through qmatmul: a result where the device takes it */
+            if (wk_supports(dev, "qmatmul", WK_F16)) {
+                wk_tensor *r = wk_linear_silu_mul(x, w16);
+                T_CHECK(r && wk_tensor_dtype(r) == WK_F32 && wk_tensor_dim(r, 1) == 3,
+                        "wk_linear_silu_mul(x f32, w f16) on a device with qmatmul of f16: %s", r ? "a wrong result" : wk_last_error());
+                wk_release(r);
+            } else {
+                NUL(wk_linear_silu_mul(x, w16), WK_ERR_UNSUPPORTED, "qmatmul", "f16");
+            }
             NUL(wk_linear_silu_mul(NULL, w), WK_ERR_ARGUMENT, "linear_silu_mul", NULL);
             NUL(wk_linear_silu_mul(x, NULL), WK_ERR_ARGUMENT, "linear_silu_mul", NULL);
         }

@@ -35,6 +35,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "test.h"
+#include "wick_ext.h"
 #include "t_llm_model.h"
 #include "wick_formats.h"
 
@@ -459,6 +460,133 @@ static wk_tensor *qweight(const qinfo *q, int64_t n, int64_t k)
     return T_NEED(wk_from_host(t_dev(), q->dt, WK_SHAPE(n, k), h));
 }
 
+/* ---- qmatmul of a dense f16/bf16 weight ----------------------------------------------- */
+
+/* y = wk_qmatmul(x, w) for a dense half w: against the f64 sum of x and w
+ * widened (each widening exact), the bound of check_qmatmul */
+static void check_half_qmatmul(const char *what, const wk_tensor *x, const wk_tensor *w, wk_tensor **yout)
+{
+    wk_tensor *y = T_NEED(wk_qmatmul(x, w));
+    if (yout) *yout = y;
+    if (!y) return;
+    const wk_dtype dt = wk_tensor_dtype(x);
+    const int64_t n = wk_tensor_dim(w, 0), k = wk_tensor_dim(w, 1);
+    wk_shape ys = wk_tensor_shape(x);
+    ys.dims[ys.rank - 1] = n;
+    if (wk_tensor_dtype(y) != dt || !t_shape_eq(wk_tensor_shape(y), ys)) {
+        t_fail("%s: got %s %s, expected %s", what, wk_dtype_name(wk_tensor_dtype(y)), t_shape_str(wk_tensor_shape(y)),
+               wk_dtype_name(dt));
+        return;
+    }
+    int64_t nx, nw, ny;
+    double *xv = host_values(x, &nx), *wv = host_values(w, &nw), *yv = host_values(y, &ny);
+    if (!xv || !wv || !yv) return;
+    const int64_t m = k ? nx / k : 0;
+    const double out_u = dt == WK_F32 ? 0x1p-24 : dt == WK_F16 ? 0x1p-11 : 0x1p-8;
+    int bad = 0;
+    for (int64_t i = 0; i < m; i++)
+        for (int64_t j = 0; j < n; j++) {
+            double s = 0, sa = 0;
+            for (int64_t c = 0; c < k; c++) {
+                s += xv[i * k + c] * wv[j * k + c];
+                sa += fabs(xv[i * k + c] * wv[j * k + c]);
+            }
+            const double got = yv[i * n + j];
+            const double tol = ((double)k / 8 + 4) * 0x1p-24 * sa * (1 + out_u) + out_u * fabs(s) + 1e-300;
+            if (!(fabs(got - s) <= tol) && bad++ < 3)
+                t_fail("%s: y[%lld][%lld] = %.9g, f64 reference %.9g (bound %.3g)", what, (long long)i, (long long)j,
+                       got, s, tol);
+        }
+    if (bad > 3) t_fail("%s: %d elements out of bound in all", what, bad);
+}
+
+/* the same bits, as two tensors of one shape and dtype */
+static bool same_bits_t(const wk_tensor *a, const wk_tensor *b)
+{
+    bool oa, ob;
+    t_arr x = t_read(a, &oa), y = t_read(b, &ob);
+    return oa && ob && x.n == y.n && x.dt == y.dt && !memcmp(x.p, y.p, (size_t)x.n * wk_dtype_size(x.dt));
+}
+
+static const char *hq_mode = "default";   /* the kernel set the cases run on (WICK_CPU_QDOT) */
+
+static void half_qmatmul_cases(wk_dtype wd)
+{
+    const char *wn = wk_dtype_name(wd);
+    if (!wk_supports(t_dev(), "qmatmul", wd)) return;   /* GPUs widen such weights at load */
+    if (t_case("quantops/qmatmul_half/%s/%s/shapes", hq_mode, wn)) {
+        t_cover("qmatmul", wd);
+        /* k across the vector widths (8, 16) and their tails; m and n across the 4 x 4 tiles, the
+           16-row tasks and the 64-row passes over x */
+        static const int64_t sh[][3] = { { 1, 1, 1 },   { 1, 7, 16 },  { 1, 33, 17 },  { 3, 5, 100 },
+                                         { 5, 37, 576 }, { 64, 19, 33 }, { 70, 65, 129 }, { 2, 17, 8 } };
+        for (size_t c = 0; c < sizeof sh / sizeof sh[0]; c++) {
+            char what[96];
+            snprintf(what, sizeof what, "m %lld n %lld k %lld", (long long)sh[c][0], (long long)sh[c][1],
+                     (long long)sh[c][2]);
+            wk_tensor *wf = normal_f32(sh[c][1], sh[c][2], 0.5), *x = normal_f32(sh[c][0], sh[c][2], 1.0);
+            wk_tensor *w = wf ? T_NEED(wk_to_dtype(wf, wd)) : NULL;
+            if (w && x) check_half_qmatmul(what, x, w, NULL);
+        }
+    }
+    if (t_case("quantops/qmatmul_half/%s/%s/x_dtypes", hq_mode, wn)) {
+        t_cover("qmatmul", wd);
+        static const wk_dtype xd[] = { WK_F16, WK_BF16, WK_F64 };
+        wk_tensor *wf = normal_f32(21, 40, 0.5), *xf = normal_f32(6, 40, 1.0);
+        wk_tensor *w = wf ? T_NEED(wk_to_dtype(wf, wd)) : NULL;
+        for (size_t i = 0; i < sizeof xd / sizeof xd[0] && w && xf; i++) {
+            wk_tensor *x = T_NEED(wk_to_dtype(xf, xd[i]));
+            if (!x) continue;
+            if (xd[i] == WK_F64) {   /* a float dtype qmatmul does not return: refused, naming it */
+                wk_tensor *y = wk_qmatmul(x, w);
+                if (y || wk_last_status() != WK_ERR_DTYPE || !strstr(wk_last_error(), "f64"))
+                    t_fail("x f64: expected a dtype error naming f64, got %s", y ? "a result" : wk_last_error());
+                wk_release(y);
+                wk_clear_error();
+                continue;
+            }
+            char what[64];
+            snprintf(what, sizeof what, "x %s", wk_dtype_name(xd[i]));
+            check_half_qmatmul(what, x, w, NULL);
+        }
+    }
+    if (t_case("quantops/qmatmul_half/%s/%s/layouts", hq_mode, wn)) {
+        t_cover("qmatmul", wd);
+        wk_tensor *wf = normal_f32(30, 48, 0.5), *xf = normal_f32(48, 9, 1.0);
+        wk_tensor *w = wf ? T_NEED(wk_to_dtype(wf, wd)) : NULL;
+        if (w && xf) {
+            wk_tensor *wr = T_NEED(wk_narrow(w, 0, 3, 20));                 /* rows of a bigger matrix */
+            wk_tensor *wc = T_NEED(wk_narrow(w, 1, 5, 40));                 /* columns: row stride 48 */
+            wk_tensor *wt = T_NEED(wk_contiguous(T_NEED(wk_transpose(w, 0, 1))));
+            wk_tensor *wtt = wt ? T_NEED(wk_transpose(wt, 0, 1)) : NULL;    /* k not contiguous */
+            wk_tensor *xt = T_NEED(wk_transpose(xf, 0, 1));                 /* [9, 48], x transposed */
+            wk_tensor *xn = xt ? T_NEED(wk_narrow(xt, 1, 5, 40)) : NULL;
+            if (wr && xt) check_half_qmatmul("w narrowed rows, x transposed", xt, wr, NULL);
+            if (wc && xn) check_half_qmatmul("w narrowed columns, x narrowed", xn, wc, NULL);
+            if (wtt && xt) check_half_qmatmul("w with k not contiguous", xt, wtt, NULL);
+            wk_tensor *x3 = xt ? T_NEED(wk_reshape(T_NEED(wk_contiguous(xt)), WK_SHAPE(3, 3, 48))) : NULL;
+            if (x3) check_half_qmatmul("x 3-d", x3, w, NULL);
+        }
+    }
+    /* a row's result has the same bits whatever the other rows: each row
+       alone, and at every place of batches of 1..70 rows */
+    if (t_case("quantops/qmatmul_half/%s/%s/batch_invariance", hq_mode, wn)) {
+        t_cover("qmatmul", wd);
+        wk_tensor *wf = normal_f32(37, 200, 0.5), *xf = normal_f32(70, 200, 1.0);
+        wk_tensor *w = wf ? T_NEED(wk_to_dtype(wf, wd)) : NULL;
+        wk_tensor *yall = w && xf ? T_NEED(wk_qmatmul(xf, w)) : NULL;
+        static const int64_t parts[][2] = { { 0, 1 }, { 69, 1 }, { 3, 4 }, { 5, 7 }, { 60, 10 }, { 1, 64 } };
+        for (size_t c = 0; c < sizeof parts / sizeof parts[0] && yall; c++) {
+            wk_tensor *xs = T_NEED(wk_narrow(xf, 0, parts[c][0], parts[c][1]));
+            wk_tensor *ys = xs ? T_NEED(wk_qmatmul(xs, w)) : NULL;
+            wk_tensor *yr = T_NEED(wk_contiguous(T_NEED(wk_narrow(yall, 0, parts[c][0], parts[c][1]))));
+            if (ys && yr && !same_bits_t(ys, yr))
+                t_fail("rows %lld..%lld alone differ from the same rows in a batch of 70", (long long)parts[c][0],
+                       (long long)(parts[c][0] + parts[c][1] - 1));
+        }
+    }
+}
+
 static void qmatmul_cases(const qinfo *q)
 {
     const int64_t B = q->block;
@@ -811,9 +939,13 @@ static void support_cases(void)
             }
             T_CHECK(wk_supports(t_dev(), ops[o], QT[i].dt), "wk_supports(cpu, \"%s\", %s) is false", ops[o], QT[i].name);
         }
-        for (int d = 0; d < WK_DENSE_DTYPE_COUNT; d++)
-            T_CHECK(!wk_supports(t_dev(), ops[o], (wk_dtype)d), "wk_supports(cpu, \"%s\", %s) is true (the ops are filed under the block dtype)",
-                    ops[o], wk_dtype_name((wk_dtype)d));
+        for (int d = 0; d < WK_DENSE_DTYPE_COUNT; d++) {
+            /* qmatmul also takes a dense f16/bf16 weight on the cpu */
+            const bool half = o == 2 && (d == WK_F16 || d == WK_BF16);
+            T_CHECK(wk_supports(t_dev(), ops[o], (wk_dtype)d) == half,
+                    "wk_supports(cpu, \"%s\", %s) is %s (the ops are filed under the block dtype; qmatmul takes f16/bf16 too)",
+                    ops[o], wk_dtype_name((wk_dtype)d), half ? "false" : "true");
+        }
     }
     t_each_gpu(gpu_refuses, NULL);
 }
@@ -842,6 +974,21 @@ T_SUITE(quant_ops)
         roundtrip_case(&QT[i]);
         qmatmul_cases(&QT[i]);
     }
+    /* each kernel set: the cpu's best, AVX2, plain C (WICK_CPU_QDOT picks, as for the integer path) */
+    static const char *const hq_modes[] = { NULL, "avx2", "portable" };
+    const char *hq_keep = getenv("WICK_CPU_QDOT");
+    char *keep = hq_keep ? strdup(hq_keep) : NULL;
+    for (int mi = 0; mi < 3; mi++) {
+        if (hq_modes[mi]) setenv("WICK_CPU_QDOT", hq_modes[mi], 1);
+        wk_env_refresh();
+        hq_mode = hq_modes[mi] ? hq_modes[mi] : "default";
+        half_qmatmul_cases(WK_F16);
+        half_qmatmul_cases(WK_BF16);
+    }
+    if (keep) setenv("WICK_CPU_QDOT", keep, 1);
+    else unsetenv("WICK_CPU_QDOT");
+    free(keep);
+    wk_env_refresh();
     if (loaded) gguf_file_case();
     error_cases();
     empty_cases();

@@ -100,6 +100,16 @@ typedef struct nn_linear {
     wk_view a, b, y;
 } nn_linear;
 
+/* The product of a fused linear op goes through wk_qmatmul for a
+ * block-quantized w, and for a dense f16/bf16 w under x of another float
+ * dtype (a model's matrices kept as stored: qmatmul widens them as it
+ * reads); else through wk_matmul, w in x's dtype. */
+static bool nn_via_qmatmul(const wk_tensor *x, const wk_tensor *w)
+{
+    return wk_dtype_is_quantized(w->dtype) ||
+           ((w->dtype == WK_F16 || w->dtype == WK_BF16) && wk_dtype_is_float(x->dtype) && w->dtype != x->dtype);
+}
+
 static void nn_linear_views(const wk_tensor *x, const wk_tensor *w, nn_linear *l)
 {
     wk_view xv = wk_view_of(x), wt = wk_view_of(w);
@@ -497,14 +507,14 @@ static wk_tensor *linear_rope_kv_impl(const wk_tensor *x, const wk_tensor *w, in
     const wk_tensor *ts[2] = { x, w };
     static const char *const names[2] = { "x", "w" };
     if (!wk_check_tensors(2, ts, names)) return NULL;
-    const bool quant = wk_dtype_is_quantized(w->dtype);
+    const bool quant = nn_via_qmatmul(x, w);
     if (x->rank != 2 || w->rank != 2 || x->dims[1] != w->dims[1]) {
         wk_error(WK_ERR_SHAPE, "x must be [T, K] and w [H D, K]; x has rank %d, w rank %d%s", x->rank, w->rank,
                  x->rank == 2 && w->rank == 2 ? " and another K" : "");
         return NULL;
     }
     if (!quant && w->dtype != x->dtype) {
-        wk_error(WK_ERR_DTYPE, "a dense w has x's dtype; x is %s, w %s", wk_dtype_name(x->dtype),
+        wk_error(WK_ERR_DTYPE, "a dense w has x's dtype, or is f16/bf16; x is %s, w %s", wk_dtype_name(x->dtype),
                  wk_dtype_name(w->dtype));
         return NULL;
     }
@@ -780,7 +790,7 @@ static wk_tensor *linear_silu_mul_impl(const wk_tensor *x, const wk_tensor *w)
     const wk_tensor *ts[2] = { x, w };
     static const char *const names[2] = { "x", "w" };
     if (!wk_check_tensors(2, ts, names)) return NULL;
-    const bool quant = wk_dtype_is_quantized(w->dtype);
+    const bool quant = nn_via_qmatmul(x, w);
     if (w->rank != 2 || w->dims[0] % 2 || x->rank < 1 || x->dims[x->rank - 1] != w->dims[1]) {
         wk_error(WK_ERR_SHAPE,
                  "w must be [2F, K] (the gate's F rows, then the up projection's) and x [..., K]; x "
@@ -790,7 +800,7 @@ static wk_tensor *linear_silu_mul_impl(const wk_tensor *x, const wk_tensor *w)
         return NULL;
     }
     if (!quant && w->dtype != x->dtype) {
-        wk_error(WK_ERR_DTYPE, "a dense w has x's dtype; x is %s, w %s", wk_dtype_name(x->dtype),
+        wk_error(WK_ERR_DTYPE, "a dense w has x's dtype, or is f16/bf16; x is %s, w %s", wk_dtype_name(x->dtype),
                  wk_dtype_name(w->dtype));
         return NULL;
     }

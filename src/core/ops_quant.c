@@ -127,11 +127,19 @@ static wk_tensor *quantize_impl(const wk_tensor *t, wk_dtype qt)
 
 /* ---- qmatmul ----------------------------------------------------------------- */
 
+/* x . w^T for a block-quantized w, or a dense f16/bf16 one (a model's
+ * matrices as its file stores them, against x of any float dtype: where
+ * the device takes it; the cpu does) */
 static wk_tensor *qmatmul_impl(const wk_tensor *x, const wk_tensor *w)
 {
     const wk_tensor *ts[2] = { x, w };
     static const char *const names[2] = { "x", "w" };
-    if (!wk_check_tensors(2, ts, names) || !q_block_in(w, "w")) return NULL;
+    if (!wk_check_tensors(2, ts, names)) return NULL;
+    const bool half = w->dtype == WK_F16 || w->dtype == WK_BF16;
+    if (!half && !wk_dtype_is_quantized(w->dtype)) {
+        wk_error(WK_ERR_DTYPE, "w is %s, not a block-quantized dtype, f16 or bf16", wk_dtype_name(w->dtype));
+        return NULL;
+    }
     if (w->rank != 2) {
         wk_error(WK_ERR_SHAPE, "w must be 2-d [n, k], not rank %d", w->rank);
         return NULL;
@@ -157,11 +165,18 @@ static wk_tensor *qmatmul_impl(const wk_tensor *x, const wk_tensor *w)
     if (!out || wk_numel(x->rank, dims) == 0) return out;
     if (k == 0) return wk_finish(wk_fill_zero(out), out);
     wk_tensor *held;
-    wk_view xv, wv = wk_view_of(w), d = q_rows_of_fresh(out, n);
-    if (!q_rows(x, false, &held, &xv)) return wk_finish(wk_last_status(), out);
+    /* a dense w's rows contiguous along k (a copy of a view that is not) */
+    wk_tensor *wheld = half && w->strides[1] != 1 && k > 1 ? wk_contiguous(w) : wk_retain((wk_tensor *)w);
+    if (!wheld) return wk_finish(wk_last_status(), out);
+    wk_view xv, wv = wk_view_of(wheld), d = q_rows_of_fresh(out, n);
+    if (!q_rows(x, false, &held, &xv)) {
+        wk_release(wheld);
+        return wk_finish(wk_last_status(), out);
+    }
     wk_op_args a = { .op = WK_OP_QMATMUL, .dst = &d, .src = { &wv, &xv } };
     wk_status st = wk_run(dev, &a);
     wk_release(held);
+    wk_release(wheld);
     return wk_finish(st, out);
 }
 

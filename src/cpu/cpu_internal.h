@@ -110,6 +110,8 @@ wk_status wk_cpu_paged_attention(void *ctx, const wk_op_args *a);
  * quantize), QMATMUL and QGATHER */
 wk_status wk_cpu_qconvert(void *ctx, const wk_op_args *a);
 wk_status wk_cpu_qmatmul(void *ctx, const wk_op_args *a);
+/* QMATMUL of a dense f16/bf16 weight (cpu_qmatmul_half.c) */
+wk_status wk_cpu_qmatmul_half(const wk_op_args *a);
 wk_status wk_cpu_qgather(void *ctx, const wk_op_args *a);
 /* cpu_quant.c: llama.cpp's reference quantizer of one block of dt */
 typedef void (*wk_cpu_qblock_fn)(const float *x, uint8_t *block);

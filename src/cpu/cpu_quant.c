@@ -1102,6 +1102,7 @@ wk_status wk_cpu_qmatmul(void *ctx, const wk_op_args *a)
     const wk_view *d = a->dst, *w = a->src[0], *x = a->src[1];
     const int64_t m = d->dims[0], n = d->dims[1], k = w->dims[1];
     const int qdot = wk_cpu_env.qdot;
+    if (w->dtype == WK_F16 || w->dtype == WK_BF16) return wk_cpu_qmatmul_half(a);
     if (qdot != WK_QDOT_OFF && wk_cpu_qdot_supports(w->dtype)) return wk_cpu_qmatmul_qdot(a, qdot);
     qmm_job j = { .dst = d, .w = w, .m = m, .n = n, .k = k, .deq = deq_of(w->dtype), .B = wk_dt_block(w->dtype),
                   .BB = wk_dt_block_bytes(w->dtype) };

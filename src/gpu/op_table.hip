@@ -108,6 +108,9 @@ const wk_op_impl *wk_gpu_op_table(void)
         /* attention, paged attention: no f64 kernel on the GPU */
         ot_ops[WK_OP_ATTENTION].dtypes &= ~WK_DT_BIT(WK_F64);
         ot_ops[WK_OP_PAGED_ATTENTION].dtypes &= ~WK_DT_BIT(WK_F64);
+        /* qmatmul of a dense f16/bf16 weight: the cpu only (GPUs widen
+           such weights at load and run matmul) */
+        ot_ops[WK_OP_QMATMUL].dtypes &= WK_DT_QUANTS;
         /* quantize: the cpu only (llama.cpp's reference quantizers) */
         ot_ops[WK_OP_QUANTIZE] = wk_op_impl{ NULL, WK_DT_NONE, NULL };
     }

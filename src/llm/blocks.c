@@ -24,7 +24,10 @@
 /* y [T, n] = x [T, k] . W^T, W [n, k] dense or block-quantized */
 static wk_tensor *linear(const wk_tensor *x, const wk_tensor *w, const wk_tensor *b)
 {
-    wk_tensor *y = wk_dtype_is_quantized(wk_tensor_dtype(w)) ? wk_qmatmul(x, w) : wk_matmul(x, wk_transpose(w, 0, 1));
+    /* block-quantized w, or f16/bf16 kept as stored under other activations (weights.c): qmatmul */
+    const wk_dtype wd = wk_tensor_dtype(w);
+    const bool q = wk_dtype_is_quantized(wd) || (x && wd != wk_tensor_dtype(x));
+    wk_tensor *y = q ? wk_qmatmul(x, w) : wk_matmul(x, wk_transpose(w, 0, 1));
     return b && y ? wk_add(y, b) : y;
 }
 
@@ -63,6 +66,7 @@ wk_tensor *blk_embed(llm_pass *p, const wk_tensor *tid, int64_t row)
         wk_tensor *r = wk_narrow(te, 0, row, 1);
         x = !r ? NULL : qe ? wk_dequantize(r, act) : wk_copy(r);
     }
+    if (x && !qe && wk_tensor_dtype(x) != act) x = wk_to_dtype(x, act);   /* an f16/bf16 table kept as stored */
     if (x && m->cfg.tp.comm && wk_all_reduce(m->cfg.tp.comm, x) != WK_OK) x = NULL;
     if (x && m->cfg.hp.embd_scale > 0) x = wk_affine(x, in_dtype(m->cfg.hp.embd_scale, act), 0.0);
     llm_mark(p, "embedding", x);

@@ -3,7 +3,9 @@
  * architecture's table lists them (llm_wrow: names in GGUF and HF files,
  * shapes, shares), checked against the config, each rank's share read
  * from the mapping (tensor parallel), converted to the activation dtype
- * (dense) or kept as the file has them (block types), and fused at load:
+ * (dense; f16/bf16 matrices under f32 activations stay as stored where the
+ * device's qmatmul takes them) or kept as the file has them (block types),
+ * and fused at load:
  * q/k/v stacked into one matrix, gate/up into one. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -156,8 +158,11 @@ static wk_status want_experts(wk_llm *m, wlist *wl, xlist *xl, wk_tensor **dst, 
     return WK_OK;
 }
 
-/* The tensor as the forward pass uses it (see the top of the file). */
-static wk_tensor *prepare(const wk_llm *m, wk_tensor *t, const wk_llm_options *o)
+/* The tensor as the forward pass uses it (see the top of the file). An
+ * f16/bf16 matrix under f32 activations stays as the file has it where
+ * the device multiplies it so (qmatmul of a dense half weight: the cpu),
+ * half the bytes of widening it, each product still exact in f32. */
+static wk_tensor *prepare(const wk_llm *m, wk_tensor *t, bool matrix, const wk_llm_options *o)
 {
     const wk_dtype act = m->cfg.info.act_dtype;
     const wk_dtype dt = wk_tensor_dtype(t);
@@ -166,6 +171,8 @@ static wk_tensor *prepare(const wk_llm *m, wk_tensor *t, const wk_llm_options *o
         return wk_dequantize(t, act);
     }
     if (dt == act) return wk_retain(t);
+    if (matrix && act == WK_F32 && (dt == WK_F16 || dt == WK_BF16) && wk_supports(m->dev, "qmatmul", dt))
+        return wk_retain(t);
     return wk_to_dtype(t, act);
 }
 
@@ -254,7 +261,7 @@ wk_status llm_load_weights(wk_llm *m, const wk_llm_options *o)
         const char *label = m->src.gguf ? llm_path_base(wk_gguf_path(m->src.gguf)) : llm_path_base(m->src.dir);
         st = m->cfg.tp.comm ? load_shares(m, &wl, raw) : wk_file_tensors_load(infos, wl.n, m->dev, o->progress, label, raw);
         for (int64_t i = 0; st == WK_OK && i < wl.n; i++) {
-            wk_tensor *t = prepare(m, raw[i], o);
+            wk_tensor *t = prepare(m, raw[i], wl.s[i].matrix, o);
             if (!t) {
                 st = wk_error_wrap("%s: tensor %s", wl.s[i].info->file, wl.s[i].info->name);
                 break;

@@ -1,0 +1,307 @@
+/* cpu_qmatmul_half.c — QMATMUL of a dense f16 or bf16 weight on the cpu:
+ * y[i, j] = sum_k x[i, k] w[j, k] for x in f32 (other float dtypes are
+ * widened to f32 first) and w [n, k] in its file's half precision, each
+ * product exact in f32 (an f16 or bf16 value widens exactly) and summed in
+ * f32. What it is for: a model stored in f16/bf16 run with f32 activations
+ * reads its matrices as they are, half the bytes of widening them to f32
+ * at load (decode is bound by those bytes), and prefill runs on the same
+ * kernels.
+ *
+ * One summation order for every (row of x, row of w) pair, whatever m and
+ * the tiling: the pair's own accumulator vector takes k in steps of the
+ * vector width (the tail masked), then one fixed horizontal sum. A tile of
+ * R rows of x by C rows of w holds R C accumulators; the tile shapes (4 x
+ * 4 and the edges) only choose which pairs run together. So a token's
+ * logits are the same bits alone or in any batch (batch invariance by
+ * construction, as the integer path's kernels in cpu_qdot.h).
+ *
+ * Kernels: AVX-512 (16 lanes; f16 by vcvtph2ps, bf16 by a shift), AVX2 (8
+ * lanes, F16C), and plain C (16 lanes, fmaf) where neither is there; the
+ * set is picked once by what the cpu has (WICK_CPU_QDOT=avx2 or portable
+ * holds it to those, as for the integer kernels: the tests run each). Tasks: blocks of 16 weight rows;
+ * within a task, 64 rows of x at a time so that they stay in L2 while the
+ * block's weight rows (in L1) meet each of them. */
+#include <math.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include "cpu_ew.h"
+#include "cpu_internal.h"
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#include <immintrin.h>
+#define HQ_X86 1
+#endif
+
+#define HQ_WROWS 16   /* weight rows a task                        */
+#define HQ_XROWS 64   /* rows of x a pass over the task's rows     */
+#define HQ_R 4        /* rows of x a tile                          */
+#define HQ_C 4        /* rows of w a tile                          */
+
+/* tile: rows x[0..r) (stride xs) against w rows w[0..c) (stride ws, in
+ * elements), k columns; y[i * ys + j] */
+typedef void (*hq_tile_fn)(bool bf16, const float *x, int64_t xs, int r, const uint16_t *w, int64_t ws, int c,
+                           int64_t k, float *y, int64_t ys);
+
+/* ---- plain C: 16 lanes a pair, fmaf, the same tree for every pair ---- */
+
+static inline float hq_widen(bool bf16, uint16_t h)
+{
+    if (bf16) {
+        const uint32_t u = (uint32_t)h << 16;
+        float f;
+        memcpy(&f, &u, 4);
+        return f;
+    }
+    return wk_f16_to_f32(h);
+}
+
+static void hq_tile_plain(bool bf16, const float *x, int64_t xs, int r, const uint16_t *w, int64_t ws, int c,
+                          int64_t k, float *y, int64_t ys)
+{
+    for (int i = 0; i < r; i++)
+        for (int j = 0; j < c; j++) {
+            float acc[16] = { 0 };
+            const float *xr = x + i * xs;
+            const uint16_t *wr = w + j * ws;
+            for (int64_t p = 0; p < k; p += 16) {
+                const int n = k - p < 16 ? (int)(k - p) : 16;
+                for (int l = 0; l < n; l++) acc[l] = fmaf(xr[p + l], hq_widen(bf16, wr[p + l]), acc[l]);
+            }
+            for (int s = 8; s >= 1; s /= 2)
+                for (int l = 0; l < s; l++) acc[l] += acc[l + s];
+            y[i * ys + j] = acc[0];
+        }
+}
+
+#ifdef HQ_X86
+/* ---- AVX2: 8 lanes a pair ---- */
+
+__attribute__((target("avx2,fma,f16c"))) static inline __m256 hq_ld8(bool bf16, const uint16_t *p, int n)
+{
+    __m128i h;
+    if (n >= 8) h = _mm_loadu_si128((const __m128i *)p);
+    else {
+        uint16_t t[8] = { 0 };
+        memcpy(t, p, (size_t)n * 2);
+        h = _mm_loadu_si128((const __m128i *)t);
+    }
+    if (!bf16) return _mm256_cvtph_ps(h);
+    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+}
+
+__attribute__((target("avx2,fma,f16c"))) static inline __m256 hq_ldx8(const float *p, int n)
+{
+    if (n >= 8) return _mm256_loadu_ps(p);
+    float t[8] = { 0 };
+    memcpy(t, p, (size_t)n * 4);
+    return _mm256_loadu_ps(t);
+}
+
+__attribute__((target("avx2,fma,f16c"))) static inline float hq_sum8(__m256 v)
+{
+    const __m128 a = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    const __m128 b = _mm_add_ps(a, _mm_movehl_ps(a, a));
+    return _mm_cvtss_f32(_mm_add_ss(b, _mm_movehdup_ps(b)));
+}
+
+__attribute__((target("avx2,fma,f16c")))
+static void hq_tile_avx2(bool bf16, const float *x, int64_t xs, int r, const uint16_t *w, int64_t ws, int c,
+                         int64_t k, float *y, int64_t ys)
+{
+    __m256 acc[HQ_R][HQ_C];
+    for (int i = 0; i < r; i++)
+        for (int j = 0; j < c; j++) acc[i][j] = _mm256_setzero_ps();
+    for (int64_t p = 0; p < k; p += 8) {
+        const int n = k - p < 8 ? (int)(k - p) : 8;
+        __m256 wv[HQ_C];
+        for (int j = 0; j < c; j++) wv[j] = hq_ld8(bf16, w + j * ws + p, n);
+        for (int i = 0; i < r; i++) {
+            const __m256 xv = hq_ldx8(x + i * xs + p, n);
+            for (int j = 0; j < c; j++) acc[i][j] = _mm256_fmadd_ps(xv, wv[j], acc[i][j]);
+        }
+    }
+    for (int i = 0; i < r; i++)
+        for (int j = 0; j < c; j++) y[i * ys + j] = hq_sum8(acc[i][j]);
+}
+
+/* ---- AVX-512: 16 lanes a pair ---- */
+
+#define HQ_T512 __attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma,f16c")))
+
+HQ_T512 static inline __m512 hq_ld16(bool bf16, const uint16_t *p, __mmask16 m)
+{
+    const __m256i h = _mm256_maskz_loadu_epi16(m, p);
+    if (!bf16) return _mm512_cvtph_ps(h);
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+}
+
+/* r and c at their largest, so that the accumulators live in registers */
+HQ_T512 static inline void hq_tile512_full(bool bf16, const float *x, int64_t xs, const uint16_t *w, int64_t ws,
+                                           int64_t k, float *y, int64_t ys)
+{
+    __m512 a00 = _mm512_setzero_ps(), a01 = a00, a02 = a00, a03 = a00, a10 = a00, a11 = a00, a12 = a00, a13 = a00;
+    __m512 a20 = a00, a21 = a00, a22 = a00, a23 = a00, a30 = a00, a31 = a00, a32 = a00, a33 = a00;
+    for (int64_t p = 0; p < k; p += 16) {
+        const __mmask16 m = k - p >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (k - p)) - 1);
+        const __m512 w0 = hq_ld16(bf16, w + p, m), w1 = hq_ld16(bf16, w + ws + p, m);
+        const __m512 w2 = hq_ld16(bf16, w + 2 * ws + p, m), w3 = hq_ld16(bf16, w + 3 * ws + p, m);
+        __m512 xv = _mm512_maskz_loadu_ps(m, x + p);
+        a00 = _mm512_fmadd_ps(xv, w0, a00), a01 = _mm512_fmadd_ps(xv, w1, a01);
+        a02 = _mm512_fmadd_ps(xv, w2, a02), a03 = _mm512_fmadd_ps(xv, w3, a03);
+        xv = _mm512_maskz_loadu_ps(m, x + xs + p);
+        a10 = _mm512_fmadd_ps(xv, w0, a10), a11 = _mm512_fmadd_ps(xv, w1, a11);
+        a12 = _mm512_fmadd_ps(xv, w2, a12), a13 = _mm512_fmadd_ps(xv, w3, a13);
+        xv = _mm512_maskz_loadu_ps(m, x + 2 * xs + p);
+        a20 = _mm512_fmadd_ps(xv, w0, a20), a21 = _mm512_fmadd_ps(xv, w1, a21);
+        a22 = _mm512_fmadd_ps(xv, w2, a22), a23 = _mm512_fmadd_ps(xv, w3, a23);
+        xv = _mm512_maskz_loadu_ps(m, x + 3 * xs + p);
+        a30 = _mm512_fmadd_ps(xv, w0, a30), a31 = _mm512_fmadd_ps(xv, w1, a31);
+        a32 = _mm512_fmadd_ps(xv, w2, a32), a33 = _mm512_fmadd_ps(xv, w3, a33);
+    }
+    y[0] = _mm512_reduce_add_ps(a00), y[1] = _mm512_reduce_add_ps(a01);
+    y[2] = _mm512_reduce_add_ps(a02), y[3] = _mm512_reduce_add_ps(a03);
+    y[ys] = _mm512_reduce_add_ps(a10), y[ys + 1] = _mm512_reduce_add_ps(a11);
+    y[ys + 2] = _mm512_reduce_add_ps(a12), y[ys + 3] = _mm512_reduce_add_ps(a13);
+    y[2 * ys] = _mm512_reduce_add_ps(a20), y[2 * ys + 1] = _mm512_reduce_add_ps(a21);
+    y[2 * ys + 2] = _mm512_reduce_add_ps(a22), y[2 * ys + 3] = _mm512_reduce_add_ps(a23);
+    y[3 * ys] = _mm512_reduce_add_ps(a30), y[3 * ys + 1] = _mm512_reduce_add_ps(a31);
+    y[3 * ys + 2] = _mm512_reduce_add_ps(a32), y[3 * ys + 3] = _mm512_reduce_add_ps(a33);
+}
+
+/* one row of x against c <= 4 rows of w (decode), the weight rows of the
+ * next tile asked into L2 as this one is read */
+HQ_T512 static inline void hq_row512(bool bf16, const float *x, const uint16_t *w, int64_t ws, int c, int64_t k,
+                                     float *y, const uint16_t *next)
+{
+    __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+    for (int64_t p = 0; p < k; p += 16) {
+        const __mmask16 m = k - p >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (k - p)) - 1);
+        const __m512 xv = _mm512_maskz_loadu_ps(m, x + p);
+        if (next && (p & 31) == 0)
+            for (int j = 0; j < HQ_C; j++) _mm_prefetch((const char *)(next + j * ws + p), _MM_HINT_T1);
+        a0 = _mm512_fmadd_ps(xv, hq_ld16(bf16, w + p, m), a0);
+        if (c > 1) a1 = _mm512_fmadd_ps(xv, hq_ld16(bf16, w + ws + p, m), a1);
+        if (c > 2) a2 = _mm512_fmadd_ps(xv, hq_ld16(bf16, w + 2 * ws + p, m), a2);
+        if (c > 3) a3 = _mm512_fmadd_ps(xv, hq_ld16(bf16, w + 3 * ws + p, m), a3);
+    }
+    y[0] = _mm512_reduce_add_ps(a0);
+    if (c > 1) y[1] = _mm512_reduce_add_ps(a1);
+    if (c > 2) y[2] = _mm512_reduce_add_ps(a2);
+    if (c > 3) y[3] = _mm512_reduce_add_ps(a3);
+}
+
+HQ_T512 static void hq_tile_avx512(bool bf16, const float *x, int64_t xs, int r, const uint16_t *w, int64_t ws, int c,
+                                   int64_t k, float *y, int64_t ys)
+{
+    if (r == HQ_R && c == HQ_C) {
+        hq_tile512_full(bf16, x, xs, w, ws, k, y, ys);
+        return;
+    }
+    for (int i = 0; i < r; i++) hq_row512(bf16, x + i * xs, w, ws, c, k, y + i * ys, NULL);
+}
+#endif
+
+static struct {
+    pthread_once_t once;
+    hq_tile_fn tile;
+    bool avx512;
+} hq = { PTHREAD_ONCE_INIT, hq_tile_plain, false };
+
+static void hq_pick(void)
+{
+#ifdef HQ_X86
+    __builtin_cpu_init();
+    unsigned eax, ebx, ecx = 0, edx;
+    const bool f16c = __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & (1u << 29));
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && f16c) hq.tile = hq_tile_avx2;
+    if (hq.tile == hq_tile_avx2 && wk_ew_have_avx512()) hq.tile = hq_tile_avx512, hq.avx512 = true;
+#endif
+}
+
+typedef struct hq_job {
+    bool bf16, avx512;
+    hq_tile_fn tile;
+    const float *x;          /* f32 rows, stride xs */
+    int64_t xs, m, n, k;
+    const uint16_t *w;       /* row j at w + j * ws */
+    int64_t ws;
+    const wk_view *d;        /* [m, n] rows from d->offset */
+} hq_job;
+
+static void hq_store(const wk_view *d, int64_t i0, int64_t j0, int r, int c, const float *y, int64_t ys, int64_t n)
+{
+    for (int i = 0; i < r; i++) {
+        const int64_t at = d->offset + (i0 + i) * n + j0;
+        for (int j = 0; j < c; j++) {
+            const float v = y[i * ys + j];
+            if (d->dtype == WK_F32) ((float *)d->base)[at + j] = v;
+            else if (d->dtype == WK_F16) ((uint16_t *)d->base)[at + j] = wk_f32_to_f16(v);
+            else ((uint16_t *)d->base)[at + j] = wk_f32_to_bf16(v);
+        }
+    }
+}
+
+static void hq_range(void *arg, int64_t begin, int64_t end)
+{
+    hq_job *J = arg;
+    float y[HQ_XROWS * HQ_WROWS];
+    for (int64_t t = begin; t < end; t++) {
+        const int64_t j0 = t * HQ_WROWS, nj = J->n - j0 < HQ_WROWS ? J->n - j0 : HQ_WROWS;
+        const uint16_t *wb = J->w + j0 * J->ws;
+        for (int64_t i0 = 0; i0 < J->m; i0 += HQ_XROWS) {
+            const int64_t ni = J->m - i0 < HQ_XROWS ? J->m - i0 : HQ_XROWS;
+            for (int64_t jj = 0; jj < nj; jj += HQ_C) {
+                const int c = nj - jj < HQ_C ? (int)(nj - jj) : HQ_C;
+#ifdef HQ_X86
+                if (J->avx512 && ni == 1) {   /* decode: the next rows asked for meanwhile */
+                    const int64_t nx = j0 + jj + HQ_C;
+                    hq_row512(J->bf16, J->x + i0 * J->xs, wb + jj * J->ws, J->ws, c, J->k, y + jj,
+                              nx + HQ_C <= J->n ? J->w + nx * J->ws : NULL);
+                    continue;
+                }
+#endif
+                for (int64_t ii = 0; ii < ni; ii += HQ_R) {
+                    const int r = ni - ii < HQ_R ? (int)(ni - ii) : HQ_R;
+                    J->tile(J->bf16, J->x + (i0 + ii) * J->xs, J->xs, r, wb + jj * J->ws, J->ws, c, J->k,
+                            y + ii * HQ_WROWS + jj, HQ_WROWS);
+                }
+            }
+            hq_store(J->d, i0, j0, (int)ni, (int)nj, y, HQ_WROWS, J->n);
+        }
+    }
+}
+
+wk_status wk_cpu_qmatmul_half(const wk_op_args *a)
+{
+    const wk_view *d = a->dst, *w = a->src[0], *x = a->src[1];
+    const int64_t m = d->dims[0], n = d->dims[1], k = w->dims[1];
+    if (m == 0 || n == 0) return WK_OK;
+    if (w->strides[1] != 1 && k > 1)
+        return WK_CPU_ERROR(WK_ERR_ARGUMENT, "a dense weight's rows must be contiguous along k");
+    pthread_once(&hq.once, hq_pick);
+    hq_job J = { .bf16 = w->dtype == WK_BF16, .avx512 = hq.avx512, .tile = hq.tile, .m = m, .n = n, .k = k, .d = d,
+                 .w = (const uint16_t *)w->base + w->offset, .ws = w->strides[0] };
+    if (wk_cpu_env.qdot == WK_QDOT_PORTABLE) J.tile = hq_tile_plain, J.avx512 = false;
+#ifdef HQ_X86
+    if (wk_cpu_env.qdot == WK_QDOT_AVX2 && hq.tile != hq_tile_plain) J.tile = hq_tile_avx2, J.avx512 = false;
+#endif
+    float *xbuf = NULL;
+    if (x->dtype == WK_F32 && (x->strides[1] == 1 || k == 1)) {
+        J.x = (const float *)x->base + x->offset;
+        J.xs = x->strides[0];
+    } else {
+        xbuf = malloc((size_t)(m * k) * sizeof(float));
+        if (!xbuf)
+            return WK_CPU_ERROR(WK_ERR_MEMORY, "out of memory for x as f32 (%lld x %lld)", (long long)m, (long long)k);
+        for (int64_t i = 0; i < m; i++)
+            for (int64_t c = 0; c < k; c++)
+                xbuf[i * k + c] = (float)wk_cpu_load_f64(x->base, x->dtype, x->offset + i * x->strides[0] + c * x->strides[1]);
+        J.x = xbuf;
+        J.xs = k;
+    }
+    const int64_t ntasks = (n + HQ_WROWS - 1) / HQ_WROWS;
+    wk_parallel_tasks(ntasks, 2.0 * (double)HQ_WROWS * (double)k * (double)m + 2.0 * HQ_WROWS * (double)k, hq_range, &J);
+    free(xbuf);
+    return WK_OK;
+}
