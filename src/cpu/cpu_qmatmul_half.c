@@ -136,37 +136,107 @@ HQ_T512 static inline __m512 hq_ld16(bool bf16, const uint16_t *p, __mmask16 m)
     return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
 }
 
-/* r and c at their largest, so that the accumulators live in registers */
+/* A pair's 16 lanes to its sum, in one tree written here (not the
+ * compiler's reduce, whose order is its own): lanes e + e+8, then e + e+4,
+ * e + e+2, e + e+1. hq_sum4x4 makes the same sums for the 16 pairs of a
+ * tile at once (the vectors transposed as they are added: a quarter of
+ * the shuffles), so a tile's results have the bits of hq_hsum16's. */
+HQ_T512 static inline float hq_hsum16(__m512 v)
+{
+    const __m256 t1 = _mm256_add_ps(_mm512_castps512_ps256(v),
+                                    _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)));
+    const __m128 t2 = _mm_add_ps(_mm256_castps256_ps128(t1), _mm256_extractf128_ps(t1, 1));
+    const __m128 t3 = _mm_add_ps(t2, _mm_permute_ps(t2, _MM_SHUFFLE(1, 0, 3, 2)));
+    const __m128 t4 = _mm_add_ps(t3, _mm_permute_ps(t3, _MM_SHUFFLE(2, 3, 0, 1)));
+    return _mm_cvtss_f32(t4);
+}
+
+/* (a, b): a's lanes e + e+8 in lanes 0..7, b's in 8..15 */
+HQ_T512 static inline __m512 hq_fold8(__m512 a, __m512 b)
+{
+    return _mm512_add_ps(_mm512_shuffle_f32x4(a, b, _MM_SHUFFLE(1, 0, 1, 0)), _mm512_shuffle_f32x4(a, b, _MM_SHUFFLE(3, 2, 3, 2)));
+}
+
+/* (x, z) of hq_fold8 (a|b, c|d): each 128-bit lane one pair's e + e+4 */
+HQ_T512 static inline __m512 hq_fold4(__m512 x, __m512 z)
+{
+    return _mm512_add_ps(_mm512_shuffle_f32x4(x, z, _MM_SHUFFLE(2, 0, 2, 0)), _mm512_shuffle_f32x4(x, z, _MM_SHUFFLE(3, 1, 3, 1)));
+}
+
+/* a<i><j> (row i of x, row j of w) to y[i * ys + j] */
+HQ_T512 static inline void hq_sum4x4(__m512 a00, __m512 a01, __m512 a02, __m512 a03, __m512 a10, __m512 a11,
+                                     __m512 a12, __m512 a13, __m512 a20, __m512 a21, __m512 a22, __m512 a23,
+                                     __m512 a30, __m512 a31, __m512 a32, __m512 a33, float *y, int64_t ys)
+{
+    /* r<i>'s lane j: pair (i, j)'s four partial sums */
+    const __m512 r0 = hq_fold4(hq_fold8(a00, a01), hq_fold8(a02, a03));
+    const __m512 r1 = hq_fold4(hq_fold8(a10, a11), hq_fold8(a12, a13));
+    const __m512 r2 = hq_fold4(hq_fold8(a20, a21), hq_fold8(a22, a23));
+    const __m512 r3 = hq_fold4(hq_fold8(a30, a31), hq_fold8(a32, a33));
+    /* e + e+2, then e + e+1 */
+    const __m512 z01 = _mm512_add_ps(_mm512_shuffle_ps(r0, r1, _MM_SHUFFLE(1, 0, 1, 0)),
+                                     _mm512_shuffle_ps(r0, r1, _MM_SHUFFLE(3, 2, 3, 2)));
+    const __m512 z23 = _mm512_add_ps(_mm512_shuffle_ps(r2, r3, _MM_SHUFFLE(1, 0, 1, 0)),
+                                     _mm512_shuffle_ps(r2, r3, _MM_SHUFFLE(3, 2, 3, 2)));
+    const __m512 f = _mm512_add_ps(_mm512_shuffle_ps(z01, z23, _MM_SHUFFLE(2, 0, 2, 0)),
+                                   _mm512_shuffle_ps(z01, z23, _MM_SHUFFLE(3, 1, 3, 1)));
+    float t[16];   /* lane j, element i: pair (i, j) */
+    _mm512_storeu_ps(t, f);
+    for (int i = 0; i < 4; i++)
+        for (int j = 0; j < 4; j++) y[i * ys + j] = t[4 * j + i];
+}
+
+/* r and c at their largest, so that the accumulators live in registers;
+ * W16(ptr, mask) loads 16 of w's values as f32 (widened as read, or from
+ * a row block widened once: the same values, so the same bits) */
+#define HQ_TILE512_BODY(WT, W16)                                                                                 \
+    __m512 a00 = _mm512_setzero_ps(), a01 = a00, a02 = a00, a03 = a00, a10 = a00, a11 = a00, a12 = a00, a13 = a00; \
+    __m512 a20 = a00, a21 = a00, a22 = a00, a23 = a00, a30 = a00, a31 = a00, a32 = a00, a33 = a00;                  \
+    for (int64_t p = 0; p < k; p += 16) {                                                                        \
+        const __mmask16 m = k - p >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (k - p)) - 1);                   \
+        const __m512 w0 = W16(w + p, m), w1 = W16(w + ws + p, m);                                                \
+        const __m512 w2 = W16(w + 2 * ws + p, m), w3 = W16(w + 3 * ws + p, m);                                   \
+        __m512 xv = _mm512_maskz_loadu_ps(m, x + p);                                                             \
+        a00 = _mm512_fmadd_ps(xv, w0, a00), a01 = _mm512_fmadd_ps(xv, w1, a01);                                  \
+        a02 = _mm512_fmadd_ps(xv, w2, a02), a03 = _mm512_fmadd_ps(xv, w3, a03);                                  \
+        xv = _mm512_maskz_loadu_ps(m, x + xs + p);                                                               \
+        a10 = _mm512_fmadd_ps(xv, w0, a10), a11 = _mm512_fmadd_ps(xv, w1, a11);                                  \
+        a12 = _mm512_fmadd_ps(xv, w2, a12), a13 = _mm512_fmadd_ps(xv, w3, a13);                                  \
+        xv = _mm512_maskz_loadu_ps(m, x + 2 * xs + p);                                                           \
+        a20 = _mm512_fmadd_ps(xv, w0, a20), a21 = _mm512_fmadd_ps(xv, w1, a21);                                  \
+        a22 = _mm512_fmadd_ps(xv, w2, a22), a23 = _mm512_fmadd_ps(xv, w3, a23);                                  \
+        xv = _mm512_maskz_loadu_ps(m, x + 3 * xs + p);                                                           \
+        a30 = _mm512_fmadd_ps(xv, w0, a30), a31 = _mm512_fmadd_ps(xv, w1, a31);                                  \
+        a32 = _mm512_fmadd_ps(xv, w2, a32), a33 = _mm512_fmadd_ps(xv, w3, a33);                                  \
+    }                                                                                                            \
+    hq_sum4x4(a00, a01, a02, a03, a10, a11, a12, a13, a20, a21, a22, a23, a30, a31, a32, a33, y, ys);
+
+#define HQ_W16_HALF(ptr, m) hq_ld16(bf16, (ptr), (m))
+#define HQ_W16_F32(ptr, m) _mm512_maskz_loadu_ps((m), (ptr))
+
 HQ_T512 static inline void hq_tile512_full(bool bf16, const float *x, int64_t xs, const uint16_t *w, int64_t ws,
                                            int64_t k, float *y, int64_t ys)
 {
-    __m512 a00 = _mm512_setzero_ps(), a01 = a00, a02 = a00, a03 = a00, a10 = a00, a11 = a00, a12 = a00, a13 = a00;
-    __m512 a20 = a00, a21 = a00, a22 = a00, a23 = a00, a30 = a00, a31 = a00, a32 = a00, a33 = a00;
-    for (int64_t p = 0; p < k; p += 16) {
-        const __mmask16 m = k - p >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (k - p)) - 1);
-        const __m512 w0 = hq_ld16(bf16, w + p, m), w1 = hq_ld16(bf16, w + ws + p, m);
-        const __m512 w2 = hq_ld16(bf16, w + 2 * ws + p, m), w3 = hq_ld16(bf16, w + 3 * ws + p, m);
-        __m512 xv = _mm512_maskz_loadu_ps(m, x + p);
-        a00 = _mm512_fmadd_ps(xv, w0, a00), a01 = _mm512_fmadd_ps(xv, w1, a01);
-        a02 = _mm512_fmadd_ps(xv, w2, a02), a03 = _mm512_fmadd_ps(xv, w3, a03);
-        xv = _mm512_maskz_loadu_ps(m, x + xs + p);
-        a10 = _mm512_fmadd_ps(xv, w0, a10), a11 = _mm512_fmadd_ps(xv, w1, a11);
-        a12 = _mm512_fmadd_ps(xv, w2, a12), a13 = _mm512_fmadd_ps(xv, w3, a13);
-        xv = _mm512_maskz_loadu_ps(m, x + 2 * xs + p);
-        a20 = _mm512_fmadd_ps(xv, w0, a20), a21 = _mm512_fmadd_ps(xv, w1, a21);
-        a22 = _mm512_fmadd_ps(xv, w2, a22), a23 = _mm512_fmadd_ps(xv, w3, a23);
-        xv = _mm512_maskz_loadu_ps(m, x + 3 * xs + p);
-        a30 = _mm512_fmadd_ps(xv, w0, a30), a31 = _mm512_fmadd_ps(xv, w1, a31);
-        a32 = _mm512_fmadd_ps(xv, w2, a32), a33 = _mm512_fmadd_ps(xv, w3, a33);
-    }
-    y[0] = _mm512_reduce_add_ps(a00), y[1] = _mm512_reduce_add_ps(a01);
-    y[2] = _mm512_reduce_add_ps(a02), y[3] = _mm512_reduce_add_ps(a03);
-    y[ys] = _mm512_reduce_add_ps(a10), y[ys + 1] = _mm512_reduce_add_ps(a11);
-    y[ys + 2] = _mm512_reduce_add_ps(a12), y[ys + 3] = _mm512_reduce_add_ps(a13);
-    y[2 * ys] = _mm512_reduce_add_ps(a20), y[2 * ys + 1] = _mm512_reduce_add_ps(a21);
-    y[2 * ys + 2] = _mm512_reduce_add_ps(a22), y[2 * ys + 3] = _mm512_reduce_add_ps(a23);
-    y[3 * ys] = _mm512_reduce_add_ps(a30), y[3 * ys + 1] = _mm512_reduce_add_ps(a31);
-    y[3 * ys + 2] = _mm512_reduce_add_ps(a32), y[3 * ys + 3] = _mm512_reduce_add_ps(a33);
+    HQ_TILE512_BODY(uint16_t, HQ_W16_HALF)
+}
+
+/* the same on w rows widened to f32 beforehand (prefill: a task's rows
+ * widened once serve every row of x) */
+HQ_T512 static void hq_tile512_wf32(const float *x, int64_t xs, const float *w, int64_t ws, int64_t k, float *y,
+                                    int64_t ys)
+{
+    HQ_TILE512_BODY(float, HQ_W16_F32)
+}
+
+/* rows [0, nr) of a half w (row stride ws) into f32 rows of k (stride ks) */
+HQ_T512 static void hq_widen_rows(bool bf16, const uint16_t *w, int64_t ws, int64_t nr, int64_t k, float *out,
+                                  int64_t ks)
+{
+    for (int64_t r = 0; r < nr; r++)
+        for (int64_t p = 0; p < k; p += 16) {
+            const __mmask16 m = k - p >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (k - p)) - 1);
+            _mm512_mask_storeu_ps(out + r * ks + p, m, hq_ld16(bf16, w + r * ws + p, m));
+        }
 }
 
 /* one row of x against c <= 4 rows of w (decode), the weight rows of the
@@ -185,10 +255,10 @@ HQ_T512 static inline void hq_row512(bool bf16, const float *x, const uint16_t *
         if (c > 2) a2 = _mm512_fmadd_ps(xv, hq_ld16(bf16, w + 2 * ws + p, m), a2);
         if (c > 3) a3 = _mm512_fmadd_ps(xv, hq_ld16(bf16, w + 3 * ws + p, m), a3);
     }
-    y[0] = _mm512_reduce_add_ps(a0);
-    if (c > 1) y[1] = _mm512_reduce_add_ps(a1);
-    if (c > 2) y[2] = _mm512_reduce_add_ps(a2);
-    if (c > 3) y[3] = _mm512_reduce_add_ps(a3);
+    y[0] = hq_hsum16(a0);
+    if (c > 1) y[1] = hq_hsum16(a1);
+    if (c > 2) y[2] = hq_hsum16(a2);
+    if (c > 3) y[3] = hq_hsum16(a3);
 }
 
 HQ_T512 static void hq_tile_avx512(bool bf16, const float *x, int64_t xs, int r, const uint16_t *w, int64_t ws, int c,
@@ -246,9 +316,17 @@ static void hq_range(void *arg, int64_t begin, int64_t end)
 {
     hq_job *J = arg;
     float y[HQ_XROWS * HQ_WROWS];
+#ifdef HQ_X86
+    /* prefill on AVX-512: a task's weight rows widened to f32 once */
+    const int64_t kp = (J->k + 15) / 16 * 16;
+    float *wf = J->avx512 && J->m >= 2 * HQ_R ? malloc((size_t)(HQ_WROWS * kp) * sizeof(float)) : NULL;
+#endif
     for (int64_t t = begin; t < end; t++) {
         const int64_t j0 = t * HQ_WROWS, nj = J->n - j0 < HQ_WROWS ? J->n - j0 : HQ_WROWS;
         const uint16_t *wb = J->w + j0 * J->ws;
+#ifdef HQ_X86
+        if (wf) hq_widen_rows(J->bf16, wb, J->ws, nj, J->k, wf, kp);
+#endif
         for (int64_t i0 = 0; i0 < J->m; i0 += HQ_XROWS) {
             const int64_t ni = J->m - i0 < HQ_XROWS ? J->m - i0 : HQ_XROWS;
             for (int64_t jj = 0; jj < nj; jj += HQ_C) {
@@ -263,6 +341,13 @@ static void hq_range(void *arg, int64_t begin, int64_t end)
 #endif
                 for (int64_t ii = 0; ii < ni; ii += HQ_R) {
                     const int r = ni - ii < HQ_R ? (int)(ni - ii) : HQ_R;
+#ifdef HQ_X86
+                    if (wf && r == HQ_R && c == HQ_C) {
+                        hq_tile512_wf32(J->x + (i0 + ii) * J->xs, J->xs, wf + jj * kp, kp, J->k,
+                                        y + ii * HQ_WROWS + jj, HQ_WROWS);
+                        continue;
+                    }
+#endif
                     J->tile(J->bf16, J->x + (i0 + ii) * J->xs, J->xs, r, wb + jj * J->ws, J->ws, c, J->k,
                             y + ii * HQ_WROWS + jj, HQ_WROWS);
                 }
@@ -270,6 +355,9 @@ static void hq_range(void *arg, int64_t begin, int64_t end)
             hq_store(J->d, i0, j0, (int)ni, (int)nj, y, HQ_WROWS, J->n);
         }
     }
+#ifdef HQ_X86
+    free(wf);
+#endif
 }
 
 wk_status wk_cpu_qmatmul_half(const wk_op_args *a)
