@@ -189,35 +189,47 @@ HQ_T512 static inline void hq_sum4x4(__m512 a00, __m512 a01, __m512 a02, __m512 
 /* r and c at their largest, so that the accumulators live in registers;
  * W16(ptr, mask) loads 16 of w's values as f32 (widened as read, or from
  * a row block widened once: the same values, so the same bits) */
-#define HQ_TILE512_BODY(WT, W16)                                                                                 \
-    __m512 a00 = _mm512_setzero_ps(), a01 = a00, a02 = a00, a03 = a00, a10 = a00, a11 = a00, a12 = a00, a13 = a00; \
-    __m512 a20 = a00, a21 = a00, a22 = a00, a23 = a00, a30 = a00, a31 = a00, a32 = a00, a33 = a00;                  \
-    for (int64_t p = 0; p < k; p += 16) {                                                                        \
-        const __mmask16 m = k - p >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (k - p)) - 1);                   \
+#define HQ_TILE512_STEP(W16, XL, m)                                                                              \
+    {                                                                                                            \
         const __m512 w0 = W16(w + p, m), w1 = W16(w + ws + p, m);                                                \
         const __m512 w2 = W16(w + 2 * ws + p, m), w3 = W16(w + 3 * ws + p, m);                                   \
-        __m512 xv = _mm512_maskz_loadu_ps(m, x + p);                                                             \
+        __m512 xv = XL(x + p, m);                                                                                \
         a00 = _mm512_fmadd_ps(xv, w0, a00), a01 = _mm512_fmadd_ps(xv, w1, a01);                                  \
         a02 = _mm512_fmadd_ps(xv, w2, a02), a03 = _mm512_fmadd_ps(xv, w3, a03);                                  \
-        xv = _mm512_maskz_loadu_ps(m, x + xs + p);                                                               \
+        xv = XL(x + xs + p, m);                                                                                  \
         a10 = _mm512_fmadd_ps(xv, w0, a10), a11 = _mm512_fmadd_ps(xv, w1, a11);                                  \
         a12 = _mm512_fmadd_ps(xv, w2, a12), a13 = _mm512_fmadd_ps(xv, w3, a13);                                  \
-        xv = _mm512_maskz_loadu_ps(m, x + 2 * xs + p);                                                           \
+        xv = XL(x + 2 * xs + p, m);                                                                              \
         a20 = _mm512_fmadd_ps(xv, w0, a20), a21 = _mm512_fmadd_ps(xv, w1, a21);                                  \
         a22 = _mm512_fmadd_ps(xv, w2, a22), a23 = _mm512_fmadd_ps(xv, w3, a23);                                  \
-        xv = _mm512_maskz_loadu_ps(m, x + 3 * xs + p);                                                           \
+        xv = XL(x + 3 * xs + p, m);                                                                              \
         a30 = _mm512_fmadd_ps(xv, w0, a30), a31 = _mm512_fmadd_ps(xv, w1, a31);                                  \
         a32 = _mm512_fmadd_ps(xv, w2, a32), a33 = _mm512_fmadd_ps(xv, w3, a33);                                  \
+    }
+/* whole steps of 16 unmasked, then the tail masked: the same products in
+ * the same order as a masked step each */
+#define HQ_TILE512_BODY(WT, W16, W16FULL)                                                                        \
+    __m512 a00 = _mm512_setzero_ps(), a01 = a00, a02 = a00, a03 = a00, a10 = a00, a11 = a00, a12 = a00, a13 = a00; \
+    __m512 a20 = a00, a21 = a00, a22 = a00, a23 = a00, a30 = a00, a31 = a00, a32 = a00, a33 = a00;                  \
+    int64_t p = 0;                                                                                               \
+    for (; p + 16 <= k; p += 16) HQ_TILE512_STEP(W16FULL, HQ_XFULL, 0)                                            \
+    if (p < k) {                                                                                                 \
+        const __mmask16 m = (__mmask16)((1u << (k - p)) - 1);                                                   \
+        HQ_TILE512_STEP(W16, HQ_XMASK, m)                                                                        \
     }                                                                                                            \
     hq_sum4x4(a00, a01, a02, a03, a10, a11, a12, a13, a20, a21, a22, a23, a30, a31, a32, a33, y, ys);
+#define HQ_XFULL(ptr, m) _mm512_loadu_ps(ptr)
+#define HQ_XMASK(ptr, m) _mm512_maskz_loadu_ps((m), (ptr))
 
 #define HQ_W16_HALF(ptr, m) hq_ld16(bf16, (ptr), (m))
 #define HQ_W16_F32(ptr, m) _mm512_maskz_loadu_ps((m), (ptr))
+#define HQ_W16_HALF_FULL(ptr, m) hq_ld16(bf16, (ptr), (__mmask16)0xFFFF)
+#define HQ_W16_F32_FULL(ptr, m) _mm512_loadu_ps(ptr)
 
 HQ_T512 static inline void hq_tile512_full(bool bf16, const float *x, int64_t xs, const uint16_t *w, int64_t ws,
                                            int64_t k, float *y, int64_t ys)
 {
-    HQ_TILE512_BODY(uint16_t, HQ_W16_HALF)
+    HQ_TILE512_BODY(uint16_t, HQ_W16_HALF, HQ_W16_HALF_FULL)
 }
 
 /* the same on w rows widened to f32 beforehand (prefill: a task's rows
@@ -225,7 +237,7 @@ HQ_T512 static inline void hq_tile512_full(bool bf16, const float *x, int64_t xs
 HQ_T512 static void hq_tile512_wf32(const float *x, int64_t xs, const float *w, int64_t ws, int64_t k, float *y,
                                     int64_t ys)
 {
-    HQ_TILE512_BODY(float, HQ_W16_F32)
+    HQ_TILE512_BODY(float, HQ_W16_F32, HQ_W16_F32_FULL)
 }
 
 /* rows [0, nr) of a half w (row stride ws) into f32 rows of k (stride ks) */
