@@ -504,7 +504,8 @@ wk_tensor *wk_silu_mul(const wk_tensor *a, const wk_tensor *b);
  * stride, last stride 1), x is [..., K], and the result [..., F] is
  * wk_silu_mul(x . w[:F]^T, x . w[F:]^T), each product as wk_matmul makes
  * it (a dense w has x's dtype; the result is x's dtype) or, for a
- * block-quantized w, as wk_qmatmul does; the same bits as those calls. */
+ * block-quantized w or an f16/bf16 one under x of another dtype, as
+ * wk_qmatmul does; the same bits as those calls. */
 wk_tensor *wk_linear_silu_mul(const wk_tensor *x, const wk_tensor *w);
 
 /* Rotary embeddings. x is [B, H, T, D] (wk_rope, wk_rope_i) or
@@ -538,8 +539,9 @@ wk_tensor *wk_rope_kv(const wk_tensor *qkv, int64_t n_q, const wk_tensor *cos, c
  * [H D, K] (the query heads' rows, then the keys', then the values'; any
  * row stride, last stride 1; D is twice cos's last dim), and the result
  * is wk_rope_kv(x . w^T as [1, T, H, D], ...): the product as wk_matmul
- * makes it (a dense w has x's dtype) or, for a block-quantized w, as
- * wk_qmatmul does; the same bits as those calls. On a GPU one row of a
+ * makes it (a dense w has x's dtype) or, for a block-quantized w or an
+ * f16/bf16 one under x of another dtype, as wk_qmatmul does; the same
+ * bits as those calls. On a GPU one row of a
  * dense f16/bf16 w is one launch. */
 wk_tensor *wk_linear_rope_kv(const wk_tensor *x, const wk_tensor *w, int64_t n_q, const wk_tensor *cos,
                              const wk_tensor *sin, int64_t pos_offset, const wk_tensor *pos, bool interleaved,
@@ -660,7 +662,11 @@ wk_tensor *wk_quantize(const wk_tensor *t, wk_dtype qtype);
  * any rank >= 1 and any strides; y in x's dtype. The cpu multiplies x by
  * w dequantized to f32, accumulating in f32; with WICK_CPU_QDOT=1 it
  * quantizes x to 8-bit blocks and takes integer dot products, as
- * llama.cpp does (docs/cpu-qdot.md). */
+ * llama.cpp does (docs/cpu-qdot.md). w may also be a dense f16 or bf16
+ * [n, k] matrix (a model file's, kept as stored), where the device takes
+ * it (wk_supports(dev, "qmatmul", WK_BF16): the cpu; not GPUs): each
+ * product exact in f32, summed in f32, one order per (row of x, row of
+ * w) whatever the batch. */
 wk_tensor *wk_qmatmul(const wk_tensor *x, const wk_tensor *w);
 /* Rows of a quantized table (an embedding lookup): table 2-d
  * block-quantized [rows, cols], ids u8, u32 or i64 of any shape of rank
