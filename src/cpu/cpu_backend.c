@@ -136,6 +136,10 @@ static wk_status cpu_device_open(int index, void **ctx)
 {
     if (index != 0) return WK_CPU_ERROR(WK_ERR_DEVICE, "there is one cpu device, not %d", index + 1);
     *ctx = NULL;
+    /* the BLAS loaded now, when a program opens the cpu (before its own
+       threads, usually), not at the first product: loading may set
+       OPENBLAS_CORETYPE (cpu_matmul.c), which is best done early */
+    (void)wk_cpu_blas_name();
     return WK_OK;
 }
 

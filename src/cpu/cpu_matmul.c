@@ -49,10 +49,35 @@ static struct {
     char name[64];
 } blas = { .once = PTHREAD_ONCE_INIT, .name = "none" };
 
+/* OpenBLAS (built for every x86 core, as distributions ship it) picks its
+ * kernels by the CPU's model number; a model it does not know gets its
+ * oldest kernels: Debian 12's 0.3.21 takes a Sapphire Rapids VM for a
+ * Prescott (SSE3), a third of the f32 GEMM rate that its SkylakeX kernels
+ * reach there (57 against 188 GFLOP/s measured, 2 threads). So unless
+ * OPENBLAS_CORETYPE is set, it is named by the CPU's features before the
+ * library loads: AVX-512 (F, BW, VL, DQ, CD) SkylakeX, else AVX2 + FMA
+ * Haswell (what OpenBLAS would pick on a CPU it knows: their sgemm and
+ * dgemm kernels are the best it has for those features). */
+static void blas_core_type(void)
+{
+#if defined(__x86_64__)
+    if (getenv("OPENBLAS_CORETYPE")) return;
+    __builtin_cpu_init();
+    const char *core = NULL;
+    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
+        __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512cd"))
+        core = "SKYLAKEX";
+    else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+        core = "HASWELL";
+    if (core) setenv("OPENBLAS_CORETYPE", core, 0);
+#endif
+}
+
 static void blas_load(void)
 {
     const char *env = getenv("WICK_BLAS");
     if (env && strcmp(env, "none") == 0) return;
+    blas_core_type();
     static const char *const names[] = { "libopenblas.so.0", "libopenblas.so", "libblas.so.3" };
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
         void *lib = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
