@@ -19,9 +19,12 @@
  *   llm_moe_refuse/<key>         config.json keys the loader does not
  *                                implement, refused with a message naming
  *                                them (docs/model-config.md)
- *   llm_moe_refuse/tp/<case>     a load split over 2 ranks of the cpu
- *                                communicator refused on both, naming why
- *                                (docs/tensor-parallel.md)
+ *   llm_moe_tp/<case>            the model split over 2 ranks of the cpu
+ *                                communicator (each expert's FFN rows and
+ *                                columns, the shared expert's): each
+ *                                rank's logits those of the whole model
+ *   llm_moe_refuse/tp/<case>     OLMoE and Phi-3 over 2 ranks: refused on
+ *                                both, naming why (docs/tensor-parallel.md)
  */
 #include <limits.h>
 #include <pthread.h>
@@ -225,12 +228,15 @@ T_SUITE(llm_moe_refuse)
     }
 }
 
-/* ---- tensor parallel: refused for these families ------------------------------------- */
+/* ---- tensor parallel: experts split over ranks; refused where not yet ------------------- */
 
 typedef struct tp_rank {
     const char *path;
     wk_comm *comm;
-    bool loaded;
+    const int32_t *prompt;
+    int64_t n, nv;
+    float *logits;            /* [n, nv]: the rank's eval of the prompt */
+    bool loaded, ran;
     char err[512];
 } tp_rank;
 
@@ -240,34 +246,103 @@ static void *tp_main(void *arg)
     wk_llm_options o = { .comm = r->comm };
     wk_llm *m = wk_llm_load(r->path, wk_comm_device(r->comm), &o);
     r->loaded = m != NULL;
-    snprintf(r->err, sizeof r->err, "%s", m ? "" : wk_last_error());
+    r->ran = m && r->logits && wk_llm_eval(m, r->prompt, r->n, true, r->logits) == WK_OK;
+    snprintf(r->err, sizeof r->err, "%s", m && r->ran ? "" : wk_last_error());
     wk_llm_free(m);
     return NULL;
+}
+
+/* path over 2 ranks of the cpu communicator; logits (NULL: a refusal is
+   expected) gets each rank's [n, nv] logits of the prompt */
+static void tp_run(const char *path, const int32_t *prompt, int64_t n, int64_t nv, float *logits[2], tp_rank r[2])
+{
+    wk_device *devs[2] = { t_dev(), t_dev() };
+    wk_comm *comms[2];
+    if (wk_comm_init_all(devs, 2, comms) != WK_OK) {
+        t_fail("wk_comm_init_all: %s", wk_last_error());
+        return;
+    }
+    pthread_t th[2];
+    for (int i = 0; i < 2; i++) {
+        r[i] = (tp_rank){ .path = path, .comm = comms[i], .prompt = prompt, .n = n, .nv = nv,
+                          .logits = logits ? logits[i] : NULL };
+        pthread_create(&th[i], NULL, tp_main, &r[i]);
+    }
+    for (int i = 0; i < 2; i++) pthread_join(th[i], NULL);
+    for (int i = 0; i < 2; i++) wk_comm_free(comms[i]);
 }
 
 T_SUITE(llm_moe_tp)
 {
     const char *dir = ref_dir();
-    static const char *const files[] = { "mixtral_8x2.gguf", "qwen2moe_shared", "olmoe.gguf", "phi3" };
+    /* split: the experts' rows and columns (and the shared expert's) over
+       2 ranks, the router whole; each rank's logits within 1e-5 of each
+       row's largest |logit| of the whole model's, the same argmax */
+    static const char *const split[] = { "mixtral_8x2.gguf", "mixtral_8x2", "qwen2moe_shared", "qwen2moe_shared.gguf",
+                                         "qwen3moe.gguf" };
+    for (size_t f = 0; dir && f < sizeof split / sizeof split[0]; f++) {
+        if (!t_case("llm_moe_tp/%s", split[f])) continue;
+        char path[600];
+        snprintf(path, sizeof path, "%s/%s", dir, split[f]);
+        wk_llm *m = wk_llm_load(path, t_dev(), NULL);
+        if (!m) {
+            t_fail("loading %s: %s", path, wk_last_error());
+            continue;
+        }
+        const int64_t nv = wk_llm_get_info(m)->n_vocab, n = 9;
+        int32_t prompt[9];
+        for (int64_t i = 0; i < n; i++) prompt[i] = (int32_t)(3 + (t_rng_next(t_r()) % (uint64_t)(nv - 3)));
+        float *whole = t_mem((size_t)(n * nv) * sizeof(float) + 1);
+        float *lg[2] = { t_mem((size_t)(n * nv) * sizeof(float) + 1), t_mem((size_t)(n * nv) * sizeof(float) + 1) };
+        const bool ok = wk_llm_eval(m, prompt, n, true, whole) == WK_OK;
+        wk_llm_free(m);
+        if (!ok) {
+            t_fail("the whole model: %s", wk_last_error());
+            continue;
+        }
+        tp_rank r[2];
+        tp_run(path, prompt, n, nv, lg, r);
+        for (int i = 0; i < 2; i++) {
+            if (!r[i].loaded || !r[i].ran) {
+                t_fail("rank %d of 2: %s", i, r[i].err);
+                continue;
+            }
+            for (int64_t t = 0; t < n; t++) {
+                const float *a = whole + t * nv, *b = lg[i] + t * nv;
+                double mx = 0, worst = 0;
+                int64_t aa = 0, bb = 0;
+                for (int64_t v = 0; v < nv; v++) {
+                    mx = fabs(a[v]) > mx ? fabs(a[v]) : mx;
+                    worst = fabs(a[v] - b[v]) > worst ? fabs(a[v] - b[v]) : worst;
+                    if (a[v] > a[aa]) aa = v;
+                    if (b[v] > b[bb]) bb = v;
+                }
+                T_CHECK(worst <= 1e-5 * mx, "rank %d, position %lld: logits off the whole model's by %.3g (bound %.3g)", i,
+                        (long long)t, worst, 1e-5 * mx);
+                T_CHECK(aa == bb, "rank %d, position %lld: argmax %lld, the whole model's %lld", i, (long long)t,
+                        (long long)bb, (long long)aa);
+            }
+        }
+    }
+    /* a share that would cut the Q8_0 blocks of a row (16 of 32 columns of
+       the output projection a rank): refused on both ranks, naming it */
+    if (dir && t_case("llm_moe_tp/q8_0_cuts_blocks")) {
+        char path[600];
+        snprintf(path, sizeof path, "%s/qwen2moe_q8_0.gguf", dir);
+        tp_rank r[2];
+        tp_run(path, NULL, 0, 0, NULL, r);
+        for (int i = 0; i < 2; i++)
+            T_CHECK(!r[i].loaded && strstr(r[i].err, "cuts blocks"), "rank %d: loaded %d, '%s'", i, r[i].loaded, r[i].err);
+    }
+    /* refused, naming why (docs/tensor-parallel.md) */
+    static const char *const files[] = { "olmoe.gguf", "phi3" };
     for (size_t f = 0; dir && f < sizeof files / sizeof files[0]; f++) {
         if (!t_case("llm_moe_refuse/tp/%s", files[f])) continue;
         char path[600];
         snprintf(path, sizeof path, "%s/%s", dir, files[f]);
-        wk_device *devs[2] = { t_dev(), t_dev() };
-        wk_comm *comms[2];
-        if (wk_comm_init_all(devs, 2, comms) != WK_OK) {
-            t_fail("wk_comm_init_all: %s", wk_last_error());
-            continue;
-        }
         tp_rank r[2];
-        pthread_t th[2];
+        tp_run(path, NULL, 0, 0, NULL, r);
         for (int i = 0; i < 2; i++) {
-            r[i] = (tp_rank){ .path = path, .comm = comms[i] };
-            pthread_create(&th[i], NULL, tp_main, &r[i]);
-        }
-        for (int i = 0; i < 2; i++) pthread_join(th[i], NULL);
-        for (int i = 0; i < 2; i++) {
-            wk_comm_free(comms[i]);
             T_CHECK(!r[i].loaded, "rank %d loaded a split %s", i, files[f]);
             T_CHECK(r[i].loaded || strstr(r[i].err, "tensor parallel is not supported"), "rank %d: '%s'", i, r[i].err);
         }

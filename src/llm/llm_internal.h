@@ -193,6 +193,10 @@ typedef enum llm_share {
     LLM_SH_ROWS_FF,   /* rows of its FFN slice (gate, up)                       */
     LLM_SH_COLS_FF,   /* columns of its FFN slice (down)                        */
     LLM_SH_ROWS_VOC,  /* rows of its vocabulary slice (embedding, output)       */
+    LLM_SH_ROWS_FX,   /* each expert's rows of its expert-FFN slice (gate, up)  */
+    LLM_SH_COLS_FX,   /* each expert's columns of that slice (down)             */
+    LLM_SH_ROWS_FS,   /* rows of its shared-expert FFN slice (gate, up)         */
+    LLM_SH_COLS_FS,   /* columns of that slice (down)                           */
 } llm_share;
 
 /* One row of an architecture's table of layer tensors: the llm_layer
@@ -293,11 +297,11 @@ const char *llm_arch_list(bool hf);
 #define LLM_ROWS_EXPERTS(hf_router, hf_gate, hf_up, hf_down)                                                     \
     { offsetof(llm_layer, router), "blk.%d.ffn_gate_inp.weight", hf_router, LLM_DX, LLM_DE, true, LLM_SH_ALL,    \
       LLM_D0, 0 },                                                                                               \
-    { offsetof(llm_layer, exp_gate), "blk.%d.ffn_gate_exps.weight", hf_gate, LLM_DFX, LLM_DE, true, LLM_SH_ALL,  \
+    { offsetof(llm_layer, exp_gate), "blk.%d.ffn_gate_exps.weight", hf_gate, LLM_DFX, LLM_DE, true, LLM_SH_ROWS_FX,  \
       LLM_DX, 0 },                                                                                               \
-    { offsetof(llm_layer, exp_up), "blk.%d.ffn_up_exps.weight", hf_up, LLM_DFX, LLM_DE, true, LLM_SH_ALL, LLM_DX, \
+    { offsetof(llm_layer, exp_up), "blk.%d.ffn_up_exps.weight", hf_up, LLM_DFX, LLM_DE, true, LLM_SH_ROWS_FX, LLM_DX, \
       0 },                                                                                                       \
-    { offsetof(llm_layer, exp_down), "blk.%d.ffn_down_exps.weight", hf_down, LLM_DE, LLM_DFX, true, LLM_SH_ALL,  \
+    { offsetof(llm_layer, exp_down), "blk.%d.ffn_down_exps.weight", hf_down, LLM_DE, LLM_DFX, true, LLM_SH_COLS_FX,  \
       LLM_DX, 0 }
 #define LLM_ROW_NORM(member, gguf, hf, dim) { offsetof(llm_layer, member), gguf, hf, dim, LLM_D0, false, LLM_SH_ALL, LLM_D0, 0 }
 

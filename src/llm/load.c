@@ -82,7 +82,7 @@ static wk_llm *load_one(const char *path, wk_device *dev, const wk_llm_options *
                           path, m->cfg.arch->name, m->cfg.arch->tp_refused);
         goto fail;
     }
-    if ((st = llm_tp_plan(tp, o.comm, in))) goto fail;
+    if ((st = llm_tp_plan(tp, o.comm, in, m->cfg.hp.n_ff_exp, m->cfg.hp.n_ff_shexp))) goto fail;
     if (tp->comm && wk_comm_device(tp->comm) != dev) {
         st = wk_error_set(WK_ERR_ARGUMENT, "wk_llm_load: rank %d's communicator is on %s, the model on %s", tp->rank,
                           wk_device_name(wk_comm_device(tp->comm)), wk_device_name(dev));

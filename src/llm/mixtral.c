@@ -56,6 +56,5 @@ const llm_arch_desc llm_mixtral = {
     .read_hf = read_hf,
     .rows = rows,
     .n_rows = sizeof rows / sizeof rows[0],
-    .tp_refused = "the experts are not split over ranks",
     .layer = llm_moe_layer,
 };

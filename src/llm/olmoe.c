@@ -42,6 +42,6 @@ const llm_arch_desc llm_olmoe = {
     .read_hf = read_hf,
     .rows = rows,
     .n_rows = sizeof rows / sizeof rows[0],
-    .tp_refused = "the experts are not split over ranks, and the q/k norms span every head",
+    .tp_refused = "its q/k norms span every head",
     .layer = llm_moe_layer,
 };

@@ -52,11 +52,11 @@ static const llm_wrow rows2[] = {
     ROW_FFN_NORM,
     ROWS_EXPERTS,
     { offsetof(llm_layer, sh_gate), "blk.%d.ffn_gate_shexp.weight", "model.layers.%d.mlp.shared_expert.gate_proj.weight",
-      LLM_DFS, LLM_DE, true, LLM_SH_ALL, LLM_D0, 0 },
+      LLM_DFS, LLM_DE, true, LLM_SH_ROWS_FS, LLM_D0, 0 },
     { offsetof(llm_layer, sh_up), "blk.%d.ffn_up_shexp.weight", "model.layers.%d.mlp.shared_expert.up_proj.weight",
-      LLM_DFS, LLM_DE, true, LLM_SH_ALL, LLM_D0, 0 },
+      LLM_DFS, LLM_DE, true, LLM_SH_ROWS_FS, LLM_D0, 0 },
     { offsetof(llm_layer, sh_down), "blk.%d.ffn_down_shexp.weight", "model.layers.%d.mlp.shared_expert.down_proj.weight",
-      LLM_DE, LLM_DFS, true, LLM_SH_ALL, LLM_D0, 0 },
+      LLM_DE, LLM_DFS, true, LLM_SH_COLS_FS, LLM_D0, 0 },
     { offsetof(llm_layer, sh_inp), "blk.%d.ffn_gate_inp_shexp.weight", "model.layers.%d.mlp.shared_expert_gate.weight",
       LLM_DONE, LLM_DE, true, LLM_SH_ALL, LLM_D0, LLM_W_GGUF_VEC },
 };
@@ -80,7 +80,6 @@ const llm_arch_desc llm_qwen2moe = {
     .read_hf = read_hf2,
     .rows = rows2,
     .n_rows = sizeof rows2 / sizeof rows2[0],
-    .tp_refused = "the experts are not split over ranks",
     .layer = llm_moe_layer,
 };
 
@@ -94,6 +93,5 @@ const llm_arch_desc llm_qwen3moe = {
     .read_hf = read_hf3,
     .rows = rows3,
     .n_rows = sizeof rows3 / sizeof rows3[0],
-    .tp_refused = "the experts are not split over ranks",
     .layer = llm_moe_layer,
 };

@@ -9,7 +9,7 @@
 #include "wick_ext.h"
 #include "wick_formats.h"
 
-wk_status llm_tp_plan(llm_tp *tp, wk_comm *comm, const wk_llm_info *in)
+wk_status llm_tp_plan(llm_tp *tp, wk_comm *comm, const wk_llm_info *in, int64_t f_exp, int64_t f_shexp)
 {
     memset(tp, 0, sizeof *tp);
     const int n = comm ? wk_comm_size(comm) : 1, r = comm ? wk_comm_rank(comm) : 0;
@@ -41,6 +41,13 @@ wk_status llm_tp_plan(llm_tp *tp, wk_comm *comm, const wk_llm_info *in)
     }
     tp->n_ff = F / n;
     tp->ff0 = tp->n_ff * r;
+    if (f_exp % n || f_shexp % n)
+        return wk_error_set(WK_ERR_ARGUMENT,
+                            "tensor parallel over %d ranks: the experts' feed-forward width %lld (shared expert: %lld) "
+                            "does not split evenly",
+                            n, (long long)f_exp, (long long)f_shexp);
+    tp->n_ffx = f_exp / n, tp->ffx0 = tp->n_ffx * r;
+    tp->n_ffs = f_shexp / n, tp->ffs0 = tp->n_ffs * r;
     tp->n_voc = (V + n - 1) / n;
     tp->voc0 = tp->n_voc * r;
     return WK_OK;
@@ -51,12 +58,13 @@ wk_tensor *llm_tp_slice(const wk_file_tensor *info, wk_device *dev, int64_t r0, 
 {
     const wk_dtype dt = info->dtype;
     const int rank = info->shape.rank;
-    const int64_t rows = info->shape.dims[0], cols = rank == 2 ? info->shape.dims[1] : 1;
-    if (rank != 1 && rank != 2) {
-        wk_error_set(WK_ERR_ARGUMENT, "%s: tensor %s has rank %d; shares are taken of vectors and matrices", info->file,
-                info->name, rank);
+    if (rank < 1 || rank > 3 || (rank == 3 && nzero)) {
+        wk_error_set(WK_ERR_ARGUMENT, "%s: tensor %s has rank %d; shares are taken of vectors, matrices and stacks of them",
+                info->file, info->name, rank);
         return NULL;
     }
+    const int64_t X = rank == 3 ? info->shape.dims[0] : 1;   /* matrices stacked */
+    const int64_t rows = info->shape.dims[rank == 3], cols = rank >= 2 ? info->shape.dims[rank - 1] : 1;
     if (rank == 1) c0 = 0, nc = 1;
     const int64_t bs = (int64_t)wk_dtype_block_size(dt), bb = (int64_t)wk_dtype_block_bytes(dt);
     if (bs <= 0 || bb <= 0) {
@@ -78,24 +86,26 @@ wk_tensor *llm_tp_slice(const wk_file_tensor *info, wk_device *dev, int64_t r0, 
         return NULL;
     }
     const int64_t row_bytes = cols / bs * bb, share_bytes = nc / bs * bb, skip = c0 / bs * bb;
-    if ((uint64_t)(rows * row_bytes) > info->nbytes) {
+    if ((uint64_t)(X * rows * row_bytes) > info->nbytes) {
         wk_error_set(WK_ERR_IO, "%s: tensor %s holds %llu bytes, less than its shape needs", info->file, info->name,
                 (unsigned long long)info->nbytes);
         return NULL;
     }
-    const size_t total = (size_t)((nr + nzero) * share_bytes);
+    const size_t total = (size_t)(X * (nr + nzero) * share_bytes);
     unsigned char *host = malloc(total ? total : 1);
     if (!host) {
         wk_error_set(WK_ERR_MEMORY, "out of host memory for a %zu-byte share of %s", total, info->name);
         return NULL;
     }
-    const unsigned char *src = info->data;
-    for (int64_t i = 0; i < nr + nzero; i++) {
-        unsigned char *dst = host + i * share_bytes;
-        if (i < nr && r0 + i < rows) memcpy(dst, src + (r0 + i) * row_bytes + skip, (size_t)share_bytes);
-        else memset(dst, 0, (size_t)share_bytes);   /* padding rows: zeros in every type */
+    for (int64_t x = 0; x < X; x++) {
+        const unsigned char *src = (const unsigned char *)info->data + x * rows * row_bytes;
+        for (int64_t i = 0; i < nr + nzero; i++) {
+            unsigned char *dst = host + (x * (nr + nzero) + i) * share_bytes;
+            if (i < nr && r0 + i < rows) memcpy(dst, src + (r0 + i) * row_bytes + skip, (size_t)share_bytes);
+            else memset(dst, 0, (size_t)share_bytes);   /* padding rows: zeros in every type */
+        }
     }
-    wk_shape s = rank == 2 ? WK_SHAPE(nr + nzero, nc) : WK_SHAPE(nr + nzero);
+    wk_shape s = rank == 3 ? WK_SHAPE(X, nr, nc) : rank == 2 ? WK_SHAPE(nr + nzero, nc) : WK_SHAPE(nr + nzero);
     wk_tensor *t = wk_from_host(dev, dt, s, host);
     free(host);
     if (!t) wk_error_wrap("%s: the share of tensor %s", info->file, info->name);

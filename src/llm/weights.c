@@ -184,7 +184,10 @@ static wk_status load_shares(wk_llm *m, const wlist *wl, wk_tensor **raw)
     const int64_t D = m->cfg.info.head_dim;
     for (int64_t i = 0; i < wl->n; i++) {
         const wslot *w = &wl->s[i];
-        int64_t r0 = 0, nr = w->d0, c0 = 0, nc = w->rank == 2 ? w->d1 : 1;
+        /* a matrix's rows and columns (of each matrix of a stack of experts) */
+        const wk_shape *fs = &w->info->shape;
+        const int64_t rows = fs->dims[fs->rank == 3], cols = fs->rank >= 2 ? fs->dims[fs->rank - 1] : 1;
+        int64_t r0 = 0, nr = rows, c0 = 0, nc = cols;
         switch (w->share) {
         case LLM_SH_ROWS_Q: r0 = tp->head0 * D, nr = tp->n_head * D; break;
         case LLM_SH_ROWS_KV: r0 = tp->kv0 * D, nr = tp->n_kv * D; break;
@@ -192,6 +195,10 @@ static wk_status load_shares(wk_llm *m, const wlist *wl, wk_tensor **raw)
         case LLM_SH_ROWS_FF: r0 = tp->ff0, nr = tp->n_ff; break;
         case LLM_SH_COLS_FF: c0 = tp->ff0, nc = tp->n_ff; break;
         case LLM_SH_ROWS_VOC: r0 = tp->voc0, nr = tp->n_voc; break;
+        case LLM_SH_ROWS_FX: r0 = tp->ffx0, nr = tp->n_ffx; break;
+        case LLM_SH_COLS_FX: c0 = tp->ffx0, nc = tp->n_ffx; break;
+        case LLM_SH_ROWS_FS: r0 = tp->ffs0, nr = tp->n_ffs; break;
+        case LLM_SH_COLS_FS: c0 = tp->ffs0, nc = tp->n_ffs; break;
         default: break;
         }
         /* the embedding's share ends with a row of zeros, which the tokens
