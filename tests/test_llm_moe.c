@@ -21,10 +21,11 @@
  *                                them (docs/model-config.md)
  *   llm_moe_tp/<case>            the model split over 2 ranks of the cpu
  *                                communicator (each expert's FFN rows and
- *                                columns, the shared expert's): each
+ *                                columns, the shared expert's; Phi-3's
+ *                                stacked q/k/v and gate/up by parts): each
  *                                rank's logits those of the whole model
- *   llm_moe_refuse/tp/<case>     OLMoE and Phi-3 over 2 ranks: refused on
- *                                both, naming why (docs/tensor-parallel.md)
+ *   llm_moe_refuse/tp/<case>     OLMoE over 2 ranks: refused on both,
+ *                                naming why (docs/tensor-parallel.md)
  */
 #include <limits.h>
 #include <pthread.h>
@@ -279,7 +280,7 @@ T_SUITE(llm_moe_tp)
        2 ranks, the router whole; each rank's logits within 1e-5 of each
        row's largest |logit| of the whole model's, the same argmax */
     static const char *const split[] = { "mixtral_8x2.gguf", "mixtral_8x2", "qwen2moe_shared", "qwen2moe_shared.gguf",
-                                         "qwen3moe.gguf" };
+                                         "qwen3moe.gguf", "phi3", "phi3.gguf", "phi3_partial", "phi3_window.gguf" };
     for (size_t f = 0; dir && f < sizeof split / sizeof split[0]; f++) {
         if (!t_case("llm_moe_tp/%s", split[f])) continue;
         char path[600];
@@ -335,7 +336,7 @@ T_SUITE(llm_moe_tp)
             T_CHECK(!r[i].loaded && strstr(r[i].err, "cuts blocks"), "rank %d: loaded %d, '%s'", i, r[i].loaded, r[i].err);
     }
     /* refused, naming why (docs/tensor-parallel.md) */
-    static const char *const files[] = { "olmoe.gguf", "phi3" };
+    static const char *const files[] = { "olmoe.gguf" };
     for (size_t f = 0; dir && f < sizeof files / sizeof files[0]; f++) {
         if (!t_case("llm_moe_refuse/tp/%s", files[f])) continue;
         char path[600];

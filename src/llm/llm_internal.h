@@ -197,6 +197,9 @@ typedef enum llm_share {
     LLM_SH_COLS_FX,   /* each expert's columns of that slice (down)             */
     LLM_SH_ROWS_FS,   /* rows of its shared-expert FFN slice (gate, up)         */
     LLM_SH_COLS_FS,   /* columns of that slice (down)                           */
+    LLM_SH_ROWS_QKV,  /* q, k, v stacked in one matrix (phi3): its query heads'
+                         rows, its KV heads' of k, of v, joined                 */
+    LLM_SH_ROWS_GU,   /* gate and up stacked (phi3): its FFN slice of each      */
 } llm_share;
 
 /* One row of an architecture's table of layer tensors: the llm_layer

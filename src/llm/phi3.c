@@ -141,12 +141,12 @@ static wk_status read_hf(llm_config *c, const wk_json *cfg)
 static const llm_wrow rows[] = {
     LLM_ROW_NORM(attn_norm, "blk.%d.attn_norm.weight", "model.layers.%d.input_layernorm.weight", LLM_DE),
     { offsetof(llm_layer, wqkv), "blk.%d.attn_qkv.weight", "model.layers.%d.self_attn.qkv_proj.weight", LLM_DQKV, LLM_DE,
-      true, LLM_SH_ALL, LLM_D0, 0 },
+      true, LLM_SH_ROWS_QKV, LLM_D0, 0 },
     { offsetof(llm_layer, wo), "blk.%d.attn_output.weight", "model.layers.%d.self_attn.o_proj.weight", LLM_DE, LLM_DQ,
       true, LLM_SH_COLS_Q, LLM_D0, 0 },
     LLM_ROW_NORM(ffn_norm, "blk.%d.ffn_norm.weight", "model.layers.%d.post_attention_layernorm.weight", LLM_DE),
     { offsetof(llm_layer, w_gu), "blk.%d.ffn_up.weight", "model.layers.%d.mlp.gate_up_proj.weight", LLM_DF2, LLM_DE,
-      true, LLM_SH_ALL, LLM_D0, 0 },
+      true, LLM_SH_ROWS_GU, LLM_D0, 0 },
     { offsetof(llm_layer, w_down), "blk.%d.ffn_down.weight", "model.layers.%d.mlp.down_proj.weight", LLM_DE, LLM_DF,
       true, LLM_SH_COLS_FF, LLM_D0, 0 },
 };
@@ -161,6 +161,5 @@ const llm_arch_desc llm_phi3 = {
     .read_hf = read_hf,
     .rows = rows,
     .n_rows = sizeof rows / sizeof rows[0],
-    .tp_refused = "the file's q/k/v and gate/up are stacked in one matrix each",
     .layer = llm_llama_layer,
 };

@@ -201,9 +201,27 @@ static wk_status load_shares(wk_llm *m, const wlist *wl, wk_tensor **raw)
         case LLM_SH_COLS_FS: c0 = tp->ffs0, nc = tp->n_ffs; break;
         default: break;
         }
-        /* the embedding's share ends with a row of zeros, which the tokens
-           of other ranks look up (forward) */
-        raw[i] = llm_tp_slice(w->info, m->dev, r0, nr, c0, nc, w->embedding ? 1 : 0);
+        if (w->share == LLM_SH_ROWS_QKV || w->share == LLM_SH_ROWS_GU) {
+            /* several row ranges of one stacked matrix, joined */
+            const wk_llm_info *in = &m->cfg.info;
+            const int64_t H = in->n_head, Hkv = in->n_head_kv, F = in->n_ff;
+            const int64_t qkv[3][2] = { { tp->head0 * D, tp->n_head * D }, { (H + tp->kv0) * D, tp->n_kv * D },
+                                        { (H + Hkv + tp->kv0) * D, tp->n_kv * D } };
+            const int64_t gu[2][2] = { { tp->ff0, tp->n_ff }, { F + tp->ff0, tp->n_ff } };
+            const int np = w->share == LLM_SH_ROWS_QKV ? 3 : 2;
+            wk_tensor *parts[3] = { NULL, NULL, NULL };
+            bool ok = true;
+            for (int k = 0; k < np && ok; k++) {
+                const int64_t *rg = np == 3 ? qkv[k] : gu[k];
+                ok = (parts[k] = llm_tp_slice(w->info, m->dev, rg[0], rg[1], 0, cols, 0)) != NULL;
+            }
+            raw[i] = ok ? wk_cat(parts, np, 0) : NULL;
+            for (int k = 0; k < np; k++) wk_release(parts[k]);
+        } else {
+            /* the embedding's share ends with a row of zeros, which the
+               tokens of other ranks look up (forward) */
+            raw[i] = llm_tp_slice(w->info, m->dev, r0, nr, c0, nc, w->embedding ? 1 : 0);
+        }
         if (!raw[i]) {
             for (int64_t j = 0; j < i; j++) {
                 wk_release(raw[j]);
