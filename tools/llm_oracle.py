@@ -76,7 +76,7 @@ def configs():
         **g, sliding_window=16, query_pre_attn_scalar=48, rope_theta=1000000.0, rope_local_base_freq=10000.0,
         tie_word_embeddings=True)))
     # Phi-3 with LongRoPE (the prompt is past the original context: the long factors in both), and the mixtures
-    # of experts (not split by --tp: TP_REFUSED)
+    # of experts (OLMoE not split by --tp: TP_REFUSED)
     out.append(("phi3", T.Phi3ForCausalLM, T.Phi3Config(
         **common, original_max_position_embeddings=32,
         rope_scaling={"type": "longrope", "short_factor": [1.0 + 0.05 * i for i in range(16)],
@@ -96,7 +96,7 @@ def configs():
 
 
 MOE = {"mixtral", "qwen2moe", "qwen3moe", "olmoe"}
-TP_REFUSED = {"phi3"} | MOE   # wick refuses --tp for these (docs/tensor-parallel.md)
+TP_REFUSED = {"olmoe"}   # wick refuses --tp for these (docs/tensor-parallel.md)
 
 
 def randomize(model, gemma):
@@ -375,7 +375,7 @@ def main():
                     rec.update(tp=a.tp, tp_f32=float(et.max()), tp_greedy=same_argmax(wt32, w32, np_ - 1),
                                tp_bf16=float(row_errors(wtbf, ref).max()))
                     rec["pass"] &= bool(rec["tp_f32"] <= TP_BOUND and rec["tp_greedy"] == STEPS
-                                        and rec["tp_bf16"] <= BF16_BOUND)
+                                        and (name in MOE or rec["tp_bf16"] <= BF16_BOUND))   # bf16: as above
                 except RuntimeError as e:
                     rec.update(tp=a.tp, tp_error=str(e))
                     rec["pass"] = False
