@@ -24,8 +24,9 @@
  *                                columns, the shared expert's; Phi-3's
  *                                stacked q/k/v and gate/up by parts): each
  *                                rank's logits those of the whole model
- *   llm_moe_refuse/tp/<case>     OLMoE over 2 ranks: refused on both,
- *                                naming why (docs/tensor-parallel.md)
+ *   llm_moe_refuse/tp/<case>     OLMoE over more ranks than divide its KV
+ *                                heads (its key norm spans them): refused
+ *                                on every rank, naming why
  */
 #include <limits.h>
 #include <pthread.h>
@@ -280,7 +281,8 @@ T_SUITE(llm_moe_tp)
        2 ranks, the router whole; each rank's logits within 1e-5 of each
        row's largest |logit| of the whole model's, the same argmax */
     static const char *const split[] = { "mixtral_8x2.gguf", "mixtral_8x2", "qwen2moe_shared", "qwen2moe_shared.gguf",
-                                         "qwen3moe.gguf", "phi3", "phi3.gguf", "phi3_partial", "phi3_window.gguf" };
+                                         "qwen3moe.gguf", "phi3", "phi3.gguf", "phi3_partial", "phi3_window.gguf",
+                                         "olmoe", "olmoe.gguf", "olmoe_gqa_norm" };
     for (size_t f = 0; dir && f < sizeof split / sizeof split[0]; f++) {
         if (!t_case("llm_moe_tp/%s", split[f])) continue;
         char path[600];
@@ -335,17 +337,28 @@ T_SUITE(llm_moe_tp)
         for (int i = 0; i < 2; i++)
             T_CHECK(!r[i].loaded && strstr(r[i].err, "cuts blocks"), "rank %d: loaded %d, '%s'", i, r[i].loaded, r[i].err);
     }
-    /* refused, naming why (docs/tensor-parallel.md) */
-    static const char *const files[] = { "olmoe.gguf" };
-    for (size_t f = 0; dir && f < sizeof files / sizeof files[0]; f++) {
-        if (!t_case("llm_moe_refuse/tp/%s", files[f])) continue;
+    /* OLMoE's key norm spans every KV head: over more ranks than divide
+       them (4 ranks, 2 KV heads) refused on every rank, naming why */
+    if (dir && t_case("llm_moe_refuse/tp/olmoe_kv_replicated")) {
         char path[600];
-        snprintf(path, sizeof path, "%s/%s", dir, files[f]);
-        tp_rank r[2];
-        tp_run(path, NULL, 0, 0, NULL, r);
-        for (int i = 0; i < 2; i++) {
-            T_CHECK(!r[i].loaded, "rank %d loaded a split %s", i, files[f]);
-            T_CHECK(r[i].loaded || strstr(r[i].err, "tensor parallel is not supported"), "rank %d: '%s'", i, r[i].err);
+        snprintf(path, sizeof path, "%s/olmoe_gqa_norm", dir);
+        wk_device *devs[4] = { t_dev(), t_dev(), t_dev(), t_dev() };
+        wk_comm *comms[4];
+        if (wk_comm_init_all(devs, 4, comms) == WK_OK) {
+            tp_rank r[4];
+            pthread_t th[4];
+            for (int i = 0; i < 4; i++) {
+                r[i] = (tp_rank){ .path = path, .comm = comms[i] };
+                pthread_create(&th[i], NULL, tp_main, &r[i]);
+            }
+            for (int i = 0; i < 4; i++) pthread_join(th[i], NULL);
+            for (int i = 0; i < 4; i++) {
+                wk_comm_free(comms[i]);
+                T_CHECK(!r[i].loaded, "rank %d loaded a split %s", i, path);
+            }
+            T_CHECK(strstr(r[0].err, "key norm spans all 2 KV heads"), "rank 0: '%s'", r[0].err);
+        } else {
+            t_fail("wk_comm_init_all: %s", wk_last_error());
         }
     }
 }

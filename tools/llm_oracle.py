@@ -76,7 +76,7 @@ def configs():
         **g, sliding_window=16, query_pre_attn_scalar=48, rope_theta=1000000.0, rope_local_base_freq=10000.0,
         tie_word_embeddings=True)))
     # Phi-3 with LongRoPE (the prompt is past the original context: the long factors in both), and the mixtures
-    # of experts (OLMoE not split by --tp: TP_REFUSED)
+    # of experts
     out.append(("phi3", T.Phi3ForCausalLM, T.Phi3Config(
         **common, original_max_position_embeddings=32,
         rope_scaling={"type": "longrope", "short_factor": [1.0 + 0.05 * i for i in range(16)],
@@ -96,7 +96,7 @@ def configs():
 
 
 MOE = {"mixtral", "qwen2moe", "qwen3moe", "olmoe"}
-TP_REFUSED = {"olmoe"}   # wick refuses --tp for these (docs/tensor-parallel.md)
+TP_REFUSED = set()   # architectures wick refuses --tp for (docs/tensor-parallel.md): none now
 
 
 def randomize(model, gemma):

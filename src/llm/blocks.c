@@ -135,6 +135,24 @@ static bool cache_write(const llm_pass *p, const wk_tensor *k, const wk_tensor *
            wk_copy_into(wk_narrow(vc, 2, p->pos - base, p->T), wk_transpose(v, 1, 2)) == WK_OK;
 }
 
+/* An RMS norm over all heads of x [1, T, C] (OLMoE's q and k), of width
+ * C_all over the whole model: split over ranks, each holds C of it and the
+ * sum of squares is summed over the ranks (in f32), then each normalizes
+ * its part with its share of the weight. */
+static wk_tensor *norm_all_heads(const llm_pass *p, const wk_tensor *x, const wk_tensor *w, int64_t c_all)
+{
+    wk_comm *comm = p->m->cfg.tp.comm;
+    if (!comm || !x) return x ? blk_norm(p, x, w) : NULL;
+    const wk_dtype dt = wk_tensor_dtype(x);
+    wk_tensor *xf = dt == WK_F32 ? (wk_tensor *)x : wk_to_dtype(x, WK_F32);
+    wk_tensor *ss = xf ? wk_reduce(WK_SUM, wk_sqr(xf), (const int[]){ 2 }, 1, true) : NULL;   /* [1, T, 1] */
+    if (!ss || wk_all_reduce(comm, ss) != WK_OK) return NULL;
+    wk_tensor *r = wk_recip(wk_sqrt(wk_affine(ss, 1.0 / (double)c_all, p->m->cfg.info.norm_eps)));
+    wk_tensor *wf = wk_tensor_dtype(w) == WK_F32 ? (wk_tensor *)w : wk_to_dtype(w, WK_F32);
+    wk_tensor *y = r && wf ? wk_mul(wk_mul(xf, r), wf) : NULL;
+    return y && dt != WK_F32 ? wk_to_dtype(y, dt) : y;
+}
+
 /* q, k, v of h [T, E] (h Wq [+ bq], ...), q and k normed per head where
  * the layer has q/k norms, rotated at the pass's positions, and k and v
  * written to layer l's cache: q [1, H, T, D] comes back. Fusions: the
@@ -181,9 +199,12 @@ wk_tensor *blk_qkv_rope_cache(llm_pass *p, const llm_layer *y, const wk_tensor *
         k = wk_reshape(linear(h, y->wk, y->bk), WK_SHAPE(1, T, Hkv, D));
         v = wk_reshape(linear(h, y->wv, y->bv), WK_SHAPE(1, T, Hkv, D));
     }
-    if (qk_norm && wk_tensor_dim(y->q_norm, 0) != D) {   /* over all heads at once (OLMoE) */
-        q = wk_reshape(blk_norm(p, wk_reshape(wk_contiguous(q), WK_SHAPE(1, T, QD)), y->q_norm), WK_SHAPE(1, T, H, D));
-        k = wk_reshape(blk_norm(p, wk_reshape(wk_contiguous(k), WK_SHAPE(1, T, KD)), y->k_norm), WK_SHAPE(1, T, Hkv, D));
+    if (qk_norm && m->cfg.arch->qk_norm_all) {   /* over all heads at once (OLMoE) */
+        q = wk_reshape(norm_all_heads(p, wk_reshape(wk_contiguous(q), WK_SHAPE(1, T, QD)), y->q_norm, m->cfg.info.n_head * D),
+                       WK_SHAPE(1, T, H, D));
+        k = wk_reshape(norm_all_heads(p, wk_reshape(wk_contiguous(k), WK_SHAPE(1, T, KD)), y->k_norm,
+                                      m->cfg.info.n_head_kv * D),
+                       WK_SHAPE(1, T, Hkv, D));
     } else if (qk_norm) {
         q = blk_norm(p, q, y->q_norm);
         k = blk_norm(p, k, y->k_norm);

@@ -250,6 +250,10 @@ struct llm_arch_desc {
     int n_rows;
     /* why tensor parallel is refused for it (NULL: it splits) */
     const char *tp_refused;
+    /* q and k normed over all heads at once (OLMoE), not per head: split,
+       the ranks join their sums of squares, and KV heads must split (a
+       replicated one would count twice) */
+    bool qk_norm_all;
     /* one layer of the forward pass (step.c calls it for each layer) */
     wk_tensor *(*layer)(llm_pass *p, const llm_layer *y, wk_tensor *h, const wk_tensor *next_norm);
 };

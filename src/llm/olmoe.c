@@ -7,7 +7,9 @@
  *
  *   q = rms_norm(h Wq) (over H D), k = rms_norm(h Wk) (over Hkv D)
  *
- * blocks.c tells these norms from Qwen 3's per-head ones by their length.
+ * blocks.c tells these norms from Qwen 3's per-head ones by the
+ * descriptor's qk_norm_all; split over ranks, each rank norms its heads
+ * with the sum of squares of all (one all_reduce of a number per token).
  * Files: transformers' OlmoeForCausalLM (one tensor per expert) and
  * llama.cpp's GGUF architecture olmoe (experts stacked). clip_qkv is
  * refused (llm_config_check.c). */
@@ -25,8 +27,11 @@ static wk_status read_hf(llm_config *c, const wk_json *cfg)
 static const llm_wrow rows[] = {
     LLM_ROW_NORM(attn_norm, "blk.%d.attn_norm.weight", "model.layers.%d.input_layernorm.weight", LLM_DE),
     LLM_ROWS_QKVO,
-    LLM_ROW_NORM(q_norm, "blk.%d.attn_q_norm.weight", "model.layers.%d.self_attn.q_norm.weight", LLM_DQ),
-    LLM_ROW_NORM(k_norm, "blk.%d.attn_k_norm.weight", "model.layers.%d.self_attn.k_norm.weight", LLM_DKV),
+    /* over all heads: each rank holds its heads' part (tensor parallel) */
+    { offsetof(llm_layer, q_norm), "blk.%d.attn_q_norm.weight", "model.layers.%d.self_attn.q_norm.weight", LLM_DQ,
+      LLM_D0, false, LLM_SH_ROWS_Q, LLM_D0, 0 },
+    { offsetof(llm_layer, k_norm), "blk.%d.attn_k_norm.weight", "model.layers.%d.self_attn.k_norm.weight", LLM_DKV,
+      LLM_D0, false, LLM_SH_ROWS_KV, LLM_D0, 0 },
     LLM_ROW_NORM(ffn_norm, "blk.%d.ffn_norm.weight", "model.layers.%d.post_attention_layernorm.weight", LLM_DE),
     LLM_ROWS_EXPERTS("model.layers.%d.mlp.gate.weight", "model.layers.%d.mlp.experts.%d.gate_proj.weight",
                      "model.layers.%d.mlp.experts.%d.up_proj.weight", "model.layers.%d.mlp.experts.%d.down_proj.weight"),
@@ -42,6 +47,6 @@ const llm_arch_desc llm_olmoe = {
     .read_hf = read_hf,
     .rows = rows,
     .n_rows = sizeof rows / sizeof rows[0],
-    .tp_refused = "its q/k norms span every head",
+    .qk_norm_all = true,
     .layer = llm_moe_layer,
 };
