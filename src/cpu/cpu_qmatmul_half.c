@@ -18,9 +18,13 @@
  * Kernels: AVX-512 (16 lanes; f16 by vcvtph2ps, bf16 by a shift), AVX2 (8
  * lanes, F16C), and plain C (16 lanes, fmaf) where neither is there; the
  * set is picked once by what the cpu has (WICK_CPU_QDOT=avx2 or portable
- * holds it to those, as for the integer kernels: the tests run each). Tasks: blocks of 16 weight rows;
- * within a task, 64 rows of x at a time so that they stay in L2 while the
- * block's weight rows (in L1) meet each of them. */
+ * holds it to those, as for the integer kernels: the tests run each).
+ * Tasks: blocks of 16 weight rows; within a task, 64 rows of x at a time
+ * so that they stay in L2 while the block's weight rows meet each of them.
+ * On AVX-512, decode (one row of x) reads the half rows directly, four at
+ * a time, the next four prefetched; prefill widens the task's rows to f32
+ * once, and its 4 x 4 tiles run their whole steps of 16 unmasked and the
+ * tail masked (the same products in the same order). */
 #include <math.h>
 #include <pthread.h>
 #include <stdlib.h>
