@@ -266,6 +266,22 @@ def test_quantize_round_trip(q, rng):
     np.testing.assert_array_equal(wick.dequantize(t[1:3]).numpy(), d.numpy()[1:3])
 
 
+@pytest.mark.parametrize("wdt", ["f16", "bf16"])
+def test_qmatmul_dense_half_weight(wdt, rng):
+    # a dense f16/bf16 w (a model file's matrix kept as stored) under f32 x, on the cpu:
+    # exact products, f32 sums; the same bits for a row alone and in a batch
+    w = wick.asarray(rng.standard_normal((37, 70)).astype(np.float32)).to(wdt)
+    wv = w.to("f32").numpy().astype(np.float64)
+    x = rng.standard_normal((9, 70)).astype(np.float32)
+    y = wick.qmatmul(wick.asarray(x), w)
+    assert y.dtype == "f32" and y.shape == (9, 37)
+    np.testing.assert_allclose(y.numpy(), x.astype(np.float64) @ wv.T, rtol=1e-5, atol=1e-5)
+    one = wick.qmatmul(wick.asarray(x[4:5]), w).numpy()
+    np.testing.assert_array_equal(one, y.numpy()[4:5])
+    with pytest.raises(Exception):
+        wick.qmatmul(wick.asarray(x), w.to("f32"))   # a dense f32 w: refused (matmul's job)
+
+
 def test_quant_errors():
     t = wick.quantize(wick.ones((2, 32)), "q8_0")
     with pytest.raises(TypeError):

@@ -29,6 +29,7 @@ uint8: str; uint32: str; int16: str; int32: str; int64: str
 bfloat16: str; float16: str; float32: str; float64: str; float8_e4m3fn: str
 q4_0: str; q4_1: str; q5_0: str; q5_1: str; q8_0: str; q8_1: str
 q2_k: str; q3_k: str; q4_k: str; q5_k: str; q6_k: str; q8_k: str
+iq4_nl: str; iq4_xs: str; iq3_xxs: str; iq3_s: str; iq2_xxs: str; iq2_xs: str; iq2_s: str; iq1_s: str; iq1_m: str
 
 class Tensor:
     """A view (shape, strides, offset) of refcounted storage on one device."""
