@@ -110,6 +110,10 @@ wk_status wk_cpu_paged_attention(void *ctx, const wk_op_args *a);
  * quantize), QMATMUL and QGATHER */
 wk_status wk_cpu_qconvert(void *ctx, const wk_op_args *a);
 wk_status wk_cpu_qmatmul(void *ctx, const wk_op_args *a);
+/* x [m, k] (a 2-d view, any float dtype) as f32 rows of unit stride:
+ * *rows and *stride in place when x is so already (*owned NULL), else a
+ * copy in *owned for the caller to free (cpu_quant.c) */
+wk_status wk_cpu_rows_f32(const wk_view *x, int64_t m, int64_t k, const float **rows, int64_t *stride, float **owned);
 /* QMATMUL of a dense f16/bf16 weight (cpu_qmatmul_half.c) */
 wk_status wk_cpu_qmatmul_half(const wk_op_args *a);
 wk_status wk_cpu_qgather(void *ctx, const wk_op_args *a);

@@ -391,19 +391,8 @@ wk_status wk_cpu_qmatmul_half(const wk_op_args *a)
     if (wk_cpu_env.qdot == WK_QDOT_AVX2 && hq.tile != hq_tile_plain) J.tile = hq_tile_avx2, J.avx512 = false;
 #endif
     float *xbuf = NULL;
-    if (x->dtype == WK_F32 && (x->strides[1] == 1 || k == 1)) {
-        J.x = (const float *)x->base + x->offset;
-        J.xs = x->strides[0];
-    } else {
-        xbuf = malloc((size_t)(m * k) * sizeof(float));
-        if (!xbuf)
-            return WK_CPU_ERROR(WK_ERR_MEMORY, "out of memory for x as f32 (%lld x %lld)", (long long)m, (long long)k);
-        for (int64_t i = 0; i < m; i++)
-            for (int64_t c = 0; c < k; c++)
-                xbuf[i * k + c] = (float)wk_cpu_load_f64(x->base, x->dtype, x->offset + i * x->strides[0] + c * x->strides[1]);
-        J.x = xbuf;
-        J.xs = k;
-    }
+    const wk_status xst = wk_cpu_rows_f32(x, m, k, &J.x, &J.xs, &xbuf);
+    if (xst != WK_OK) return xst;
     const int64_t ntasks = (n + HQ_WROWS - 1) / HQ_WROWS;
     wk_parallel_tasks(ntasks, 2.0 * (double)HQ_WROWS * (double)k * (double)m + 2.0 * HQ_WROWS * (double)k, hq_range, &J);
     free(xbuf);

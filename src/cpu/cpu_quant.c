@@ -1042,6 +1042,23 @@ wk_status wk_cpu_qconvert(void *ctx, const wk_op_args *a)
 
 /* ---- QMATMUL --------------------------------------------------------------- */
 
+wk_status wk_cpu_rows_f32(const wk_view *x, int64_t m, int64_t k, const float **rows, int64_t *stride, float **owned)
+{
+    *owned = NULL;
+    if (x->dtype == WK_F32 && (x->strides[1] == 1 || k == 1)) {   /* in place */
+        *rows = (const float *)x->base + x->offset;
+        *stride = x->strides[0];
+        return WK_OK;
+    }
+    float *b = malloc((size_t)(m * k) * sizeof(float) + 1);
+    if (!b) return WK_CPU_ERROR(WK_ERR_MEMORY, "out of memory for x as f32 (%lld x %lld)", (long long)m, (long long)k);
+    for (int64_t i = 0; i < m; i++)
+        for (int64_t c = 0; c < k; c++)
+            b[i * k + c] = (float)wk_cpu_load_f64(x->base, x->dtype, x->offset + i * x->strides[0] + c * x->strides[1]);
+    *rows = b, *stride = k, *owned = b;
+    return WK_OK;
+}
+
 /* weight rows a task dequantizes at once: 8 for a few rows of x (decode:
  * many small tasks), 32 for many (prefill: each pass over x serves more
  * weight rows) */
@@ -1109,21 +1126,9 @@ wk_status wk_cpu_qmatmul(void *ctx, const wk_op_args *a)
     atomic_init(&j.failed, 0);
     if (!j.deq) return WK_CPU_ERROR(WK_ERR_DTYPE, "%s is not a block-quantized dtype", wk_dt_name(w->dtype));
     if (m == 0 || n == 0) return WK_OK;
-    /* x as f32 rows with unit stride: in place when it is so already */
     float *xbuf = NULL;
-    if (x->dtype == WK_F32 && (x->strides[1] == 1 || k == 1)) {
-        j.x = (const float *)x->base + x->offset;
-        j.xs = x->strides[0];
-    } else {
-        xbuf = malloc((size_t)(m * k) * sizeof(float));
-        if (!xbuf) return WK_CPU_ERROR(WK_ERR_MEMORY, "out of memory for x as f32 (%lld x %lld)", (long long)m,
-                                       (long long)k);
-        for (int64_t i = 0; i < m; i++)
-            for (int64_t c = 0; c < k; c++)
-                xbuf[i * k + c] = (float)wk_cpu_load_f64(x->base, x->dtype, x->offset + i * x->strides[0] + c * x->strides[1]);
-        j.x = xbuf;
-        j.xs = k;
-    }
+    const wk_status xst = wk_cpu_rows_f32(x, m, k, &j.x, &j.xs, &xbuf);
+    if (xst != WK_OK) return xst;
     j.nb = m > 8 ? QM_ROWS_MANY : QM_ROWS_FEW;
     const int64_t ntasks = (n + j.nb - 1) / j.nb;
     wk_parallel_tasks(ntasks, (double)j.nb * (double)k * (2.0 + 2.0 * (double)m), qmm_range, &j);

@@ -60,8 +60,8 @@
  *
  * The matrix-core path (pa_mma_kernel; NVIDIA sm_80+, f16/bf16, 16-byte
  * aligned rows; the default there, WICK_GPU_PAGED=portable takes the FMA
- * kernel instead; measured in bench/RESULTS-engine.md): one block per (token, kv head, 16 of its query heads,
- * split of its keys); the G query heads are the rows of mma.sync tiles,
+ * kernel instead; measured in bench/RESULTS-engine.md): one block per
+ * (token, kv head, 16 of its query heads, split of its keys); the G query heads are the rows of mma.sync tiles,
  * 4 warps take 16-key tiles in turn through cp.async rings, S = Q K^T and
  * O += P V run on the matrix cores. A token's keys are split into
  * pa_splits(len) parts (at least PA_SPLIT_MIN keys each, at most
@@ -357,7 +357,10 @@ __global__ __launch_bounds__(PA_NT, RMAX <= 2 ? 4 : RMAX <= 4 ? 3 : 2) void pa_k
 #define PA_TK 16        /* keys of a warp's tile                                  */
 #define PA_NSMAX 16     /* splits of one token's keys at most                     */
 #ifndef PA_SPLIT_MIN
-#define PA_SPLIT_MIN 384 /* keys of a split at least (a multiple of 4 tiles); swept on an H200, 8B bf16 (bench/RESULTS-engine.md): 128 / 256 / 384 / 512 gave B=64 decode 7,068 / 7,449 / 7,727 / 7,623 tok/s, B=1 207 / 202 / 198 / 193 */
+/* keys of a split at least (a multiple of 4 tiles); swept on an H200, 8B
+   bf16 (bench/RESULTS-engine.md): 128 / 256 / 384 / 512 gave B=64 decode
+   7,068 / 7,449 / 7,727 / 7,623 tok/s, B=1 207 / 202 / 198 / 193 */
+#define PA_SPLIT_MIN 384
 #endif
 #define PA_SCRATCH_MAX ((size_t)64 << 20)  /* partials of one launch at most      */
 
@@ -374,7 +377,9 @@ __host__ __device__ inline int pa_splits(int64_t len, int64_t *chunk)
 }
 
 #ifndef PA_NS128
-#define PA_NS128 2       /* stages of a warp's ring for heads of 128 or less (2: 74 KiB a block, 3 blocks an SM; 3 measured no faster) */
+/* stages of a warp's ring for heads of 128 or less (2: 74 KiB a block,
+   3 blocks an SM; 3 measured no faster) */
+#define PA_NS128 2
 #endif
 template <int DMAX> struct pa_mcfg {
     enum { LDS = DMAX + 8, NS = DMAX <= 128 ? PA_NS128 : 2, TILE = PA_TK * LDS * 2 /* bytes of K or V */ };

@@ -24,9 +24,10 @@
 /* y [T, n] = x [T, k] . W^T, W [n, k] dense or block-quantized */
 static wk_tensor *linear(const wk_tensor *x, const wk_tensor *w, const wk_tensor *b)
 {
-    /* block-quantized w, or f16/bf16 kept as stored under other activations (weights.c): qmatmul */
+    /* block-quantized w, or f16/bf16 kept as stored under other activations
+       (weights.c): qmatmul, as the fused linear ops choose it */
     const wk_dtype wd = wk_tensor_dtype(w);
-    const bool q = wk_dtype_is_quantized(wd) || (x && wd != wk_tensor_dtype(x));
+    const bool q = wk_dtype_is_quantized(wd) || ((wd == WK_F16 || wd == WK_BF16) && x && wd != wk_tensor_dtype(x));
     wk_tensor *y = q ? wk_qmatmul(x, w) : wk_matmul(x, wk_transpose(w, 0, 1));
     return b && y ? wk_add(y, b) : y;
 }

@@ -82,14 +82,8 @@ static wk_llm *load_one(const char *path, wk_device *dev, const wk_llm_options *
                           path, m->cfg.arch->name, m->cfg.arch->tp_refused);
         goto fail;
     }
-    if ((st = llm_tp_plan(tp, o.comm, in, m->cfg.hp.n_ff_exp, m->cfg.hp.n_ff_shexp))) goto fail;
-    if (tp->comm && m->cfg.arch->qk_norm_all && in->n_head_kv % tp->size) {
-        st = wk_error_set(WK_ERR_ARGUMENT,
-                          "%s: tensor parallel over %d ranks: a %s model's key norm spans all %lld KV heads, which must "
-                          "then split evenly (use a rank count that divides %lld)",
-                          path, tp->size, m->cfg.arch->name, (long long)in->n_head_kv, (long long)in->n_head_kv);
+    if ((st = llm_tp_plan(tp, o.comm, in, m->cfg.hp.n_ff_exp, m->cfg.hp.n_ff_shexp, m->cfg.arch->qk_norm_all)))
         goto fail;
-    }
     if (tp->comm && wk_comm_device(tp->comm) != dev) {
         st = wk_error_set(WK_ERR_ARGUMENT, "wk_llm_load: rank %d's communicator is on %s, the model on %s", tp->rank,
                           wk_device_name(wk_comm_device(tp->comm)), wk_device_name(dev));

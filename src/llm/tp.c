@@ -9,7 +9,7 @@
 #include "wick_ext.h"
 #include "wick_formats.h"
 
-wk_status llm_tp_plan(llm_tp *tp, wk_comm *comm, const wk_llm_info *in, int64_t f_exp, int64_t f_shexp)
+wk_status llm_tp_plan(llm_tp *tp, wk_comm *comm, const wk_llm_info *in, int64_t f_exp, int64_t f_shexp, bool kv_split)
 {
     memset(tp, 0, sizeof *tp);
     const int n = comm ? wk_comm_size(comm) : 1, r = comm ? wk_comm_rank(comm) : 0;
@@ -21,6 +21,11 @@ wk_status llm_tp_plan(llm_tp *tp, wk_comm *comm, const wk_llm_info *in, int64_t 
                        "tensor parallel over %d ranks: the model's %lld query heads do not split evenly (use a rank "
                        "count that divides %lld)",
                        n, (long long)H, (long long)H);
+    if (Hkv % n && kv_split)
+        return wk_error_set(WK_ERR_ARGUMENT,
+                            "tensor parallel over %d ranks: the model's key norm spans all %lld KV heads, which must "
+                            "then split evenly (use a rank count that divides %lld)",
+                            n, (long long)Hkv, (long long)Hkv);
     if (Hkv % n && n % Hkv)
         return wk_error_set(WK_ERR_ARGUMENT,
                        "tensor parallel over %d ranks: the model's %lld KV heads neither split evenly nor replicate "
@@ -53,12 +58,12 @@ wk_status llm_tp_plan(llm_tp *tp, wk_comm *comm, const wk_llm_info *in, int64_t 
     return WK_OK;
 }
 
-wk_tensor *llm_tp_slice(const wk_file_tensor *info, wk_device *dev, int64_t r0, int64_t nr, int64_t c0, int64_t nc,
+wk_tensor *llm_tp_slice(const wk_file_tensor *info, wk_device *dev, const llm_rows *rg, int nrg, int64_t c0, int64_t nc,
                         int64_t nzero)
 {
     const wk_dtype dt = info->dtype;
     const int rank = info->shape.rank;
-    if (rank < 1 || rank > 3 || (rank == 3 && nzero)) {
+    if (rank < 1 || rank > 3 || (rank == 3 && nzero) || nrg < 1 || nrg > LLM_TP_MAX_RANGES) {
         wk_error_set(WK_ERR_ARGUMENT, "%s: tensor %s has rank %d; shares are taken of vectors, matrices and stacks of them",
                 info->file, info->name, rank);
         return NULL;
@@ -72,11 +77,16 @@ wk_tensor *llm_tp_slice(const wk_file_tensor *info, wk_device *dev, int64_t r0, 
                 info->type_name);
         return NULL;
     }
-    if (r0 < 0 || nr < 0 || nzero < 0 || c0 < 0 || nc <= 0 || c0 + nc > cols) {
-        wk_error_set(WK_ERR_ARGUMENT, "%s: tensor %s: the share rows [%lld, +%lld) columns [%lld, +%lld) is outside its [%lld, %lld]",
-                info->file, info->name, (long long)r0, (long long)nr, (long long)c0, (long long)nc, (long long)rows,
-                (long long)cols);
-        return NULL;
+    int64_t nr = 0;   /* the share's rows, every range's */
+    for (int g = 0; g < nrg; g++) {
+        if (rg[g].r0 < 0 || rg[g].n < 0 || nzero < 0 || c0 < 0 || nc <= 0 || c0 + nc > cols) {
+            wk_error_set(WK_ERR_ARGUMENT,
+                    "%s: tensor %s: the share rows [%lld, +%lld) columns [%lld, +%lld) is outside its [%lld, %lld]",
+                    info->file, info->name, (long long)rg[g].r0, (long long)rg[g].n, (long long)c0, (long long)nc,
+                    (long long)rows, (long long)cols);
+            return NULL;
+        }
+        nr += rg[g].n;
     }
     if (c0 % bs || nc % bs) {
         wk_error_set(WK_ERR_ARGUMENT,
@@ -97,13 +107,16 @@ wk_tensor *llm_tp_slice(const wk_file_tensor *info, wk_device *dev, int64_t r0, 
         wk_error_set(WK_ERR_MEMORY, "out of host memory for a %zu-byte share of %s", total, info->name);
         return NULL;
     }
+    unsigned char *dst = host;
     for (int64_t x = 0; x < X; x++) {
         const unsigned char *src = (const unsigned char *)info->data + x * rows * row_bytes;
-        for (int64_t i = 0; i < nr + nzero; i++) {
-            unsigned char *dst = host + (x * (nr + nzero) + i) * share_bytes;
-            if (i < nr && r0 + i < rows) memcpy(dst, src + (r0 + i) * row_bytes + skip, (size_t)share_bytes);
-            else memset(dst, 0, (size_t)share_bytes);   /* padding rows: zeros in every type */
-        }
+        for (int g = 0; g < nrg; g++)
+            for (int64_t i = 0; i < rg[g].n; i++, dst += share_bytes) {
+                const int64_t r = rg[g].r0 + i;
+                if (r < rows) memcpy(dst, src + r * row_bytes + skip, (size_t)share_bytes);
+                else memset(dst, 0, (size_t)share_bytes);   /* padding rows: zeros in every type */
+            }
+        for (int64_t i = 0; i < nzero; i++, dst += share_bytes) memset(dst, 0, (size_t)share_bytes);
     }
     wk_shape s = rank == 3 ? WK_SHAPE(X, nr, nc) : rank == 2 ? WK_SHAPE(nr + nzero, nc) : WK_SHAPE(nr + nzero);
     wk_tensor *t = wk_from_host(dev, dt, s, host);

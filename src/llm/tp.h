@@ -41,17 +41,27 @@ typedef struct llm_tp {
 /* The shares of rank `rank` of `size` for a model of in's shape; a clear
  * error for counts that do not split (query heads, KV heads, FFN rows,
  * the experts' FFN rows f_exp and the shared expert's f_shexp, 0 where
- * the model has none). size 1 (or comm NULL): the whole model. */
-wk_status llm_tp_plan(llm_tp *tp, wk_comm *comm, const wk_llm_info *in, int64_t f_exp, int64_t f_shexp);
+ * the model has none). kv_split: KV heads must split, not be replicated
+ * (a norm over all of them, OLMoE's, would count a replicated one twice).
+ * size 1 (or comm NULL): the whole model. */
+wk_status llm_tp_plan(llm_tp *tp, wk_comm *comm, const wk_llm_info *in, int64_t f_exp, int64_t f_shexp, bool kv_split);
 
-/* Rows [r0, r0 + nr) and columns [c0, c0 + nc) of a matrix in a file (a
- * vector: rank 1, rows only, nc ignored; a stack [X, rows, cols]: those of
- * each of its X matrices, [X, nr, nc]) as a tensor on dev, then nzero
- * rows of zeros (matrices and vectors), gathered on the host from the file's mapping: only the
- * share travels. Rows at or past the file's are zeros too (vocabulary
- * padding). Columns of a block type go in whole blocks: c0 and nc must
- * be multiples of its block (a clear error naming the tensor otherwise). */
-wk_tensor *llm_tp_slice(const wk_file_tensor *info, wk_device *dev, int64_t r0, int64_t nr, int64_t c0, int64_t nc,
+/* A range of rows of a matrix: [r0, r0 + n). */
+typedef struct llm_rows {
+    int64_t r0, n;
+} llm_rows;
+#define LLM_TP_MAX_RANGES 3
+
+/* The rows of the nrg ranges rg (1 to LLM_TP_MAX_RANGES, joined in that
+ * order: a stacked q/k/v takes three) and columns [c0, c0 + nc) of a
+ * matrix in a file (a vector: rank 1, rows only, nc ignored; a stack [X,
+ * rows, cols]: those of each of its X matrices, [X, nr, nc]) as a tensor
+ * on dev, then nzero rows of zeros (matrices and vectors), gathered on the
+ * host from the file's mapping: only the share travels. Rows at or past
+ * the file's are zeros too (vocabulary padding). Columns of a block type
+ * go in whole blocks: c0 and nc must be multiples of its block (a clear
+ * error naming the tensor otherwise). */
+wk_tensor *llm_tp_slice(const wk_file_tensor *info, wk_device *dev, const llm_rows *rg, int nrg, int64_t c0, int64_t nc,
                         int64_t nzero);
 
 #endif /* WICK_LLM_TP_H */

@@ -181,47 +181,43 @@ static wk_tensor *prepare(const wk_llm *m, wk_tensor *t, bool matrix, const wk_l
 static wk_status load_shares(wk_llm *m, const wlist *wl, wk_tensor **raw)
 {
     const llm_tp *tp = &m->cfg.tp;
-    const int64_t D = m->cfg.info.head_dim;
+    const wk_llm_info *in = &m->cfg.info;
+    const int64_t D = in->head_dim, H = in->n_head, Hkv = in->n_head_kv, F = in->n_ff;
     for (int64_t i = 0; i < wl->n; i++) {
         const wslot *w = &wl->s[i];
         /* a matrix's rows and columns (of each matrix of a stack of experts) */
         const wk_shape *fs = &w->info->shape;
         const int64_t rows = fs->dims[fs->rank == 3], cols = fs->rank >= 2 ? fs->dims[fs->rank - 1] : 1;
-        int64_t r0 = 0, nr = rows, c0 = 0, nc = cols;
+        llm_rows rg[LLM_TP_MAX_RANGES] = { { 0, rows } };
+        int nrg = 1;
+        int64_t c0 = 0, nc = cols;
         switch (w->share) {
-        case LLM_SH_ROWS_Q: r0 = tp->head0 * D, nr = tp->n_head * D; break;
-        case LLM_SH_ROWS_KV: r0 = tp->kv0 * D, nr = tp->n_kv * D; break;
+        case LLM_SH_ROWS_Q: rg[0] = (llm_rows){ tp->head0 * D, tp->n_head * D }; break;
+        case LLM_SH_ROWS_KV: rg[0] = (llm_rows){ tp->kv0 * D, tp->n_kv * D }; break;
         case LLM_SH_COLS_Q: c0 = tp->head0 * D, nc = tp->n_head * D; break;
-        case LLM_SH_ROWS_FF: r0 = tp->ff0, nr = tp->n_ff; break;
+        case LLM_SH_ROWS_FF: rg[0] = (llm_rows){ tp->ff0, tp->n_ff }; break;
         case LLM_SH_COLS_FF: c0 = tp->ff0, nc = tp->n_ff; break;
-        case LLM_SH_ROWS_VOC: r0 = tp->voc0, nr = tp->n_voc; break;
-        case LLM_SH_ROWS_FX: r0 = tp->ffx0, nr = tp->n_ffx; break;
+        case LLM_SH_ROWS_VOC: rg[0] = (llm_rows){ tp->voc0, tp->n_voc }; break;
+        case LLM_SH_ROWS_FX: rg[0] = (llm_rows){ tp->ffx0, tp->n_ffx }; break;
         case LLM_SH_COLS_FX: c0 = tp->ffx0, nc = tp->n_ffx; break;
-        case LLM_SH_ROWS_FS: r0 = tp->ffs0, nr = tp->n_ffs; break;
+        case LLM_SH_ROWS_FS: rg[0] = (llm_rows){ tp->ffs0, tp->n_ffs }; break;
         case LLM_SH_COLS_FS: c0 = tp->ffs0, nc = tp->n_ffs; break;
+        case LLM_SH_ROWS_QKV:   /* its query heads' rows of q, its KV heads' of k and of v */
+            rg[0] = (llm_rows){ tp->head0 * D, tp->n_head * D };
+            rg[1] = (llm_rows){ (H + tp->kv0) * D, tp->n_kv * D };
+            rg[2] = (llm_rows){ (H + Hkv + tp->kv0) * D, tp->n_kv * D };
+            nrg = 3;
+            break;
+        case LLM_SH_ROWS_GU:   /* its FFN slice of gate and of up */
+            rg[0] = (llm_rows){ tp->ff0, tp->n_ff };
+            rg[1] = (llm_rows){ F + tp->ff0, tp->n_ff };
+            nrg = 2;
+            break;
         default: break;
         }
-        if (w->share == LLM_SH_ROWS_QKV || w->share == LLM_SH_ROWS_GU) {
-            /* several row ranges of one stacked matrix, joined */
-            const wk_llm_info *in = &m->cfg.info;
-            const int64_t H = in->n_head, Hkv = in->n_head_kv, F = in->n_ff;
-            const int64_t qkv[3][2] = { { tp->head0 * D, tp->n_head * D }, { (H + tp->kv0) * D, tp->n_kv * D },
-                                        { (H + Hkv + tp->kv0) * D, tp->n_kv * D } };
-            const int64_t gu[2][2] = { { tp->ff0, tp->n_ff }, { F + tp->ff0, tp->n_ff } };
-            const int np = w->share == LLM_SH_ROWS_QKV ? 3 : 2;
-            wk_tensor *parts[3] = { NULL, NULL, NULL };
-            bool ok = true;
-            for (int k = 0; k < np && ok; k++) {
-                const int64_t *rg = np == 3 ? qkv[k] : gu[k];
-                ok = (parts[k] = llm_tp_slice(w->info, m->dev, rg[0], rg[1], 0, cols, 0)) != NULL;
-            }
-            raw[i] = ok ? wk_cat(parts, np, 0) : NULL;
-            for (int k = 0; k < np; k++) wk_release(parts[k]);
-        } else {
-            /* the embedding's share ends with a row of zeros, which the
-               tokens of other ranks look up (forward) */
-            raw[i] = llm_tp_slice(w->info, m->dev, r0, nr, c0, nc, w->embedding ? 1 : 0);
-        }
+        /* the embedding's share ends with a row of zeros, which the tokens
+           of other ranks look up (forward) */
+        raw[i] = llm_tp_slice(w->info, m->dev, rg, nrg, c0, nc, w->embedding ? 1 : 0);
         if (!raw[i]) {
             for (int64_t j = 0; j < i; j++) {
                 wk_release(raw[j]);
